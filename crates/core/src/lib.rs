@@ -1,0 +1,28 @@
+//! # probity-core
+//!
+//! The pure heart of probity: the data model of a reliability test, the
+//! reliability tensor `R[i][j][k]` (paper §3.6), the statistics that turn it
+//! into honest rates with intervals, validators (paper §2.1, §3.1) and retry
+//! planning (paper §4.2).
+//!
+//! This crate performs no I/O, runs no async code and reads no clock: every
+//! function is a deterministic function of its arguments, which is what makes
+//! the statistics testable against reference values.
+
+pub mod aggregate;
+pub mod model;
+pub mod profile;
+pub mod retry;
+pub mod stats;
+pub mod tensor;
+pub mod validator;
+pub mod verdict;
+
+pub use aggregate::{Aggregate, AggregateResult};
+pub use model::{Input, Sample};
+pub use profile::{Profile, ProfileEntry, Strategy};
+pub use retry::RetryPlan;
+pub use stats::{ErrorPolicy, Interval, IntervalMethod, RateEstimate};
+pub use tensor::{Cell, ReliabilityTensor};
+pub use validator::Validator;
+pub use verdict::Verdict;

@@ -1,0 +1,2 @@
+//! Retry planning (paper §4.2). (TO BE IMPLEMENTED)
+pub struct RetryPlan;
