@@ -11,18 +11,21 @@
 
 pub mod aggregate;
 pub mod model;
+pub mod options;
 pub mod profile;
 pub mod retry;
+pub mod score;
 pub mod stats;
 pub mod tensor;
 pub mod validator;
 pub mod verdict;
 
-pub use aggregate::{Aggregate, AggregateResult};
+pub use aggregate::{aggregate, Aggregate, AggregateResult};
 pub use model::{Input, Sample};
-pub use profile::{Profile, ProfileEntry, Strategy};
-pub use retry::RetryPlan;
-pub use stats::{ErrorPolicy, Interval, IntervalMethod, RateEstimate};
+pub use options::AnalysisOptions;
+pub use profile::{profile, strategy_rates, Profile, ProfileEntry, Strategy};
+pub use retry::{Geometric, RetryPlan};
+pub use stats::{Counts, ErrorPolicy, Interval, IntervalMethod, RateEstimate};
 pub use tensor::{Cell, ReliabilityTensor};
 pub use validator::Validator;
 pub use verdict::Verdict;

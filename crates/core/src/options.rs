@@ -1,0 +1,29 @@
+//! Settings shared by every analysis of a tensor.
+
+use crate::stats::{ErrorPolicy, IntervalMethod, VerdictMode};
+use serde::{Deserialize, Serialize};
+
+/// How rates are estimated and judged (DESIGN.md, Statistics).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AnalysisOptions {
+    /// Confidence level 1 − α of every interval, in (0, 1).
+    pub confidence: f64,
+    /// Interval method; Wilson by default.
+    pub interval: IntervalMethod,
+    /// Whether error cells count as failures (default) or are excluded.
+    pub errors: ErrorPolicy,
+    /// How a rate is judged against its minimum success percentage.
+    pub verdict: VerdictMode,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions {
+            confidence: 0.95,
+            interval: IntervalMethod::Wilson,
+            errors: ErrorPolicy::AsFailure,
+            verdict: VerdictMode::Point,
+        }
+    }
+}
