@@ -1,0 +1,1 @@
+//! Reports of a run: text, JSON, JUnit XML, Markdown.
