@@ -1,0 +1,368 @@
+//! Built-in validator kinds (paper §2.1: predicates over the output `o`).
+//!
+//! One [`Builtin`] enum covers every kind; [`Builtin::Not`] negates any of
+//! them, so "not-contains" is `Not(Contains)`. Regular expressions and JSON
+//! schemas are compiled once, when the builtin is built; checking an output
+//! never fails (an output that is not JSON simply fails `is-json`).
+
+use regex::{Regex, RegexBuilder};
+use serde_json::Value;
+use std::fmt;
+use std::sync::Arc;
+
+/// Upper bound on the compiled size of a user regex (bytes), so that a
+/// pathological pattern is a configuration error, not a memory blow-up.
+const REGEX_SIZE_LIMIT: usize = 1 << 22;
+
+/// Why a builtin could not be built: the field at fault and the reason.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("field `{field}`: {reason}")]
+pub struct BuiltinError {
+    pub field: &'static str,
+    pub reason: String,
+}
+
+fn err(field: &'static str, reason: impl Into<String>) -> BuiltinError {
+    BuiltinError {
+        field,
+        reason: reason.into(),
+    }
+}
+
+pub(crate) fn compile_regex(field: &'static str, pattern: &str) -> Result<Regex, BuiltinError> {
+    RegexBuilder::new(pattern)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| err(field, format!("invalid regex: {e}")))
+}
+
+/// A literal string to look for, case-sensitively or not. The
+/// case-insensitive form (Unicode simple case folding) is a regex compiled
+/// once for the operation it serves (contains, starts, ends, equals).
+#[derive(Clone, Debug)]
+pub struct Literal {
+    value: String,
+    folded: Option<Regex>,
+}
+
+#[derive(Clone, Copy)]
+enum Anchor {
+    None,
+    Start,
+    End,
+    Both,
+}
+
+impl Literal {
+    fn new(value: &str, case_insensitive: bool, anchor: Anchor) -> Self {
+        let folded = case_insensitive.then(|| {
+            let esc = regex::escape(value);
+            let pat = match anchor {
+                Anchor::None => format!("(?i:{esc})"),
+                Anchor::Start => format!(r"\A(?i:{esc})"),
+                Anchor::End => format!(r"(?i:{esc})\z"),
+                Anchor::Both => format!(r"\A(?i:{esc})\z"),
+            };
+            // An escaped literal always compiles; its size is linear in it.
+            Regex::new(&pat).expect("escaped literal is a valid regex")
+        });
+        Literal {
+            value: value.to_string(),
+            folded,
+        }
+    }
+
+    /// The literal as given.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    /// Whether matching ignores case.
+    pub fn case_insensitive(&self) -> bool {
+        self.folded.is_some()
+    }
+}
+
+/// What [`Builtin::Count`] counts: non-overlapping occurrences of a
+/// substring (as Python's `str.count`, the paper's `o.count("'")`), or
+/// non-overlapping matches of a regex.
+#[derive(Clone, Debug)]
+pub enum Counter {
+    /// Occurrences of a substring; the regex is set when case-insensitive.
+    Substring(Literal),
+    /// Matches of a regex.
+    Regex(Regex),
+}
+
+impl Counter {
+    /// The number of occurrences in `text`.
+    pub fn count(&self, text: &str) -> usize {
+        match self {
+            Counter::Substring(l) => match &l.folded {
+                Some(re) => re.find_iter(text).count(),
+                None => text.matches(l.value.as_str()).count(),
+            },
+            Counter::Regex(re) => re.find_iter(text).count(),
+        }
+    }
+}
+
+/// A compiled JSON schema and its source.
+#[derive(Clone)]
+pub struct JsonSchema {
+    source: Arc<Value>,
+    validator: Arc<jsonschema::Validator>,
+}
+
+impl JsonSchema {
+    /// Compile `schema` (any draft `jsonschema` supports, detected from
+    /// `$schema`; no remote `$ref` resolution).
+    pub fn compile(schema: &Value) -> Result<Self, BuiltinError> {
+        let validator = jsonschema::validator_for(schema)
+            .map_err(|e| err("schema", format!("invalid JSON schema: {e}")))?;
+        Ok(JsonSchema {
+            source: Arc::new(schema.clone()),
+            validator: Arc::new(validator),
+        })
+    }
+
+    /// The schema as given.
+    pub fn source(&self) -> &Value {
+        &self.source
+    }
+
+    /// Whether `instance` satisfies the schema.
+    pub fn is_valid(&self, instance: &Value) -> bool {
+        self.validator.is_valid(instance)
+    }
+}
+
+impl fmt::Debug for JsonSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("JsonSchema").field(&self.source).finish()
+    }
+}
+
+/// A built-in predicate over the output. Build with the constructors
+/// ([`Builtin::contains`], [`Builtin::regex`], …), negate with
+/// [`Builtin::negate`], apply with [`Builtin::check`].
+///
+/// Bounds (`min`, `max`) are inclusive; `None` means unbounded on that side.
+#[derive(Clone, Debug)]
+pub enum Builtin {
+    /// The output contains the literal.
+    Contains(Literal),
+    /// The regex matches somewhere in the output (use `^…$` / `\A…\z` to
+    /// anchor).
+    Regex(Regex),
+    /// The number of occurrences lies in `[min, max]`: the paper's
+    /// `o.count("'") <= 3` is `Count { Substring("'"), None, Some(3) }`.
+    Count {
+        counter: Counter,
+        min: Option<usize>,
+        max: Option<usize>,
+    },
+    /// The length in Unicode scalar values (chars) lies in `[min, max]`.
+    Length {
+        min: Option<usize>,
+        max: Option<usize>,
+    },
+    /// The number of whitespace-separated words lies in `[min, max]`.
+    Words {
+        min: Option<usize>,
+        max: Option<usize>,
+    },
+    /// The output (trimmed of surrounding whitespace if `trim`) equals the
+    /// literal.
+    Equals { literal: Literal, trim: bool },
+    /// The output (with leading whitespace trimmed if `trim`) starts with the
+    /// literal.
+    StartsWith { literal: Literal, trim: bool },
+    /// The output (with trailing whitespace trimmed if `trim`) ends with the
+    /// literal.
+    EndsWith { literal: Literal, trim: bool },
+    /// The output parses as JSON (any value; surrounding whitespace allowed).
+    IsJson,
+    /// The output parses as JSON and satisfies the schema.
+    JsonSchema(JsonSchema),
+    /// The negation of the inner builtin.
+    Not(Box<Builtin>),
+}
+
+fn within(n: usize, min: Option<usize>, max: Option<usize>) -> bool {
+    min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m)
+}
+
+fn check_bounds(min: Option<usize>, max: Option<usize>) -> Result<(), BuiltinError> {
+    match (min, max) {
+        (None, None) => Err(err("min", "at least one of `min` and `max` is required")),
+        (Some(a), Some(b)) if a > b => Err(err("max", format!("max {b} is below min {a}"))),
+        _ => Ok(()),
+    }
+}
+
+impl Builtin {
+    /// The output contains `value` (case-sensitively).
+    pub fn contains(value: &str) -> Self {
+        Builtin::Contains(Literal::new(value, false, Anchor::None))
+    }
+
+    /// The output contains `value`, ignoring case.
+    pub fn contains_ci(value: &str) -> Self {
+        Builtin::Contains(Literal::new(value, true, Anchor::None))
+    }
+
+    /// The output does not contain `value`: `contains(value).negate()`.
+    pub fn not_contains(value: &str) -> Self {
+        Self::contains(value).negate()
+    }
+
+    /// The output does not contain `value`, ignoring case.
+    pub fn not_contains_ci(value: &str) -> Self {
+        Self::contains_ci(value).negate()
+    }
+
+    /// The regex `pattern` matches somewhere in the output; compiled once.
+    /// Use an inline flag (`(?i)`) for case-insensitivity.
+    pub fn regex(pattern: &str) -> Result<Self, BuiltinError> {
+        Ok(Builtin::Regex(compile_regex("pattern", pattern)?))
+    }
+
+    /// The number of (non-overlapping) occurrences of `needle` lies in
+    /// `[min, max]`. `needle` must not be empty; at least one bound is
+    /// required.
+    pub fn count(
+        needle: &str,
+        case_insensitive: bool,
+        min: Option<usize>,
+        max: Option<usize>,
+    ) -> Result<Self, BuiltinError> {
+        if needle.is_empty() {
+            return Err(err("value", "the substring to count must not be empty"));
+        }
+        check_bounds(min, max)?;
+        Ok(Builtin::Count {
+            counter: Counter::Substring(Literal::new(needle, case_insensitive, Anchor::None)),
+            min,
+            max,
+        })
+    }
+
+    /// The number of (non-overlapping) matches of the regex `pattern` lies
+    /// in `[min, max]`.
+    pub fn count_matches(
+        pattern: &str,
+        min: Option<usize>,
+        max: Option<usize>,
+    ) -> Result<Self, BuiltinError> {
+        check_bounds(min, max)?;
+        Ok(Builtin::Count {
+            counter: Counter::Regex(compile_regex("pattern", pattern)?),
+            min,
+            max,
+        })
+    }
+
+    /// The length in characters lies in `[min, max]`.
+    pub fn length(min: Option<usize>, max: Option<usize>) -> Result<Self, BuiltinError> {
+        check_bounds(min, max)?;
+        Ok(Builtin::Length { min, max })
+    }
+
+    /// The number of words lies in `[min, max]`.
+    pub fn words(min: Option<usize>, max: Option<usize>) -> Result<Self, BuiltinError> {
+        check_bounds(min, max)?;
+        Ok(Builtin::Words { min, max })
+    }
+
+    /// The output equals `value`.
+    pub fn equals(value: &str, case_insensitive: bool, trim: bool) -> Self {
+        Builtin::Equals {
+            literal: Literal::new(value, case_insensitive, Anchor::Both),
+            trim,
+        }
+    }
+
+    /// The output starts with `value`.
+    pub fn starts_with(value: &str, case_insensitive: bool, trim: bool) -> Self {
+        Builtin::StartsWith {
+            literal: Literal::new(value, case_insensitive, Anchor::Start),
+            trim,
+        }
+    }
+
+    /// The output ends with `value`.
+    pub fn ends_with(value: &str, case_insensitive: bool, trim: bool) -> Self {
+        Builtin::EndsWith {
+            literal: Literal::new(value, case_insensitive, Anchor::End),
+            trim,
+        }
+    }
+
+    /// The output is valid JSON.
+    pub fn is_json() -> Self {
+        Builtin::IsJson
+    }
+
+    /// The output is JSON satisfying `schema`; the schema is compiled once,
+    /// and a schema that does not compile is an error.
+    pub fn json_schema(schema: &Value) -> Result<Self, BuiltinError> {
+        Ok(Builtin::JsonSchema(JsonSchema::compile(schema)?))
+    }
+
+    /// The negation: `negate(b).check(o) == !b.check(o)` for every output.
+    /// Negating twice gives back the original.
+    #[must_use]
+    pub fn negate(self) -> Self {
+        match self {
+            Builtin::Not(inner) => *inner,
+            other => Builtin::Not(Box::new(other)),
+        }
+    }
+
+    /// Apply the predicate to `output`.
+    pub fn check(&self, output: &str) -> bool {
+        match self {
+            Builtin::Contains(l) => match &l.folded {
+                Some(re) => re.is_match(output),
+                None => output.contains(l.value.as_str()),
+            },
+            Builtin::Regex(re) => re.is_match(output),
+            Builtin::Count { counter, min, max } => within(counter.count(output), *min, *max),
+            Builtin::Length { min, max } => within(output.chars().count(), *min, *max),
+            Builtin::Words { min, max } => within(word_count(output), *min, *max),
+            Builtin::Equals { literal, trim } => {
+                let o = if *trim { output.trim() } else { output };
+                match &literal.folded {
+                    Some(re) => re.is_match(o),
+                    None => o == literal.value,
+                }
+            }
+            Builtin::StartsWith { literal, trim } => {
+                let o = if *trim { output.trim_start() } else { output };
+                match &literal.folded {
+                    Some(re) => re.is_match(o),
+                    None => o.starts_with(literal.value.as_str()),
+                }
+            }
+            Builtin::EndsWith { literal, trim } => {
+                let o = if *trim { output.trim_end() } else { output };
+                match &literal.folded {
+                    Some(re) => re.is_match(o),
+                    None => o.ends_with(literal.value.as_str()),
+                }
+            }
+            Builtin::IsJson => serde_json::from_str::<serde::de::IgnoredAny>(output).is_ok(),
+            Builtin::JsonSchema(s) => match serde_json::from_str::<Value>(output) {
+                Ok(v) => s.is_valid(&v),
+                Err(_) => false,
+            },
+            Builtin::Not(inner) => !inner.check(output),
+        }
+    }
+}
+
+/// The number of whitespace-separated words in `text` (Unicode whitespace).
+pub fn word_count(text: &str) -> usize {
+    text.split_whitespace().count()
+}

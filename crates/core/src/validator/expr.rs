@@ -1,0 +1,338 @@
+//! Expression validators: predicates written in [Rhai](https://rhai.rs),
+//! the configuration-file counterpart of the paper's `lambda o` and
+//! `lambda i, o` (§2.1).
+//!
+//! # Why Rhai
+//!
+//! * **Sandboxed**: a script can only call the functions the host
+//!   registers; there is no file, network, process or clock access. Here
+//!   `print`/`debug` go nowhere, `eval` and `import` are disabled and the
+//!   module resolver resolves nothing.
+//! * **Bounded**: the engine counts operations and limits string, array and
+//!   map sizes, call depth and expression depth, so `loop {}` or a string
+//!   that doubles forever ends quickly in an error instead of a hang or an
+//!   out-of-memory abort — without any wall-clock timeout (the core reads no
+//!   clock).
+//! * **Rust-like syntax** that reads like the DESIGN.md examples
+//!   (`if input.text.contains("Thank you") { … } else { true }`), with
+//!   `"x" in s` as in the paper's Python.
+//! * **Pure Rust, maintained, thread-safe** (`sync` feature): one compiled
+//!   [`AST`] is shared by all rayon workers.
+//!
+//! # The language available to a check
+//!
+//! Variables: `output` (string), `input` (object map of the dataset row's
+//! fields: `input.text`, `input.lang`, …; absent fields read as `()`), and
+//! `input_text` (the input as one string, [`Input::as_text`]). All three are
+//! constants. Undeclared variables are compile errors.
+//!
+//! Helpers, besides Rhai's standard string functions (`contains`, `len`,
+//! `starts_with`, `to_lower`, …):
+//!
+//! | function | result |
+//! | --- | --- |
+//! | `count(text, needle)` | non-overlapping occurrences of `needle` (0 for an empty needle), as Python's `str.count` |
+//! | `matches(text, regex)` | whether `regex` matches somewhere in `text` |
+//! | `count_matches(text, regex)` | the number of non-overlapping matches |
+//! | `words(text)` | the number of whitespace-separated words |
+//! | `chars(text)` | the number of characters (same as `text.len()`) |
+//! | `json(text)` | `text` parsed as JSON into maps, arrays, numbers, strings, bools; `()` when it is not JSON |
+//! | `is_json(text)` | whether `text` parses as JSON |
+//! | `lower(text)`, `upper(text)`, `trim(text)` | new strings |
+//!
+//! Regexes are compiled on first use and cached per thread (up to
+//! [`REGEX_CACHE_CAPACITY`] patterns), so a literal pattern costs one
+//! compilation per worker thread, not one per evaluation.
+//!
+//! The script's value must be a bool. A non-bool value, a runtime error, an
+//! exceeded limit ([`MAX_OPERATIONS`], [`MAX_STRING_SIZE`], …) or an invalid
+//! regex yields [`Verdict::Error`] with the reason.
+
+use super::builtin::{compile_regex, word_count};
+use super::eval::PreparedInput;
+use crate::model::Input;
+use crate::verdict::Verdict;
+use regex::Regex;
+use rhai::module_resolvers::DummyModuleResolver;
+use rhai::{Dynamic, Engine, EvalAltResult, ImmutableString, Map, Scope, AST};
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, OnceLock};
+
+/// Operations one evaluation may perform before it is stopped.
+pub const MAX_OPERATIONS: u64 = 100_000;
+/// Largest string (in bytes) a script may build.
+pub const MAX_STRING_SIZE: usize = 4 << 20;
+/// Largest array a script may build.
+pub const MAX_ARRAY_SIZE: usize = 100_000;
+/// Largest object map a script may build.
+pub const MAX_MAP_SIZE: usize = 100_000;
+/// Deepest function-call nesting.
+pub const MAX_CALL_LEVELS: usize = 32;
+/// Deepest expression nesting (global level, inside functions).
+pub const MAX_EXPR_DEPTHS: (usize, usize) = (64, 32);
+/// Regexes cached per thread by `matches`/`count_matches`.
+pub const REGEX_CACHE_CAPACITY: usize = 256;
+
+/// A compile error: 1-based line and column when Rhai reports them.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message} (line {line:?}, column {column:?})")]
+pub struct CompileError {
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+/// The shared, sandboxed engine with the helpers registered.
+pub fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(build_engine)
+}
+
+fn build_engine() -> Engine {
+    let mut e = Engine::new();
+    e.set_max_operations(MAX_OPERATIONS)
+        .set_max_string_size(MAX_STRING_SIZE)
+        .set_max_array_size(MAX_ARRAY_SIZE)
+        .set_max_map_size(MAX_MAP_SIZE)
+        .set_max_call_levels(MAX_CALL_LEVELS)
+        .set_max_expr_depths(MAX_EXPR_DEPTHS.0, MAX_EXPR_DEPTHS.1)
+        .set_strict_variables(true)
+        .set_module_resolver(DummyModuleResolver::new())
+        .disable_symbol("eval")
+        .disable_symbol("import");
+    e.on_print(|_| {});
+    e.on_debug(|_, _, _| {});
+
+    e.register_fn("count", |text: &str, needle: &str| -> i64 {
+        if needle.is_empty() {
+            0
+        } else {
+            text.matches(needle).count() as i64
+        }
+    });
+    e.register_fn(
+        "matches",
+        |text: &str, pattern: &str| -> Result<bool, Box<EvalAltResult>> {
+            with_regex(pattern, |re| re.is_match(text))
+        },
+    );
+    e.register_fn(
+        "count_matches",
+        |text: &str, pattern: &str| -> Result<i64, Box<EvalAltResult>> {
+            with_regex(pattern, |re| re.find_iter(text).count() as i64)
+        },
+    );
+    e.register_fn("words", |text: &str| word_count(text) as i64);
+    e.register_fn("chars", |text: &str| text.chars().count() as i64);
+    e.register_fn("json", |text: &str| {
+        match serde_json::from_str::<Value>(text) {
+            Ok(v) => json_to_dynamic(&v),
+            Err(_) => Dynamic::UNIT,
+        }
+    });
+    e.register_fn("is_json", |text: &str| {
+        serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+    });
+    e.register_fn("lower", |text: &str| text.to_lowercase());
+    e.register_fn("upper", |text: &str| text.to_uppercase());
+    e.register_fn("trim", |text: &str| text.trim().to_string());
+    e
+}
+
+thread_local! {
+    static REGEXES: RefCell<HashMap<String, Regex>> = RefCell::new(HashMap::new());
+    static SCOPE: RefCell<Scope<'static>> = RefCell::new(Scope::new());
+}
+
+fn with_regex<T>(pattern: &str, f: impl FnOnce(&Regex) -> T) -> Result<T, Box<EvalAltResult>> {
+    REGEXES.with(|cell| {
+        let mut cache = cell.borrow_mut();
+        if let Some(re) = cache.get(pattern) {
+            return Ok(f(re));
+        }
+        let re = compile_regex("pattern", pattern).map_err(|e| e.reason.clone())?;
+        if cache.len() >= REGEX_CACHE_CAPACITY {
+            cache.clear();
+        }
+        let out = f(&re);
+        cache.insert(pattern.to_string(), re);
+        Ok(out)
+    })
+}
+
+/// Convert JSON into Rhai values: objects → maps, arrays → arrays,
+/// integers → `i64` (floats when out of range), `null` → `()`.
+pub fn json_to_dynamic(v: &Value) -> Dynamic {
+    match v {
+        Value::Null => Dynamic::UNIT,
+        Value::Bool(b) => (*b).into(),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => i.into(),
+            None => n.as_f64().unwrap_or(f64::NAN).into(),
+        },
+        Value::String(s) => s.as_str().into(),
+        Value::Array(a) => a
+            .iter()
+            .map(json_to_dynamic)
+            .collect::<rhai::Array>()
+            .into(),
+        Value::Object(o) => o
+            .iter()
+            .map(|(k, v)| (k.as_str().into(), json_to_dynamic(v)))
+            .collect::<Map>()
+            .into(),
+    }
+}
+
+/// An input converted once for expressions: `input` and `input_text`.
+#[derive(Clone, Debug)]
+pub(crate) struct RhaiInput {
+    map: Dynamic,
+    text: ImmutableString,
+}
+
+impl RhaiInput {
+    pub(crate) fn new(input: &Input) -> Self {
+        let map: Map = input
+            .fields
+            .iter()
+            .map(|(k, v)| (k.as_str().into(), json_to_dynamic(v)))
+            .collect();
+        RhaiInput {
+            map: map.into(),
+            text: input.as_text().into(),
+        }
+    }
+}
+
+/// A Rhai expression compiled once into an [`AST`] and evaluated many
+/// times, concurrently. Cloning is cheap (the AST is shared).
+#[derive(Clone)]
+pub struct Expression {
+    source: Arc<str>,
+    ast: Arc<AST>,
+    uses_input: bool,
+    negated: bool,
+}
+
+impl std::fmt::Debug for Expression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Expression")
+            .field("source", &self.source)
+            .field("negated", &self.negated)
+            .finish()
+    }
+}
+
+/// The variables a script may name, for strict-variable checking at compile
+/// time. They are pushed as plain variables here, not constants: the
+/// optimizer would otherwise fold these placeholder values into the AST.
+fn declared_scope() -> Scope<'static> {
+    let mut scope = Scope::new();
+    scope.push("output", ImmutableString::new());
+    scope.push("input", Map::new());
+    scope.push("input_text", ImmutableString::new());
+    scope
+}
+
+impl Expression {
+    /// Compile `source`. Undeclared variables, syntax errors, `eval` and
+    /// `import` are compile errors, reported with line and column.
+    pub fn compile(source: &str) -> Result<Self, CompileError> {
+        let ast = engine()
+            .compile_with_scope(&declared_scope(), source)
+            .map_err(|e| CompileError {
+                line: e.1.line(),
+                column: e.1.position(),
+                message: e.0.to_string(),
+            })?;
+        // `input` and `input_text` are built only for scripts that can
+        // name them (the identifier must appear in the source; `eval` is
+        // disabled). A false positive only costs time.
+        let uses_input = source.contains("input");
+        Ok(Expression {
+            source: source.into(),
+            ast: Arc::new(ast),
+            uses_input,
+            negated: false,
+        })
+    }
+
+    /// The negation: `Pass` and `Fail` swap, `Error` stays `Error`.
+    /// Negating twice gives back the original.
+    #[must_use]
+    pub fn negate(mut self) -> Self {
+        self.negated = !self.negated;
+        self
+    }
+
+    /// Whether this expression's result is inverted.
+    pub fn is_negated(&self) -> bool {
+        self.negated
+    }
+
+    /// The expression as written.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Evaluate on one output of `input` (converting the input each call;
+    /// see [`evaluate_prepared`](Self::evaluate_prepared)).
+    pub fn evaluate(&self, input: &Input, output: &str) -> Verdict {
+        if self.uses_input {
+            self.run(Some(&RhaiInput::new(input)), output)
+        } else {
+            self.run(None, output)
+        }
+    }
+
+    /// Evaluate with an input converted at most once for all its outputs.
+    pub fn evaluate_prepared(&self, input: &PreparedInput<'_>, output: &str) -> Verdict {
+        if self.uses_input {
+            self.run(Some(input.rhai()), output)
+        } else {
+            self.run(None, output)
+        }
+    }
+
+    fn run(&self, input: Option<&RhaiInput>, output: &str) -> Verdict {
+        let attempt = catch_unwind(AssertUnwindSafe(|| {
+            SCOPE.with(|cell| match cell.try_borrow_mut() {
+                Ok(mut scope) => self.run_in(&mut scope, input, output),
+                Err(_) => self.run_in(&mut Scope::new(), input, output),
+            })
+        }));
+        match attempt {
+            Ok(v) => v,
+            Err(_) => Verdict::error("expression evaluation panicked"),
+        }
+    }
+
+    fn run_in(
+        &self,
+        scope: &mut Scope<'static>,
+        input: Option<&RhaiInput>,
+        output: &str,
+    ) -> Verdict {
+        scope.clear();
+        scope.push_constant("output", ImmutableString::from(output));
+        if let Some(i) = input {
+            scope.push_constant_dynamic("input", i.map.clone());
+            scope.push_constant("input_text", i.text.clone());
+        }
+        let result = engine().eval_ast_with_scope::<Dynamic>(scope, &self.ast);
+        scope.clear();
+        match result {
+            Ok(v) => match v.flatten().as_bool() {
+                Ok(b) => Verdict::from_bool(b != self.negated),
+                Err(ty) => Verdict::error(format!(
+                    "expression returned a value of type `{ty}`, not a bool"
+                )),
+            },
+            Err(e) => Verdict::error(format!("expression failed: {e}")),
+        }
+    }
+}
