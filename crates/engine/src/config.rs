@@ -1,0 +1,306 @@
+//! The run configuration: a TOML file (DESIGN.md, Configuration).
+//!
+//! ```toml
+//! name = "polite-assistant"
+//!
+//! [system]                 # the system under test (a provider)
+//! provider = "sim"
+//!
+//! [prompt]
+//! system = "You are a polite assistant. Never use contractions."
+//! user = "{{ input.text }}"
+//!
+//! [experiment]
+//! inputs = "inputs.jsonl"  # or [[input]] tables below
+//! outputs_per_input = 20
+//! strategy = "all"         # rows | columns | all
+//!
+//! [[validator]]
+//! name = "contraction_validator"
+//! check = '''count(output, "'") <= 3'''
+//! minimum_success_percentage = 0.95
+//! ```
+//!
+//! Unknown keys are errors, and every error names the file, the line and
+//! column, and the field.
+
+use crate::inputs::{load_inputs, InputError};
+use crate::provider::ProviderConfig;
+use probity_core::validator::{Validator, ValidatorError, ValidatorSpec};
+use probity_core::{Aggregate, AnalysisOptions, CheckInfo, CheckKind, ErrorPolicy, Input, IntervalMethod, Strategy};
+use probity_core::stats::VerdictMode;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// A configuration problem: always names where.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error(transparent)]
+    Inputs(#[from] InputError),
+}
+
+/// The prompt templates (minijinja): what the system is asked for input `i`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptConfig {
+    /// The system message, if any.
+    #[serde(default)]
+    pub system: Option<String>,
+    /// The user message; `{{ input.text }}` by default.
+    #[serde(default = "default_user_prompt")]
+    pub user: String,
+}
+
+fn default_user_prompt() -> String {
+    "{{ input.text }}".into()
+}
+
+impl Default for PromptConfig {
+    fn default() -> Self {
+        PromptConfig {
+            system: None,
+            user: default_user_prompt(),
+        }
+    }
+}
+
+/// The `[experiment]` table: the design of the binomial experiment (§2.2)
+/// and how it is run and judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExperimentConfig {
+    /// A JSONL or CSV file of inputs, relative to the config file.
+    pub inputs: Option<PathBuf>,
+    /// M, the outputs sampled per input (§2.2.2; 1 is §2.2.1).
+    pub outputs_per_input: usize,
+    /// Which slice a validator's success percentage is broken down by.
+    pub strategy: Strategy,
+    /// How validators combine into one figure (§3.3).
+    pub aggregate: Aggregate,
+    /// Confidence level of every interval.
+    pub confidence: f64,
+    pub interval: IntervalMethod,
+    /// Whether errors count as failures (`as-failure`) or are excluded.
+    pub errors: ErrorPolicy,
+    /// `point` (the paper), `lower-bound` or `three-way`.
+    pub verdict: VerdictMode,
+    /// Calls in flight at once.
+    pub concurrency: usize,
+    /// Seconds before one call is abandoned (and retried).
+    pub timeout_s: f64,
+    /// Seconds the whole run may take; what is done by then is reported.
+    pub deadline_s: Option<f64>,
+    /// Attempts per call on rate limits, 5xx and timeouts (1 = no retry).
+    pub call_attempts: u32,
+    /// Client-side limit on requests per minute.
+    pub requests_per_minute: Option<f64>,
+    /// Client-side limit on tokens (prompt + completion) per minute.
+    pub tokens_per_minute: Option<f64>,
+    /// Target probability for the retry plan's m (§4.2.2).
+    pub retry_target: f64,
+}
+
+impl Default for ExperimentConfig {
+    fn default() -> Self {
+        let o = AnalysisOptions::default();
+        ExperimentConfig {
+            inputs: None,
+            outputs_per_input: 10,
+            strategy: Strategy::All,
+            aggregate: Aggregate::Min,
+            confidence: o.confidence,
+            interval: o.interval,
+            errors: o.errors,
+            verdict: o.verdict,
+            concurrency: 16,
+            timeout_s: 60.0,
+            deadline_s: None,
+            call_attempts: 4,
+            requests_per_minute: None,
+            tokens_per_minute: None,
+            retry_target: 0.99,
+        }
+    }
+}
+
+impl ExperimentConfig {
+    pub fn analysis(&self) -> AnalysisOptions {
+        AnalysisOptions {
+            confidence: self.confidence,
+            interval: self.interval,
+            errors: self.errors,
+            verdict: self.verdict,
+        }
+    }
+}
+
+/// The file as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Name under which runs are stored and compared; the file stem by default.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub system: ProviderConfig,
+    #[serde(default)]
+    pub prompt: PromptConfig,
+    #[serde(default)]
+    pub experiment: ExperimentConfig,
+    #[serde(default, rename = "validator")]
+    pub validators: Vec<ValidatorSpec>,
+    /// Inline inputs, one table each.
+    #[serde(default, rename = "input")]
+    pub inputs: Vec<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A loaded, checked configuration: everything a run needs.
+pub struct Config {
+    pub path: PathBuf,
+    pub name: String,
+    pub file: ConfigFile,
+    pub inputs: Vec<Input>,
+    pub validators: Vec<Validator>,
+    /// SHA-256 over the configuration and the inputs' content: runs with the
+    /// same hash ask the same questions.
+    pub hash: String,
+}
+
+impl Config {
+    /// Read, parse and check `path`, and load its inputs.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Config::from_str(&text, path)
+    }
+
+    /// Parse and check `text` as if read from `path` (relative input files
+    /// resolve against `path`'s directory).
+    pub fn from_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: describe_toml_error(&e, text),
+        })?;
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        check_experiment(&file.experiment).map_err(|m| invalid(format!("[experiment] {m}")))?;
+        if file.validators.is_empty() {
+            return Err(invalid(
+                "no [[validator]] tables: a reliability test needs at least one check".into(),
+            ));
+        }
+        let validators = file
+            .validators
+            .iter()
+            .enumerate()
+            .map(|(k, spec)| {
+                spec.compile()
+                    .map_err(|e: ValidatorError| invalid(format!("[[validator]] #{} ({}): {e}", k + 1, spec.name)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut names = std::collections::HashSet::new();
+        if let Some(dup) = validators.iter().find(|v| !names.insert(v.name.as_str())) {
+            return Err(invalid(format!("two validators are named {:?}; names must be unique", dup.name)));
+        }
+        let base = path.parent().unwrap_or(Path::new("."));
+        let inputs = load_inputs(&file.experiment.inputs.as_ref().map(|p| base.join(p)), &file.inputs)?;
+        if inputs.is_empty() {
+            return Err(invalid(
+                "no inputs: set [experiment] inputs = \"file.jsonl\" or add [[input]] tables".into(),
+            ));
+        }
+        let name = file.name.clone().unwrap_or_else(|| {
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "probity".into())
+        });
+        let hash = hash_config(&file, &inputs);
+        Ok(Config {
+            path: path.to_path_buf(),
+            name,
+            file,
+            inputs,
+            validators,
+            hash,
+        })
+    }
+
+    /// The checks' settings, in column order.
+    pub fn checks(&self) -> Vec<CheckInfo> {
+        self.validators
+            .iter()
+            .map(|v| CheckInfo {
+                name: v.name.clone(),
+                message: v.message.clone(),
+                minimum_success_percentage: v.minimum_success_percentage,
+                weight: v.weight,
+                kind: CheckKind::Validator,
+            })
+            .collect()
+    }
+}
+
+fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
+    if e.outputs_per_input == 0 {
+        return Err("outputs_per_input must be at least 1".into());
+    }
+    if !(e.confidence > 0.0 && e.confidence < 1.0) {
+        return Err(format!("confidence = {} must be strictly between 0 and 1", e.confidence));
+    }
+    if !(e.retry_target > 0.0 && e.retry_target < 1.0) {
+        return Err(format!("retry_target = {} must be strictly between 0 and 1", e.retry_target));
+    }
+    if e.concurrency == 0 {
+        return Err("concurrency must be at least 1".into());
+    }
+    if !(e.timeout_s.is_finite() && e.timeout_s > 0.0) {
+        return Err(format!("timeout_s = {} must be a positive number of seconds", e.timeout_s));
+    }
+    if let Some(d) = e.deadline_s.filter(|d| !(d.is_finite() && *d > 0.0)) {
+        return Err(format!("deadline_s = {d} must be a positive number of seconds"));
+    }
+    if e.call_attempts == 0 {
+        return Err("call_attempts must be at least 1".into());
+    }
+    for (field, v) in [("requests_per_minute", e.requests_per_minute), ("tokens_per_minute", e.tokens_per_minute)] {
+        if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+            return Err(format!("{field} = {v} must be positive"));
+        }
+    }
+    Ok(())
+}
+
+/// toml's message, which already carries "line L, column C", the offending
+/// line and a caret, plus the dotted path of the field where known.
+fn describe_toml_error(e: &toml::de::Error, text: &str) -> String {
+    let msg = e.to_string();
+    match e.span() {
+        Some(span) if !msg.contains("line") => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            format!("line {line}: {msg}")
+        }
+        _ => msg.trim_end().to_string(),
+    }
+}
+
+fn hash_config(file: &ConfigFile, inputs: &[Input]) -> String {
+    let mut h = Sha256::new();
+    // The name does not change what is asked; everything else does.
+    let mut f = file.clone();
+    f.name = None;
+    h.update(serde_json::to_vec(&f).unwrap_or_default());
+    h.update(serde_json::to_vec(inputs).unwrap_or_default());
+    hex::encode(h.finalize())
+}

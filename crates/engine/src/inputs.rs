@@ -1,0 +1,187 @@
+//! Loading the inputs `input_1 … input_N` (§2.2): JSONL, CSV, or inline
+//! `[[input]]` tables.
+//!
+//! Each input's id is its `id` field when present (it must be unique), else
+//! its 1-based position.
+
+use probity_core::Input;
+use serde_json::{Map, Value};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum InputError {
+    #[error("cannot read inputs {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}: {message}")]
+    Line { path: PathBuf, line: usize, message: String },
+    #[error("{path}: inputs must be .jsonl, .json or .csv, not {extension:?}")]
+    Extension { path: PathBuf, extension: String },
+    #[error("inline [[input]] #{index}: {message}")]
+    Inline { index: usize, message: String },
+    #[error("{origin}: input id {id:?} appears twice; ids must be unique")]
+    DuplicateId { origin: String, id: String },
+}
+
+/// Inputs from `file` (if set) followed by the inline tables.
+pub fn load_inputs(file: &Option<PathBuf>, inline: &[Map<String, Value>]) -> Result<Vec<Input>, InputError> {
+    let mut inputs = match file {
+        Some(path) => read_file(path)?,
+        None => Vec::new(),
+    };
+    for (index, fields) in inline.iter().enumerate() {
+        let position = inputs.len() + 1;
+        inputs.push(to_input(fields.clone(), position).map_err(|message| InputError::Inline {
+            index: index + 1,
+            message,
+        })?);
+    }
+    let origin = file
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "[[input]]".into());
+    let mut seen = HashSet::new();
+    if let Some(dup) = inputs.iter().find(|i| !seen.insert(i.id.as_str())) {
+        return Err(InputError::DuplicateId {
+            origin,
+            id: dup.id.clone(),
+        });
+    }
+    Ok(inputs)
+}
+
+fn read_file(path: &Path) -> Result<Vec<Input>, InputError> {
+    let read_err = |source| InputError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let extension = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    match extension.as_str() {
+        "jsonl" | "json" => {
+            let text = std::fs::read_to_string(path).map_err(read_err)?;
+            parse_jsonl(&text, path)
+        }
+        "csv" => {
+            let file = std::fs::File::open(path).map_err(read_err)?;
+            parse_csv(file, path)
+        }
+        _ => Err(InputError::Extension {
+            path: path.to_path_buf(),
+            extension,
+        }),
+    }
+}
+
+/// One JSON object per non-blank line.
+pub fn parse_jsonl(text: &str, path: &Path) -> Result<Vec<Input>, InputError> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let err = |message: String| InputError::Line {
+            path: path.to_path_buf(),
+            line: n + 1,
+            message,
+        };
+        let value: Value = serde_json::from_str(line).map_err(|e| err(format!("not valid JSON: {e}")))?;
+        let Value::Object(fields) = value else {
+            return Err(err(format!("expected a JSON object with the input's fields, found {}", kind(&value))));
+        };
+        out.push(to_input(fields, out.len() + 1).map_err(err)?);
+    }
+    Ok(out)
+}
+
+/// A header row of field names, then one input per row.
+pub fn parse_csv(reader: impl std::io::Read, path: &Path) -> Result<Vec<Input>, InputError> {
+    let mut rdr = csv::Reader::from_reader(reader);
+    let headers = rdr
+        .headers()
+        .map_err(|e| InputError::Line {
+            path: path.to_path_buf(),
+            line: 1,
+            message: format!("cannot read the header row: {e}"),
+        })?
+        .clone();
+    let mut out = Vec::new();
+    for record in rdr.records() {
+        let record = record.map_err(|e| InputError::Line {
+            path: path.to_path_buf(),
+            line: e.position().map_or(0, |p| p.line() as usize),
+            message: e.to_string(),
+        })?;
+        let fields: Map<String, Value> = headers
+            .iter()
+            .zip(record.iter())
+            .map(|(h, v)| (h.to_string(), Value::String(v.to_string())))
+            .collect();
+        let line = record.position().map_or(out.len() + 2, |p| p.line() as usize);
+        out.push(to_input(fields, out.len() + 1).map_err(|message| InputError::Line {
+            path: path.to_path_buf(),
+            line,
+            message,
+        })?);
+    }
+    Ok(out)
+}
+
+fn to_input(fields: Map<String, Value>, position: usize) -> Result<Input, String> {
+    let id = match fields.get("id") {
+        None => position.to_string(),
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(other) => return Err(format!("field \"id\" must be a non-empty string or a number, found {}", kind(other))),
+    };
+    Ok(Input { id, fields })
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonl_ids_and_errors_name_the_line() {
+        let p = Path::new("in.jsonl");
+        let ok = parse_jsonl("{\"text\":\"hi\"}\n\n{\"id\":\"b\",\"text\":\"yo\"}\n", p).unwrap();
+        assert_eq!(ok[0].id, "1");
+        assert_eq!(ok[1].id, "b");
+        let err = parse_jsonl("{\"text\":\"hi\"}\n[1,2]\n", p).unwrap_err().to_string();
+        assert!(err.starts_with("in.jsonl:2: expected a JSON object"), "{err}");
+        let err = parse_jsonl("{\"text\":\"hi\"}\n{oops\n", p).unwrap_err().to_string();
+        assert!(err.starts_with("in.jsonl:2: not valid JSON"), "{err}");
+    }
+
+    #[test]
+    fn csv_rows_become_fields() {
+        let rows = parse_csv("id,text\nx,Thank you!\ny,\"a, b\"\n".as_bytes(), Path::new("in.csv")).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].field_str("text").as_deref(), Some("a, b"));
+        assert_eq!(rows[0].id, "x");
+        let err = parse_csv("id,text\nx,1,extra\n".as_bytes(), Path::new("in.csv")).unwrap_err().to_string();
+        assert!(err.starts_with("in.csv:2:"), "{err}");
+    }
+
+    #[test]
+    fn duplicate_ids_are_rejected() {
+        let mut a = Map::new();
+        a.insert("id".into(), Value::String("same".into()));
+        let err = load_inputs(&None, &[a.clone(), a]).unwrap_err().to_string();
+        assert!(err.contains("\"same\" appears twice"), "{err}");
+    }
+}

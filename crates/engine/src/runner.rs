@@ -1,0 +1,404 @@
+//! The runner: sample the system N×M times, check every output with the K
+//! validators, fill the tensor, and store everything as it completes.
+//!
+//! Calls run concurrently (a fixed pool of workers, bounded by
+//! `concurrency`), behind client-side rate limits, with per-call timeouts and
+//! retries with backoff on rate limits, 5xx and timeouts. A call that still
+//! fails becomes Error cells — never a failure in disguise, never an abort.
+//! Outputs already in the store (this run's, when resuming, or any run's
+//! identical request) are not requested again.
+
+use crate::config::Config;
+use crate::limits::{Backoff, RateLimiter};
+use crate::provider::{Message, Provider, ProviderError, Request};
+use crate::store::{NewRun, RunStatus, SampleRow, Store, StoreError};
+use crate::template::PromptTemplate;
+use probity_core::{Cell, Input, ReliabilityTensor, Summary, Validator, Verdict};
+use sha2::{Digest, Sha256};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use thiserror::Error;
+use tokio::sync::{mpsc, watch};
+
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error("{0}")]
+    Config(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the run could not complete: {0}")]
+    Aborted(String),
+}
+
+/// What the caller can ask of a run.
+pub struct RunSettings {
+    /// Continue the latest unfinished run with the same configuration
+    /// instead of starting a new one.
+    pub resume: bool,
+    /// Set to `true` to stop: no new calls start, calls in flight are
+    /// abandoned (not stored), and the run is marked interrupted.
+    pub cancel: watch::Receiver<bool>,
+}
+
+/// Progress reported while a run goes on.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    /// Samples decided (from the store, the cache or a call).
+    pub done: u64,
+    pub total: u64,
+    pub model_calls: u64,
+    pub cached: u64,
+    pub errors: u64,
+    /// Per check: (passes, evaluated cells).
+    pub passes: Vec<(u64, u64)>,
+}
+
+/// The result of a run.
+pub struct RunOutcome {
+    pub run_id: i64,
+    pub tensor: ReliabilityTensor,
+    pub summary: Summary,
+    pub status: RunStatus,
+    /// Calls made to the model by this invocation (retries included).
+    pub model_calls: u64,
+    /// Samples served from an identical stored request.
+    pub cached: u64,
+    /// Samples already stored in the resumed run.
+    pub resumed: u64,
+    /// Samples whose call failed.
+    pub errors: u64,
+    pub duration: Duration,
+}
+
+/// The cache key of one request: SHA-256 over the provider's fingerprint
+/// (kind, model, sampling parameters — never secrets), the rendered
+/// messages and the repetition index.
+pub fn cache_key(fingerprint: &str, messages: &[Message], repetition: usize) -> String {
+    let mut h = Sha256::new();
+    h.update(fingerprint.as_bytes());
+    h.update([0]);
+    h.update(serde_json::to_vec(messages).unwrap_or_default());
+    h.update([0]);
+    h.update((repetition as u64).to_le_bytes());
+    hex::encode(h.finalize())
+}
+
+/// Check one output with every validator.
+pub fn evaluate(validators: &[Validator], input: &Input, output: &str) -> Vec<Verdict> {
+    validators.iter().map(|v| v.evaluate(input, output)).collect()
+}
+
+/// A sample row from verdicts (or from a failed call).
+fn row_from(
+    input_idx: usize,
+    repetition: usize,
+    cache_key: String,
+    result: Result<Answer, (ProviderError, u32)>,
+    validators: &[Validator],
+    input: &Input,
+) -> SampleRow {
+    match result {
+        Ok(a) => {
+            let verdicts = evaluate(validators, input, &a.text);
+            let reasons = verdicts
+                .iter()
+                .enumerate()
+                .filter_map(|(k, v)| match v {
+                    Verdict::Error { reason } => Some((k, reason.clone())),
+                    _ => None,
+                })
+                .collect();
+            SampleRow {
+                input_idx,
+                repetition,
+                cache_key,
+                output: Some(a.text),
+                error: None,
+                latency_ms: a.latency_ms,
+                input_tokens: a.input_tokens,
+                output_tokens: a.output_tokens,
+                call_attempts: a.attempts,
+                cells: verdicts.iter().map(Cell::from).collect(),
+                reasons,
+            }
+        }
+        Err((e, attempts)) => SampleRow {
+            input_idx,
+            repetition,
+            cache_key,
+            output: None,
+            error: Some(e.to_string()),
+            latency_ms: None,
+            input_tokens: None,
+            output_tokens: None,
+            call_attempts: attempts,
+            cells: vec![Cell::Error; validators.len()],
+            reasons: Vec::new(),
+        },
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Answer {
+    text: String,
+    latency_ms: Option<f64>,
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    attempts: u32,
+}
+
+struct Shared {
+    provider: Arc<dyn Provider>,
+    validators: Arc<Vec<Validator>>,
+    inputs: Arc<Vec<Input>>,
+    messages: Vec<Vec<Message>>,
+    limiter: RateLimiter,
+    backoff: Backoff,
+    timeout: Duration,
+    call_attempts: u32,
+    calls: std::sync::atomic::AtomicU64,
+}
+
+/// One call with retries on retryable errors; `Err` carries the last error
+/// and the number of attempts made.
+async fn call(shared: &Shared, i: usize, j: usize) -> Result<Answer, (ProviderError, u32)> {
+    let request = Request {
+        messages: shared.messages[i].clone(),
+        repetition: j as u32,
+        attempt: 0,
+        input: shared.inputs[i].clone(),
+    };
+    // A rough token estimate for the limiter: 4 characters a token.
+    let estimate = request.messages.iter().map(|m| m.content.len()).sum::<usize>() as f64 / 4.0;
+    let mut attempt = 0;
+    loop {
+        shared.limiter.acquire(estimate).await;
+        shared.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let started = Instant::now();
+        let result = match tokio::time::timeout(shared.timeout, shared.provider.complete(&request)).await {
+            Ok(r) => r,
+            Err(_) => Err(ProviderError::Timeout(shared.timeout)),
+        };
+        attempt += 1;
+        match result {
+            Ok(c) => {
+                let used = c.input_tokens.unwrap_or(0) + c.output_tokens.unwrap_or(0);
+                if used > 0 {
+                    shared.limiter.settle(estimate, used as f64).await;
+                }
+                return Ok(Answer {
+                    text: c.text,
+                    latency_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
+                    input_tokens: c.input_tokens,
+                    output_tokens: c.output_tokens,
+                    attempts: attempt,
+                });
+            }
+            Err(e) if e.is_retryable() && attempt < shared.call_attempts => {
+                tokio::time::sleep(shared.backoff.delay(attempt - 1, e.retry_after())).await;
+            }
+            Err(e) => return Err((e, attempt)),
+        }
+    }
+}
+
+/// Run the reliability test described by `config` against `provider`,
+/// storing into `store`. `on_progress` is called after every sample.
+pub async fn run(
+    config: &Config,
+    provider: Arc<dyn Provider>,
+    store: &mut Store,
+    settings: RunSettings,
+    mut on_progress: impl FnMut(&Progress),
+) -> Result<RunOutcome, RunError> {
+    let started = Instant::now();
+    let exp = &config.file.experiment;
+    let (n, m, k) = (config.inputs.len(), exp.outputs_per_input, config.validators.len());
+    let template = PromptTemplate::new(config.file.prompt.system.as_deref(), &config.file.prompt.user)
+        .map_err(|e| RunError::Config(format!("{}: [prompt] {e}", config.path.display())))?;
+    let messages = config
+        .inputs
+        .iter()
+        .map(|input| template.render(input))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| RunError::Config(format!("{}: [prompt] {e}", config.path.display())))?;
+    let fingerprint = provider.fingerprint();
+    let keys: Vec<Vec<String>> = messages
+        .iter()
+        .map(|msgs| (0..m).map(|j| cache_key(&fingerprint, msgs, j)).collect())
+        .collect();
+    let mut tensor =
+        ReliabilityTensor::new(n, m, k).map_err(|e| RunError::Config(format!("{}: {e}", config.path.display())))?;
+    let checks = config.checks();
+
+    // The run: resumed or new.
+    let resumed_id = if settings.resume {
+        store.resumable_run(&config.hash)?
+    } else {
+        None
+    };
+    let config_text = std::fs::read_to_string(&config.path).unwrap_or_default();
+    let run_id = match resumed_id {
+        Some(id) => id,
+        None => store.create_run(&NewRun {
+            name: &config.name,
+            config_hash: &config.hash,
+            config: &config_text,
+            system: &fingerprint,
+            inputs: &config.inputs,
+            outputs_per_input: m,
+            checks: &checks,
+            settings: serde_json::json!({
+                "analysis": exp.analysis(),
+                "strategy": exp.strategy,
+                "aggregate": exp.aggregate,
+                "retry_target": exp.retry_target,
+            }),
+            parent_run: None,
+        })?,
+    };
+
+    let mut progress = Progress {
+        done: 0,
+        total: (n * m) as u64,
+        model_calls: 0,
+        cached: 0,
+        errors: 0,
+        passes: vec![(0, 0); k],
+    };
+    let record = |tensor: &mut ReliabilityTensor, progress: &mut Progress, row: &SampleRow| {
+        for (kk, &cell) in row.cells.iter().enumerate().take(k) {
+            let _ = tensor.set(row.input_idx, row.repetition, kk, cell);
+            if cell != Cell::Missing {
+                progress.passes[kk].1 += 1;
+                progress.passes[kk].0 += (cell == Cell::Pass) as u64;
+            }
+        }
+        progress.errors += row.error.is_some() as u64;
+        progress.done += 1;
+    };
+
+    // What the resumed run already holds.
+    let mut done = vec![false; n * m];
+    let mut resumed = 0;
+    if resumed_id.is_some() {
+        for row in store.samples(run_id)? {
+            if row.input_idx < n && row.repetition < m && row.cells.len() == k {
+                done[row.input_idx * m + row.repetition] = true;
+                record(&mut tensor, &mut progress, &row);
+                resumed += 1;
+            }
+        }
+    }
+
+    let writer = store.writer(run_id)?;
+    let validators = Arc::new(config.validators.clone());
+    let inputs = Arc::new(config.inputs.clone());
+
+    // Identical requests already stored: served without a call.
+    let pending_keys: Vec<String> = (0..n * m).filter(|&c| !done[c]).map(|c| keys[c / m][c % m].clone()).collect();
+    let cache = store.cached_outputs(&pending_keys)?;
+    let mut queue = VecDeque::new();
+    for c in (0..n * m).filter(|&c| !done[c]) {
+        let (i, j) = (c / m, c % m);
+        match cache.get(&keys[i][j]) {
+            Some(hit) => {
+                let answer = Answer {
+                    text: hit.output.clone(),
+                    latency_ms: hit.latency_ms,
+                    input_tokens: hit.input_tokens,
+                    output_tokens: hit.output_tokens,
+                    attempts: 0,
+                };
+                let row = row_from(i, j, keys[i][j].clone(), Ok(answer), &validators, &inputs[i]);
+                record(&mut tensor, &mut progress, &row);
+                progress.cached += 1;
+                writer.send(row)?;
+            }
+            None => queue.push_back((i, j)),
+        }
+    }
+    on_progress(&progress);
+
+    let shared = Arc::new(Shared {
+        provider,
+        validators: validators.clone(),
+        inputs: inputs.clone(),
+        messages,
+        limiter: RateLimiter::new(exp.requests_per_minute, exp.tokens_per_minute),
+        backoff: Backoff::default(),
+        timeout: Duration::from_secs_f64(exp.timeout_s),
+        call_attempts: exp.call_attempts,
+        calls: Default::default(),
+    });
+    let queue = Arc::new(Mutex::new(queue));
+    let (tx, mut rx) = mpsc::channel::<SampleRow>(1024);
+    let workers = exp.concurrency.min(queue.lock().map(|q| q.len()).unwrap_or(0));
+    let mut cancel = settings.cancel;
+    let mut handles = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let (shared, queue, tx, keys) = (shared.clone(), queue.clone(), tx.clone(), keys.clone());
+        let mut cancel = cancel.clone();
+        handles.push(tokio::spawn(async move {
+            loop {
+                if *cancel.borrow() {
+                    return;
+                }
+                let Some((i, j)) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
+                    return;
+                };
+                let result = tokio::select! {
+                    r = call(&shared, i, j) => r,
+                    _ = cancel.wait_for(|c| *c) => return,
+                };
+                let row = row_from(i, j, keys[i][j].clone(), result, &shared.validators, &shared.inputs[i]);
+                if tx.send(row).await.is_err() {
+                    return;
+                }
+            }
+        }));
+    }
+    drop(tx);
+
+    let deadline = exp.deadline_s.map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s));
+    let mut interrupted = false;
+    loop {
+        let next = tokio::select! {
+            row = rx.recv() => row,
+            _ = cancel.wait_for(|c| *c), if !interrupted => { interrupted = true; continue; }
+            _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } }, if !interrupted => {
+                interrupted = true;
+                // Stop the workers the same way Ctrl-C does.
+                for h in &handles { h.abort(); }
+                continue;
+            }
+        };
+        let Some(row) = next else { break };
+        record(&mut tensor, &mut progress, &row);
+        progress.model_calls = shared.calls.load(std::sync::atomic::Ordering::Relaxed);
+        writer.send(row)?;
+        on_progress(&progress);
+    }
+    for h in handles {
+        let _ = h.await;
+    }
+    writer.finish()?;
+    let complete = progress.done == progress.total;
+    let status = if complete { RunStatus::Complete } else { RunStatus::Interrupted };
+    let model_calls = shared.calls.load(std::sync::atomic::Ordering::Relaxed);
+    let duration = started.elapsed();
+    store.finish_run(run_id, status, model_calls, progress.cached, duration.as_secs_f64())?;
+    let summary = Summary::build(&tensor, &checks, exp.strategy, exp.aggregate, &exp.analysis());
+    Ok(RunOutcome {
+        run_id,
+        tensor,
+        summary,
+        status,
+        model_calls,
+        cached: progress.cached,
+        resumed,
+        errors: progress.errors,
+        duration,
+    })
+}

@@ -1,0 +1,592 @@
+//! The run store: SQLite in WAL mode, the source of truth (DESIGN.md,
+//! Architecture).
+//!
+//! Every sample is written with its verdicts as it completes, in batched
+//! transactions from a dedicated writer thread, so a run killed at any
+//! moment keeps everything committed before the kill, and a later run with
+//! the same requests is served from here instead of the model (the cache is
+//! keyed by provider fingerprint, messages and repetition index).
+//!
+//! Nothing secret is stored: the configuration names the environment
+//! variable that holds an API key, never the key.
+
+use probity_core::{Cell, CheckInfo, Input};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use thiserror::Error;
+
+/// Schema version, kept in `PRAGMA user_version`.
+const SCHEMA_VERSION: i64 = 1;
+
+/// Rows per write transaction at most; a transaction also ends as soon as
+/// the queue is empty, so a slow run still commits every sample promptly.
+const BATCH: usize = 512;
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    finished_at TEXT,
+    status TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    config TEXT NOT NULL,
+    system TEXT NOT NULL,
+    inputs INTEGER NOT NULL,
+    outputs_per_input INTEGER NOT NULL,
+    checks TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    parent_run INTEGER REFERENCES runs(id),
+    model_calls INTEGER NOT NULL DEFAULT 0,
+    cached INTEGER NOT NULL DEFAULT 0,
+    duration_s REAL
+);
+CREATE INDEX IF NOT EXISTS runs_by_hash ON runs(config_hash);
+CREATE TABLE IF NOT EXISTS inputs (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    idx INTEGER NOT NULL,
+    input_id TEXT NOT NULL,
+    fields TEXT NOT NULL,
+    PRIMARY KEY (run_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS samples (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    input_idx INTEGER NOT NULL,
+    repetition INTEGER NOT NULL,
+    cache_key TEXT NOT NULL,
+    output TEXT,
+    error TEXT,
+    latency_ms REAL,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    call_attempts INTEGER NOT NULL DEFAULT 1,
+    cells BLOB NOT NULL,
+    reasons TEXT,
+    PRIMARY KEY (run_id, input_idx, repetition)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS samples_by_cache_key ON samples(cache_key) WHERE error IS NULL;
+"#;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("run store {path}: {source}")]
+    Sqlite { path: PathBuf, source: rusqlite::Error },
+    #[error("run store {path}: written by a newer probity (schema {found}, this one knows {SCHEMA_VERSION})")]
+    TooNew { path: PathBuf, found: i64 },
+    #[error("run store {path}: no run {run}")]
+    NoSuchRun { path: PathBuf, run: i64 },
+    #[error("run store {path}: run {run} is damaged: {what}")]
+    Damaged { path: PathBuf, run: i64, what: String },
+    #[error("run store {path}: the writer stopped: {what}")]
+    Writer { path: PathBuf, what: String },
+}
+
+/// A run's header row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: i64,
+    pub name: String,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    pub status: RunStatus,
+    pub config_hash: String,
+    pub config: String,
+    pub system: String,
+    pub inputs: usize,
+    pub outputs_per_input: usize,
+    pub checks: Vec<CheckInfo>,
+    /// JSON of the analysis settings the run was made with.
+    pub settings: serde_json::Value,
+    pub parent_run: Option<i64>,
+    pub model_calls: u64,
+    pub cached: u64,
+    pub duration_s: Option<f64>,
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Being written (or killed while being written: resumable).
+    Running,
+    /// Stopped before every sample was taken (Ctrl-C, deadline): resumable.
+    Interrupted,
+    Complete,
+}
+
+impl RunStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Complete => "complete",
+        }
+    }
+
+    fn parse(s: &str) -> RunStatus {
+        match s {
+            "complete" => RunStatus::Complete,
+            "interrupted" => RunStatus::Interrupted,
+            _ => RunStatus::Running,
+        }
+    }
+}
+
+/// A new run's header, before it has an id.
+#[derive(Debug, Clone)]
+pub struct NewRun<'a> {
+    pub name: &'a str,
+    pub config_hash: &'a str,
+    pub config: &'a str,
+    pub system: &'a str,
+    pub inputs: &'a [Input],
+    pub outputs_per_input: usize,
+    pub checks: &'a [CheckInfo],
+    pub settings: serde_json::Value,
+    pub parent_run: Option<i64>,
+}
+
+/// One stored sample and its verdicts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleRow {
+    pub input_idx: usize,
+    pub repetition: usize,
+    pub cache_key: String,
+    /// The output, or `None` when the call failed.
+    pub output: Option<String>,
+    /// Why the call failed.
+    pub error: Option<String>,
+    pub latency_ms: Option<f64>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub call_attempts: u32,
+    /// One cell per check, in column order.
+    pub cells: Vec<Cell>,
+    /// Reasons for Error (and verifier) cells: `(k, reason)`.
+    pub reasons: Vec<(usize, String)>,
+}
+
+/// A cached, successful output for a cache key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedOutput {
+    pub output: String,
+    pub latency_ms: Option<f64>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+}
+
+/// The run store.
+pub struct Store {
+    path: PathBuf,
+    conn: Connection,
+}
+
+fn cell_byte(c: Cell) -> u8 {
+    c as u8
+}
+
+fn byte_cell(b: u8) -> Cell {
+    match b {
+        1 => Cell::Pass,
+        2 => Cell::Fail,
+        3 => Cell::Error,
+        _ => Cell::Missing,
+    }
+}
+
+impl Store {
+    /// Open (creating if needed) the store at `path`.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let conn = open_connection(path)?;
+        let store = Store {
+            path: path.to_path_buf(),
+            conn,
+        };
+        let version: i64 = store
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| store.err(e))?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found: version,
+            });
+        }
+        store.conn.execute_batch(SCHEMA).map_err(|e| store.err(e))?;
+        store
+            .conn
+            .execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
+            .map_err(|e| store.err(e))?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Create a run and store its inputs; returns its id.
+    pub fn create_run(&mut self, run: &NewRun<'_>) -> Result<i64, StoreError> {
+        let path = self.path.clone();
+        let err = |source| StoreError::Sqlite { path: path.clone(), source };
+        let tx = self.conn.transaction().map_err(err)?;
+        tx.execute(
+            "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input, checks, settings, parent_run)
+             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                run.name,
+                run.config_hash,
+                run.config,
+                run.system,
+                run.inputs.len() as i64,
+                run.outputs_per_input as i64,
+                serde_json::to_string(run.checks).unwrap_or_default(),
+                run.settings.to_string(),
+                run.parent_run,
+            ],
+        )
+        .map_err(err)?;
+        let id = tx.last_insert_rowid();
+        {
+            let mut stmt = tx
+                .prepare("INSERT INTO inputs (run_id, idx, input_id, fields) VALUES (?1, ?2, ?3, ?4)")
+                .map_err(err)?;
+            for (idx, input) in run.inputs.iter().enumerate() {
+                stmt.execute(params![
+                    id,
+                    idx as i64,
+                    input.id,
+                    serde_json::Value::Object(input.fields.clone()).to_string()
+                ])
+                .map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)?;
+        Ok(id)
+    }
+
+    /// The most recent unfinished run with this configuration hash.
+    pub fn resumable_run(&self, config_hash: &str) -> Result<Option<i64>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT id FROM runs WHERE config_hash = ?1 AND status != 'complete' ORDER BY id DESC LIMIT 1",
+                params![config_hash],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Mark a run finished (or interrupted) with its call counts.
+    pub fn finish_run(
+        &self,
+        run: i64,
+        status: RunStatus,
+        model_calls: u64,
+        cached: u64,
+        duration_s: f64,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET status = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'),
+                 model_calls = model_calls + ?3, cached = cached + ?4, duration_s = COALESCE(duration_s, 0) + ?5
+                 WHERE id = ?1",
+                params![run, status.as_str(), model_calls as i64, cached as i64, duration_s],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Every run, newest first, optionally only those whose name contains
+    /// `name`.
+    pub fn runs(&self, name: Option<&str>) -> Result<Vec<RunRecord>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!("{RUN_COLUMNS} WHERE (?1 IS NULL OR instr(name, ?1) > 0) ORDER BY id DESC"))
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![name], run_from_row)
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        Ok(rows)
+    }
+
+    /// One run's header.
+    pub fn run(&self, run: i64) -> Result<RunRecord, StoreError> {
+        self.conn
+            .query_row(&format!("{RUN_COLUMNS} WHERE id = ?1"), params![run], run_from_row)
+            .optional()
+            .map_err(|e| self.err(e))?
+            .ok_or(StoreError::NoSuchRun {
+                path: self.path.clone(),
+                run,
+            })
+    }
+
+    /// The latest run whose name is exactly `name`.
+    pub fn latest_named(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT id FROM runs WHERE name = ?1 ORDER BY id DESC LIMIT 1",
+                params![name],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// A run's inputs, in index order.
+    pub fn inputs(&self, run: i64) -> Result<Vec<Input>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT input_id, fields FROM inputs WHERE run_id = ?1 ORDER BY idx")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![run], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, fields) = row.map_err(|e| self.err(e))?;
+            let fields = match serde_json::from_str(&fields) {
+                Ok(serde_json::Value::Object(m)) => m,
+                _ => {
+                    return Err(StoreError::Damaged {
+                        path: self.path.clone(),
+                        run,
+                        what: format!("fields of input {id:?} are not a JSON object"),
+                    })
+                }
+            };
+            out.push(Input { id, fields });
+        }
+        Ok(out)
+    }
+
+    /// A run's stored samples, in `(input, repetition)` order.
+    pub fn samples(&self, run: i64) -> Result<Vec<SampleRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT input_idx, repetition, cache_key, output, error, latency_ms, input_tokens, output_tokens,
+                        call_attempts, cells, reasons
+                 FROM samples WHERE run_id = ?1 ORDER BY input_idx, repetition",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![run], |r| {
+                let cells: Vec<u8> = r.get(9)?;
+                let reasons: Option<String> = r.get(10)?;
+                Ok(SampleRow {
+                    input_idx: r.get::<_, i64>(0)? as usize,
+                    repetition: r.get::<_, i64>(1)? as usize,
+                    cache_key: r.get(2)?,
+                    output: r.get(3)?,
+                    error: r.get(4)?,
+                    latency_ms: r.get(5)?,
+                    input_tokens: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
+                    output_tokens: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
+                    call_attempts: r.get::<_, i64>(8)? as u32,
+                    cells: cells.into_iter().map(byte_cell).collect(),
+                    reasons: reasons
+                        .and_then(|s| serde_json::from_str(&s).ok())
+                        .unwrap_or_default(),
+                })
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        Ok(rows)
+    }
+
+    /// Successful outputs stored under any of `keys`, from any run.
+    pub fn cached_outputs(&self, keys: &[String]) -> Result<HashMap<String, CachedOutput>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT output, latency_ms, input_tokens, output_tokens FROM samples
+                 WHERE cache_key = ?1 AND error IS NULL LIMIT 1",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut out = HashMap::new();
+        for key in keys {
+            let row = stmt
+                .query_row(params![key], |r| {
+                    Ok(CachedOutput {
+                        output: r.get(0)?,
+                        latency_ms: r.get(1)?,
+                        input_tokens: r.get::<_, Option<i64>>(2)?.map(|v| v as u64),
+                        output_tokens: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
+                    })
+                })
+                .optional()
+                .map_err(|e| self.err(e))?;
+            if let Some(row) = row {
+                out.insert(key.clone(), row);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Start the batched writer for `run` on its own thread and connection.
+    pub fn writer(&self, run: i64) -> Result<Writer, StoreError> {
+        let conn = open_connection(&self.path)?;
+        let (tx, rx) = mpsc::channel::<SampleRow>();
+        let path = self.path.clone();
+        let handle = std::thread::Builder::new()
+            .name("probity-store-writer".into())
+            .spawn(move || write_loop(conn, run, rx).map_err(|source| StoreError::Sqlite { path, source }))
+            .map_err(|e| StoreError::Writer {
+                path: self.path.clone(),
+                what: e.to_string(),
+            })?;
+        Ok(Writer {
+            tx: Some(tx),
+            handle: Some(handle),
+            path: self.path.clone(),
+        })
+    }
+}
+
+const RUN_COLUMNS: &str = "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
+    outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s FROM runs";
+
+fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+    let checks: String = r.get(10)?;
+    let settings: String = r.get(11)?;
+    Ok(RunRecord {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        created_at: r.get(2)?,
+        finished_at: r.get(3)?,
+        status: RunStatus::parse(&r.get::<_, String>(4)?),
+        config_hash: r.get(5)?,
+        config: r.get(6)?,
+        system: r.get(7)?,
+        inputs: r.get::<_, i64>(8)? as usize,
+        outputs_per_input: r.get::<_, i64>(9)? as usize,
+        checks: serde_json::from_str(&checks).unwrap_or_default(),
+        settings: serde_json::from_str(&settings).unwrap_or(serde_json::Value::Null),
+        parent_run: r.get(12)?,
+        model_calls: r.get::<_, i64>(13)? as u64,
+        cached: r.get::<_, i64>(14)? as u64,
+        duration_s: r.get(15)?,
+    })
+}
+
+fn open_connection(path: &Path) -> Result<Connection, StoreError> {
+    let err = |source| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::Writer {
+            path: path.to_path_buf(),
+            what: format!("cannot create {}: {e}", dir.display()),
+        })?;
+    }
+    let conn = Connection::open(path).map_err(err)?;
+    // WAL: readers never block the writer; NORMAL sync: a committed
+    // transaction survives the process being killed (not a power cut).
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;",
+    )
+    .map_err(err)?;
+    Ok(conn)
+}
+
+fn write_loop(mut conn: Connection, run: i64, rx: mpsc::Receiver<SampleRow>) -> rusqlite::Result<u64> {
+    let mut written = 0;
+    while let Ok(first) = rx.recv() {
+        let tx = conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO samples (run_id, input_idx, repetition, cache_key, output, error, latency_ms,
+                    input_tokens, output_tokens, call_attempts, cells, reasons)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            )?;
+            let mut row = Some(first);
+            let mut n = 0;
+            while let Some(s) = row.take() {
+                let cells: Vec<u8> = s.cells.iter().map(|&c| cell_byte(c)).collect();
+                let reasons = (!s.reasons.is_empty()).then(|| serde_json::to_string(&s.reasons).unwrap_or_default());
+                stmt.execute(params![
+                    run,
+                    s.input_idx as i64,
+                    s.repetition as i64,
+                    s.cache_key,
+                    s.output,
+                    s.error,
+                    s.latency_ms,
+                    s.input_tokens.map(|v| v as i64),
+                    s.output_tokens.map(|v| v as i64),
+                    s.call_attempts as i64,
+                    cells,
+                    reasons,
+                ])?;
+                n += 1;
+                if n < BATCH {
+                    row = rx.try_recv().ok();
+                }
+            }
+            written += n as u64;
+        }
+        tx.commit()?;
+    }
+    Ok(written)
+}
+
+/// The sending side of the batched writer. Dropping it (or calling
+/// [`Writer::finish`]) flushes everything sent.
+pub struct Writer {
+    tx: Option<mpsc::Sender<SampleRow>>,
+    handle: Option<JoinHandle<Result<u64, StoreError>>>,
+    path: PathBuf,
+}
+
+impl Writer {
+    /// Queue one sample for writing.
+    pub fn send(&self, row: SampleRow) -> Result<(), StoreError> {
+        self.tx
+            .as_ref()
+            .and_then(|tx| tx.send(row).ok())
+            .ok_or_else(|| StoreError::Writer {
+                path: self.path.clone(),
+                what: "the writer thread has stopped (see the error it reported)".into(),
+            })
+    }
+
+    /// Flush and stop; returns how many samples were written.
+    pub fn finish(mut self) -> Result<u64, StoreError> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<u64, StoreError> {
+        self.tx.take();
+        match self.handle.take() {
+            Some(h) => h.join().unwrap_or_else(|_| {
+                Err(StoreError::Writer {
+                    path: self.path.clone(),
+                    what: "the writer thread panicked".into(),
+                })
+            }),
+            None => Ok(0),
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
