@@ -1,14 +1,22 @@
-//! Verdicts against a minimum success percentage. (TO BE IMPLEMENTED)
+//! Verdicts against a minimum success percentage, and sample sizes
+//! (DESIGN.md, Statistics: "Verdict per validator against its minimum
+//! success percentage").
 
+use super::interval::{normal_quantile, proportion_interval, z_value, IntervalMethod};
 use super::RateEstimate;
 use serde::{Deserialize, Serialize};
 
+/// How a rate is compared with its threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VerdictMode {
+    /// The paper: pass iff p̂ ≥ threshold.
     #[default]
     Point,
+    /// Pass iff the interval's lower end ≥ threshold, fail otherwise.
     LowerBound,
+    /// Pass iff lower ≥ threshold, fail iff upper < threshold, otherwise
+    /// inconclusive.
     ThreeWay,
 }
 
@@ -20,20 +28,258 @@ pub enum Decision {
     Inconclusive,
 }
 
+/// The verdict of one rate against one threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ThresholdVerdict {
     pub decision: Decision,
     pub threshold: f64,
+    /// The interval lies entirely on the decided side of the threshold: a
+    /// pass is established iff lower ≥ threshold, a fail iff
+    /// upper < threshold; an inconclusive verdict never is.
     pub established: bool,
+    /// Total observations (raw samples, design effect included) at which
+    /// the verdict is established if p̂ stays where it is: `Some(rate.n)`
+    /// when already established, `None` when it can never be (p̂ exactly at
+    /// the threshold, nothing observed, an invalid threshold or confidence,
+    /// or more than [`MAX_SAMPLES`] samples needed).
     pub samples_needed: Option<u64>,
 }
 
+impl ThresholdVerdict {
+    /// How many samples beyond the `n` already observed would establish the
+    /// verdict (0 when it is established); `None` as for `samples_needed`.
+    pub fn additional_samples(&self, n: u64) -> Option<u64> {
+        self.samples_needed.map(|m| m.saturating_sub(n))
+    }
+}
+
+/// The largest sample size [`judge`] projects to (10¹²); beyond it
+/// `samples_needed` is `None`.
+pub const MAX_SAMPLES: u64 = 1_000_000_000_000;
+
+/// Judge `rate` against `threshold` (a minimum success rate in [0, 1]).
+///
+/// With p̂ = `rate.estimate` and [lower, upper] = `rate.interval` (computed
+/// with `method` at `rate.confidence`):
+///
+/// * [`VerdictMode::Point`] (the paper, §3.3): Pass iff p̂ ≥ threshold;
+/// * [`VerdictMode::LowerBound`]: Pass iff lower ≥ threshold, else Fail;
+/// * [`VerdictMode::ThreeWay`]: Pass iff lower ≥ threshold, Fail iff
+///   upper < threshold, else Inconclusive.
+///
+/// `established`: Pass and lower ≥ threshold, or Fail and upper < threshold.
+///
+/// `samples_needed`: `Some(rate.n)` when established. Otherwise the smallest
+/// total raw sample count N such that the interval of `method` at
+/// `rate.confidence` around the current p̂, computed at the effective size
+/// N / deff (deff = `rate.design_effect`), excludes the threshold on p̂'s
+/// side (lower ≥ threshold if p̂ > threshold, upper < threshold if
+/// p̂ < threshold) — found by doubling then binary search over N. In
+/// lower-bound mode a not-established Fail with p̂ > threshold therefore
+/// gets the size at which it would turn into an established Pass.
+///
+/// A NaN threshold gives Inconclusive, not established, no projection.
 pub fn judge(
     rate: &RateEstimate,
     threshold: f64,
     mode: VerdictMode,
-    method: super::IntervalMethod,
+    method: IntervalMethod,
 ) -> ThresholdVerdict {
-    let _ = (rate, threshold, mode, method);
-    todo!()
+    let p = rate.estimate;
+    let iv = rate.interval;
+    if threshold.is_nan() || p.is_nan() {
+        return ThresholdVerdict {
+            decision: Decision::Inconclusive,
+            threshold,
+            established: false,
+            samples_needed: None,
+        };
+    }
+    let pass_est = iv.lower >= threshold;
+    let fail_est = iv.upper < threshold;
+    let decision = match mode {
+        VerdictMode::Point => {
+            if p >= threshold {
+                Decision::Pass
+            } else {
+                Decision::Fail
+            }
+        }
+        VerdictMode::LowerBound => {
+            if pass_est {
+                Decision::Pass
+            } else {
+                Decision::Fail
+            }
+        }
+        VerdictMode::ThreeWay => {
+            if pass_est {
+                Decision::Pass
+            } else if fail_est {
+                Decision::Fail
+            } else {
+                Decision::Inconclusive
+            }
+        }
+    };
+    let established = match decision {
+        Decision::Pass => pass_est,
+        Decision::Fail => fail_est,
+        Decision::Inconclusive => false,
+    };
+    let samples_needed = if established {
+        Some(rate.n)
+    } else {
+        samples_to_establish(
+            p,
+            threshold,
+            rate.n,
+            rate.design_effect,
+            rate.confidence,
+            method,
+        )
+    };
+    ThresholdVerdict {
+        decision,
+        threshold,
+        established,
+        samples_needed,
+    }
+}
+
+/// Whether the interval around `p` at raw size `n_raw` (effective size
+/// `n_raw / deff`) excludes `threshold` on `p`'s side.
+pub fn excludes_threshold(
+    p: f64,
+    threshold: f64,
+    n_raw: u64,
+    design_effect: f64,
+    confidence: f64,
+    method: IntervalMethod,
+) -> bool {
+    let deff = if design_effect.is_finite() && design_effect > 0.0 {
+        design_effect
+    } else {
+        1.0
+    };
+    let n_eff = n_raw as f64 / deff;
+    let iv = proportion_interval(p * n_eff, n_eff, confidence, method);
+    if p > threshold {
+        iv.lower >= threshold
+    } else if p < threshold {
+        iv.upper < threshold
+    } else {
+        false
+    }
+}
+
+/// Smallest raw N ≥ 1 with [`excludes_threshold`], or None (see [`judge`]).
+fn samples_to_establish(
+    p: f64,
+    threshold: f64,
+    n: u64,
+    deff: f64,
+    confidence: f64,
+    method: IntervalMethod,
+) -> Option<u64> {
+    if n == 0 || p == threshold || !(confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    let ok = |m: u64| excludes_threshold(p, threshold, m, deff, confidence, method);
+    // Doubling from the current size to find a bracket (lo fails, hi works).
+    let mut hi = n.max(1);
+    let mut lo = 0u64;
+    while !ok(hi) {
+        lo = hi;
+        if hi >= MAX_SAMPLES {
+            return None;
+        }
+        hi = hi.saturating_mul(2).min(MAX_SAMPLES);
+    }
+    // Shrink the bracket: invariant !ok(lo) (or lo = 0) and ok(hi).
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if ok(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
+}
+
+/// Sample size for a target margin of error: the smallest n ≥ 1 with Wald
+/// half-width z·sqrt(p(1−p)/n) ≤ `margin` (paper §3.4), i.e.
+/// n = ⌈z² p(1−p) / margin²⌉ with z = [`z_value`]`(confidence)`.
+///
+/// `p` is clamped to [0, 1] and NaN `p` is taken as 0.5 (the worst case).
+/// `margin ≤ 0` or NaN, or an invalid confidence, gives `u64::MAX` (not
+/// reachable); the result saturates at `u64::MAX`.
+pub fn sample_size_for_margin(p: f64, margin: f64, confidence: f64) -> u64 {
+    let p = if p.is_nan() { 0.5 } else { p.clamp(0.0, 1.0) };
+    if margin.is_nan() || margin <= 0.0 || !(confidence > 0.0 && confidence < 1.0) {
+        return u64::MAX;
+    }
+    let z = z_value(confidence);
+    let var = p * (1.0 - p);
+    let half = |n: u64| z * (var / n as f64).sqrt();
+    let raw = (z * z * var / (margin * margin)).ceil();
+    if raw.is_nan() || raw >= 1.8e19 {
+        return u64::MAX;
+    }
+    let mut n = (raw as u64).max(1);
+    // Settle floating-point rounding of the ceiling.
+    while half(n) > margin && n < u64::MAX {
+        n += 1;
+    }
+    while n > 1 && half(n - 1) <= margin {
+        n -= 1;
+    }
+    n
+}
+
+/// Samples needed by a one-sided one-sample binomial test (normal
+/// approximation) at level `alpha` to detect a true rate `p1` against the
+/// null `p0` with probability `power`:
+/// n = ⌈((z_α·sqrt(p0(1−p0)) + z_β·sqrt(p1(1−p1))) / (p1 − p0))²⌉,
+/// z_α = Φ⁻¹(1 − α), z_β = Φ⁻¹(power). At least 1.
+///
+/// `p1 == p0`, NaN inputs, rates outside [0, 1] or `alpha`/`power` outside
+/// (0, 1) give `u64::MAX` (not reachable); the result saturates.
+pub fn samples_to_detect(p0: f64, p1: f64, alpha: f64, power: f64) -> u64 {
+    let unit = |v: f64| (0.0..=1.0).contains(&v);
+    let open = |v: f64| v > 0.0 && v < 1.0;
+    if !(unit(p0) && unit(p1) && open(alpha) && open(power)) || p0 == p1 {
+        return u64::MAX;
+    }
+    let za = normal_quantile(1.0 - alpha);
+    let zb = normal_quantile(power);
+    let num = za * (p0 * (1.0 - p0)).sqrt() + zb * (p1 * (1.0 - p1)).sqrt();
+    let n = (num / (p1 - p0)).powi(2).ceil();
+    if n.is_nan() || n >= 1.8e19 {
+        return u64::MAX;
+    }
+    (n as u64).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn margin_textbook() {
+        // The classic 1.96² · 0.25 / 0.03² = 1067.07 → 1068 (scipy).
+        assert_eq!(sample_size_for_margin(0.5, 0.03, 0.95), 1068);
+        assert_eq!(sample_size_for_margin(0.5, 0.0, 0.95), u64::MAX);
+        assert_eq!(sample_size_for_margin(0.0, 0.01, 0.95), 1);
+    }
+
+    #[test]
+    fn detect_textbook() {
+        // z_0.05 = 1.6449, z_0.8 = 0.8416; p0 .9, p1 .95:
+        // ((1.6449·0.3 + 0.8416·0.21794)/0.05)² = 183.27 → 184 (scipy).
+        assert_eq!(samples_to_detect(0.9, 0.95, 0.05, 0.8), 184);
+        assert_eq!(samples_to_detect(0.9, 0.9, 0.05, 0.8), u64::MAX);
+        assert_eq!(samples_to_detect(0.9, 0.95, f64::NAN, 0.8), u64::MAX);
+    }
 }

@@ -7,11 +7,16 @@ pub mod cluster;
 pub mod counts;
 pub mod decision;
 pub mod interval;
+pub mod paired;
 
 pub use cluster::{clustered_mean, ClusterSum, ClusteredEstimate};
 pub use counts::{Counts, ErrorPolicy};
-pub use decision::{judge, Decision, ThresholdVerdict, VerdictMode};
-pub use interval::{proportion_interval, z_value, Interval, IntervalMethod};
+pub use decision::{
+    excludes_threshold, judge, sample_size_for_margin, samples_to_detect, Decision,
+    ThresholdVerdict, VerdictMode, MAX_SAMPLES,
+};
+pub use interval::{normal_quantile, proportion_interval, z_value, Interval, IntervalMethod};
+pub use paired::{compare_paired, compare_unpaired, inputs_needed, t_value, Difference};
 
 use serde::{Deserialize, Serialize};
 
