@@ -112,7 +112,9 @@ impl Summary {
     /// True when every check's verdict is `Pass`. Inconclusive verdicts
     /// (three-way mode) do not pass: compliance was not shown.
     pub fn passed(&self) -> bool {
-        self.checks.iter().all(|c| c.verdict.decision == Decision::Pass)
+        self.checks
+            .iter()
+            .all(|c| c.verdict.decision == Decision::Pass)
     }
 }
 
@@ -126,8 +128,20 @@ fn summarise_check(
     let rate = strategy_rates(t, k, Strategy::All, opts)
         .first()
         .map(|e| e.rate)
-        .unwrap_or_else(|| RateEstimate::binomial(Counts::default(), opts.errors, opts.confidence, opts.interval));
-    let verdict = judge(&rate, info.minimum_success_percentage, opts.verdict, opts.interval);
+        .unwrap_or_else(|| {
+            RateEstimate::binomial(
+                Counts::default(),
+                opts.errors,
+                opts.confidence,
+                opts.interval,
+            )
+        });
+    let verdict = judge(
+        &rate,
+        info.minimum_success_percentage,
+        opts.verdict,
+        opts.interval,
+    );
     let breakdown = match strategy {
         Strategy::All => Vec::new(),
         s => strategy_rates(t, k, s, opts),
