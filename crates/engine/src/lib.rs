@@ -3,4 +3,10 @@
 //! Everything that does I/O: providers, the simulator, the runner with its
 //! concurrency, rate limits, retries and timeouts, and the run store.
 
+pub mod config;
+pub mod inputs;
+pub mod limits;
 pub mod provider;
+pub mod runner;
+pub mod store;
+pub mod stored;

@@ -249,12 +249,7 @@ pub async fn run(
             inputs: &config.inputs,
             outputs_per_input: m,
             checks: &checks,
-            settings: serde_json::json!({
-                "analysis": exp.analysis(),
-                "strategy": exp.strategy,
-                "aggregate": exp.aggregate,
-                "retry_target": exp.retry_target,
-            }),
+            settings: crate::stored::StoredSettings::of(exp).to_json(),
             parent_run: None,
         })?,
     };

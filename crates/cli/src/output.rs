@@ -1,0 +1,116 @@
+//! Rendering a stored run: the `--format`/`--output` options and the report
+//! context built from the store.
+
+use crate::Failure;
+use clap::Args;
+use probity_core::Summary;
+use probity_engine::store::{RunRecord, Store};
+use probity_report::{render, Example, Format, Report, RunInfo};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// How many failing outputs a report quotes.
+const EXAMPLES_PER_CHECK: usize = 1;
+
+#[derive(Args, Clone)]
+pub struct OutputArgs {
+    /// Report format on stdout (or in --output).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Write the report to this file instead of stdout.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Also write JUnit XML here (for CI test reports).
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+    /// Also write Markdown here (e.g. "$GITHUB_STEP_SUMMARY").
+    #[arg(long, value_name = "PATH")]
+    pub markdown: Option<PathBuf>,
+    /// Colour in the text report: auto (on a terminal), always, never.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    pub color: String,
+}
+
+impl OutputArgs {
+    fn color(&self) -> bool {
+        match self.color.as_str() {
+            "always" => true,
+            "never" => false,
+            _ => self.output.is_none() && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+
+    /// Write the report in every requested form.
+    pub fn emit(&self, report: &Report) -> Result<(), Failure> {
+        let main = render(report, self.format, self.color());
+        match &self.output {
+            Some(path) => write(path, &main)?,
+            None => print!("{main}"),
+        }
+        if let Some(path) = &self.junit {
+            write(path, &render(report, Format::Junit, false))?;
+        }
+        if let Some(path) = &self.markdown {
+            append(path, &render(report, Format::Markdown, false))?;
+        }
+        Ok(())
+    }
+}
+
+fn write(path: &PathBuf, text: &str) -> Result<(), Failure> {
+    std::fs::write(path, text).map_err(|e| Failure::incomplete(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Step summaries are appended to, as GitHub expects.
+fn append(path: &PathBuf, text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| Failure::incomplete(format!("cannot write {}: {e}", path.display())))
+}
+
+/// The report context of a stored run: its header, input ids and a failing
+/// output per failing check, read back from the store.
+pub fn report_for(store: &Store, record: &RunRecord, summary: Summary, retry_target: f64) -> Result<Report, Failure> {
+    let fail = |e: probity_engine::store::StoreError| Failure::incomplete(e.to_string());
+    let inputs = store.inputs(record.id).map_err(fail)?;
+    let samples = store.samples(record.id).map_err(fail)?;
+    let mut examples = Vec::new();
+    for (k, check) in summary.checks.iter().enumerate() {
+        let Some((i, j)) = check.example_failure else { continue };
+        if let Some(s) = samples.iter().find(|s| s.input_idx == i && s.repetition == j) {
+            examples.extend(
+                s.output
+                    .iter()
+                    .map(|o| Example {
+                        check: k,
+                        input: i,
+                        repetition: j,
+                        output: o.clone(),
+                        reason: s.reasons.iter().find(|(kk, _)| *kk == k).map(|(_, r)| r.clone()),
+                    })
+                    .take(EXAMPLES_PER_CHECK),
+            );
+        }
+    }
+    Ok(Report {
+        run: RunInfo {
+            id: record.id,
+            name: record.name.clone(),
+            created_at: record.created_at.clone(),
+            config_hash: record.config_hash.clone(),
+            system: record.system.clone(),
+            duration_s: record.duration_s,
+            model_calls: record.model_calls,
+            cached: record.cached,
+            complete: record.status == probity_engine::store::RunStatus::Complete,
+        },
+        summary,
+        input_labels: inputs.into_iter().map(|i| i.id).collect(),
+        examples,
+        retry_target,
+    })
+}
