@@ -341,8 +341,8 @@ const Z: &[(f64, f64)] = &[
 
 #[rustfmt::skip]
 const CLUSTER: &[ClusterCase] = &[
-/// binary, unequal cluster sizes: OLS(y, ones).fit() bse and .fit(cov_type='cluster', cov_kwds={'groups': g}) bse
-/// (statsmodels CR1: G/(G-1)·(n-1)/(n-k), k = 1).
+// binary, unequal cluster sizes: OLS(y, ones).fit() bse and .fit(cov_type='cluster', cov_kwds={'groups': g}) bse
+// (statsmodels CR1: G/(G-1)·(n-1)/(n-k), k = 1).
 ClusterCase {
     clusters: &[
         &[1.0, 1.0, 1.0, 1.0, 1.0],
@@ -357,8 +357,8 @@ ClusterCase {
     se_naive: 0.06732528971681359,
     se_cluster: 0.08165382548998038,
 },
-/// fractional scores: OLS(y, ones).fit() bse and .fit(cov_type='cluster', cov_kwds={'groups': g}) bse
-/// (statsmodels CR1: G/(G-1)·(n-1)/(n-k), k = 1).
+// fractional scores: OLS(y, ones).fit() bse and .fit(cov_type='cluster', cov_kwds={'groups': g}) bse
+// (statsmodels CR1: G/(G-1)·(n-1)/(n-k), k = 1).
 ClusterCase {
     clusters: &[
         &[0.847, 0.64, 0.742, 0.091],
@@ -371,8 +371,8 @@ ClusterCase {
     se_naive: 0.058148642510813066,
     se_cluster: 0.06656131652409313,
 },
-/// 12 inputs x 20 outputs, rates ~ Beta(5.1, 0.9): OLS(y, ones).fit() bse and .fit(cov_type='cluster', cov_kwds={'groups': g}) bse
-/// (statsmodels CR1: G/(G-1)·(n-1)/(n-k), k = 1).
+// 12 inputs x 20 outputs, rates ~ Beta(5.1, 0.9): OLS(y, ones).fit() bse and .fit(cov_type='cluster', cov_kwds={'groups': g}) bse
+// (statsmodels CR1: G/(G-1)·(n-1)/(n-k), k = 1).
 ClusterCase {
     clusters: &[
         &[1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1.0],
@@ -502,8 +502,8 @@ def cl(ys_by_cluster, label):
     X = np.ones((len(y),1))
     f0 = sm.OLS(y, X).fit()
     f1 = sm.OLS(y, X).fit(cov_type='cluster', cov_kwds={'groups': g})
-    P(f"/// {label}: OLS(y, ones).fit() bse and .fit(cov_type='cluster', cov_kwds={{'groups': g}}) bse")
-    P(f"/// (statsmodels CR1: G/(G-1)·(n-1)/(n-k), k = 1).")
+    P(f"// {label}: OLS(y, ones).fit() bse and .fit(cov_type='cluster', cov_kwds={{'groups': g}}) bse")
+    P(f"// (statsmodels CR1: G/(G-1)·(n-1)/(n-k), k = 1).")
     P("ClusterCase {")
     P("    clusters: &[")
     for c in ys_by_cluster:

@@ -114,6 +114,10 @@ pub fn z_value(confidence: f64) -> f64 {
     std::f64::consts::SQRT_2 * erf::erfc_inv(1.0 - confidence)
 }
 
+/// Largest `n` for which Clopper–Pearson and Jeffreys are computed from exact
+/// beta quantiles; above it [`proportion_interval`] uses Wilson for them.
+pub const BETA_METHODS_MAX_N: f64 = 1e7;
+
 /// The two-sided interval for a proportion with `x` successes in `n` trials
 /// (real-valued so effective sample sizes can be used), `0 ≤ x ≤ n`, at
 /// `confidence` = 1 − α with z = [`z_value`]`(confidence)`:
@@ -132,6 +136,9 @@ pub fn z_value(confidence: f64) -> f64 {
 /// * [`AgrestiCoull`](IntervalMethod::AgrestiCoull): ñ = n + z²,
 ///   p̃ = (x + z²/2)/ñ, `p̃ ± z·sqrt(p̃(1−p̃)/ñ)`, clamped to [0, 1].
 ///
+/// For `n >` [`BETA_METHODS_MAX_N`] (10⁷) Clopper–Pearson and Jeffreys fall
+/// back to Wilson (endpoints within O(1/n)) to bound the cost.
+///
 /// `n == 0` gives [`Interval::EMPTY`]; see the module docs for the handling
 /// of every other invalid input (never a panic). The result always
 /// satisfies `0 ≤ lower ≤ upper ≤ 1`.
@@ -146,6 +153,16 @@ pub fn proportion_interval(x: f64, n: f64, confidence: f64, method: IntervalMeth
     let p = (x / n).clamp(0.0, 1.0);
     let alpha = 1.0 - confidence;
     let z = z_value(confidence);
+    // Beyond BETA_METHODS_MAX_N trials the exact beta quantiles would cost
+    // O(sqrt(n)) continued-fraction terms per evaluation; there the
+    // Clopper–Pearson and Jeffreys endpoints differ from Wilson's by O(1/n)
+    // (< 1e-7), so Wilson is used instead (it also contains p̂).
+    let method = match method {
+        IntervalMethod::ClopperPearson | IntervalMethod::Jeffreys if n > BETA_METHODS_MAX_N => {
+            IntervalMethod::Wilson
+        }
+        m => m,
+    };
     let (lo, hi) = match method {
         IntervalMethod::Wald => {
             let half = z * (p * (1.0 - p) / n).sqrt();

@@ -1,0 +1,236 @@
+//! judge(): decisions, the `established` flag and `samples_needed`.
+
+use probity_core::stats::{
+    judge, proportion_interval, Counts, Decision, IntervalMethod, RateEstimate, VerdictMode,
+};
+
+const CONF: f64 = 0.95;
+
+/// A hand-built rate: `x` of `n` with design effect `deff`, interval of
+/// `method` at the effective size n/deff (as RateEstimate::clustered does).
+fn rate(x: u64, n: u64, deff: f64, method: IntervalMethod) -> RateEstimate {
+    let p = if n == 0 { 0.0 } else { x as f64 / n as f64 };
+    let n_eff = n as f64 / deff;
+    RateEstimate {
+        estimate: p,
+        counts: Counts {
+            pass: x,
+            fail: n - x,
+            error: 0,
+            missing: 0,
+        },
+        n,
+        design_effect: deff,
+        effective_n: n_eff,
+        confidence: CONF,
+        interval: proportion_interval(p * n_eff, n_eff, CONF, method),
+    }
+}
+
+fn wilson(x: u64, n: u64) -> RateEstimate {
+    rate(x, n, 1.0, IntervalMethod::Wilson)
+}
+
+/// Does the interval around p̂ at raw size `m` exclude the threshold on p̂'s
+/// side? Recomputed here independently of judge().
+fn excludes(r: &RateEstimate, thr: f64, m: u64, method: IntervalMethod) -> bool {
+    let n_eff = m as f64 / r.design_effect;
+    let i = proportion_interval(r.estimate * n_eff, n_eff, r.confidence, method);
+    if r.estimate > thr {
+        i.lower >= thr
+    } else {
+        i.upper < thr
+    }
+}
+
+#[test]
+fn point_mode() {
+    let v = judge(
+        &wilson(900, 1000),
+        0.8,
+        VerdictMode::Point,
+        IntervalMethod::Wilson,
+    );
+    assert_eq!(
+        (v.decision, v.established, v.samples_needed),
+        (Decision::Pass, true, Some(1000))
+    );
+    assert_eq!(v.additional_samples(1000), Some(0));
+
+    // 17/20 = 0.85 ≥ 0.8 passes (the paper's rule) but the interval straddles.
+    let v = judge(
+        &wilson(17, 20),
+        0.8,
+        VerdictMode::Point,
+        IntervalMethod::Wilson,
+    );
+    assert_eq!((v.decision, v.established), (Decision::Pass, false));
+    assert!(v.samples_needed.unwrap() > 20);
+
+    let v = judge(
+        &wilson(14, 20),
+        0.8,
+        VerdictMode::Point,
+        IntervalMethod::Wilson,
+    );
+    assert_eq!((v.decision, v.established), (Decision::Fail, false));
+
+    let v = judge(
+        &wilson(500, 1000),
+        0.8,
+        VerdictMode::Point,
+        IntervalMethod::Wilson,
+    );
+    assert_eq!(
+        (v.decision, v.established, v.samples_needed),
+        (Decision::Fail, true, Some(1000))
+    );
+
+    // Exactly at the threshold: passes, can never be established.
+    let v = judge(
+        &wilson(16, 20),
+        0.8,
+        VerdictMode::Point,
+        IntervalMethod::Wilson,
+    );
+    assert_eq!(
+        (v.decision, v.established, v.samples_needed),
+        (Decision::Pass, false, None)
+    );
+}
+
+#[test]
+fn lower_bound_mode() {
+    let v = judge(
+        &wilson(17, 20),
+        0.8,
+        VerdictMode::LowerBound,
+        IntervalMethod::Wilson,
+    );
+    assert_eq!((v.decision, v.established), (Decision::Fail, false));
+    // p̂ is above the threshold, so more samples would establish a pass.
+    let m = v.samples_needed.unwrap();
+    assert!(excludes(&wilson(17, 20), 0.8, m, IntervalMethod::Wilson));
+
+    let v = judge(
+        &wilson(950, 1000),
+        0.8,
+        VerdictMode::LowerBound,
+        IntervalMethod::Wilson,
+    );
+    assert_eq!((v.decision, v.established), (Decision::Pass, true));
+
+    let v = judge(
+        &wilson(600, 1000),
+        0.8,
+        VerdictMode::LowerBound,
+        IntervalMethod::Wilson,
+    );
+    assert_eq!((v.decision, v.established), (Decision::Fail, true));
+}
+
+#[test]
+fn three_way_mode() {
+    let m = VerdictMode::ThreeWay;
+    let w = IntervalMethod::Wilson;
+    let v = judge(&wilson(950, 1000), 0.8, m, w);
+    assert_eq!((v.decision, v.established), (Decision::Pass, true));
+    let v = judge(&wilson(600, 1000), 0.8, m, w);
+    assert_eq!((v.decision, v.established), (Decision::Fail, true));
+    let v = judge(&wilson(17, 20), 0.8, m, w);
+    assert_eq!((v.decision, v.established), (Decision::Inconclusive, false));
+    assert!(v.samples_needed.is_some());
+    let v = judge(&wilson(14, 20), 0.8, m, w);
+    assert_eq!((v.decision, v.established), (Decision::Inconclusive, false));
+}
+
+#[test]
+fn nothing_observed_and_invalid_threshold() {
+    let empty = wilson(0, 0);
+    let v = judge(&empty, 0.8, VerdictMode::Point, IntervalMethod::Wilson);
+    assert_eq!(
+        (v.decision, v.established, v.samples_needed),
+        (Decision::Fail, false, None)
+    );
+    let v = judge(&empty, 0.8, VerdictMode::ThreeWay, IntervalMethod::Wilson);
+    assert_eq!(v.decision, Decision::Inconclusive);
+    let v = judge(
+        &wilson(17, 20),
+        f64::NAN,
+        VerdictMode::Point,
+        IntervalMethod::Wilson,
+    );
+    assert_eq!(
+        (v.decision, v.established, v.samples_needed),
+        (Decision::Inconclusive, false, None)
+    );
+    // Threshold 0 is always met (lower ≥ 0), threshold above 1 never.
+    let v = judge(
+        &wilson(0, 20),
+        0.0,
+        VerdictMode::ThreeWay,
+        IntervalMethod::Wilson,
+    );
+    assert_eq!((v.decision, v.established), (Decision::Pass, true));
+    let v = judge(
+        &wilson(20, 20),
+        1.5,
+        VerdictMode::ThreeWay,
+        IntervalMethod::Wilson,
+    );
+    assert_eq!((v.decision, v.established), (Decision::Fail, true));
+}
+
+/// samples_needed really establishes: at N the recomputed interval excludes
+/// the threshold, at N − 1 it does not — for every method, both sides of the
+/// threshold, with and without a design effect.
+#[test]
+fn samples_needed_is_minimal_and_sufficient() {
+    let cases = [
+        (17u64, 20u64, 1.0, 0.8),
+        (14, 20, 1.0, 0.8),
+        (93, 100, 1.0, 0.9),
+        (88, 100, 2.5, 0.9),
+        (45, 50, 3.0, 0.95),
+        (1, 10, 1.0, 0.05),
+    ];
+    for method in IntervalMethod::ALL {
+        for &(x, n, deff, thr) in &cases {
+            let r = rate(x, n, deff, method);
+            let v = judge(&r, thr, VerdictMode::ThreeWay, method);
+            if v.established {
+                assert_eq!(v.samples_needed, Some(n));
+                continue;
+            }
+            let m = v.samples_needed.expect("reachable");
+            assert!(m > n, "{method:?} {x}/{n}: {m}");
+            assert!(
+                excludes(&r, thr, m, method),
+                "{method:?} {x}/{n} deff {deff}: N = {m} does not establish"
+            );
+            assert!(
+                !excludes(&r, thr, m - 1, method),
+                "{method:?} {x}/{n} deff {deff}: N − 1 = {} already establishes",
+                m - 1
+            );
+            assert_eq!(v.additional_samples(n), Some(m - n));
+        }
+    }
+}
+
+/// A larger design effect needs proportionally more raw samples.
+#[test]
+fn design_effect_scales_samples_needed() {
+    let w = IntervalMethod::Wald;
+    let a = judge(&rate(17, 20, 1.0, w), 0.8, VerdictMode::Point, w)
+        .samples_needed
+        .unwrap();
+    let b = judge(&rate(17, 20, 3.0, w), 0.8, VerdictMode::Point, w)
+        .samples_needed
+        .unwrap();
+    // Wald: N = z² p(1−p) deff / (p − thr)² → 3× (± rounding).
+    assert!((b as f64 / a as f64 - 3.0).abs() < 0.01, "{a} {b}");
+    let z2 = 1.959963984540054f64.powi(2);
+    let expect = (z2 * 0.85 * 0.15 / 0.05f64.powi(2)).ceil() as u64;
+    assert!(a.abs_diff(expect) <= 1, "{a} vs {expect}");
+}
