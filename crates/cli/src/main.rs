@@ -3,7 +3,14 @@
 //! Exit codes: 0 every verdict passes, 1 a verdict fails, 2 bad usage or
 //! configuration, 3 the run could not complete.
 
+mod init;
+mod output;
 mod plan;
+mod report_cmd;
+mod revalidate;
+mod run;
+mod sim;
+mod store_arg;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -18,11 +25,25 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Write a working example configuration and dataset (runs on the simulator).
+    Init(init::InitArgs),
+    /// Run a reliability test: sample the system N×M times and check every output.
+    Run(run::RunArgs),
+    /// Show a stored run's report.
+    Report(report_cmd::ReportArgs),
+    /// Re-check a stored run's outputs with changed validators (no model calls).
+    Revalidate(revalidate::RevalidateArgs),
+    /// List stored runs.
+    Runs(report_cmd::RunsArgs),
     /// Plan retries: attempts needed for an output to pass every check (paper §4.2).
     Plan(plan::PlanArgs),
+    /// The built-in simulated model.
+    #[command(subcommand)]
+    Sim(sim::SimCommand),
 }
 
 /// A failure that ends the command, with its exit code.
+#[derive(Debug)]
 pub struct Failure {
     pub code: u8,
     pub message: String,
@@ -36,12 +57,42 @@ impl Failure {
             message: message.into(),
         }
     }
+
+    /// The run could not complete: exit code 3.
+    pub fn incomplete(message: impl Into<String>) -> Self {
+        Failure {
+            code: 3,
+            message: message.into(),
+        }
+    }
+}
+
+/// Exit code of a finished test: 0 when every verdict passes, 1 otherwise.
+pub fn verdict_code(passed: bool) -> u8 {
+    if passed {
+        0
+    } else {
+        1
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::incomplete(format!("cannot start the async runtime: {e}")))
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Init(args) => init::run(&args),
+        Command::Run(args) => runtime().and_then(|rt| rt.block_on(run::run(args))),
+        Command::Report(args) => report_cmd::report(&args),
+        Command::Revalidate(args) => revalidate::run(&args),
+        Command::Runs(args) => report_cmd::runs(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Sim(cmd) => runtime().and_then(|rt| rt.block_on(sim::run(cmd))),
     };
     match result {
         Ok(code) => ExitCode::from(code),

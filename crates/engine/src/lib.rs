@@ -4,6 +4,7 @@
 //! concurrency, rate limits, retries and timeouts, and the run store.
 
 pub mod config;
+pub mod example;
 pub mod inputs;
 pub mod limits;
 pub mod provider;

@@ -1,0 +1,86 @@
+//! `probity report` and `probity runs`: stored runs read back.
+
+use crate::output::{report_for, OutputArgs};
+use crate::store_arg::StoreArg;
+use crate::{verdict_code, Failure};
+use clap::Args;
+use probity_engine::stored;
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// The run: its id, or a name (its latest run).
+    run: String,
+    #[command(flatten)]
+    store: StoreArg,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+/// Print a stored run's report; the exit code is its verdict.
+pub fn report(args: &ReportArgs) -> Result<u8, Failure> {
+    let store = args.store.open()?;
+    let id = args.store.resolve(&store, &args.run)?;
+    let run = stored::load(&store, id).map_err(|e| Failure::usage(e.to_string()))?;
+    let passed = run.summary.passed();
+    let report = report_for(&store, &run.record, run.summary, run.settings.retry_target)?;
+    args.out.emit(&report)?;
+    Ok(verdict_code(passed))
+}
+
+#[derive(Args)]
+pub struct RunsArgs {
+    /// Only runs whose name contains this.
+    #[arg(long)]
+    name: Option<String>,
+    /// Print JSON lines instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    store: StoreArg,
+}
+
+/// List stored runs, newest first.
+pub fn runs(args: &RunsArgs) -> Result<u8, Failure> {
+    let store = args.store.open()?;
+    let runs = store
+        .runs(args.name.as_deref())
+        .map_err(|e| Failure::incomplete(e.to_string()))?;
+    if args.json {
+        for r in &runs {
+            println!("{}", serde_json::to_string(r).unwrap_or_default());
+        }
+        return Ok(0);
+    }
+    println!(
+        "{:>5}  {:<20}  {:<20}  {:<10}  {:<12}  {:>12}  {:<8}  verdicts",
+        "run", "name", "created", "status", "config", "N×M×K", "calls"
+    );
+    for r in &runs {
+        let verdicts = stored::load(&store, r.id)
+            .map(|s| {
+                let passed = s.summary.checks.iter().filter(|c| c.verdict.decision == probity_core::stats::Decision::Pass).count();
+                format!("{passed}/{} pass", s.summary.checks.len())
+            })
+            .unwrap_or_else(|e| format!("unreadable: {e}"));
+        println!(
+            "{:>5}  {:<20}  {:<20}  {:<10}  {:<12}  {:>12}  {:<8}  {}",
+            r.id,
+            truncate(&r.name, 20),
+            r.created_at,
+            format!("{:?}", r.status).to_lowercase(),
+            &r.config_hash[..r.config_hash.len().min(12)],
+            format!("{}×{}×{}", r.inputs, r.outputs_per_input, r.checks.len()),
+            r.model_calls,
+            verdicts
+        );
+    }
+    Ok(0)
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(n - 1).collect::<String>())
+    }
+}

@@ -1,0 +1,161 @@
+//! `probity run`: the main job.
+
+use crate::output::{report_for, OutputArgs};
+use crate::store_arg::StoreArg;
+use crate::{verdict_code, Failure};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use probity_engine::config::Config;
+use probity_engine::runner::{self, Progress, RunError, RunSettings};
+use probity_engine::store::RunStatus;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The configuration file.
+    #[arg(default_value = "probity.toml")]
+    config: PathBuf,
+    /// Continue the latest unfinished run of this configuration.
+    #[arg(long)]
+    resume: bool,
+    /// Override [experiment] outputs_per_input (M).
+    #[arg(long, value_name = "M")]
+    outputs: Option<usize>,
+    /// Override [experiment] concurrency.
+    #[arg(long, value_name = "N")]
+    concurrency: Option<usize>,
+    /// No progress display.
+    #[arg(short, long)]
+    quiet: bool,
+    #[command(flatten)]
+    store: StoreArg,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+pub async fn run(args: RunArgs) -> Result<u8, Failure> {
+    let mut config = Config::load(&args.config).map_err(|e| Failure::usage(e.to_string()))?;
+    if let Some(m) = args.outputs {
+        if m == 0 {
+            return Err(Failure::usage("--outputs must be at least 1"));
+        }
+        config.file.experiment.outputs_per_input = m;
+    }
+    if let Some(c) = args.concurrency {
+        if c == 0 {
+            return Err(Failure::usage("--concurrency must be at least 1"));
+        }
+        config.file.experiment.concurrency = c;
+    }
+    let provider = config
+        .file
+        .system
+        .build()
+        .map_err(|e| Failure::usage(format!("{}: [system] {e}", args.config.display())))?;
+    let mut store = args.store.open()?;
+
+    let (cancel_tx, cancel) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\ninterrupted: stopping; what is stored is kept (resume with --resume)");
+            let _ = cancel_tx.send(true);
+        }
+    });
+
+    let mut display = Display::new(args.quiet, &config);
+    let outcome = runner::run(&config, provider, &mut store, RunSettings { resume: args.resume, cancel }, |p| {
+        display.update(p)
+    })
+    .await
+    .map_err(|e| match e {
+        RunError::Config(m) => Failure::usage(m),
+        other => Failure::incomplete(other.to_string()),
+    })?;
+    display.finish();
+
+    let record = store.run(outcome.run_id).map_err(|e| Failure::incomplete(e.to_string()))?;
+    let passed = outcome.summary.passed();
+    let report = report_for(&store, &record, outcome.summary, config.file.experiment.retry_target)?;
+    args.out.emit(&report)?;
+    if outcome.status != RunStatus::Complete {
+        return Err(Failure::incomplete(format!(
+            "run {} stopped before every sample was taken ({} of {}); `probity run --resume {}` continues it",
+            outcome.run_id,
+            outcome.tensor.counts().total() - outcome.tensor.counts().missing,
+            outcome.tensor.counts().total(),
+            args.config.display()
+        )));
+    }
+    Ok(verdict_code(passed))
+}
+
+/// Progress on stderr: a bar on a terminal, a plain line every few seconds
+/// otherwise (CI logs).
+struct Display {
+    bar: Option<ProgressBar>,
+    names: Vec<String>,
+    last_line: Instant,
+    quiet: bool,
+}
+
+impl Display {
+    fn new(quiet: bool, config: &Config) -> Self {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} samples ({per_sec}, ETA {eta}) {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        Display {
+            bar,
+            names: config.validators.iter().map(|v| v.name.clone()).collect(),
+            last_line: Instant::now(),
+            quiet,
+        }
+    }
+
+    fn rates(&self, p: &Progress) -> String {
+        self.names
+            .iter()
+            .zip(&p.passes)
+            .map(|(name, &(pass, n))| {
+                if n == 0 {
+                    format!("{name} –")
+                } else {
+                    format!("{name} {:.1}%", 100.0 * pass as f64 / n as f64)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn update(&mut self, p: &Progress) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(p.total);
+            bar.set_position(p.done);
+            bar.set_message(format!("{} errors · {}", p.errors, self.rates(p)));
+        } else if !self.quiet && (self.last_line.elapsed() >= Duration::from_secs(5) || p.done == p.total) {
+            self.last_line = Instant::now();
+            eprintln!(
+                "{}/{} samples, {} calls, {} cached, {} errors · {}",
+                p.done,
+                p.total,
+                p.model_calls,
+                p.cached,
+                p.errors,
+                self.rates(p)
+            );
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! `probity run` end to end on the built-in simulator, as a user runs it.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn probity(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_probity"))
+        .current_dir(dir)
+        .args(args)
+        .env("PROBITY_STORE", dir.join("runs.db"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run probity")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json_runs(dir: &Path) -> Vec<Value> {
+    let out = probity(dir, &["runs", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn init_then_run_reports_the_papers_validators_and_exits_on_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = probity(dir.path(), &["init"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // init refuses to overwrite.
+    let again = probity(dir.path(), &["init"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(text(&again.stderr).contains("exists"), "{}", text(&again.stderr));
+
+    let out = probity(dir.path(), &["run", "--format", "json", "--quiet"]);
+    let stdout = text(&out.stdout);
+    // contraction_validator fails its 95% minimum on the simulator (true rate 90%).
+    assert_eq!(out.status.code(), Some(1), "stderr: {}\nstdout: {stdout}", text(&out.stderr));
+    let report: Value = serde_json::from_str(&stdout).expect("JSON report");
+    let checks = report["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 2);
+    assert_eq!(checks[0]["name"], "contraction_validator");
+    assert_eq!(checks[0]["verdict"]["decision"], "fail");
+    assert_eq!(checks[1]["name"], "politeness_validator");
+    let rate = &checks[0]["rate"];
+    assert_eq!(rate["n"], 400);
+    let (lo, hi) = (rate["lower"].as_f64().unwrap(), rate["upper"].as_f64().unwrap());
+    assert!(lo < 0.90 && 0.90 < hi, "interval [{lo}, {hi}] should cover the simulator's true 0.90");
+
+    // The text report of the stored run gives the same verdict.
+    let out = probity(dir.path(), &["report", "polite-assistant"]);
+    assert_eq!(out.status.code(), Some(1));
+    let t = text(&out.stdout);
+    assert!(t.contains("contraction_validator") && t.contains("politeness_validator"), "{t}");
+
+    // A second run of the same config is served from the store: no model call.
+    let out = probity(dir.path(), &["run", "--quiet", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let runs = json_runs(dir.path());
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["model_calls"], 0, "{:?}", runs[0]);
+    assert_eq!(runs[0]["cached"], 400);
+    assert!(runs[1]["model_calls"].as_u64().unwrap() >= 400);
+
+    // Loosen the contraction rule and revalidate: still no model call.
+    let cfg = std::fs::read_to_string(dir.path().join("probity.toml")).unwrap();
+    std::fs::write(
+        dir.path().join("loose.toml"),
+        cfg.replace("count(output, \"'\") <= 3", "count(output, \"'\") <= 100"),
+    )
+    .unwrap();
+    let out = probity(dir.path(), &["revalidate", "1", "--config", "loose.toml", "--format", "json"]);
+    let report: Value = serde_json::from_str(&text(&out.stdout)).expect("JSON report");
+    assert_eq!(report["checks"][0]["rate"]["estimate"], 1.0);
+    let runs = json_runs(dir.path());
+    assert_eq!(runs[0]["model_calls"], 0);
+    assert_eq!(runs[0]["parent_run"], 1);
+}
+
+#[test]
+fn configuration_errors_name_the_file_and_line_and_exit_two() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(probity(dir.path(), &["init"]).status.code(), Some(0));
+    let cfg = std::fs::read_to_string(dir.path().join("probity.toml")).unwrap();
+
+    let bad = cfg.replace("outputs_per_input = 20", "outputs_per_input = 20\nrepetitions = 3");
+    std::fs::write(dir.path().join("bad.toml"), bad).unwrap();
+    let out = probity(dir.path(), &["run", "bad.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("bad.toml") && err.contains("repetitions") && err.contains("line"), "{err}");
+
+    let bad = cfg.replace("count(output, \"'\") <= 3", "count(output, \"'\") <=");
+    std::fs::write(dir.path().join("bad.toml"), bad).unwrap();
+    let out = probity(dir.path(), &["run", "bad.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("contraction_validator"), "{err}");
+
+    let bad = cfg.replace("inputs.jsonl", "missing.jsonl");
+    std::fs::write(dir.path().join("bad.toml"), bad).unwrap();
+    let out = probity(dir.path(), &["run", "bad.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("missing.jsonl"), "{}", text(&out.stderr));
+
+    std::fs::write(dir.path().join("inputs.jsonl"), "{\"text\": \"hi\"}\nnot json\n").unwrap();
+    let out = probity(dir.path(), &["run"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("inputs.jsonl:2"), "{}", text(&out.stderr));
+
+    let out = probity(dir.path(), &["run", "nope.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("nope.toml"), "{}", text(&out.stderr));
+}
