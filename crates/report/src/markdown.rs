@@ -114,6 +114,7 @@ pub fn render(r: &Report) -> String {
             ));
         }
         md.push('\n');
+        // Aggregate: probity's figures; the check name is escaped.
         md.push_str(&format!(
             "**Aggregate:** {}\n\n",
             facts::aggregate_line(r, &|name| format!("`{}`", md_code_span(name)))
@@ -195,7 +196,7 @@ pub fn render(r: &Report) -> String {
     if !retry.is_empty() {
         md.push_str("<details><summary>Retry plan</summary>\n\n");
         for line in retry {
-            md.push_str(&format!("- {}\n", md_inline(&line)));
+            md.push_str(&format!("- {line}\n"));
         }
         md.push_str("\n</details>\n");
     }
