@@ -169,3 +169,45 @@ fn passing_report_passes() {
     );
     assert!(v["examples"].as_array().unwrap().is_empty());
 }
+
+/// Every key the JSON report emits is documented in SCHEMA.md.
+#[test]
+fn every_field_is_documented() {
+    let doc = include_str!("../SCHEMA.md");
+    let mut r = common::report();
+    // Fill the breakdown so its entries are walked too.
+    r.summary.strategy = probity_core::Strategy::Rows;
+    r.summary.checks[1].breakdown = r.summary.input_profile.clone();
+    let v = parse(&r);
+    fn walk(v: &Value, doc: &str, path: &str) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    assert!(
+                        doc.contains(&format!("`{k}`")),
+                        "field {path}.{k} is not documented in SCHEMA.md"
+                    );
+                    walk(v, doc, &format!("{path}.{k}"));
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|v| walk(v, doc, &format!("{path}[]"))),
+            _ => {}
+        }
+    }
+    walk(&v, doc, "");
+}
+
+#[test]
+fn breakdown_by_rows_is_labelled() {
+    let mut r = common::report();
+    r.summary.strategy = probity_core::Strategy::Rows;
+    r.summary.checks[1].breakdown = r.summary.input_profile.clone();
+    r.summary.checks[1].breakdown_below = 2;
+    let v = parse(&r);
+    let c = &v["checks"][1];
+    assert_eq!(c["breakdown_by"], "inputs");
+    assert_eq!(c["breakdown_below"], 2);
+    assert_eq!(c["breakdown"][2]["label"], "thanks-3");
+    let t = render(&r, Format::Text, false);
+    assert!(t.contains("rows: 2 of 4 inputs below 90%"), "{t}");
+}
