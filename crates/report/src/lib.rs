@@ -1,1 +1,243 @@
-//! Reports of a run: text, JSON, JUnit XML, Markdown.
+//! # probity-report
+//!
+//! Reports of a reliability test run, in four formats:
+//!
+//! | format | module | for |
+//! | --- | --- | --- |
+//! | [`Format::Text`] | [`text`] | the terminal (optionally coloured) |
+//! | [`Format::Json`] | [`json`] | tools: a stable, versioned schema (`probity.report.v1`, see `SCHEMA.md`) |
+//! | [`Format::Junit`] | [`junit`] | CI test reporters (GitLab, GitHub actions): one test case per check |
+//! | [`Format::Markdown`] | [`markdown`] | `$GITHUB_STEP_SUMMARY` and pull-request comments |
+//!
+//! The CLI fills a [`Report`] (run metadata, the core's [`Summary`], input
+//! labels, a few failing outputs) and calls [`render`].
+//!
+//! Model outputs, input ids and check names are treated as untrusted text:
+//! every format escapes them for its medium (terminal control sequences,
+//! XML, Markdown), see [`sanitize`].
+
+pub mod json;
+pub mod junit;
+pub mod markdown;
+pub mod sanitize;
+pub mod text;
+
+mod facts;
+mod numbers;
+
+use probity_core::stats::Decision;
+use probity_core::Summary;
+use std::fmt;
+use std::str::FromStr;
+
+/// Metadata of one run, as the run store knows it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunInfo {
+    /// The run's id in the run store.
+    pub id: i64,
+    /// The run's (experiment's) name.
+    pub name: String,
+    /// When the run was created, as stored (RFC 3339 preferred).
+    pub created_at: String,
+    /// Hash of the configuration the run was made with.
+    pub config_hash: String,
+    /// The system under test: provider and model, e.g. `openai/gpt-4o-mini`.
+    pub system: String,
+    /// Wall-clock duration of the run in seconds, when known.
+    pub duration_s: Option<f64>,
+    /// Calls made to the model for this run.
+    pub model_calls: u64,
+    /// Outputs served from the cache instead of a model call.
+    pub cached: u64,
+    /// False when the run stopped before every output was sampled and
+    /// validated.
+    pub complete: bool,
+}
+
+/// A failing output to show in a report.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Example {
+    /// Index `k` of the check (into `summary.checks`).
+    pub check: usize,
+    /// Index `i` of the input (into `input_labels`).
+    pub input: usize,
+    /// Index `j` of the repetition.
+    pub repetition: usize,
+    /// The model's output, verbatim (untrusted).
+    pub output: String,
+    /// Why the check failed, when it says (e.g. a judge's reasons).
+    pub reason: Option<String>,
+}
+
+/// Everything a report shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub run: RunInfo,
+    pub summary: Summary,
+    /// Input ids, index `i`; inputs without a label are shown as `#i`.
+    pub input_labels: Vec<String>,
+    /// Failing outputs to show: the first one per check is used by the
+    /// text and Markdown reports; JSON lists them all.
+    pub examples: Vec<Example>,
+    /// Target probability that a guarded call publishes an output, for the
+    /// retry plan (e.g. 0.99).
+    pub retry_target: f64,
+}
+
+impl Report {
+    /// True when every check's verdict is `Pass` (inconclusive does not
+    /// pass). The CLI's exit code follows this.
+    pub fn passed(&self) -> bool {
+        self.summary.passed()
+    }
+
+    /// The label of input `i`: its id, or `#i` when it has none.
+    pub fn input_label(&self, i: usize) -> String {
+        match self.input_labels.get(i) {
+            Some(l) if !l.is_empty() => l.clone(),
+            _ => format!("#{i}"),
+        }
+    }
+
+    /// The name of check `k`, or `#k` when out of range.
+    pub fn check_name(&self, k: usize) -> String {
+        self.summary
+            .checks
+            .get(k)
+            .map_or_else(|| format!("#{k}"), |c| c.info.name.clone())
+    }
+
+    /// The first example failing output of check `k`.
+    pub fn example_for(&self, k: usize) -> Option<&Example> {
+        self.examples.iter().find(|e| e.check == k)
+    }
+
+    /// Counts of checks by decision: `(pass, fail, inconclusive)`.
+    pub fn tally(&self) -> (usize, usize, usize) {
+        let mut t = (0, 0, 0);
+        for c in &self.summary.checks {
+            match c.verdict.decision {
+                Decision::Pass => t.0 += 1,
+                Decision::Fail => t.1 += 1,
+                Decision::Inconclusive => t.2 += 1,
+            }
+        }
+        t
+    }
+
+    /// The one-line conclusion shared by the text and Markdown reports,
+    /// e.g. `PASS: 2 of 2 checks meet their minimum`.
+    pub fn conclusion(&self) -> String {
+        let (pass, fail, inconclusive) = self.tally();
+        let k = self.summary.checks.len();
+        let mut s = if self.passed() {
+            if k == 0 {
+                "PASS: no checks to judge".to_string()
+            } else {
+                format!(
+                    "PASS: {pass} of {k} {} meet their minimum",
+                    plural(k, "check")
+                )
+            }
+        } else if fail > 0 {
+            let mut s = format!("FAIL: {fail} of {k} {} below minimum", plural(k, "check"));
+            if inconclusive > 0 {
+                s.push_str(&format!(", {inconclusive} inconclusive"));
+            }
+            s
+        } else {
+            format!(
+                "FAIL: {inconclusive} of {k} {} inconclusive (compliance not established)",
+                plural(k, "check")
+            )
+        };
+        if !self.run.complete {
+            s.push_str(" (run incomplete)");
+        }
+        s
+    }
+}
+
+pub(crate) fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
+}
+
+/// An output format of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+    Junit,
+    Markdown,
+}
+
+impl Format {
+    /// Every format, in the order of [`Format::NAMES`].
+    pub const ALL: [Format; 4] = [Format::Text, Format::Json, Format::Junit, Format::Markdown];
+    /// The names accepted by [`FromStr`] (for a CLI's possible values).
+    pub const NAMES: [&'static str; 4] = ["text", "json", "junit", "markdown"];
+
+    /// The canonical name: `text`, `json`, `junit` or `markdown`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Junit => "junit",
+            Format::Markdown => "markdown",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Error of parsing a [`Format`] name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFormat(pub String);
+
+impl fmt::Display for UnknownFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown report format `{}`: expected one of {}",
+            self.0,
+            Format::NAMES.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownFormat {}
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+
+    /// Case-insensitive; also accepts `txt`, `xml`, `md` and `gfm`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "text" | "txt" => Ok(Format::Text),
+            "json" => Ok(Format::Json),
+            "junit" | "xml" => Ok(Format::Junit),
+            "markdown" | "md" | "gfm" => Ok(Format::Markdown),
+            _ => Err(UnknownFormat(s.to_string())),
+        }
+    }
+}
+
+/// Render `report` in `format`. `color` adds ANSI colours to the text
+/// format and is ignored by the others.
+pub fn render(report: &Report, format: Format, color: bool) -> String {
+    match format {
+        Format::Text => text::render(report, color),
+        Format::Json => json::render(report),
+        Format::Junit => junit::render(report),
+        Format::Markdown => markdown::render(report),
+    }
+}

@@ -1,0 +1,460 @@
+//! The JSON report (`--format json`): schema `probity.report.v1`.
+//!
+//! The wire format is made of dedicated structs ([`Wire`] and friends) so
+//! that refactoring the core's types does not change it. The schema is
+//! documented field by field in `crates/report/SCHEMA.md`; in short:
+//!
+//! ```text
+//! {
+//!   "schema": "probity.report.v1",
+//!   "run": {id, name, created_at, config_hash, system, duration_s, model_calls, cached, complete},
+//!   "shape": {inputs, outputs_per_input, checks},
+//!   "options": {confidence, interval, errors, verdict, strategy, aggregate, retry_target},
+//!   "passed": bool,
+//!   "summary": {pass, fail, inconclusive, conclusion},
+//!   "counts": {pass, fail, error, missing},
+//!   "checks": [{index, name, kind, message, threshold, weight, rate, verdict,
+//!               worst_input, breakdown_by, breakdown_below, breakdown}],
+//!   "aggregate": {method, rate, worst_check, per_check},
+//!   "profiles": {inputs: [entry], outputs: [entry]},
+//!   "retry": {target, rates, p_independent, independent, measured, conservative,
+//!             measured_rate, dependence_ratio, phi, per_input},
+//!   "examples": [{check, check_name, input, input_label, repetition, output, reason}]
+//! }
+//! rate  = {estimate, lower, upper, confidence, method, n, pass, fail, error, missing,
+//!          design_effect, effective_n}
+//! entry = {index, label, rate}
+//! ```
+//!
+//! Rates are fractions in [0, 1], not percentages. Every float that is not
+//! finite (NaN, ±∞) is written as `null`, as is every value that does not
+//! exist (no worst input, a pass rate of 0 for the number of attempts).
+//!
+//! Compatibility: within `v1`, fields are only ever added, never removed,
+//! renamed or changed in meaning; consumers should ignore unknown fields.
+
+use crate::numbers::{
+    aggregate_name, decision_name, errors_name, interval_name, kind_name, strategy_name,
+    verdict_mode_name,
+};
+use crate::Report;
+use probity_core::stats::IntervalMethod;
+use probity_core::{CheckSummary, Geometric, ProfileEntry, RateEstimate, Strategy};
+use serde::Serialize;
+
+/// The value of the `schema` field.
+pub const SCHEMA: &str = "probity.report.v1";
+
+/// A finite float, or `None` (written as `null`).
+fn num(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// The whole document.
+#[derive(Debug, Serialize)]
+pub struct Wire {
+    pub schema: &'static str,
+    pub run: WireRun,
+    pub shape: WireShape,
+    pub options: WireOptions,
+    pub passed: bool,
+    pub summary: WireTally,
+    pub counts: WireCounts,
+    pub checks: Vec<WireCheck>,
+    pub aggregate: WireAggregate,
+    pub profiles: WireProfiles,
+    pub retry: WireRetry,
+    pub examples: Vec<WireExample>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireRun {
+    pub id: i64,
+    pub name: String,
+    pub created_at: String,
+    pub config_hash: String,
+    pub system: String,
+    pub duration_s: Option<f64>,
+    pub model_calls: u64,
+    pub cached: u64,
+    pub complete: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireShape {
+    pub inputs: usize,
+    pub outputs_per_input: usize,
+    pub checks: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireOptions {
+    pub confidence: Option<f64>,
+    pub interval: &'static str,
+    pub errors: &'static str,
+    pub verdict: &'static str,
+    pub strategy: &'static str,
+    pub aggregate: &'static str,
+    pub retry_target: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireTally {
+    pub pass: usize,
+    pub fail: usize,
+    pub inconclusive: usize,
+    pub conclusion: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireCounts {
+    pub pass: u64,
+    pub fail: u64,
+    pub error: u64,
+    pub missing: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireRate {
+    pub estimate: Option<f64>,
+    pub lower: Option<f64>,
+    pub upper: Option<f64>,
+    pub confidence: Option<f64>,
+    pub method: &'static str,
+    pub n: u64,
+    pub pass: u64,
+    pub fail: u64,
+    pub error: u64,
+    pub missing: u64,
+    pub design_effect: Option<f64>,
+    pub effective_n: Option<f64>,
+}
+
+impl WireRate {
+    fn new(r: &RateEstimate, method: IntervalMethod) -> Self {
+        WireRate {
+            estimate: num(r.estimate),
+            lower: num(r.interval.lower),
+            upper: num(r.interval.upper),
+            confidence: num(r.confidence),
+            method: interval_name(method),
+            n: r.n,
+            pass: r.counts.pass,
+            fail: r.counts.fail,
+            error: r.counts.error,
+            missing: r.counts.missing,
+            design_effect: num(r.design_effect),
+            effective_n: num(r.effective_n),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireVerdict {
+    pub decision: &'static str,
+    pub threshold: Option<f64>,
+    pub established: bool,
+    pub samples_needed: Option<u64>,
+    pub more_samples_needed: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireEntry {
+    pub index: usize,
+    pub label: Option<String>,
+    pub rate: WireRate,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireCheck {
+    pub index: usize,
+    pub name: String,
+    pub kind: &'static str,
+    pub message: String,
+    pub threshold: Option<f64>,
+    pub weight: Option<f64>,
+    pub rate: WireRate,
+    pub verdict: WireVerdict,
+    pub worst_input: Option<WireEntry>,
+    pub breakdown_by: Option<&'static str>,
+    pub breakdown_below: usize,
+    pub breakdown: Vec<WireEntry>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireNamed {
+    pub index: usize,
+    pub name: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireAggregate {
+    pub method: &'static str,
+    pub rate: WireRate,
+    pub worst_check: Option<WireNamed>,
+    pub per_check: Vec<WireRate>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireProfiles {
+    pub inputs: Vec<WireEntry>,
+    pub outputs: Vec<WireEntry>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WirePlan {
+    pub p: Option<f64>,
+    pub expected_attempts: Option<f64>,
+    pub expected_retries: Option<f64>,
+    pub attempts: Option<u32>,
+    pub retries: Option<u32>,
+    pub no_output: Option<f64>,
+    pub expected_calls: Option<f64>,
+}
+
+impl WirePlan {
+    fn new(g: Geometric, target: f64) -> Self {
+        let attempts = g.attempts_for(target);
+        WirePlan {
+            p: num(g.p),
+            expected_attempts: g.expected_attempts().and_then(num),
+            expected_retries: g.expected_retries().and_then(num),
+            attempts,
+            retries: attempts.map(|m| m.saturating_sub(1)),
+            no_output: attempts.and_then(|m| num(g.no_output(m))),
+            expected_calls: attempts.and_then(|m| num(g.expected_calls(m))),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireInputPlan {
+    pub index: usize,
+    pub label: Option<String>,
+    pub rate: WireRate,
+    pub attempts: Option<u32>,
+    pub retries: Option<u32>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireRetry {
+    pub target: Option<f64>,
+    pub rates: Vec<Option<f64>>,
+    pub p_independent: Option<f64>,
+    pub independent: WirePlan,
+    pub measured: Option<WirePlan>,
+    pub conservative: Option<WirePlan>,
+    pub measured_rate: Option<WireRate>,
+    pub dependence_ratio: Option<f64>,
+    pub phi: Vec<Vec<Option<f64>>>,
+    pub per_input: Vec<WireInputPlan>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireExample {
+    pub check: usize,
+    pub check_name: Option<String>,
+    pub input: usize,
+    pub input_label: Option<String>,
+    pub repetition: usize,
+    pub output: String,
+    pub reason: Option<String>,
+}
+
+fn label(r: &Report, i: usize) -> Option<String> {
+    r.input_labels.get(i).filter(|l| !l.is_empty()).cloned()
+}
+
+fn entry(r: &Report, e: &ProfileEntry, labelled: bool, method: IntervalMethod) -> WireEntry {
+    WireEntry {
+        index: e.index,
+        label: if labelled { label(r, e.index) } else { None },
+        rate: WireRate::new(&e.rate, method),
+    }
+}
+
+fn check(r: &Report, index: usize, c: &CheckSummary) -> WireCheck {
+    let s = &r.summary;
+    let method = s.options.interval;
+    let breakdown_by = (!c.breakdown.is_empty()).then_some(match s.strategy {
+        Strategy::Columns => "outputs",
+        _ => "inputs",
+    });
+    WireCheck {
+        index,
+        name: c.info.name.clone(),
+        kind: kind_name(c.info.kind),
+        message: c.info.message.clone(),
+        threshold: num(c.info.minimum_success_percentage),
+        weight: num(c.info.weight),
+        rate: WireRate::new(&c.rate, method),
+        verdict: WireVerdict {
+            decision: decision_name(c.verdict.decision),
+            threshold: num(c.verdict.threshold),
+            established: c.verdict.established,
+            samples_needed: c.verdict.samples_needed,
+            more_samples_needed: crate::facts::more_samples(c),
+        },
+        worst_input: c.worst_input.as_ref().map(|w| entry(r, w, true, method)),
+        breakdown_by,
+        breakdown_below: c.breakdown_below,
+        breakdown: c
+            .breakdown
+            .iter()
+            .map(|e| entry(r, e, breakdown_by == Some("inputs"), method))
+            .collect(),
+    }
+}
+
+/// Build the wire document of `r`.
+pub fn wire(r: &Report) -> Wire {
+    let s = &r.summary;
+    let o = &s.options;
+    let method = o.interval;
+    let (pass, fail, inconclusive) = r.tally();
+    let plan = &s.retry;
+    let target = r.retry_target;
+    Wire {
+        schema: SCHEMA,
+        run: WireRun {
+            id: r.run.id,
+            name: r.run.name.clone(),
+            created_at: r.run.created_at.clone(),
+            config_hash: r.run.config_hash.clone(),
+            system: r.run.system.clone(),
+            duration_s: r.run.duration_s.and_then(num),
+            model_calls: r.run.model_calls,
+            cached: r.run.cached,
+            complete: r.run.complete,
+        },
+        shape: WireShape {
+            inputs: s.shape.0,
+            outputs_per_input: s.shape.1,
+            checks: s.shape.2,
+        },
+        options: WireOptions {
+            confidence: num(o.confidence),
+            interval: interval_name(o.interval),
+            errors: errors_name(o.errors),
+            verdict: verdict_mode_name(o.verdict),
+            strategy: strategy_name(s.strategy),
+            aggregate: aggregate_name(s.aggregate.method),
+            retry_target: num(target),
+        },
+        passed: r.passed(),
+        summary: WireTally {
+            pass,
+            fail,
+            inconclusive,
+            conclusion: r.conclusion(),
+        },
+        counts: WireCounts {
+            pass: s.counts.pass,
+            fail: s.counts.fail,
+            error: s.counts.error,
+            missing: s.counts.missing,
+        },
+        checks: s
+            .checks
+            .iter()
+            .enumerate()
+            .map(|(k, c)| check(r, k, c))
+            .collect(),
+        aggregate: WireAggregate {
+            method: aggregate_name(s.aggregate.method),
+            rate: WireRate::new(&s.aggregate.rate, method),
+            worst_check: s.aggregate.worst_validator.map(|k| WireNamed {
+                index: k,
+                name: r.check_name(k),
+            }),
+            per_check: s
+                .aggregate
+                .per_validator
+                .iter()
+                .map(|p| WireRate::new(p, method))
+                .collect(),
+        },
+        profiles: WireProfiles {
+            inputs: s
+                .input_profile
+                .iter()
+                .map(|e| entry(r, e, true, method))
+                .collect(),
+            outputs: s
+                .output_profile
+                .iter()
+                .map(|e| entry(r, e, false, method))
+                .collect(),
+        },
+        retry: WireRetry {
+            target: num(target),
+            rates: plan.rates.iter().map(|&x| num(x)).collect(),
+            p_independent: num(plan.p_independent),
+            independent: WirePlan::new(plan.independent(), target),
+            measured: plan.measured().map(|g| WirePlan::new(g, target)),
+            conservative: plan.conservative().map(|g| WirePlan::new(g, target)),
+            measured_rate: plan
+                .empirical
+                .as_ref()
+                .map(|e| WireRate::new(&e.overall, method)),
+            dependence_ratio: plan.dependence_ratio().and_then(num),
+            phi: plan
+                .empirical
+                .as_ref()
+                .map(|e| {
+                    e.phi
+                        .iter()
+                        .map(|row| row.iter().map(|v| v.and_then(num)).collect())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            per_input: plan
+                .empirical
+                .as_ref()
+                .map(|e| {
+                    e.per_input
+                        .iter()
+                        .enumerate()
+                        .map(|(i, rate)| {
+                            let attempts = Geometric { p: rate.estimate }.attempts_for(target);
+                            WireInputPlan {
+                                index: i,
+                                label: label(r, i),
+                                rate: WireRate::new(rate, method),
+                                attempts,
+                                retries: attempts.map(|m| m.saturating_sub(1)),
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        },
+        examples: r
+            .examples
+            .iter()
+            .map(|e| WireExample {
+                check: e.check,
+                check_name: s.checks.get(e.check).map(|c| c.info.name.clone()),
+                input: e.input,
+                input_label: label(r, e.input),
+                repetition: e.repetition,
+                output: e.output.clone(),
+                reason: e.reason.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// Render the JSON report, pretty-printed, with a trailing newline.
+pub fn render(r: &Report) -> String {
+    let mut s = serde_json::to_string_pretty(&wire(r))
+        .expect("the wire structs serialise: string keys, no non-finite floats");
+    s.push('\n');
+    s
+}
+
+/// The JSON report as a `serde_json::Value` (for embedding in other
+/// documents).
+pub fn value(r: &Report) -> serde_json::Value {
+    serde_json::to_value(wire(r)).expect("the wire structs serialise")
+}

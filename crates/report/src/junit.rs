@@ -1,0 +1,176 @@
+//! The JUnit XML report, for CI test reporters (GitLab's `artifacts:
+//! reports: junit`, GitHub actions such as `dorny/test-reporter` or
+//! `mikepenz/action-junit-report`).
+//!
+//! Layout: a `<testsuites>` root holding one `<testsuite name="probity:
+//! RUN">`, which holds one `<testcase classname="probity.RUN" name="CHECK">`
+//! per check. Both carry `tests`, `failures`, `errors`, `skipped` and `time`.
+//!
+//! Mapping of verdicts:
+//!
+//! | verdict | element | why |
+//! | --- | --- | --- |
+//! | pass | none (the test case passes) | |
+//! | fail | `<failure type="below-minimum">` | |
+//! | inconclusive | `<failure type="inconclusive">` | CI must not go green on a compliance the sample did not establish; `<skipped>` would let it |
+//! | any non-pass with no output judged (`n = 0`) | `<error type="no-data">` | nothing was measured: a broken run, not a measured failure |
+//!
+//! The `message` attribute holds the check's message and the figures
+//! (rate, interval, threshold, n); the element's text repeats them with
+//! the worst input and one failing output. `<system-out>` of every test
+//! case holds the figures, errors counted apart from failures, the design
+//! effect and whether the verdict was established.
+//!
+//! Everything is XML-escaped, and characters that XML 1.0 does not allow
+//! (most control characters, escape sequences) are removed; see
+//! [`crate::sanitize::xml_text`].
+
+use crate::facts;
+use crate::numbers::decision_name;
+use crate::sanitize::{truncate_chars, xml_attr, xml_text};
+use crate::Report;
+use probity_core::stats::Decision;
+
+/// Longest model output included in a failure's text, in characters.
+pub const EXAMPLE_MAX_CHARS: usize = 2000;
+
+/// How a check shows up in JUnit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    Failure,
+    Error,
+}
+
+/// The JUnit outcome of check `k`.
+pub fn outcome(r: &Report, k: usize) -> Outcome {
+    let c = &r.summary.checks[k];
+    match c.verdict.decision {
+        Decision::Pass => Outcome::Passed,
+        _ if c.rate.n == 0 => Outcome::Error,
+        Decision::Fail | Decision::Inconclusive => Outcome::Failure,
+    }
+}
+
+/// Render the JUnit XML report.
+pub fn render(r: &Report) -> String {
+    let s = &r.summary;
+    let k = s.checks.len();
+    let outcomes: Vec<Outcome> = (0..k).map(|i| outcome(r, i)).collect();
+    let failures = outcomes.iter().filter(|o| **o == Outcome::Failure).count();
+    let errors = outcomes.iter().filter(|o| **o == Outcome::Error).count();
+    let time = format!(
+        "{:.3}",
+        r.run
+            .duration_s
+            .filter(|d| d.is_finite() && *d >= 0.0)
+            .unwrap_or(0.0)
+    );
+    let run = &r.run.name;
+    let counts =
+        format!(r#"tests="{k}" failures="{failures}" errors="{errors}" skipped="0" time="{time}""#);
+
+    let mut x = String::new();
+    x.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    x.push_str(&format!("<testsuites name=\"probity\" {counts}>\n"));
+    x.push_str(&format!(
+        "  <testsuite name=\"{}\" {counts}",
+        xml_attr(&format!("probity: {run}"))
+    ));
+    if !r.run.created_at.is_empty() {
+        x.push_str(&format!(" timestamp=\"{}\"", xml_attr(&r.run.created_at)));
+    }
+    x.push_str(">\n    <properties>\n");
+    let (n, m, kk) = s.shape;
+    let props: [(&str, String); 9] = [
+        ("probity.run.id", r.run.id.to_string()),
+        ("probity.run.system", r.run.system.clone()),
+        ("probity.run.config_hash", r.run.config_hash.clone()),
+        ("probity.run.complete", r.run.complete.to_string()),
+        ("probity.run.model_calls", r.run.model_calls.to_string()),
+        ("probity.run.cached", r.run.cached.to_string()),
+        (
+            "probity.shape",
+            format!("{n} inputs x {m} outputs x {kk} checks"),
+        ),
+        (
+            "probity.aggregate",
+            facts::aggregate_line(r, &|name| name.to_string()),
+        ),
+        ("probity.conclusion", r.conclusion()),
+    ];
+    for (name, value) in props {
+        x.push_str(&format!(
+            "      <property name=\"{name}\" value=\"{}\"/>\n",
+            xml_attr(&value)
+        ));
+    }
+    x.push_str("    </properties>\n");
+
+    for (idx, c) in s.checks.iter().enumerate() {
+        x.push_str(&format!(
+            "    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n",
+            xml_attr(&format!("probity.{run}")),
+            xml_attr(&c.info.name)
+        ));
+        let figures = facts::figures(c);
+        let established = facts::established(c);
+        let headline = if c.info.message.is_empty() {
+            format!("{}: {figures}", decision_name(c.verdict.decision))
+        } else {
+            format!("{}: {figures}", c.info.message)
+        };
+        if outcomes[idx] != Outcome::Passed {
+            let (tag, kind) = match (outcomes[idx], c.verdict.decision) {
+                (Outcome::Error, _) => ("error", "no-data"),
+                (_, Decision::Inconclusive) => ("failure", "inconclusive"),
+                _ => ("failure", "below-minimum"),
+            };
+            let mut body = vec![format!(
+                "{} (verdict {}, {established})",
+                headline,
+                decision_name(c.verdict.decision)
+            )];
+            if let Some(w) = &c.worst_input {
+                body.push(format!(
+                    "worst input {}: {}",
+                    r.input_label(w.index),
+                    facts::rate_with_interval(&w.rate)
+                ));
+            }
+            if let Some(ex) = r.example_for(idx) {
+                body.push(format!(
+                    "example failing output (input {}, output #{}):\n{}",
+                    r.input_label(ex.input),
+                    ex.repetition,
+                    truncate_chars(&ex.output, EXAMPLE_MAX_CHARS)
+                ));
+                if let Some(reason) = &ex.reason {
+                    body.push(format!("reason: {reason}"));
+                }
+            }
+            x.push_str(&format!(
+                "      <{tag} message=\"{}\" type=\"{kind}\">{}</{tag}>\n",
+                xml_attr(&headline),
+                xml_text(&body.join("\n"))
+            ));
+        }
+        let mut out = vec![
+            format!(
+                "{}: {figures}",
+                crate::numbers::decision_word(c.verdict.decision)
+            ),
+            established,
+        ];
+        if let Some(e) = facts::errors(&c.rate, s.options.errors) {
+            out.push(e);
+        }
+        x.push_str(&format!(
+            "      <system-out>{}</system-out>\n",
+            xml_text(&out.join("\n"))
+        ));
+        x.push_str("    </testcase>\n");
+    }
+    x.push_str("  </testsuite>\n</testsuites>\n");
+    x
+}

@@ -1,0 +1,181 @@
+//! Number formatting shared by the human-readable formats.
+
+use probity_core::stats::{Decision, ErrorPolicy, IntervalMethod, VerdictMode};
+use probity_core::{Aggregate, CheckKind, Strategy};
+
+/// Percentage figure of a rate, without the `%` sign: one decimal, more
+/// when one decimal would round a rate below 100 % up to `100.0` (or one
+/// above 0 % down to `0.0`). Non-finite values print as `–`.
+pub fn pct_num(p: f64) -> String {
+    if !p.is_finite() {
+        return "–".to_string();
+    }
+    let v = p * 100.0;
+    let one = format!("{v:.1}");
+    if (one == "100.0" && p < 1.0) || (one == "0.0" && p > 0.0) {
+        let two = format!("{v:.2}");
+        if two == "100.00" {
+            return ">99.99".to_string();
+        }
+        if two == "0.00" {
+            return "<0.01".to_string();
+        }
+        return two;
+    }
+    one
+}
+
+/// `96.2%`.
+pub fn pct(p: f64) -> String {
+    if !p.is_finite() {
+        return "–".to_string();
+    }
+    format!("{}%", pct_num(p))
+}
+
+/// `[94.1, 97.6]`, in percent.
+pub fn interval(lower: f64, upper: f64) -> String {
+    format!("[{}, {}]", pct_num(lower), pct_num(upper))
+}
+
+/// A threshold as written by a person: `95%`, `97.5%`, `99.95%`.
+pub fn threshold_pct(t: f64) -> String {
+    if !t.is_finite() {
+        return "–".to_string();
+    }
+    format!("{}%", trim_number(t * 100.0, 4))
+}
+
+/// `x` with at most `decimals` decimals, trailing zeros removed.
+pub fn trim_number(x: f64, decimals: usize) -> String {
+    if !x.is_finite() {
+        return "–".to_string();
+    }
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        let t = s.trim_end_matches('0').trim_end_matches('.');
+        if t == "-0" {
+            "0".to_string()
+        } else {
+            t.to_string()
+        }
+    } else {
+        s
+    }
+}
+
+/// Seconds as `0.8s`, `12.3s`, `4m 05s`, `1h 02m`.
+pub fn duration(s: f64) -> String {
+    if !s.is_finite() || s < 0.0 {
+        return "–".to_string();
+    }
+    if s < 60.0 {
+        format!("{s:.1}s")
+    } else if s < 3600.0 {
+        let t = s.round() as u64;
+        format!("{}m {:02}s", t / 60, t % 60)
+    } else {
+        let t = (s / 60.0).round() as u64;
+        format!("{}h {:02}m", t / 60, t % 60)
+    }
+}
+
+// Stable names of the core's enums: used by every format and by the JSON
+// schema, so they are spelled out here rather than taken from serde.
+
+pub fn decision_name(d: Decision) -> &'static str {
+    match d {
+        Decision::Pass => "pass",
+        Decision::Fail => "fail",
+        Decision::Inconclusive => "inconclusive",
+    }
+}
+
+pub fn decision_word(d: Decision) -> &'static str {
+    match d {
+        Decision::Pass => "PASS",
+        Decision::Fail => "FAIL",
+        Decision::Inconclusive => "INCONCLUSIVE",
+    }
+}
+
+pub fn interval_name(m: IntervalMethod) -> &'static str {
+    match m {
+        IntervalMethod::Wald => "wald",
+        IntervalMethod::Wilson => "wilson",
+        IntervalMethod::ClopperPearson => "clopper-pearson",
+        IntervalMethod::Jeffreys => "jeffreys",
+        IntervalMethod::AgrestiCoull => "agresti-coull",
+    }
+}
+
+pub fn errors_name(e: ErrorPolicy) -> &'static str {
+    match e {
+        ErrorPolicy::AsFailure => "as-failure",
+        ErrorPolicy::Exclude => "exclude",
+    }
+}
+
+pub fn verdict_mode_name(v: VerdictMode) -> &'static str {
+    match v {
+        VerdictMode::Point => "point",
+        VerdictMode::LowerBound => "lower-bound",
+        VerdictMode::ThreeWay => "three-way",
+    }
+}
+
+pub fn strategy_name(s: Strategy) -> &'static str {
+    match s {
+        Strategy::Rows => "rows",
+        Strategy::Columns => "columns",
+        Strategy::All => "all",
+    }
+}
+
+pub fn aggregate_name(a: Aggregate) -> &'static str {
+    match a {
+        Aggregate::Mean => "mean",
+        Aggregate::Weighted => "weighted",
+        Aggregate::Min => "min",
+    }
+}
+
+pub fn kind_name(k: CheckKind) -> &'static str {
+    match k {
+        CheckKind::Validator => "validator",
+        CheckKind::Verifier => "verifier",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages() {
+        assert_eq!(pct(0.9623), "96.2%");
+        assert_eq!(pct(1.0), "100.0%");
+        assert_eq!(pct(0.0), "0.0%");
+        assert_eq!(pct(0.9996), "99.96%");
+        assert_eq!(pct(0.999_999), ">99.99%");
+        assert_eq!(pct(0.0004), "0.04%");
+        assert_eq!(pct(f64::NAN), "–");
+        assert_eq!(interval(0.941, 0.976), "[94.1, 97.6]");
+    }
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(threshold_pct(0.95), "95%");
+        assert_eq!(threshold_pct(0.975), "97.5%");
+        assert_eq!(threshold_pct(0.9995), "99.95%");
+        assert_eq!(threshold_pct(1.0), "100%");
+        assert_eq!(threshold_pct(0.0), "0%");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration(0.84), "0.8s");
+        assert_eq!(duration(245.0), "4m 05s");
+        assert_eq!(duration(3725.0), "1h 02m");
+    }
+}

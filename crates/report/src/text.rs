@@ -1,0 +1,298 @@
+//! The terminal report.
+//!
+//! ```text
+//! probity  run #12 greeting-bot: 20 inputs × 10 outputs × 2 checks, 14 model calls, 186 served from cache, 12.3s
+//!          system openai/gpt-4o-mini · config 1a2b3c4d · created 2024-08-30T12:00:00Z
+//!          95% intervals (wilson, clustered by input) · verdict: point · errors count as failures
+//!
+//!         PASS  contraction_validator  96.2%  [94.1, 97.6]  ≥ 95%  established
+//!         FAIL  politeness_validator   85.0%  [80.1, 88.9]  ≥ 90%  not established: ~120 more samples would settle it
+//!               System seems to have forgotten its manners
+//!               3 errors counted as failures · design effect 2.10, effective n 95 of 200
+//!               worst input thanks-3: 40.0% [16.8, 68.7]
+//!               example (thanks-3, output #2): Sure, no problem.
+//!
+//!    aggregate  min 85.0% [78.0, 90.1], worst check politeness_validator
+//! worst inputs  thanks-3 56.0% [..] · …
+//!  retry plan   …
+//!
+//! FAIL: 1 of 2 checks below minimum
+//! ```
+//!
+//! Every piece of text that comes from the run (names, messages, input ids,
+//! model outputs) goes through [`terminal_line`], so it cannot carry escape
+//! sequences or control characters to the terminal.
+
+use crate::facts;
+use crate::numbers::{
+    decision_word, duration, interval, interval_name, pct, strategy_name, verdict_mode_name,
+};
+use crate::sanitize::terminal_line;
+use crate::{plural, Report};
+use probity_core::stats::{Decision, ErrorPolicy};
+use probity_core::Strategy;
+
+/// Longest model output shown, in characters.
+pub const EXAMPLE_MAX_CHARS: usize = 200;
+/// Longest check name before it is cut in the table.
+pub const NAME_MAX_CHARS: usize = 48;
+/// Longest message, reason or input label shown.
+pub const LINE_MAX_CHARS: usize = 160;
+
+const LEFT: usize = 12;
+
+struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    fn wrap(&self, code: &str, s: &str) -> String {
+        if self.on && !s.is_empty() {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    fn bold(&self, s: &str) -> String {
+        self.wrap("1", s)
+    }
+    fn dim(&self, s: &str) -> String {
+        self.wrap("2", s)
+    }
+    fn decision(&self, d: Decision, s: &str) -> String {
+        match d {
+            Decision::Pass => self.wrap("1;32", s),
+            Decision::Fail => self.wrap("1;31", s),
+            Decision::Inconclusive => self.wrap("1;33", s),
+        }
+    }
+    fn label(&self, s: &str) -> String {
+        self.wrap("1;36", &format!("{s:>LEFT$}"))
+    }
+}
+
+fn safe(s: &str) -> String {
+    terminal_line(s, LINE_MAX_CHARS)
+}
+
+/// Render the terminal report; `color` adds ANSI colours and bold.
+pub fn render(r: &Report, color: bool) -> String {
+    let p = Paint { on: color };
+    let s = &r.summary;
+    let (n, m, k) = s.shape;
+    let mut out = String::new();
+    let indent = " ".repeat(LEFT + 1);
+
+    // Header.
+    let mut head = format!(
+        "run #{} {}: {} {} × {} {} × {} {}",
+        r.run.id,
+        safe(&r.run.name),
+        n,
+        plural(n, "input"),
+        m,
+        plural(m, "output"),
+        k,
+        plural(k, "check")
+    );
+    head.push_str(&format!(
+        ", {} model {}, {} served from cache",
+        r.run.model_calls,
+        if r.run.model_calls == 1 {
+            "call"
+        } else {
+            "calls"
+        },
+        r.run.cached
+    ));
+    if let Some(d) = r.run.duration_s {
+        head.push_str(&format!(", {}", duration(d)));
+    }
+    if !r.run.complete {
+        head.push_str(", INCOMPLETE");
+    }
+    out.push_str(&format!("{} {}\n", p.label("probity"), p.bold(&head)));
+    let mut meta = Vec::new();
+    if !r.run.system.is_empty() {
+        meta.push(format!("system {}", safe(&r.run.system)));
+    }
+    if !r.run.config_hash.is_empty() {
+        meta.push(format!("config {}", safe(&r.run.config_hash)));
+    }
+    if !r.run.created_at.is_empty() {
+        meta.push(format!("created {}", safe(&r.run.created_at)));
+    }
+    if !meta.is_empty() {
+        out.push_str(&format!("{indent}{}\n", p.dim(&meta.join(" · "))));
+    }
+    let o = &s.options;
+    out.push_str(&format!(
+        "{indent}{}\n",
+        p.dim(&format!(
+            "{} intervals ({}, clustered by input) · verdict: {} · errors {} · strategy {}",
+            crate::numbers::threshold_pct(o.confidence),
+            interval_name(o.interval),
+            verdict_mode_name(o.verdict),
+            match o.errors {
+                ErrorPolicy::AsFailure => "count as failures",
+                ErrorPolicy::Exclude => "excluded",
+            },
+            strategy_name(s.strategy)
+        ))
+    ));
+    out.push('\n');
+
+    // The checks table.
+    let names: Vec<String> = s
+        .checks
+        .iter()
+        .map(|c| terminal_line(&c.info.name, NAME_MAX_CHARS))
+        .collect();
+    let rates: Vec<String> = s
+        .checks
+        .iter()
+        .map(|c| {
+            if c.rate.n == 0 {
+                "–".to_string()
+            } else {
+                pct(c.rate.estimate)
+            }
+        })
+        .collect();
+    let intervals: Vec<String> = s
+        .checks
+        .iter()
+        .map(|c| {
+            if c.rate.n == 0 {
+                "no outputs judged".to_string()
+            } else {
+                interval(c.rate.interval.lower, c.rate.interval.upper)
+            }
+        })
+        .collect();
+    let thresholds: Vec<String> = s.checks.iter().map(facts::threshold).collect();
+    let w = |v: &[String]| v.iter().map(|x| x.chars().count()).max().unwrap_or(0);
+    let (wn, wr, wi, wt) = (w(&names), w(&rates), w(&intervals), w(&thresholds));
+    for (idx, c) in s.checks.iter().enumerate() {
+        let d = c.verdict.decision;
+        let word = format!("{:>LEFT$}", decision_word(d));
+        let est = facts::established(c);
+        let est = if c.verdict.established {
+            p.dim(&est)
+        } else {
+            p.wrap("33", &est)
+        };
+        out.push_str(&format!(
+            "{} {:<wn$}  {:>wr$}  {:<wi$}  {:<wt$}  {}\n",
+            p.decision(d, &word),
+            names[idx],
+            rates[idx],
+            intervals[idx],
+            thresholds[idx],
+            est
+        ));
+        let mut notes = Vec::new();
+        if facts::not_passing(c) && !c.info.message.is_empty() {
+            out.push_str(&format!("{indent}{}\n", safe(&c.info.message)));
+        }
+        if let Some(e) = facts::errors(&c.rate, o.errors) {
+            notes.push(e);
+        }
+        if let Some(d) = facts::design_effect(&c.rate) {
+            notes.push(d);
+        }
+        if !c.breakdown.is_empty() {
+            let what = match s.strategy {
+                Strategy::Columns => "outputs",
+                _ => "inputs",
+            };
+            notes.push(format!(
+                "{}: {} of {} {what} below {}",
+                strategy_name(s.strategy),
+                c.breakdown_below,
+                c.breakdown.len(),
+                crate::numbers::threshold_pct(c.verdict.threshold)
+            ));
+        }
+        if !notes.is_empty() {
+            out.push_str(&format!("{indent}{}\n", p.dim(&notes.join(" · "))));
+        }
+        if facts::not_passing(c) {
+            if let Some(wi) = &c.worst_input {
+                if n > 1 {
+                    out.push_str(&format!(
+                        "{indent}worst input {}: {}\n",
+                        safe(&r.input_label(wi.index)),
+                        facts::rate_with_interval(&wi.rate)
+                    ));
+                }
+            }
+            if let Some(ex) = r.example_for(idx) {
+                out.push_str(&format!(
+                    "{indent}example ({}, output #{}): {}\n",
+                    safe(&r.input_label(ex.input)),
+                    ex.repetition,
+                    terminal_line(&ex.output, EXAMPLE_MAX_CHARS)
+                ));
+                if let Some(reason) = &ex.reason {
+                    out.push_str(&format!(
+                        "{indent}{}\n",
+                        p.dim(&format!("reason: {}", safe(reason)))
+                    ));
+                }
+            }
+        }
+    }
+    if s.checks.is_empty() {
+        out.push_str(&format!("{indent}no checks\n"));
+    }
+    out.push('\n');
+
+    // Aggregate, worst inputs, retry plan.
+    if !s.checks.is_empty() {
+        out.push_str(&format!(
+            "{} {}\n",
+            p.label("aggregate"),
+            facts::aggregate_line(r, &|name| terminal_line(name, NAME_MAX_CHARS))
+        ));
+    }
+    let worst = facts::worst_inputs(r, 3);
+    if n > 1 && !worst.is_empty() {
+        let items: Vec<String> = worst
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    terminal_line(&r.input_label(e.index), 40),
+                    facts::rate_with_interval(&e.rate)
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "{} {}\n",
+            p.label("worst inputs"),
+            items.join(" · ")
+        ));
+    }
+    let retry = facts::retry_lines(r);
+    for (i, line) in retry.iter().enumerate() {
+        let label = if i == 0 {
+            p.label("retry plan")
+        } else {
+            " ".repeat(LEFT)
+        };
+        out.push_str(&format!("{label} {line}\n"));
+    }
+    out.push('\n');
+
+    // Conclusion.
+    let concl = r.conclusion();
+    let d = if r.passed() {
+        Decision::Pass
+    } else {
+        Decision::Fail
+    };
+    out.push_str(&p.decision(d, &concl));
+    out.push('\n');
+    out
+}

@@ -1,0 +1,199 @@
+//! Hand-built summaries for the report tests (no statistics are computed:
+//! every figure is set directly so the tests can look for it).
+#![allow(dead_code)]
+
+use probity_core::aggregate::AggregateResult;
+use probity_core::retry::EmpiricalJoint;
+use probity_core::stats::{Decision, Interval, ThresholdVerdict};
+use probity_core::{
+    Aggregate, AnalysisOptions, CheckInfo, CheckKind, CheckSummary, Counts, ProfileEntry,
+    RateEstimate, RetryPlan, Strategy, Summary,
+};
+use probity_report::{Example, Report, RunInfo};
+
+/// A rate of `pass` out of `pass + fail + error` with the given interval
+/// and design effect.
+pub fn rate(pass: u64, fail: u64, error: u64, lower: f64, upper: f64, deff: f64) -> RateEstimate {
+    let n = pass + fail + error;
+    RateEstimate {
+        estimate: if n == 0 { 0.0 } else { pass as f64 / n as f64 },
+        counts: Counts {
+            pass,
+            fail,
+            error,
+            missing: 0,
+        },
+        n,
+        design_effect: deff,
+        effective_n: n as f64 / deff,
+        confidence: 0.95,
+        interval: Interval { lower, upper },
+    }
+}
+
+pub fn check(
+    name: &str,
+    message: &str,
+    threshold: f64,
+    rate: RateEstimate,
+    decision: Decision,
+    established: bool,
+    samples_needed: Option<u64>,
+) -> CheckSummary {
+    CheckSummary {
+        info: CheckInfo {
+            name: name.to_string(),
+            message: message.to_string(),
+            minimum_success_percentage: threshold,
+            weight: 1.0,
+            kind: CheckKind::Validator,
+        },
+        rate,
+        verdict: ThresholdVerdict {
+            decision,
+            threshold,
+            established,
+            samples_needed,
+        },
+        breakdown: Vec::new(),
+        breakdown_below: 0,
+        worst_input: None,
+        example_failure: None,
+    }
+}
+
+fn entry(index: usize, rate: RateEstimate) -> ProfileEntry {
+    ProfileEntry { index, rate }
+}
+
+/// 4 inputs × 50 outputs × 2 checks: contraction_validator passes
+/// (96.2% [94.1, 97.6] ≥ 95%, established), politeness_validator fails
+/// (85.0% [80.1, 88.9] ≥ 90%, 3 errors, design effect 2.1, not
+/// established, 320 samples needed).
+pub fn summary() -> Summary {
+    // 200 outputs; 192.4 would be 96.2%: use 1000-cell style counts
+    // scaled so the estimate is exactly 0.962.
+    let contraction = check(
+        "contraction_validator",
+        "Output contains too many contractions",
+        0.95,
+        rate(962, 38, 0, 0.941, 0.976, 1.02),
+        Decision::Pass,
+        true,
+        None,
+    );
+    let mut politeness = check(
+        "politeness_validator",
+        "System seems to have forgotten its manners",
+        0.90,
+        rate(170, 27, 3, 0.801, 0.889, 2.1),
+        Decision::Fail,
+        false,
+        Some(320),
+    );
+    politeness.worst_input = Some(entry(2, rate(20, 30, 0, 0.268, 0.537, 1.0)));
+    politeness.example_failure = Some((2, 7));
+    let inputs = vec![
+        entry(0, rate(98, 2, 0, 0.93, 0.995, 1.0)),
+        entry(1, rate(90, 10, 0, 0.82, 0.945, 1.0)),
+        entry(2, rate(60, 40, 0, 0.50, 0.69, 1.0)),
+        entry(3, rate(80, 17, 3, 0.71, 0.87, 1.0)),
+    ];
+    let outputs = (0..50)
+        .map(|j| entry(j, rate(7, 1, 0, 0.5, 0.98, 1.0)))
+        .collect();
+    let agg_rate = RateEstimate {
+        confidence: 0.95,
+        interval: Interval {
+            lower: 0.78,
+            upper: 0.901,
+        },
+        ..politeness.rate
+    };
+    Summary {
+        shape: (4, 50, 2),
+        options: AnalysisOptions::default(),
+        strategy: Strategy::All,
+        counts: Counts {
+            pass: 1132,
+            fail: 65,
+            error: 3,
+            missing: 0,
+        },
+        aggregate: AggregateResult {
+            method: Aggregate::Min,
+            rate: agg_rate,
+            worst_validator: Some(1),
+            per_validator: vec![
+                RateEstimate {
+                    confidence: 0.975,
+                    ..contraction.rate
+                },
+                RateEstimate {
+                    confidence: 0.975,
+                    ..politeness.rate
+                },
+            ],
+        },
+        checks: vec![contraction, politeness],
+        input_profile: inputs,
+        output_profile: outputs,
+        retry: RetryPlan {
+            rates: vec![0.962, 0.85],
+            p_independent: 0.962 * 0.85,
+            empirical: Some(EmpiricalJoint {
+                overall: rate(166, 34, 0, 0.77, 0.88, 1.3),
+                per_input: vec![
+                    rate(48, 2, 0, 0.87, 0.99, 1.0),
+                    rate(45, 5, 0, 0.79, 0.96, 1.0),
+                    rate(30, 20, 0, 0.46, 0.73, 1.0),
+                    rate(0, 50, 0, 0.0, 0.07, 1.0),
+                ],
+                phi: vec![vec![Some(1.0), Some(0.12)], vec![Some(0.12), Some(1.0)]],
+            }),
+        },
+    }
+}
+
+pub fn report() -> Report {
+    Report {
+        run: RunInfo {
+            id: 12,
+            name: "greeting-bot".to_string(),
+            created_at: "2024-08-30T12:00:00Z".to_string(),
+            config_hash: "1a2b3c4d".to_string(),
+            system: "sim/polite-v1".to_string(),
+            duration_s: Some(12.34),
+            model_calls: 14,
+            cached: 186,
+            complete: true,
+        },
+        summary: summary(),
+        input_labels: vec![
+            "hello".to_string(),
+            "bye".to_string(),
+            "thanks-3".to_string(),
+            "question".to_string(),
+        ],
+        examples: vec![Example {
+            check: 1,
+            input: 2,
+            repetition: 7,
+            output: "\x1b[31mSure\x1b[0m, no problem.\nAnything else?\x07".to_string(),
+            reason: Some("no \"You're welcome\"".to_string()),
+        }],
+        retry_target: 0.99,
+    }
+}
+
+/// The same report with every check passing.
+pub fn passing_report() -> Report {
+    let mut r = report();
+    let c = &mut r.summary.checks[1];
+    c.rate = rate(190, 10, 0, 0.91, 0.975, 1.0);
+    c.verdict.decision = Decision::Pass;
+    c.verdict.established = true;
+    c.verdict.samples_needed = None;
+    r.examples.clear();
+    r
+}

@@ -1,0 +1,213 @@
+mod common;
+
+use probity_report::{render, Format};
+use serde_json::Value;
+
+fn parse(r: &probity_report::Report) -> Value {
+    let s = render(r, Format::Json, false);
+    serde_json::from_str(&s).unwrap_or_else(|e| panic!("invalid JSON ({e}):\n{s}"))
+}
+
+fn close(v: &Value, x: f64) -> bool {
+    (v.as_f64().unwrap_or_else(|| panic!("not a number: {v}")) - x).abs() < 1e-12
+}
+
+#[test]
+fn documented_top_level_fields() {
+    let v = parse(&common::report());
+    assert_eq!(v["schema"], "probity.report.v1");
+    for key in [
+        "run",
+        "shape",
+        "options",
+        "passed",
+        "summary",
+        "counts",
+        "checks",
+        "aggregate",
+        "profiles",
+        "retry",
+        "examples",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["passed"], false);
+    assert_eq!(v["run"]["id"], 12);
+    assert_eq!(v["run"]["name"], "greeting-bot");
+    assert_eq!(v["run"]["model_calls"], 14);
+    assert_eq!(v["run"]["cached"], 186);
+    assert_eq!(v["run"]["complete"], true);
+    assert!(close(&v["run"]["duration_s"], 12.34));
+    assert_eq!(v["shape"]["inputs"], 4);
+    assert_eq!(v["shape"]["outputs_per_input"], 50);
+    assert_eq!(v["shape"]["checks"], 2);
+    assert_eq!(v["options"]["interval"], "wilson");
+    assert_eq!(v["options"]["errors"], "as-failure");
+    assert_eq!(v["options"]["verdict"], "point");
+    assert_eq!(v["options"]["strategy"], "all");
+    assert_eq!(v["options"]["aggregate"], "min");
+    assert!(close(&v["options"]["confidence"], 0.95));
+    assert!(close(&v["options"]["retry_target"], 0.99));
+    assert_eq!(v["summary"]["pass"], 1);
+    assert_eq!(v["summary"]["fail"], 1);
+    assert_eq!(v["summary"]["inconclusive"], 0);
+    assert_eq!(v["counts"]["error"], 3);
+}
+
+#[test]
+fn checks_carry_rate_verdict_and_worst_input() {
+    let v = parse(&common::report());
+    let checks = v["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 2);
+    let c = &checks[1];
+    assert_eq!(c["index"], 1);
+    assert_eq!(c["name"], "politeness_validator");
+    assert_eq!(c["kind"], "validator");
+    assert_eq!(c["message"], "System seems to have forgotten its manners");
+    assert!(close(&c["threshold"], 0.90));
+    assert!(close(&c["weight"], 1.0));
+    let rate = &c["rate"];
+    assert!(close(&rate["estimate"], 0.85));
+    assert!(close(&rate["lower"], 0.801));
+    assert!(close(&rate["upper"], 0.889));
+    assert!(close(&rate["confidence"], 0.95));
+    assert_eq!(rate["method"], "wilson");
+    assert_eq!(rate["n"], 200);
+    assert_eq!(rate["pass"], 170);
+    assert_eq!(rate["fail"], 27);
+    assert_eq!(rate["error"], 3);
+    assert_eq!(rate["missing"], 0);
+    assert!(close(&rate["design_effect"], 2.1));
+    assert!(close(&rate["effective_n"], 200.0 / 2.1));
+    let verdict = &c["verdict"];
+    assert_eq!(verdict["decision"], "fail");
+    assert_eq!(verdict["established"], false);
+    assert_eq!(verdict["samples_needed"], 320);
+    assert_eq!(verdict["more_samples_needed"], 120);
+    assert_eq!(c["worst_input"]["index"], 2);
+    assert_eq!(c["worst_input"]["label"], "thanks-3");
+    assert!(c["breakdown"].as_array().unwrap().is_empty());
+    assert_eq!(c["breakdown_by"], Value::Null);
+    assert_eq!(checks[0]["verdict"]["decision"], "pass");
+    assert_eq!(checks[0]["worst_input"], Value::Null);
+}
+
+#[test]
+fn aggregate_profiles_retry_examples() {
+    let v = parse(&common::report());
+    let a = &v["aggregate"];
+    assert_eq!(a["method"], "min");
+    assert!(close(&a["rate"]["lower"], 0.78));
+    assert_eq!(a["worst_check"]["index"], 1);
+    assert_eq!(a["worst_check"]["name"], "politeness_validator");
+    assert_eq!(a["per_check"].as_array().unwrap().len(), 2);
+    assert!(close(&a["per_check"][0]["confidence"], 0.975));
+
+    let inputs = v["profiles"]["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 4);
+    assert_eq!(inputs[3]["label"], "question");
+    assert!(close(&inputs[2]["rate"]["estimate"], 0.6));
+    let outputs = v["profiles"]["outputs"].as_array().unwrap();
+    assert_eq!(outputs.len(), 50);
+    assert_eq!(outputs[0]["label"], Value::Null);
+
+    let r = &v["retry"];
+    assert!(close(&r["target"], 0.99));
+    assert!(close(&r["p_independent"], 0.962 * 0.85));
+    assert_eq!(r["measured"]["attempts"], 3);
+    assert_eq!(r["measured"]["retries"], 2);
+    assert_eq!(r["conservative"]["attempts"], 4);
+    assert!(close(&r["measured"]["expected_attempts"], 1.0 / 0.83));
+    assert!(close(&r["measured_rate"]["estimate"], 0.83));
+    assert!(close(&r["dependence_ratio"], 0.83 / (0.962 * 0.85)));
+    assert!(close(&r["phi"][0][1], 0.12));
+    let per_input = r["per_input"].as_array().unwrap();
+    assert_eq!(per_input.len(), 4);
+    // An input that never passes needs no finite number of attempts.
+    assert_eq!(per_input[3]["attempts"], Value::Null);
+    assert_eq!(per_input[3]["retries"], Value::Null);
+
+    let ex = &v["examples"][0];
+    assert_eq!(ex["check"], 1);
+    assert_eq!(ex["check_name"], "politeness_validator");
+    assert_eq!(ex["input_label"], "thanks-3");
+    assert_eq!(ex["repetition"], 7);
+    // JSON keeps the output verbatim (JSON escaping makes it safe).
+    assert_eq!(
+        ex["output"],
+        "\x1b[31mSure\x1b[0m, no problem.\nAnything else?\x07"
+    );
+}
+
+#[test]
+fn non_finite_floats_become_null() {
+    let mut r = common::report();
+    r.summary.checks[0].rate.design_effect = f64::NAN;
+    r.summary.checks[0].rate.effective_n = f64::INFINITY;
+    r.summary.checks[1].rate.interval.lower = f64::NEG_INFINITY;
+    r.summary.retry.empirical.as_mut().unwrap().phi[0][1] = Some(f64::NAN);
+    r.run.duration_s = Some(f64::NAN);
+    r.retry_target = f64::NAN;
+    let s = render(&r, Format::Json, false);
+    assert!(!s.contains("NaN") && !s.contains("inf"), "{s}");
+    let v: Value = serde_json::from_str(&s).unwrap();
+    assert_eq!(v["checks"][0]["rate"]["design_effect"], Value::Null);
+    assert_eq!(v["checks"][0]["rate"]["effective_n"], Value::Null);
+    assert_eq!(v["checks"][1]["rate"]["lower"], Value::Null);
+    assert_eq!(v["retry"]["phi"][0][1], Value::Null);
+    assert_eq!(v["run"]["duration_s"], Value::Null);
+    assert_eq!(v["options"]["retry_target"], Value::Null);
+}
+
+#[test]
+fn passing_report_passes() {
+    let v = parse(&common::passing_report());
+    assert_eq!(v["passed"], true);
+    assert_eq!(
+        v["summary"]["conclusion"],
+        "PASS: 2 of 2 checks meet their minimum"
+    );
+    assert!(v["examples"].as_array().unwrap().is_empty());
+}
+
+/// Every key the JSON report emits is documented in SCHEMA.md.
+#[test]
+fn every_field_is_documented() {
+    let doc = include_str!("../SCHEMA.md");
+    let mut r = common::report();
+    // Fill the breakdown so its entries are walked too.
+    r.summary.strategy = probity_core::Strategy::Rows;
+    r.summary.checks[1].breakdown = r.summary.input_profile.clone();
+    let v = parse(&r);
+    fn walk(v: &Value, doc: &str, path: &str) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    assert!(
+                        doc.contains(&format!("`{k}`")),
+                        "field {path}.{k} is not documented in SCHEMA.md"
+                    );
+                    walk(v, doc, &format!("{path}.{k}"));
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|v| walk(v, doc, &format!("{path}[]"))),
+            _ => {}
+        }
+    }
+    walk(&v, doc, "");
+}
+
+#[test]
+fn breakdown_by_rows_is_labelled() {
+    let mut r = common::report();
+    r.summary.strategy = probity_core::Strategy::Rows;
+    r.summary.checks[1].breakdown = r.summary.input_profile.clone();
+    r.summary.checks[1].breakdown_below = 2;
+    let v = parse(&r);
+    let c = &v["checks"][1];
+    assert_eq!(c["breakdown_by"], "inputs");
+    assert_eq!(c["breakdown_below"], 2);
+    assert_eq!(c["breakdown"][2]["label"], "thanks-3");
+    let t = render(&r, Format::Text, false);
+    assert!(t.contains("rows: 2 of 4 inputs below 90%"), "{t}");
+}
