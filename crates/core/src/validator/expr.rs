@@ -48,7 +48,7 @@
 //! exceeded limit ([`MAX_OPERATIONS`], [`MAX_STRING_SIZE`], …) or an invalid
 //! regex yields [`Verdict::Error`] with the reason.
 
-use super::builtin::{compile_regex, word_count};
+use super::builtin::{compile_regex, count_substring, word_count};
 use super::eval::PreparedInput;
 use crate::model::Input;
 use crate::verdict::Verdict;
@@ -106,12 +106,8 @@ fn build_engine() -> Engine {
     e.on_print(|_| {});
     e.on_debug(|_, _, _| {});
 
-    e.register_fn("count", |text: &str, needle: &str| -> i64 {
-        if needle.is_empty() {
-            0
-        } else {
-            text.matches(needle).count() as i64
-        }
+    e.register_fn("count", |text: &str, needle: &str| {
+        count_substring(text, needle) as i64
     });
     e.register_fn(
         "matches",
