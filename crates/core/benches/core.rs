@@ -58,6 +58,11 @@ fn bench_expressions(c: &mut Criterion) {
     let prepared: Vec<PreparedInput> = inputs.iter().map(PreparedInput::new).collect();
     let validators = [
         (
+            // The fixed cost of one evaluation: scope set-up and engine entry.
+            "baseline_true",
+            Validator::new("true").expression("true").unwrap(),
+        ),
+        (
             "contraction",
             Validator::new("contraction")
                 .expression(r#"count(output, "'") <= 3"#)
@@ -113,7 +118,7 @@ fn bench_expressions(c: &mut Criterion) {
         });
     }
     // The convenience path that converts the input on every call.
-    let polite = &validators[1].1;
+    let polite = &validators[2].1;
     group.bench_function("unprepared/politeness", |b| {
         b.iter(|| {
             let mut passes = 0usize;
