@@ -209,11 +209,31 @@ fn sandbox_has_no_eval_import_or_output() {
 }
 
 #[test]
-fn constants_cannot_be_assigned() {
-    assert!(
-        Expression::compile(r#"output = "x"; true"#).is_err()
-            || is_error(&expr(r#"output = "x"; true"#).evaluate(&none(), ""))
-    );
+fn assignments_do_not_leak_between_evaluations() {
+    use probity_core::validator::Evaluator;
+    use probity_core::Sample;
+    let vs = vec![
+        Validator::new("clobber")
+            .expression(r#"output = "x"; input.text = "changed"; let extra = 1; output == "x""#)
+            .unwrap(),
+        Validator::new("reads")
+            .expression(
+                r#"input.text == "Thank you" && output == "y" && input_text == "Thank you""#,
+            )
+            .unwrap(),
+    ];
+    let inputs = vec![Input::text("0", "Thank you")];
+    let ev = Evaluator::new(&vs, &inputs);
+    let samples: Vec<Sample> = (0..50)
+        .map(|j| Sample {
+            input: 0,
+            repetition: j,
+            output: "y".into(),
+        })
+        .collect();
+    for row in ev.evaluate_sequential(&samples) {
+        assert_eq!(row, vec![Verdict::Pass, Verdict::Pass]);
+    }
 }
 
 #[test]

@@ -23,8 +23,9 @@
 //!
 //! Variables: `output` (string), `input` (object map of the dataset row's
 //! fields: `input.text`, `input.lang`, …; absent fields read as `()`), and
-//! `input_text` (the input as one string, [`Input::as_text`]). All three are
-//! constants. Undeclared variables are compile errors.
+//! `input_text` (the input as one string, [`Input::as_text`]). A script may
+//! assign to them, but that affects only its own evaluation: every call
+//! starts from fresh values. Undeclared variables are compile errors.
 //!
 //! Helpers, besides Rhai's standard string functions (`contains`, `len`,
 //! `starts_with`, `to_lower`, …):
@@ -48,7 +49,7 @@
 //! exceeded limit ([`MAX_OPERATIONS`], [`MAX_STRING_SIZE`], …) or an invalid
 //! regex yields [`Verdict::Error`] with the reason.
 
-use super::builtin::{compile_regex, word_count};
+use super::builtin::{compile_regex, count_substring, word_count};
 use super::eval::PreparedInput;
 use crate::model::Input;
 use crate::verdict::Verdict;
@@ -106,12 +107,8 @@ fn build_engine() -> Engine {
     e.on_print(|_| {});
     e.on_debug(|_, _, _| {});
 
-    e.register_fn("count", |text: &str, needle: &str| -> i64 {
-        if needle.is_empty() {
-            0
-        } else {
-            text.matches(needle).count() as i64
-        }
+    e.register_fn("count", |text: &str, needle: &str| {
+        count_substring(text, needle) as i64
     });
     e.register_fn(
         "matches",
@@ -144,7 +141,9 @@ fn build_engine() -> Engine {
 
 thread_local! {
     static REGEXES: RefCell<HashMap<String, Regex>> = RefCell::new(HashMap::new());
-    static SCOPE: RefCell<Scope<'static>> = RefCell::new(Scope::new());
+    /// One evaluation scope per thread, reused: its three variables are
+    /// overwritten in place on each call rather than pushed anew.
+    static SCOPE: RefCell<Scope<'static>> = RefCell::new(declared_scope());
 }
 
 fn with_regex<T>(pattern: &str, f: impl FnOnce(&Regex) -> T) -> Result<T, Box<EvalAltResult>> {
@@ -227,6 +226,19 @@ impl std::fmt::Debug for Expression {
     }
 }
 
+const DECLARED_VARIABLES: usize = 3;
+
+/// Overwrite a declared variable (re-declaring it if a script shadowed or
+/// somehow removed it).
+fn set(scope: &mut Scope<'static>, name: &'static str, value: Dynamic) {
+    match scope.get_mut(name) {
+        Some(slot) => *slot = value,
+        None => {
+            scope.push_dynamic(name, value);
+        }
+    }
+}
+
 /// The variables a script may name, for strict-variable checking at compile
 /// time. They are pushed as plain variables here, not constants: the
 /// optimizer would otherwise fold these placeholder values into the AST.
@@ -302,7 +314,7 @@ impl Expression {
         let attempt = catch_unwind(AssertUnwindSafe(|| {
             SCOPE.with(|cell| match cell.try_borrow_mut() {
                 Ok(mut scope) => self.run_in(&mut scope, input, output),
-                Err(_) => self.run_in(&mut Scope::new(), input, output),
+                Err(_) => self.run_in(&mut declared_scope(), input, output),
             })
         }));
         match attempt {
@@ -317,14 +329,18 @@ impl Expression {
         input: Option<&RhaiInput>,
         output: &str,
     ) -> Verdict {
-        scope.clear();
-        scope.push_constant("output", ImmutableString::from(output));
+        // The scope holds exactly the declared variables (a script's own
+        // top-level `let`s are rewound after each call). A script may
+        // assign to them; that only affects its own evaluation, since every
+        // call overwrites all the values it can see.
+        scope.rewind(DECLARED_VARIABLES);
+        set(scope, "output", ImmutableString::from(output).into());
         if let Some(i) = input {
-            scope.push_constant_dynamic("input", i.map.clone());
-            scope.push_constant("input_text", i.text.clone());
+            set(scope, "input", i.map.clone());
+            set(scope, "input_text", i.text.clone().into());
         }
         let result = engine().eval_ast_with_scope::<Dynamic>(scope, &self.ast);
-        scope.clear();
+        scope.rewind(DECLARED_VARIABLES);
         match result {
             Ok(v) => match v.flatten().as_bool() {
                 Ok(b) => Verdict::from_bool(b != self.negated),
