@@ -29,5 +29,5 @@ pub use retry::{Geometric, RetryPlan};
 pub use stats::{Counts, ErrorPolicy, Interval, IntervalMethod, RateEstimate};
 pub use summary::{CheckInfo, CheckKind, CheckSummary, Summary};
 pub use tensor::{Cell, ReliabilityTensor};
-pub use validator::Validator;
+pub use validator::{evaluate_all, Builtin, Validator, ValidatorError, ValidatorSpec};
 pub use verdict::Verdict;
