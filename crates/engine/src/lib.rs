@@ -4,3 +4,5 @@
 //! concurrency, rate limits, retries and timeouts, and the run store.
 
 pub mod provider;
+pub mod sim;
+pub mod template;
