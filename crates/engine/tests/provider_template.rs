@@ -33,8 +33,10 @@ fn renders_system_and_user_with_fields() {
 #[test]
 fn no_system_template_gives_one_message_and_text_falls_back_to_all_fields() {
     let t = PromptTemplate::new(None, "Q: {{ input.text }}").unwrap();
-    let mut i = Input::default();
-    i.id = "x".into();
+    let mut i = Input {
+        id: "x".into(),
+        ..Input::default()
+    };
     i.fields.insert("question".into(), json!("Why?"));
     let m = t.render(&i).unwrap();
     assert_eq!(m.len(), 1);
