@@ -9,5 +9,7 @@ pub mod inputs;
 pub mod limits;
 pub mod provider;
 pub mod runner;
+pub mod sim;
 pub mod store;
 pub mod stored;
+pub mod template;

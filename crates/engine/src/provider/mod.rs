@@ -98,3 +98,29 @@ pub trait Provider: Send + Sync {
     /// key. Never includes secrets.
     fn fingerprint(&self) -> String;
 }
+
+mod anthropic;
+mod command;
+mod config;
+mod func;
+mod http;
+mod openai;
+pub(crate) mod util;
+
+pub use anthropic::{AnthropicConfig, AnthropicProvider};
+pub use command::{CommandConfig, CommandProvider, StdinMode};
+pub use config::{ConfigError, ProviderConfig};
+pub use func::FnProvider;
+pub use http::{HttpConfig, HttpProvider};
+pub use openai::{OpenAiConfig, OpenAiProvider};
+
+#[async_trait::async_trait]
+impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
+    async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
+        (**self).complete(request).await
+    }
+
+    fn fingerprint(&self) -> String {
+        (**self).fingerprint()
+    }
+}

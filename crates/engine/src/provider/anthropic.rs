@@ -1,0 +1,211 @@
+//! Anthropic messages API.
+
+use super::util::{self, Secret};
+use super::{Completion, ConfigError, Provider, ProviderError, Request, Role};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::time::Duration;
+
+fn default_base_url() -> String {
+    "https://api.anthropic.com".to_string()
+}
+fn default_key_env() -> String {
+    "ANTHROPIC_API_KEY".to_string()
+}
+fn default_version() -> String {
+    "2023-06-01".to_string()
+}
+fn default_max_tokens() -> u32 {
+    1024
+}
+fn default_timeout() -> f64 {
+    60.0
+}
+
+/// Settings of the `anthropic` provider.
+///
+/// ```toml
+/// provider = "anthropic"
+/// model = "claude-3-5-haiku-latest"
+/// base_url = "https://api.anthropic.com"   # default
+/// api_key_env = "ANTHROPIC_API_KEY"        # default
+/// max_tokens = 1024                        # default (the API requires it)
+/// temperature = 0.7                        # optional
+/// timeout_secs = 60
+/// anthropic_version = "2023-06-01"
+/// extra = { top_k = 40 }
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnthropicConfig {
+    pub model: String,
+    #[serde(default = "default_base_url")]
+    pub base_url: String,
+    #[serde(default = "default_key_env")]
+    pub api_key_env: String,
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: f64,
+    #[serde(default = "default_version")]
+    pub anthropic_version: String,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
+}
+
+impl AnthropicConfig {
+    /// A configuration with defaults for everything but the model.
+    pub fn new(model: impl Into<String>) -> Self {
+        AnthropicConfig {
+            model: model.into(),
+            base_url: default_base_url(),
+            api_key_env: default_key_env(),
+            max_tokens: default_max_tokens(),
+            temperature: None,
+            timeout_secs: default_timeout(),
+            anthropic_version: default_version(),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// The `anthropic` provider: `POST {base_url}/v1/messages` with headers
+/// `x-api-key` and `anthropic-version`; system messages become the top-level
+/// `system`, the text content blocks of the answer are concatenated. Errors
+/// map as for the OpenAI provider (529 "overloaded" is a `Server` error).
+#[derive(Debug)]
+pub struct AnthropicProvider {
+    config: AnthropicConfig,
+    url: String,
+    key: Secret,
+    timeout: Duration,
+    client: reqwest::Client,
+}
+
+impl AnthropicProvider {
+    /// Validates the configuration and reads the API key from the environment.
+    pub fn new(config: AnthropicConfig) -> Result<Self, ConfigError> {
+        let timeout = util::timeout(config.timeout_secs, "timeout_secs")?;
+        let base = config.base_url.trim_end_matches('/');
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(ConfigError::Invalid(format!(
+                "base_url must start with http:// or https://, got {:?}",
+                config.base_url
+            )));
+        }
+        let key = util::read_env(&config.api_key_env, "the anthropic provider's API key")?;
+        Ok(AnthropicProvider {
+            url: format!("{base}/v1/messages"),
+            key,
+            timeout,
+            client: util::client()?,
+            config,
+        })
+    }
+
+    /// The JSON body sent for `request`.
+    pub fn body(&self, request: &Request) -> Value {
+        let c = &self.config;
+        let system: Vec<&str> = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::System)
+            .map(|m| m.content.as_str())
+            .collect();
+        let messages: Vec<&super::Message> = request
+            .messages
+            .iter()
+            .filter(|m| m.role != Role::System)
+            .collect();
+        let mut obj = Map::new();
+        obj.insert("model".into(), json!(c.model));
+        obj.insert("max_tokens".into(), json!(c.max_tokens));
+        if !system.is_empty() {
+            obj.insert("system".into(), json!(system.join("\n\n")));
+        }
+        obj.insert("messages".into(), json!(messages));
+        if let Some(t) = c.temperature {
+            obj.insert("temperature".into(), json!(t));
+        }
+        for (k, v) in &c.extra {
+            obj.insert(k.clone(), v.clone());
+        }
+        Value::Object(obj)
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for AnthropicProvider {
+    async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
+        let builder = self
+            .client
+            .post(&self.url)
+            .header("x-api-key", self.key.expose())
+            .header("anthropic-version", &self.config.anthropic_version)
+            .json(&self.body(request));
+        let (status, headers, body) = util::send(builder, self.timeout).await?;
+        if !(200..300).contains(&status) {
+            return Err(util::status_error(
+                status,
+                &headers,
+                &self.key.redact(&body),
+            ));
+        }
+        parse_message(&body)
+    }
+
+    fn fingerprint(&self) -> String {
+        let c = &self.config;
+        format!(
+            "anthropic|{}|{}",
+            c.base_url.trim_end_matches('/'),
+            json!({
+                "model": c.model,
+                "max_tokens": c.max_tokens,
+                "temperature": c.temperature,
+                "version": c.anthropic_version,
+                "extra": c.extra,
+            })
+        )
+    }
+}
+
+/// Parses a messages-API response: the concatenated `text` of the `text`
+/// content blocks, and `usage.input_tokens` / `usage.output_tokens`.
+pub fn parse_message(body: &str) -> Result<Completion, ProviderError> {
+    let v: Value = serde_json::from_str(body).map_err(|e| {
+        ProviderError::BadResponse(format!(
+            "response is not JSON ({e}): {}",
+            util::body_excerpt(body)
+        ))
+    })?;
+    let blocks = v.get("content").and_then(Value::as_array).ok_or_else(|| {
+        ProviderError::BadResponse(format!(
+            "no content array in response: {}",
+            util::body_excerpt(body)
+        ))
+    })?;
+    let mut text = String::new();
+    let mut any = false;
+    for b in blocks {
+        if b.get("type").and_then(Value::as_str) == Some("text") {
+            if let Some(t) = b.get("text").and_then(Value::as_str) {
+                text.push_str(t);
+                any = true;
+            }
+        }
+    }
+    if !any {
+        return Err(ProviderError::BadResponse(format!(
+            "no text content block in response: {}",
+            util::body_excerpt(body)
+        )));
+    }
+    Ok(Completion {
+        text,
+        input_tokens: util::tokens(&v, "/usage/input_tokens"),
+        output_tokens: util::tokens(&v, "/usage/output_tokens"),
+    })
+}

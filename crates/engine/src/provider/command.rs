@@ -1,0 +1,189 @@
+//! Command provider: one process per call, prompt on stdin, output on stdout.
+
+use super::util;
+use super::{Completion, ConfigError, Provider, ProviderError, Request};
+use serde::{Deserialize, Serialize};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+/// What the command receives on stdin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StdinMode {
+    /// The rendered prompt: the messages' contents joined by blank lines
+    /// (system prompt first).
+    #[default]
+    Prompt,
+    /// The whole [`Request`] as one JSON object:
+    /// `{"messages": [{"role", "content"}…], "repetition", "attempt", "input": {"id", "fields"}}`.
+    Json,
+}
+
+fn default_timeout() -> f64 {
+    60.0
+}
+fn default_trim() -> bool {
+    true
+}
+
+/// Settings of the `command` provider.
+///
+/// ```toml
+/// provider = "command"
+/// command = ["python3", "my_system.py", "--flag"]   # argv; no shell
+/// stdin = "prompt"                                  # prompt | json
+/// timeout_secs = 60                                 # per call; the child is killed
+/// trim = true                                       # strip trailing whitespace of stdout
+/// env = { MODE = "test" }                           # extra environment variables
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandConfig {
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub stdin: StdinMode,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: f64,
+    #[serde(default = "default_trim")]
+    pub trim: bool,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+impl CommandConfig {
+    /// Runs `argv` with the prompt on stdin and defaults otherwise.
+    pub fn new<S: Into<String>>(argv: impl IntoIterator<Item = S>) -> Self {
+        CommandConfig {
+            command: argv.into_iter().map(Into::into).collect(),
+            stdin: StdinMode::Prompt,
+            timeout_secs: default_timeout(),
+            trim: default_trim(),
+            env: Default::default(),
+        }
+    }
+}
+
+/// The `command` provider: spawns `command[0]` with arguments
+/// `command[1..]` (no shell) for every call, writes the prompt (or the
+/// request as JSON) to stdin and closes it, and returns stdout (lossily
+/// decoded as UTF-8). A non-zero exit is `ProviderError::Command` with the
+/// exit status and the tail of stderr; exceeding the timeout kills the child
+/// and is `ProviderError::Timeout`.
+#[derive(Debug)]
+pub struct CommandProvider {
+    config: CommandConfig,
+    timeout: Duration,
+}
+
+/// How much of stderr a failure quotes (the end of it).
+const STDERR_TAIL: usize = 1000;
+
+impl CommandProvider {
+    /// Validates the configuration (a non-empty argv, a positive timeout).
+    pub fn new(config: CommandConfig) -> Result<Self, ConfigError> {
+        if config.command.first().is_none_or(|p| p.is_empty()) {
+            return Err(ConfigError::Invalid(
+                "command must be a non-empty list: program and arguments".into(),
+            ));
+        }
+        let timeout = util::timeout(config.timeout_secs, "timeout_secs")?;
+        Ok(CommandProvider { config, timeout })
+    }
+
+    fn stdin_bytes(&self, request: &Request) -> Result<Vec<u8>, ProviderError> {
+        match self.config.stdin {
+            StdinMode::Prompt => Ok(request
+                .messages
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n")
+                .into_bytes()),
+            StdinMode::Json => serde_json::to_vec(request)
+                .map_err(|e| ProviderError::Command(format!("cannot encode the request: {e}"))),
+        }
+    }
+
+    async fn run(&self, input: Vec<u8>) -> Result<Completion, ProviderError> {
+        let program = &self.config.command[0];
+        let mut child = tokio::process::Command::new(program)
+            .args(&self.config.command[1..])
+            .envs(&self.config.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| ProviderError::Command(format!("cannot start {program:?}: {e}")))?;
+        let mut stdin = child.stdin.take();
+        let writer = async move {
+            if let Some(stdin) = stdin.as_mut() {
+                // A child that exits without reading its input is not an
+                // error of ours (broken pipe): ignore write failures.
+                let _ = stdin.write_all(&input).await;
+                let _ = stdin.shutdown().await;
+            }
+            drop(stdin);
+        };
+        let (_, output) = tokio::join!(writer, child.wait_with_output());
+        let output =
+            output.map_err(|e| ProviderError::Command(format!("waiting for {program:?}: {e}")))?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let stderr = stderr.trim_end();
+            let mut start = stderr.len().saturating_sub(STDERR_TAIL);
+            while !stderr.is_char_boundary(start) {
+                start += 1;
+            }
+            return Err(ProviderError::Command(format!(
+                "{program:?} exited with {}: {}",
+                output.status,
+                &stderr[start..]
+            )));
+        }
+        let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+        if self.config.trim {
+            text.truncate(text.trim_end().len());
+        }
+        Ok(Completion {
+            text,
+            input_tokens: None,
+            output_tokens: None,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for CommandProvider {
+    async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
+        let input = self.stdin_bytes(request)?;
+        match tokio::time::timeout(self.timeout, self.run(input)).await {
+            Ok(r) => r,
+            // Dropping the future drops the child, which kill_on_drop kills.
+            Err(_) => Err(ProviderError::Timeout(self.timeout)),
+        }
+    }
+
+    fn fingerprint(&self) -> String {
+        // Environment values may be secrets: only their digest is included.
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for (k, v) in &self.config.env {
+            h.update(k.as_bytes());
+            h.update([0]);
+            h.update(v.as_bytes());
+            h.update([0]);
+        }
+        let env = hex::encode(&h.finalize()[..8]);
+        format!(
+            "command|{}",
+            serde_json::json!({
+                "command": self.config.command,
+                "stdin": self.config.stdin,
+                "trim": self.config.trim,
+                "env": env,
+            })
+        )
+    }
+}

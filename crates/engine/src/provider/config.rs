@@ -1,0 +1,105 @@
+//! `ProviderConfig`: which provider to build, from the `[system]` table.
+
+use super::{
+    AnthropicConfig, AnthropicProvider, CommandConfig, CommandProvider, HttpConfig, HttpProvider,
+    OpenAiConfig, OpenAiProvider, Provider,
+};
+use crate::sim::{SimConfig, SimModel};
+use crate::template::TemplateError;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use thiserror::Error;
+
+/// A provider configuration that cannot be turned into a provider.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum ConfigError {
+    /// An environment variable the configuration names is not set.
+    #[error("environment variable `{var}` is not set (needed for {needed_for})")]
+    MissingEnv { var: String, needed_for: String },
+    /// A value is out of range or malformed.
+    #[error("invalid provider configuration: {0}")]
+    Invalid(String),
+    /// A request or prompt template does not compile.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+}
+
+/// Which provider runs the system under test, and its settings.
+///
+/// Deserialized from a table tagged by `provider`; without a `provider` key
+/// the built-in simulator (`sim`) is used. Unknown keys are errors.
+///
+/// ```toml
+/// provider = "openai"          # openai | anthropic | http | command | sim
+/// model = "gpt-4o-mini"
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "provider", rename_all = "lowercase")]
+pub enum ProviderConfig {
+    Openai(OpenAiConfig),
+    Anthropic(AnthropicConfig),
+    Http(HttpConfig),
+    Command(CommandConfig),
+    Sim(SimConfig),
+}
+
+impl Default for ProviderConfig {
+    fn default() -> Self {
+        ProviderConfig::Sim(SimConfig::default())
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "provider", rename_all = "lowercase")]
+enum Tagged {
+    Openai(OpenAiConfig),
+    Anthropic(AnthropicConfig),
+    Http(HttpConfig),
+    Command(CommandConfig),
+    Sim(SimConfig),
+}
+
+impl<'de> Deserialize<'de> for ProviderConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut v = serde_json::Value::deserialize(d)?;
+        let Some(map) = v.as_object_mut() else {
+            return Err(D::Error::custom("a provider configuration must be a table"));
+        };
+        map.entry("provider")
+            .or_insert_with(|| serde_json::Value::String("sim".into()));
+        let tagged = Tagged::deserialize(v).map_err(D::Error::custom)?;
+        Ok(match tagged {
+            Tagged::Openai(c) => ProviderConfig::Openai(c),
+            Tagged::Anthropic(c) => ProviderConfig::Anthropic(c),
+            Tagged::Http(c) => ProviderConfig::Http(c),
+            Tagged::Command(c) => ProviderConfig::Command(c),
+            Tagged::Sim(c) => ProviderConfig::Sim(c),
+        })
+    }
+}
+
+impl ProviderConfig {
+    /// The provider's kind as written in configuration (`"openai"`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProviderConfig::Openai(_) => "openai",
+            ProviderConfig::Anthropic(_) => "anthropic",
+            ProviderConfig::Http(_) => "http",
+            ProviderConfig::Command(_) => "command",
+            ProviderConfig::Sim(_) => "sim",
+        }
+    }
+
+    /// Builds the provider: reads the environment variables it names,
+    /// compiles its templates and validates its values.
+    pub fn build(&self) -> Result<Arc<dyn Provider>, ConfigError> {
+        Ok(match self {
+            ProviderConfig::Openai(c) => Arc::new(OpenAiProvider::new(c.clone())?),
+            ProviderConfig::Anthropic(c) => Arc::new(AnthropicProvider::new(c.clone())?),
+            ProviderConfig::Http(c) => Arc::new(HttpProvider::new(c.clone())?),
+            ProviderConfig::Command(c) => Arc::new(CommandProvider::new(c.clone())?),
+            ProviderConfig::Sim(c) => Arc::new(SimModel::new(c.clone())?),
+        })
+    }
+}

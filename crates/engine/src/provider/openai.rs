@@ -1,0 +1,230 @@
+//! OpenAI-compatible chat completions (OpenAI, vLLM, Ollama, llama.cpp,
+//! LM Studio, the `probity sim serve` endpoint, …).
+
+use super::util::{self, Secret};
+use super::{Completion, ConfigError, Provider, ProviderError, Request};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+fn default_base_url() -> String {
+    OPENAI_BASE_URL.to_string()
+}
+
+fn default_timeout() -> f64 {
+    60.0
+}
+
+/// Settings of the `openai` provider.
+///
+/// ```toml
+/// provider = "openai"
+/// model = "gpt-4o-mini"
+/// base_url = "https://api.openai.com/v1"   # default; e.g. http://127.0.0.1:11434/v1 for Ollama
+/// api_key_env = "OPENAI_API_KEY"           # default only for api.openai.com; unset = no key
+/// temperature = 0.7                        # optional
+/// max_tokens = 512                         # optional
+/// seed = 42                                # optional: sends seed + repetition
+/// timeout_secs = 60                        # per call
+/// extra = { top_p = 0.9 }                  # merged into the request body
+/// headers = { "OpenAI-Organization" = "${ENV:OPENAI_ORG}" }
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenAiConfig {
+    pub model: String,
+    #[serde(default = "default_base_url")]
+    pub base_url: String,
+    /// Name of the environment variable holding the API key (sent as
+    /// `Authorization: Bearer …`). When unset, `OPENAI_API_KEY` is used for
+    /// `api.openai.com` and no key is sent elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// When set, each call sends `seed + repetition`: repetitions differ but
+    /// are reproducible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Per-call timeout in seconds (fractions allowed).
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: f64,
+    /// Extra body parameters, merged into the request body last (they win).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
+    /// Extra headers; values may reference `${ENV:NAME}`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+}
+
+impl OpenAiConfig {
+    /// A configuration with defaults for everything but the model.
+    pub fn new(model: impl Into<String>) -> Self {
+        OpenAiConfig {
+            model: model.into(),
+            base_url: default_base_url(),
+            api_key_env: None,
+            temperature: None,
+            max_tokens: None,
+            seed: None,
+            timeout_secs: default_timeout(),
+            extra: Map::new(),
+            headers: BTreeMap::new(),
+        }
+    }
+}
+
+/// The `openai` provider: `POST {base_url}/chat/completions`.
+///
+/// Error mapping: 429 → `RateLimited` (with `retry-after-ms` or
+/// `Retry-After`), 5xx → `Server`, other non-2xx → `Rejected`, a body without
+/// `choices[0].message.content` → `BadResponse`, connection failures →
+/// `Transport`, the per-call timeout → `Timeout`. The API key never appears
+/// in errors, `Debug` output or the fingerprint.
+#[derive(Debug)]
+pub struct OpenAiProvider {
+    config: OpenAiConfig,
+    url: String,
+    key: Option<Secret>,
+    headers: Vec<(String, Secret)>,
+    timeout: Duration,
+    client: reqwest::Client,
+}
+
+impl OpenAiProvider {
+    /// Validates the configuration and reads the API key from the
+    /// environment; a missing variable is an error naming it.
+    pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
+        let timeout = util::timeout(config.timeout_secs, "timeout_secs")?;
+        let base = config.base_url.trim_end_matches('/');
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(ConfigError::Invalid(format!(
+                "base_url must start with http:// or https://, got {:?}",
+                config.base_url
+            )));
+        }
+        let key_env = config.api_key_env.clone().or_else(|| {
+            base.starts_with("https://api.openai.com")
+                .then(|| "OPENAI_API_KEY".to_string())
+        });
+        let key = match key_env {
+            Some(var) => Some(util::read_env(&var, "the openai provider's API key")?),
+            None => None,
+        };
+        let headers = config
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                util::substitute_env(v, &format!("header {k}")).map(|v| (k.clone(), Secret::new(v)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(OpenAiProvider {
+            url: format!("{base}/chat/completions"),
+            key,
+            headers,
+            timeout,
+            client: util::client()?,
+            config,
+        })
+    }
+
+    /// The JSON body sent for `request`.
+    pub fn body(&self, request: &Request) -> Value {
+        let c = &self.config;
+        let mut obj = Map::new();
+        obj.insert("model".into(), json!(c.model));
+        obj.insert("messages".into(), json!(request.messages));
+        if let Some(t) = c.temperature {
+            obj.insert("temperature".into(), json!(t));
+        }
+        if let Some(m) = c.max_tokens {
+            obj.insert("max_tokens".into(), json!(m));
+        }
+        if let Some(seed) = c.seed {
+            obj.insert(
+                "seed".into(),
+                json!(seed.wrapping_add(u64::from(request.repetition))),
+            );
+        }
+        for (k, v) in &c.extra {
+            obj.insert(k.clone(), v.clone());
+        }
+        Value::Object(obj)
+    }
+
+    fn redact(&self, text: String) -> String {
+        let mut text = match &self.key {
+            Some(k) => k.redact(&text),
+            None => text,
+        };
+        for (_, v) in &self.headers {
+            text = v.redact(&text);
+        }
+        text
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for OpenAiProvider {
+    async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
+        let mut builder = self.client.post(&self.url).json(&self.body(request));
+        if let Some(key) = &self.key {
+            builder = builder.bearer_auth(key.expose());
+        }
+        for (k, v) in &self.headers {
+            builder = builder.header(k.as_str(), v.expose());
+        }
+        let (status, headers, body) = util::send(builder, self.timeout).await?;
+        if !(200..300).contains(&status) {
+            return Err(util::status_error(status, &headers, &self.redact(body)));
+        }
+        parse_chat_completion(&body)
+    }
+
+    fn fingerprint(&self) -> String {
+        let c = &self.config;
+        let header_names: Vec<&str> = c.headers.keys().map(String::as_str).collect();
+        format!(
+            "openai|{}|{}",
+            c.base_url.trim_end_matches('/'),
+            json!({
+                "model": c.model,
+                "temperature": c.temperature,
+                "max_tokens": c.max_tokens,
+                "seed": c.seed,
+                "extra": c.extra,
+                "headers": header_names,
+            })
+        )
+    }
+}
+
+/// Parses an OpenAI chat-completions response body: the text of
+/// `choices[0].message.content` and the usage token counts when present.
+pub fn parse_chat_completion(body: &str) -> Result<Completion, ProviderError> {
+    let v: Value = serde_json::from_str(body).map_err(|e| {
+        ProviderError::BadResponse(format!(
+            "response is not JSON ({e}): {}",
+            util::body_excerpt(body)
+        ))
+    })?;
+    let text = v
+        .pointer("/choices/0/message/content")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            ProviderError::BadResponse(format!(
+                "no choices[0].message.content in response: {}",
+                util::body_excerpt(body)
+            ))
+        })?;
+    Ok(Completion {
+        text: text.to_string(),
+        input_tokens: util::tokens(&v, "/usage/prompt_tokens"),
+        output_tokens: util::tokens(&v, "/usage/completion_tokens"),
+    })
+}

@@ -1,0 +1,244 @@
+//! Helpers shared by the HTTP-based providers.
+
+use super::{ConfigError, ProviderError};
+use reqwest::header::HeaderMap;
+use std::time::{Duration, SystemTime};
+
+/// Longest response body quoted in an error message.
+const MAX_BODY_IN_ERROR: usize = 500;
+
+/// A secret string (an API key). `Debug` never shows it.
+#[derive(Clone)]
+pub(crate) struct Secret(String);
+
+impl Secret {
+    pub(crate) fn new(s: String) -> Secret {
+        Secret(s)
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// `text` with every occurrence of the secret replaced by `***`.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        if self.0.is_empty() {
+            text.to_string()
+        } else {
+            text.replace(&self.0, "***")
+        }
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Reads the environment variable `var`; a missing or non-Unicode variable is
+/// a [`ConfigError::MissingEnv`] naming it.
+pub(crate) fn read_env(var: &str, needed_for: &str) -> Result<Secret, ConfigError> {
+    std::env::var(var)
+        .map(Secret)
+        .map_err(|_| ConfigError::MissingEnv {
+            var: var.to_string(),
+            needed_for: needed_for.to_string(),
+        })
+}
+
+/// Replaces every `${ENV:NAME}` in `text` by the value of the environment
+/// variable `NAME`. A missing variable is an error naming it.
+pub(crate) fn substitute_env(text: &str, needed_for: &str) -> Result<String, ConfigError> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${ENV:") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 6..];
+        let Some(end) = after.find('}') else {
+            return Err(ConfigError::Invalid(format!(
+                "{needed_for}: unterminated `${{ENV:` in {text:?}"
+            )));
+        };
+        let name = &after[..end];
+        out.push_str(read_env(name, needed_for)?.expose());
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The shared HTTP client settings: connection pooling with many idle
+/// connections per host, `TCP_NODELAY`.
+pub(crate) fn client() -> Result<reqwest::Client, ConfigError> {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(1024)
+        .tcp_nodelay(true)
+        .build()
+        .map_err(|e| ConfigError::Invalid(format!("cannot build the HTTP client: {e}")))
+}
+
+/// A positive, finite timeout in seconds as a `Duration`.
+pub(crate) fn timeout(secs: f64, field: &str) -> Result<Duration, ConfigError> {
+    if secs.is_finite() && secs > 0.0 && secs < 1e9 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(ConfigError::Invalid(format!(
+            "{field} must be a positive number of seconds, got {secs}"
+        )))
+    }
+}
+
+/// The wait a 429 response asks for: `retry-after-ms` (milliseconds, as
+/// OpenAI sends it) wins over `retry-after` (seconds, possibly fractional, or
+/// an HTTP-date).
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        if (0.0..1e12).contains(&ms) {
+            return Some(Duration::from_secs_f64(ms / 1000.0));
+        }
+    }
+    let v = get("retry-after")?;
+    if let Ok(secs) = v.parse::<f64>() {
+        return (0.0..1e9)
+            .contains(&secs)
+            .then(|| Duration::from_secs_f64(secs));
+    }
+    let when = httpdate::parse_http_date(v).ok()?;
+    Some(
+        when.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// The body, cut to a readable length for an error message.
+pub(crate) fn body_excerpt(body: &str) -> String {
+    let body = body.trim();
+    if body.len() <= MAX_BODY_IN_ERROR {
+        return body.to_string();
+    }
+    let mut end = MAX_BODY_IN_ERROR;
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &body[..end])
+}
+
+/// Maps a non-success HTTP status to the error kind: 429 → `RateLimited`,
+/// 5xx → `Server`, other → `Rejected`.
+pub(crate) fn status_error(status: u16, headers: &HeaderMap, body: &str) -> ProviderError {
+    match status {
+        429 => ProviderError::RateLimited {
+            retry_after: retry_after(headers),
+        },
+        500..=599 => ProviderError::Server {
+            status,
+            body: body_excerpt(body),
+        },
+        _ => ProviderError::Rejected {
+            status,
+            body: body_excerpt(body),
+        },
+    }
+}
+
+/// Maps a reqwest error (never a status error: those are handled by
+/// [`status_error`]) to `Timeout` or `Transport`. The URL is left out, since
+/// it may carry secrets substituted from the environment.
+pub(crate) fn transport_error(e: reqwest::Error, limit: Duration) -> ProviderError {
+    if e.is_timeout() {
+        ProviderError::Timeout(limit)
+    } else if e.is_decode() {
+        ProviderError::BadResponse(e.without_url().to_string())
+    } else {
+        let e = e.without_url();
+        let mut msg = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            msg.push_str(": ");
+            msg.push_str(&s.to_string());
+            source = s.source();
+        }
+        ProviderError::Transport(msg)
+    }
+}
+
+/// Sends a request and reads the whole body within `limit`; returns status,
+/// headers and body text.
+pub(crate) async fn send(
+    builder: reqwest::RequestBuilder,
+    limit: Duration,
+) -> Result<(u16, HeaderMap, String), ProviderError> {
+    let fut = async {
+        let resp = builder
+            .send()
+            .await
+            .map_err(|e| transport_error(e, limit))?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp.text().await.map_err(|e| transport_error(e, limit))?;
+        Ok((status, headers, body))
+    };
+    match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(ProviderError::Timeout(limit)),
+    }
+}
+
+/// Reads a non-negative integer token count at `pointer`, if present.
+pub(crate) fn tokens(v: &serde_json::Value, pointer: &str) -> Option<u64> {
+    v.pointer(pointer).and_then(serde_json::Value::as_u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn retry_after_forms() {
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        let mut h = HeaderMap::new();
+        let future = SystemTime::now() + Duration::from_secs(120);
+        let date = httpdate::fmt_http_date(future);
+        h.insert("retry-after", HeaderValue::from_str(&date).unwrap());
+        let d = retry_after(&h).unwrap();
+        assert!(
+            d > Duration::from_secs(110) && d <= Duration::from_secs(120),
+            "{d:?}"
+        );
+        h.insert(
+            "retry-after",
+            HeaderValue::from_static("Sun, 06 Nov 1994 08:49:37 GMT"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+        h.insert("retry-after", HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn env_substitution() {
+        std::env::set_var("PROBITY_UTIL_TEST_VAR", "abc");
+        assert_eq!(
+            substitute_env("Bearer ${ENV:PROBITY_UTIL_TEST_VAR}!", "h").unwrap(),
+            "Bearer abc!"
+        );
+        let err = substitute_env("${ENV:PROBITY_UTIL_TEST_MISSING}", "header x").unwrap_err();
+        assert!(
+            err.to_string().contains("PROBITY_UTIL_TEST_MISSING"),
+            "{err}"
+        );
+        assert!(substitute_env("${ENV:X", "h").is_err());
+    }
+}

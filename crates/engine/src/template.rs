@@ -1,0 +1,224 @@
+//! Prompt templates: a dataset row ([`Input`]) rendered into chat messages.
+//!
+//! Templates use [minijinja](https://docs.rs/minijinja) (Jinja2 syntax) with
+//! **strict undefined**: a reference to a field the input does not have is an
+//! error naming the expression and the input id, never an empty string.
+//!
+//! In scope while rendering:
+//!
+//! * `input` — the row. Every field is reachable directly (`input.question`),
+//!   plus `input.id`, `input.fields` (the raw map) and `input.text` (the
+//!   `text` field, or when the row has none, all fields joined as
+//!   [`Input::as_text`] does). A field named `id`, `fields` or `text` wins
+//!   over the built-in of the same name.
+//!
+//! Feedback templates (for retries that feed validator reasons back, paper
+//! §4.1) additionally see `previous_output` and `reasons` (a list of strings).
+
+use crate::provider::{Message, Role};
+use minijinja::{Environment, ErrorKind, UndefinedBehavior};
+use probity_core::Input;
+use serde_json::{Map, Value};
+use thiserror::Error;
+
+/// Why a template could not be compiled or rendered.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum TemplateError {
+    /// The template source does not parse.
+    #[error("syntax error in the {template} template, line {line}: {message}")]
+    Syntax {
+        /// Which template: `system_prompt`, `prompt`, `feedback`, or a body path.
+        template: String,
+        line: usize,
+        message: String,
+    },
+    /// Rendering failed for one input (most often: a field it does not have).
+    #[error(
+        "cannot render the {template} template (line {line}) for input {input_id:?}: {message}"
+    )]
+    Render {
+        template: String,
+        line: usize,
+        input_id: String,
+        message: String,
+    },
+}
+
+const SYSTEM: &str = "system_prompt";
+const USER: &str = "prompt";
+const FEEDBACK: &str = "feedback";
+
+/// The default feedback text appended to the last user message on a retry.
+pub const DEFAULT_FEEDBACK_TEMPLATE: &str = "\n\nYour previous answer was:\n{{ previous_output }}\n\nIt was rejected for these reasons:\n{% for r in reasons %}- {{ r }}\n{% endfor %}Please answer again and fix these problems.";
+
+/// A compiled pair of prompt templates (optional system prompt, user prompt)
+/// plus the feedback template used on retries.
+///
+/// Compiling happens once in [`PromptTemplate::new`]; rendering is cheap and
+/// thread-safe (`PromptTemplate` is `Send + Sync`).
+#[derive(Debug)]
+pub struct PromptTemplate {
+    env: Environment<'static>,
+    has_system: bool,
+}
+
+impl PromptTemplate {
+    /// Compiles the templates. A syntax error names the template
+    /// (`system_prompt` or `prompt`) and the line.
+    pub fn new(system: Option<&str>, user: &str) -> Result<Self, TemplateError> {
+        let mut env = new_env();
+        if let Some(system) = system {
+            add(&mut env, SYSTEM, system)?;
+        }
+        add(&mut env, USER, user)?;
+        add(&mut env, FEEDBACK, DEFAULT_FEEDBACK_TEMPLATE)?;
+        Ok(PromptTemplate {
+            env,
+            has_system: system.is_some(),
+        })
+    }
+
+    /// Replaces the feedback template (see [`PromptTemplate::render_feedback`]).
+    pub fn with_feedback(mut self, feedback: &str) -> Result<Self, TemplateError> {
+        add(&mut self.env, FEEDBACK, feedback)?;
+        Ok(self)
+    }
+
+    /// Renders the messages for one input: a system message when a system
+    /// template was given, then one user message.
+    pub fn render(&self, input: &Input) -> Result<Vec<Message>, TemplateError> {
+        let ctx = Value::Object(Map::from_iter([("input".to_string(), input_value(input))]));
+        self.render_with(&ctx, input)
+    }
+
+    /// Renders the messages for a retry after `previous_output` failed for
+    /// `reasons`: the normal messages, with the feedback template's text
+    /// appended to the user message. The default feedback template quotes the
+    /// previous output and lists the reasons.
+    pub fn render_feedback(
+        &self,
+        input: &Input,
+        previous_output: &str,
+        reasons: &[String],
+    ) -> Result<Vec<Message>, TemplateError> {
+        let ctx = Value::Object(Map::from_iter([
+            ("input".to_string(), input_value(input)),
+            (
+                "previous_output".to_string(),
+                Value::String(previous_output.to_string()),
+            ),
+            (
+                "reasons".to_string(),
+                Value::Array(reasons.iter().cloned().map(Value::String).collect()),
+            ),
+        ]));
+        let mut messages = self.render_with(&ctx, input)?;
+        let feedback = render_one(&self.env, FEEDBACK, &ctx, input)?;
+        if let Some(last) = messages.last_mut() {
+            last.content.push_str(&feedback);
+        }
+        Ok(messages)
+    }
+
+    fn render_with(&self, ctx: &Value, input: &Input) -> Result<Vec<Message>, TemplateError> {
+        let mut messages = Vec::with_capacity(2);
+        if self.has_system {
+            messages.push(Message {
+                role: Role::System,
+                content: render_one(&self.env, SYSTEM, ctx, input)?,
+            });
+        }
+        messages.push(Message {
+            role: Role::User,
+            content: render_one(&self.env, USER, ctx, input)?,
+        });
+        Ok(messages)
+    }
+}
+
+/// The value `input` has in templates: fields flattened, plus `id`,
+/// `fields` and `text` unless a field of that name exists.
+pub fn input_value(input: &Input) -> Value {
+    let mut map = input.fields.clone();
+    map.entry("id")
+        .or_insert_with(|| Value::String(input.id.clone()));
+    if !map.contains_key("fields") {
+        map.insert("fields".into(), Value::Object(input.fields.clone()));
+    }
+    if !map.contains_key("text") {
+        map.insert("text".into(), Value::String(input.as_text()));
+    }
+    Value::Object(map)
+}
+
+/// A minijinja environment configured the way probity uses it: strict
+/// undefined, debug info on, trailing newlines kept.
+pub(crate) fn new_env() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_debug(true);
+    env.set_keep_trailing_newline(true);
+    env
+}
+
+/// Adds a named template, turning a syntax error into [`TemplateError::Syntax`].
+pub(crate) fn add(
+    env: &mut Environment<'static>,
+    name: &str,
+    source: &str,
+) -> Result<(), TemplateError> {
+    env.add_template_owned(name.to_string(), source.to_string())
+        .map_err(|e| TemplateError::Syntax {
+            template: name.to_string(),
+            line: e.line().unwrap_or(1),
+            message: describe(&e),
+        })
+}
+
+/// Renders the named template with `ctx`; errors name the template, line,
+/// input id and (for undefined values) the failing expression.
+pub(crate) fn render_one(
+    env: &Environment<'static>,
+    name: &str,
+    ctx: &Value,
+    input: &Input,
+) -> Result<String, TemplateError> {
+    let tmpl = env.get_template(name).map_err(|e| TemplateError::Render {
+        template: name.to_string(),
+        line: 0,
+        input_id: input.id.clone(),
+        message: describe(&e),
+    })?;
+    tmpl.render(ctx).map_err(|e| TemplateError::Render {
+        template: name.to_string(),
+        line: e.line().unwrap_or(0),
+        input_id: input.id.clone(),
+        message: describe(&e),
+    })
+}
+
+/// A one-line description of a minijinja error; for undefined values it
+/// quotes the expression (e.g. `input.question`) so the missing field is named.
+pub(crate) fn describe(e: &minijinja::Error) -> String {
+    let expr = e
+        .range()
+        .and_then(|r| e.template_source().and_then(|s| s.get(r)))
+        .map(|s| s.trim().to_string());
+    match (e.kind(), expr) {
+        (ErrorKind::UndefinedError, Some(expr)) => {
+            let field = expr.rsplit('.').next().unwrap_or(&expr).trim();
+            format!("`{expr}` is undefined (no field `{field}`)")
+        }
+        (_, expr) => {
+            let mut msg = e.kind().to_string();
+            if let Some(d) = e.detail() {
+                msg.push_str(": ");
+                msg.push_str(d);
+            }
+            if let Some(expr) = expr {
+                msg.push_str(&format!(" (at `{expr}`)"));
+            }
+            msg
+        }
+    }
+}

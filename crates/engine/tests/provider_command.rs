@@ -1,0 +1,154 @@
+//! The command provider and the closure provider.
+
+use probity_core::Input;
+use probity_engine::provider::{
+    CommandConfig, CommandProvider, Completion, FnProvider, Message, Provider, ProviderConfig,
+    ProviderError, Request, Role, StdinMode,
+};
+use std::time::Duration;
+
+fn request(text: &str) -> Request {
+    Request {
+        messages: vec![
+            Message {
+                role: Role::System,
+                content: "SYS".into(),
+            },
+            Message {
+                role: Role::User,
+                content: text.into(),
+            },
+        ],
+        repetition: 2,
+        attempt: 1,
+        input: Input::text("id-9", text),
+    }
+}
+
+fn sh(script: &str) -> CommandConfig {
+    CommandConfig::new(["/bin/sh", "-c", script])
+}
+
+#[tokio::test]
+async fn cat_echoes_the_prompt() {
+    let p = CommandProvider::new(CommandConfig::new(["cat"])).unwrap();
+    let out = p.complete(&request("hello world")).await.unwrap();
+    assert_eq!(out.text, "SYS\n\nhello world");
+}
+
+#[tokio::test]
+async fn json_stdin_carries_the_request() {
+    let mut c = CommandConfig::new(["cat"]);
+    c.stdin = StdinMode::Json;
+    let out = CommandProvider::new(c)
+        .unwrap()
+        .complete(&request("hi"))
+        .await
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out.text).unwrap();
+    assert_eq!(v["repetition"], 2);
+    assert_eq!(v["attempt"], 1);
+    assert_eq!(v["input"]["id"], "id-9");
+    assert_eq!(v["messages"][1]["content"], "hi");
+}
+
+#[tokio::test]
+async fn shell_script_with_env_and_trim() {
+    let mut c = sh("read line; echo \"$PREFIX: $line\"; echo");
+    c.env.insert("PREFIX".into(), "got".into());
+    let p = CommandProvider::new(c.clone()).unwrap();
+    assert_eq!(p.complete(&request("x")).await.unwrap().text, "got: SYS");
+    c.trim = false;
+    let p = CommandProvider::new(c).unwrap();
+    assert_eq!(
+        p.complete(&request("x")).await.unwrap().text,
+        "got: SYS\n\n"
+    );
+}
+
+#[tokio::test]
+async fn non_zero_exit_reports_status_and_stderr_tail() {
+    let p = CommandProvider::new(sh("cat >/dev/null; echo 'model exploded' >&2; exit 3")).unwrap();
+    let err = p.complete(&request("x")).await.unwrap_err();
+    let ProviderError::Command(msg) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(msg.contains('3'), "{msg}");
+    assert!(msg.contains("model exploded"), "{msg}");
+    // A program that ignores stdin and fails is still reported properly.
+    let err = CommandProvider::new(sh("exit 1"))
+        .unwrap()
+        .complete(&request("x"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ProviderError::Command(_)), "{err:?}");
+    // A missing program.
+    let err = CommandProvider::new(CommandConfig::new(["/nonexistent/probity-prog"]))
+        .unwrap()
+        .complete(&request("x"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("probity-prog"), "{err}");
+}
+
+#[tokio::test]
+async fn timeout_kills_the_child() {
+    let mut c = sh("sleep 5; echo late");
+    c.timeout_secs = 0.3;
+    let t0 = std::time::Instant::now();
+    let err = CommandProvider::new(c)
+        .unwrap()
+        .complete(&request("x"))
+        .await
+        .unwrap_err();
+    assert_eq!(err, ProviderError::Timeout(Duration::from_millis(300)));
+    assert!(t0.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn config_from_toml_and_validation() {
+    let p: ProviderConfig = toml::from_str(
+        "provider = \"command\"\ncommand = [\"cat\"]\nstdin = \"json\"\ntimeout_secs = 5",
+    )
+    .unwrap();
+    let ProviderConfig::Command(c) = &p else {
+        panic!("{p:?}")
+    };
+    assert_eq!(c.stdin, StdinMode::Json);
+    assert!(p.build().unwrap().fingerprint().starts_with("command|"));
+    assert!(toml::from_str::<ProviderConfig>(
+        "provider = \"command\"\ncommand = [\"cat\"]\nbogus = 1"
+    )
+    .is_err());
+    assert!(toml::from_str::<ProviderConfig>("provider = \"nope\"").is_err());
+    let empty: ProviderConfig = toml::from_str("provider = \"command\"\ncommand = []").unwrap();
+    assert!(empty.build().is_err());
+    let mut c = CommandConfig::new(["cat"]);
+    c.timeout_secs = 0.0;
+    assert!(CommandProvider::new(c).is_err());
+}
+
+#[tokio::test]
+async fn closure_provider() {
+    let p = FnProvider::new(|req: &Request| {
+        if req.repetition > 5 {
+            return Err(ProviderError::Server {
+                status: 503,
+                body: "busy".into(),
+            });
+        }
+        Ok(Completion {
+            text: format!("{} #{}", req.input.as_text(), req.repetition),
+            ..Completion::default()
+        })
+    })
+    .with_fingerprint("echo-v1");
+    assert_eq!(p.complete(&request("hey")).await.unwrap().text, "hey #2");
+    let mut r = request("hey");
+    r.repetition = 6;
+    assert!(p.complete(&r).await.unwrap_err().is_retryable());
+    assert_eq!(p.fingerprint(), "echo-v1");
+    // Usable as a trait object.
+    let dynp: std::sync::Arc<dyn Provider> = std::sync::Arc::new(p);
+    assert_eq!(dynp.complete(&request("a")).await.unwrap().text, "a #2");
+}
