@@ -18,7 +18,10 @@ pub struct InitArgs {
 pub fn run(args: &InitArgs) -> Result<u8, Failure> {
     std::fs::create_dir_all(&args.dir)
         .map_err(|e| Failure::usage(format!("cannot create {}: {e}", args.dir.display())))?;
-    let files = [("probity.toml", example::CONFIG), ("inputs.jsonl", example::INPUTS)];
+    let files = [
+        ("probity.toml", example::CONFIG),
+        ("inputs.jsonl", example::INPUTS),
+    ];
     for (name, _) in &files {
         let path = args.dir.join(name);
         if path.exists() && !args.force {
@@ -30,9 +33,13 @@ pub fn run(args: &InitArgs) -> Result<u8, Failure> {
     }
     for (name, text) in files {
         let path = args.dir.join(name);
-        std::fs::write(&path, text).map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))?;
+        std::fs::write(&path, text)
+            .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))?;
         eprintln!("wrote {}", path.display());
     }
-    eprintln!("next: probity run {}", args.dir.join("probity.toml").display());
+    eprintln!(
+        "next: probity run {}",
+        args.dir.join("probity.toml").display()
+    );
     Ok(0)
 }

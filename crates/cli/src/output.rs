@@ -15,7 +15,7 @@ const EXAMPLES_PER_CHECK: usize = 1;
 #[derive(Args, Clone)]
 pub struct OutputArgs {
     /// Report format on stdout (or in --output).
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(long, default_value = "text", value_parser = parse_format)]
     pub format: Format,
     /// Write the report to this file instead of stdout.
     #[arg(short, long)]
@@ -31,12 +31,21 @@ pub struct OutputArgs {
     pub color: String,
 }
 
+fn parse_format(s: &str) -> Result<Format, String> {
+    s.parse()
+        .map_err(|e: probity_report::UnknownFormat| e.to_string())
+}
+
 impl OutputArgs {
     fn color(&self) -> bool {
         match self.color.as_str() {
             "always" => true,
             "never" => false,
-            _ => self.output.is_none() && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            _ => {
+                self.output.is_none()
+                    && std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none()
+            }
         }
     }
 
@@ -58,7 +67,8 @@ impl OutputArgs {
 }
 
 fn write(path: &PathBuf, text: &str) -> Result<(), Failure> {
-    std::fs::write(path, text).map_err(|e| Failure::incomplete(format!("cannot write {}: {e}", path.display())))
+    std::fs::write(path, text)
+        .map_err(|e| Failure::incomplete(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Step summaries are appended to, as GitHub expects.
@@ -74,14 +84,24 @@ fn append(path: &PathBuf, text: &str) -> Result<(), Failure> {
 
 /// The report context of a stored run: its header, input ids and a failing
 /// output per failing check, read back from the store.
-pub fn report_for(store: &Store, record: &RunRecord, summary: Summary, retry_target: f64) -> Result<Report, Failure> {
+pub fn report_for(
+    store: &Store,
+    record: &RunRecord,
+    summary: Summary,
+    retry_target: f64,
+) -> Result<Report, Failure> {
     let fail = |e: probity_engine::store::StoreError| Failure::incomplete(e.to_string());
     let inputs = store.inputs(record.id).map_err(fail)?;
     let samples = store.samples(record.id).map_err(fail)?;
     let mut examples = Vec::new();
     for (k, check) in summary.checks.iter().enumerate() {
-        let Some((i, j)) = check.example_failure else { continue };
-        if let Some(s) = samples.iter().find(|s| s.input_idx == i && s.repetition == j) {
+        let Some((i, j)) = check.example_failure else {
+            continue;
+        };
+        if let Some(s) = samples
+            .iter()
+            .find(|s| s.input_idx == i && s.repetition == j)
+        {
             examples.extend(
                 s.output
                     .iter()
@@ -90,7 +110,11 @@ pub fn report_for(store: &Store, record: &RunRecord, summary: Summary, retry_tar
                         input: i,
                         repetition: j,
                         output: o.clone(),
-                        reason: s.reasons.iter().find(|(kk, _)| *kk == k).map(|(_, r)| r.clone()),
+                        reason: s
+                            .reasons
+                            .iter()
+                            .find(|(kk, _)| *kk == k)
+                            .map(|(_, r)| r.clone()),
                     })
                     .take(EXAMPLES_PER_CHECK),
             );

@@ -68,7 +68,7 @@ fn render(plan: &RetryPlan, target: f64) -> String {
         s,
         "  attempts  retries  P(success within m)  P(no output)  expected calls"
     );
-    let shown = (1..=m.max(3).min(TABLE_ROWS)).chain((m > TABLE_ROWS).then_some(m));
+    let shown = (1..=m.clamp(3, TABLE_ROWS)).chain((m > TABLE_ROWS).then_some(m));
     for k in shown {
         if k == m && m > TABLE_ROWS {
             let _ = writeln!(s, "  {:>8}", "…");

@@ -58,7 +58,12 @@ pub fn runs(args: &RunsArgs) -> Result<u8, Failure> {
     for r in &runs {
         let verdicts = stored::load(&store, r.id)
             .map(|s| {
-                let passed = s.summary.checks.iter().filter(|c| c.verdict.decision == probity_core::stats::Decision::Pass).count();
+                let passed = s
+                    .summary
+                    .checks
+                    .iter()
+                    .filter(|c| c.verdict.decision == probity_core::stats::Decision::Pass)
+                    .count();
                 format!("{passed}/{} pass", s.summary.checks.len())
             })
             .unwrap_or_else(|e| format!("unreadable: {e}"));

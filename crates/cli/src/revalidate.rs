@@ -25,7 +25,8 @@ pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
     let config = Config::load(&args.config).map_err(|e| Failure::usage(e.to_string()))?;
     let mut store = args.store.open()?;
     let id = args.store.resolve(&store, &args.run)?;
-    let new_id = stored::revalidate(&mut store, id, &config).map_err(|e| Failure::usage(e.to_string()))?;
+    let new_id =
+        stored::revalidate(&mut store, id, &config).map_err(|e| Failure::usage(e.to_string()))?;
     eprintln!("revalidated run {id} as run {new_id} (no model calls)");
     let run = stored::load(&store, new_id).map_err(|e| Failure::incomplete(e.to_string()))?;
     let passed = run.summary.passed();

@@ -65,9 +65,16 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     });
 
     let mut display = Display::new(args.quiet, &config);
-    let outcome = runner::run(&config, provider, &mut store, RunSettings { resume: args.resume, cancel }, |p| {
-        display.update(p)
-    })
+    let outcome = runner::run(
+        &config,
+        provider,
+        &mut store,
+        RunSettings {
+            resume: args.resume,
+            cancel,
+        },
+        |p| display.update(p),
+    )
     .await
     .map_err(|e| match e {
         RunError::Config(m) => Failure::usage(m),
@@ -75,9 +82,16 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     })?;
     display.finish();
 
-    let record = store.run(outcome.run_id).map_err(|e| Failure::incomplete(e.to_string()))?;
+    let record = store
+        .run(outcome.run_id)
+        .map_err(|e| Failure::incomplete(e.to_string()))?;
     let passed = outcome.summary.passed();
-    let report = report_for(&store, &record, outcome.summary, config.file.experiment.retry_target)?;
+    let report = report_for(
+        &store,
+        &record,
+        outcome.summary,
+        config.file.experiment.retry_target,
+    )?;
     args.out.emit(&report)?;
     if outcome.status != RunStatus::Complete {
         return Err(Failure::incomplete(format!(
@@ -139,7 +153,9 @@ impl Display {
             bar.set_length(p.total);
             bar.set_position(p.done);
             bar.set_message(format!("{} errors · {}", p.errors, self.rates(p)));
-        } else if !self.quiet && (self.last_line.elapsed() >= Duration::from_secs(5) || p.done == p.total) {
+        } else if !self.quiet
+            && (self.last_line.elapsed() >= Duration::from_secs(5) || p.done == p.total)
+        {
             self.last_line = Instant::now();
             eprintln!(
                 "{}/{} samples, {} calls, {} cached, {} errors · {}",

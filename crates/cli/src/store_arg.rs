@@ -8,7 +8,12 @@ use std::path::PathBuf;
 #[derive(Args, Clone)]
 pub struct StoreArg {
     /// The run store (SQLite). Created on first use.
-    #[arg(long, env = "PROBITY_STORE", default_value = ".probity/runs.db", global = true)]
+    #[arg(
+        long,
+        env = "PROBITY_STORE",
+        default_value = ".probity/runs.db",
+        global = true
+    )]
     pub store: PathBuf,
 }
 
@@ -25,6 +30,8 @@ impl StoreArg {
         store
             .latest_named(run)
             .map_err(|e| Failure::incomplete(e.to_string()))?
-            .ok_or_else(|| Failure::usage(format!("no run named {run:?} in {}", self.store.display())))
+            .ok_or_else(|| {
+                Failure::usage(format!("no run named {run:?} in {}", self.store.display()))
+            })
     }
 }

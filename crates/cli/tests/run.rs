@@ -21,7 +21,10 @@ fn text(b: &[u8]) -> String {
 fn json_runs(dir: &Path) -> Vec<Value> {
     let out = probity(dir, &["runs", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
@@ -32,12 +35,21 @@ fn init_then_run_reports_the_papers_validators_and_exits_on_the_verdict() {
     // init refuses to overwrite.
     let again = probity(dir.path(), &["init"]);
     assert_eq!(again.status.code(), Some(2));
-    assert!(text(&again.stderr).contains("exists"), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stderr).contains("exists"),
+        "{}",
+        text(&again.stderr)
+    );
 
     let out = probity(dir.path(), &["run", "--format", "json", "--quiet"]);
     let stdout = text(&out.stdout);
     // contraction_validator fails its 95% minimum on the simulator (true rate 90%).
-    assert_eq!(out.status.code(), Some(1), "stderr: {}\nstdout: {stdout}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stderr: {}\nstdout: {stdout}",
+        text(&out.stderr)
+    );
     let report: Value = serde_json::from_str(&stdout).expect("JSON report");
     let checks = report["checks"].as_array().unwrap();
     assert_eq!(checks.len(), 2);
@@ -46,14 +58,23 @@ fn init_then_run_reports_the_papers_validators_and_exits_on_the_verdict() {
     assert_eq!(checks[1]["name"], "politeness_validator");
     let rate = &checks[0]["rate"];
     assert_eq!(rate["n"], 400);
-    let (lo, hi) = (rate["lower"].as_f64().unwrap(), rate["upper"].as_f64().unwrap());
-    assert!(lo < 0.90 && 0.90 < hi, "interval [{lo}, {hi}] should cover the simulator's true 0.90");
+    let (lo, hi) = (
+        rate["lower"].as_f64().unwrap(),
+        rate["upper"].as_f64().unwrap(),
+    );
+    assert!(
+        lo < 0.90 && 0.90 < hi,
+        "interval [{lo}, {hi}] should cover the simulator's true 0.90"
+    );
 
     // The text report of the stored run gives the same verdict.
     let out = probity(dir.path(), &["report", "polite-assistant"]);
     assert_eq!(out.status.code(), Some(1));
     let t = text(&out.stdout);
-    assert!(t.contains("contraction_validator") && t.contains("politeness_validator"), "{t}");
+    assert!(
+        t.contains("contraction_validator") && t.contains("politeness_validator"),
+        "{t}"
+    );
 
     // A second run of the same config is served from the store: no model call.
     let out = probity(dir.path(), &["run", "--quiet", "--format", "json"]);
@@ -71,7 +92,17 @@ fn init_then_run_reports_the_papers_validators_and_exits_on_the_verdict() {
         cfg.replace("count(output, \"'\") <= 3", "count(output, \"'\") <= 100"),
     )
     .unwrap();
-    let out = probity(dir.path(), &["revalidate", "1", "--config", "loose.toml", "--format", "json"]);
+    let out = probity(
+        dir.path(),
+        &[
+            "revalidate",
+            "1",
+            "--config",
+            "loose.toml",
+            "--format",
+            "json",
+        ],
+    );
     let report: Value = serde_json::from_str(&text(&out.stdout)).expect("JSON report");
     assert_eq!(report["checks"][0]["rate"]["estimate"], 1.0);
     let runs = json_runs(dir.path());
@@ -85,12 +116,18 @@ fn configuration_errors_name_the_file_and_line_and_exit_two() {
     assert_eq!(probity(dir.path(), &["init"]).status.code(), Some(0));
     let cfg = std::fs::read_to_string(dir.path().join("probity.toml")).unwrap();
 
-    let bad = cfg.replace("outputs_per_input = 20", "outputs_per_input = 20\nrepetitions = 3");
+    let bad = cfg.replace(
+        "outputs_per_input = 20",
+        "outputs_per_input = 20\nrepetitions = 3",
+    );
     std::fs::write(dir.path().join("bad.toml"), bad).unwrap();
     let out = probity(dir.path(), &["run", "bad.toml"]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
-    assert!(err.contains("bad.toml") && err.contains("repetitions") && err.contains("line"), "{err}");
+    assert!(
+        err.contains("bad.toml") && err.contains("repetitions") && err.contains("line"),
+        "{err}"
+    );
 
     let bad = cfg.replace("count(output, \"'\") <= 3", "count(output, \"'\") <=");
     std::fs::write(dir.path().join("bad.toml"), bad).unwrap();
@@ -103,14 +140,30 @@ fn configuration_errors_name_the_file_and_line_and_exit_two() {
     std::fs::write(dir.path().join("bad.toml"), bad).unwrap();
     let out = probity(dir.path(), &["run", "bad.toml"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("missing.jsonl"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("missing.jsonl"),
+        "{}",
+        text(&out.stderr)
+    );
 
-    std::fs::write(dir.path().join("inputs.jsonl"), "{\"text\": \"hi\"}\nnot json\n").unwrap();
+    std::fs::write(
+        dir.path().join("inputs.jsonl"),
+        "{\"text\": \"hi\"}\nnot json\n",
+    )
+    .unwrap();
     let out = probity(dir.path(), &["run"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("inputs.jsonl:2"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("inputs.jsonl:2"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let out = probity(dir.path(), &["run", "nope.toml"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("nope.toml"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("nope.toml"),
+        "{}",
+        text(&out.stderr)
+    );
 }

@@ -26,9 +26,11 @@
 
 use crate::inputs::{load_inputs, InputError};
 use crate::provider::ProviderConfig;
-use probity_core::validator::{Validator, ValidatorError, ValidatorSpec};
-use probity_core::{Aggregate, AnalysisOptions, CheckInfo, CheckKind, ErrorPolicy, Input, IntervalMethod, Strategy};
 use probity_core::stats::VerdictMode;
+use probity_core::validator::{Validator, ValidatorError, ValidatorSpec};
+use probity_core::{
+    Aggregate, AnalysisOptions, CheckInfo, CheckKind, ErrorPolicy, Input, IntervalMethod, Strategy,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -38,7 +40,10 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("{path}: {message}")]
@@ -206,19 +211,27 @@ impl Config {
             .iter()
             .enumerate()
             .map(|(k, spec)| {
-                spec.compile()
-                    .map_err(|e: ValidatorError| invalid(format!("[[validator]] #{} ({}): {e}", k + 1, spec.name)))
+                spec.compile().map_err(|e: ValidatorError| {
+                    invalid(format!("[[validator]] #{} ({}): {e}", k + 1, spec.name))
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut names = std::collections::HashSet::new();
         if let Some(dup) = validators.iter().find(|v| !names.insert(v.name.as_str())) {
-            return Err(invalid(format!("two validators are named {:?}; names must be unique", dup.name)));
+            return Err(invalid(format!(
+                "two validators are named {:?}; names must be unique",
+                dup.name
+            )));
         }
         let base = path.parent().unwrap_or(Path::new("."));
-        let inputs = load_inputs(&file.experiment.inputs.as_ref().map(|p| base.join(p)), &file.inputs)?;
+        let inputs = load_inputs(
+            &file.experiment.inputs.as_ref().map(|p| base.join(p)),
+            &file.inputs,
+        )?;
         if inputs.is_empty() {
             return Err(invalid(
-                "no inputs: set [experiment] inputs = \"file.jsonl\" or add [[input]] tables".into(),
+                "no inputs: set [experiment] inputs = \"file.jsonl\" or add [[input]] tables"
+                    .into(),
             ));
         }
         let name = file.name.clone().unwrap_or_else(|| {
@@ -257,24 +270,38 @@ fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
         return Err("outputs_per_input must be at least 1".into());
     }
     if !(e.confidence > 0.0 && e.confidence < 1.0) {
-        return Err(format!("confidence = {} must be strictly between 0 and 1", e.confidence));
+        return Err(format!(
+            "confidence = {} must be strictly between 0 and 1",
+            e.confidence
+        ));
     }
     if !(e.retry_target > 0.0 && e.retry_target < 1.0) {
-        return Err(format!("retry_target = {} must be strictly between 0 and 1", e.retry_target));
+        return Err(format!(
+            "retry_target = {} must be strictly between 0 and 1",
+            e.retry_target
+        ));
     }
     if e.concurrency == 0 {
         return Err("concurrency must be at least 1".into());
     }
     if !(e.timeout_s.is_finite() && e.timeout_s > 0.0) {
-        return Err(format!("timeout_s = {} must be a positive number of seconds", e.timeout_s));
+        return Err(format!(
+            "timeout_s = {} must be a positive number of seconds",
+            e.timeout_s
+        ));
     }
     if let Some(d) = e.deadline_s.filter(|d| !(d.is_finite() && *d > 0.0)) {
-        return Err(format!("deadline_s = {d} must be a positive number of seconds"));
+        return Err(format!(
+            "deadline_s = {d} must be a positive number of seconds"
+        ));
     }
     if e.call_attempts == 0 {
         return Err("call_attempts must be at least 1".into());
     }
-    for (field, v) in [("requests_per_minute", e.requests_per_minute), ("tokens_per_minute", e.tokens_per_minute)] {
+    for (field, v) in [
+        ("requests_per_minute", e.requests_per_minute),
+        ("tokens_per_minute", e.tokens_per_minute),
+    ] {
         if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
             return Err(format!("{field} = {v} must be positive"));
         }

@@ -13,9 +13,16 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum InputError {
     #[error("cannot read inputs {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}:{line}: {message}")]
-    Line { path: PathBuf, line: usize, message: String },
+    Line {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
     #[error("{path}: inputs must be .jsonl, .json or .csv, not {extension:?}")]
     Extension { path: PathBuf, extension: String },
     #[error("inline [[input]] #{index}: {message}")]
@@ -25,17 +32,22 @@ pub enum InputError {
 }
 
 /// Inputs from `file` (if set) followed by the inline tables.
-pub fn load_inputs(file: &Option<PathBuf>, inline: &[Map<String, Value>]) -> Result<Vec<Input>, InputError> {
+pub fn load_inputs(
+    file: &Option<PathBuf>,
+    inline: &[Map<String, Value>],
+) -> Result<Vec<Input>, InputError> {
     let mut inputs = match file {
         Some(path) => read_file(path)?,
         None => Vec::new(),
     };
     for (index, fields) in inline.iter().enumerate() {
         let position = inputs.len() + 1;
-        inputs.push(to_input(fields.clone(), position).map_err(|message| InputError::Inline {
-            index: index + 1,
-            message,
-        })?);
+        inputs.push(
+            to_input(fields.clone(), position).map_err(|message| InputError::Inline {
+                index: index + 1,
+                message,
+            })?,
+        );
     }
     let origin = file
         .as_ref()
@@ -88,9 +100,13 @@ pub fn parse_jsonl(text: &str, path: &Path) -> Result<Vec<Input>, InputError> {
             line: n + 1,
             message,
         };
-        let value: Value = serde_json::from_str(line).map_err(|e| err(format!("not valid JSON: {e}")))?;
+        let value: Value =
+            serde_json::from_str(line).map_err(|e| err(format!("not valid JSON: {e}")))?;
         let Value::Object(fields) = value else {
-            return Err(err(format!("expected a JSON object with the input's fields, found {}", kind(&value))));
+            return Err(err(format!(
+                "expected a JSON object with the input's fields, found {}",
+                kind(&value)
+            )));
         };
         out.push(to_input(fields, out.len() + 1).map_err(err)?);
     }
@@ -120,12 +136,16 @@ pub fn parse_csv(reader: impl std::io::Read, path: &Path) -> Result<Vec<Input>, 
             .zip(record.iter())
             .map(|(h, v)| (h.to_string(), Value::String(v.to_string())))
             .collect();
-        let line = record.position().map_or(out.len() + 2, |p| p.line() as usize);
-        out.push(to_input(fields, out.len() + 1).map_err(|message| InputError::Line {
-            path: path.to_path_buf(),
-            line,
-            message,
-        })?);
+        let line = record
+            .position()
+            .map_or(out.len() + 2, |p| p.line() as usize);
+        out.push(
+            to_input(fields, out.len() + 1).map_err(|message| InputError::Line {
+                path: path.to_path_buf(),
+                line,
+                message,
+            })?,
+        );
     }
     Ok(out)
 }
@@ -135,7 +155,12 @@ fn to_input(fields: Map<String, Value>, position: usize) -> Result<Input, String
         None => position.to_string(),
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
-        Some(other) => return Err(format!("field \"id\" must be a non-empty string or a number, found {}", kind(other))),
+        Some(other) => {
+            return Err(format!(
+                "field \"id\" must be a non-empty string or a number, found {}",
+                kind(other)
+            ))
+        }
     };
     Ok(Input { id, fields })
 }
@@ -161,19 +186,32 @@ mod tests {
         let ok = parse_jsonl("{\"text\":\"hi\"}\n\n{\"id\":\"b\",\"text\":\"yo\"}\n", p).unwrap();
         assert_eq!(ok[0].id, "1");
         assert_eq!(ok[1].id, "b");
-        let err = parse_jsonl("{\"text\":\"hi\"}\n[1,2]\n", p).unwrap_err().to_string();
-        assert!(err.starts_with("in.jsonl:2: expected a JSON object"), "{err}");
-        let err = parse_jsonl("{\"text\":\"hi\"}\n{oops\n", p).unwrap_err().to_string();
+        let err = parse_jsonl("{\"text\":\"hi\"}\n[1,2]\n", p)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("in.jsonl:2: expected a JSON object"),
+            "{err}"
+        );
+        let err = parse_jsonl("{\"text\":\"hi\"}\n{oops\n", p)
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("in.jsonl:2: not valid JSON"), "{err}");
     }
 
     #[test]
     fn csv_rows_become_fields() {
-        let rows = parse_csv("id,text\nx,Thank you!\ny,\"a, b\"\n".as_bytes(), Path::new("in.csv")).unwrap();
+        let rows = parse_csv(
+            "id,text\nx,Thank you!\ny,\"a, b\"\n".as_bytes(),
+            Path::new("in.csv"),
+        )
+        .unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[1].field_str("text").as_deref(), Some("a, b"));
         assert_eq!(rows[0].id, "x");
-        let err = parse_csv("id,text\nx,1,extra\n".as_bytes(), Path::new("in.csv")).unwrap_err().to_string();
+        let err = parse_csv("id,text\nx,1,extra\n".as_bytes(), Path::new("in.csv"))
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("in.csv:2:"), "{err}");
     }
 

@@ -135,7 +135,10 @@ mod tests {
             let full = Duration::from_millis(100 * (1 << a)).min(Duration::from_secs(1));
             assert!(d >= full / 2 && d <= full, "attempt {a}: {d:?}");
         }
-        assert_eq!(b.delay(0, Some(Duration::from_secs(3))), Duration::from_secs(3));
+        assert_eq!(
+            b.delay(0, Some(Duration::from_secs(3))),
+            Duration::from_secs(3)
+        );
         assert!(b.delay(40, None) <= Duration::from_secs(1));
     }
 
@@ -152,7 +155,10 @@ mod tests {
         limiter.acquire(0.0).await;
         limiter.acquire(0.0).await;
         let e = start.elapsed();
-        assert!(e >= Duration::from_millis(1990) && e <= Duration::from_millis(2100), "{e:?}");
+        assert!(
+            e >= Duration::from_millis(1990) && e <= Duration::from_millis(2100),
+            "{e:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -165,6 +171,9 @@ mod tests {
         limiter.acquire(100.0).await;
         // 300 tokens at 10/s: 30 s.
         let e = start.elapsed();
-        assert!(e >= Duration::from_secs(29) && e <= Duration::from_secs(31), "{e:?}");
+        assert!(
+            e >= Duration::from_secs(29) && e <= Duration::from_secs(31),
+            "{e:?}"
+        );
     }
 }

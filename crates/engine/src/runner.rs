@@ -86,7 +86,10 @@ pub fn cache_key(fingerprint: &str, messages: &[Message], repetition: usize) -> 
 
 /// Check one output with every validator.
 pub fn evaluate(validators: &[Validator], input: &Input, output: &str) -> Vec<Verdict> {
-    validators.iter().map(|v| v.evaluate(input, output)).collect()
+    validators
+        .iter()
+        .map(|v| v.evaluate(input, output))
+        .collect()
 }
 
 /// A sample row from verdicts (or from a failed call).
@@ -170,16 +173,24 @@ async fn call(shared: &Shared, i: usize, j: usize) -> Result<Answer, (ProviderEr
         input: shared.inputs[i].clone(),
     };
     // A rough token estimate for the limiter: 4 characters a token.
-    let estimate = request.messages.iter().map(|m| m.content.len()).sum::<usize>() as f64 / 4.0;
+    let estimate = request
+        .messages
+        .iter()
+        .map(|m| m.content.len())
+        .sum::<usize>() as f64
+        / 4.0;
     let mut attempt = 0;
     loop {
         shared.limiter.acquire(estimate).await;
-        shared.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        shared
+            .calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let started = Instant::now();
-        let result = match tokio::time::timeout(shared.timeout, shared.provider.complete(&request)).await {
-            Ok(r) => r,
-            Err(_) => Err(ProviderError::Timeout(shared.timeout)),
-        };
+        let result =
+            match tokio::time::timeout(shared.timeout, shared.provider.complete(&request)).await {
+                Ok(r) => r,
+                Err(_) => Err(ProviderError::Timeout(shared.timeout)),
+            };
         attempt += 1;
         match result {
             Ok(c) => {
@@ -214,9 +225,16 @@ pub async fn run(
 ) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
     let exp = &config.file.experiment;
-    let (n, m, k) = (config.inputs.len(), exp.outputs_per_input, config.validators.len());
-    let template = PromptTemplate::new(config.file.prompt.system.as_deref(), &config.file.prompt.user)
-        .map_err(|e| RunError::Config(format!("{}: [prompt] {e}", config.path.display())))?;
+    let (n, m, k) = (
+        config.inputs.len(),
+        exp.outputs_per_input,
+        config.validators.len(),
+    );
+    let template = PromptTemplate::new(
+        config.file.prompt.system.as_deref(),
+        &config.file.prompt.user,
+    )
+    .map_err(|e| RunError::Config(format!("{}: [prompt] {e}", config.path.display())))?;
     let messages = config
         .inputs
         .iter()
@@ -228,8 +246,8 @@ pub async fn run(
         .iter()
         .map(|msgs| (0..m).map(|j| cache_key(&fingerprint, msgs, j)).collect())
         .collect();
-    let mut tensor =
-        ReliabilityTensor::new(n, m, k).map_err(|e| RunError::Config(format!("{}: {e}", config.path.display())))?;
+    let mut tensor = ReliabilityTensor::new(n, m, k)
+        .map_err(|e| RunError::Config(format!("{}: {e}", config.path.display())))?;
     let checks = config.checks();
 
     // The run: resumed or new.
@@ -292,7 +310,10 @@ pub async fn run(
     let inputs = Arc::new(config.inputs.clone());
 
     // Identical requests already stored: served without a call.
-    let pending_keys: Vec<String> = (0..n * m).filter(|&c| !done[c]).map(|c| keys[c / m][c % m].clone()).collect();
+    let pending_keys: Vec<String> = (0..n * m)
+        .filter(|&c| !done[c])
+        .map(|c| keys[c / m][c % m].clone())
+        .collect();
     let cache = store.cached_outputs(&pending_keys)?;
     let mut queue = VecDeque::new();
     for c in (0..n * m).filter(|&c| !done[c]) {
@@ -306,7 +327,14 @@ pub async fn run(
                     output_tokens: hit.output_tokens,
                     attempts: 0,
                 };
-                let row = row_from(i, j, keys[i][j].clone(), Ok(answer), &validators, &inputs[i]);
+                let row = row_from(
+                    i,
+                    j,
+                    keys[i][j].clone(),
+                    Ok(answer),
+                    &validators,
+                    &inputs[i],
+                );
                 record(&mut tensor, &mut progress, &row);
                 progress.cached += 1;
                 writer.send(row)?;
@@ -329,7 +357,9 @@ pub async fn run(
     });
     let queue = Arc::new(Mutex::new(queue));
     let (tx, mut rx) = mpsc::channel::<SampleRow>(1024);
-    let workers = exp.concurrency.min(queue.lock().map(|q| q.len()).unwrap_or(0));
+    let workers = exp
+        .concurrency
+        .min(queue.lock().map(|q| q.len()).unwrap_or(0));
     let mut cancel = settings.cancel;
     let mut handles = Vec::with_capacity(workers);
     for _ in 0..workers {
@@ -347,7 +377,14 @@ pub async fn run(
                     r = call(&shared, i, j) => r,
                     _ = cancel.wait_for(|c| *c) => return,
                 };
-                let row = row_from(i, j, keys[i][j].clone(), result, &shared.validators, &shared.inputs[i]);
+                let row = row_from(
+                    i,
+                    j,
+                    keys[i][j].clone(),
+                    result,
+                    &shared.validators,
+                    &shared.inputs[i],
+                );
                 if tx.send(row).await.is_err() {
                     return;
                 }
@@ -356,7 +393,9 @@ pub async fn run(
     }
     drop(tx);
 
-    let deadline = exp.deadline_s.map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s));
+    let deadline = exp
+        .deadline_s
+        .map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s));
     let mut interrupted = false;
     loop {
         let next = tokio::select! {
@@ -380,11 +419,27 @@ pub async fn run(
     }
     writer.finish()?;
     let complete = progress.done == progress.total;
-    let status = if complete { RunStatus::Complete } else { RunStatus::Interrupted };
+    let status = if complete {
+        RunStatus::Complete
+    } else {
+        RunStatus::Interrupted
+    };
     let model_calls = shared.calls.load(std::sync::atomic::Ordering::Relaxed);
     let duration = started.elapsed();
-    store.finish_run(run_id, status, model_calls, progress.cached, duration.as_secs_f64())?;
-    let summary = Summary::build(&tensor, &checks, exp.strategy, exp.aggregate, &exp.analysis());
+    store.finish_run(
+        run_id,
+        status,
+        model_calls,
+        progress.cached,
+        duration.as_secs_f64(),
+    )?;
+    let summary = Summary::build(
+        &tensor,
+        &checks,
+        exp.strategy,
+        exp.aggregate,
+        &exp.analysis(),
+    );
     Ok(RunOutcome {
         run_id,
         tensor,

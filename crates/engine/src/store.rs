@@ -74,13 +74,20 @@ CREATE INDEX IF NOT EXISTS samples_by_cache_key ON samples(cache_key) WHERE erro
 #[derive(Debug, Error)]
 pub enum StoreError {
     #[error("run store {path}: {source}")]
-    Sqlite { path: PathBuf, source: rusqlite::Error },
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
     #[error("run store {path}: written by a newer probity (schema {found}, this one knows {SCHEMA_VERSION})")]
     TooNew { path: PathBuf, found: i64 },
     #[error("run store {path}: no run {run}")]
     NoSuchRun { path: PathBuf, run: i64 },
     #[error("run store {path}: run {run} is damaged: {what}")]
-    Damaged { path: PathBuf, run: i64, what: String },
+    Damaged {
+        path: PathBuf,
+        run: i64,
+        what: String,
+    },
     #[error("run store {path}: the writer stopped: {what}")]
     Writer { path: PathBuf, what: String },
 }
@@ -238,7 +245,10 @@ impl Store {
     /// Create a run and store its inputs; returns its id.
     pub fn create_run(&mut self, run: &NewRun<'_>) -> Result<i64, StoreError> {
         let path = self.path.clone();
-        let err = |source| StoreError::Sqlite { path: path.clone(), source };
+        let err = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
         let tx = self.conn.transaction().map_err(err)?;
         tx.execute(
             "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input, checks, settings, parent_run)
@@ -259,7 +269,9 @@ impl Store {
         let id = tx.last_insert_rowid();
         {
             let mut stmt = tx
-                .prepare("INSERT INTO inputs (run_id, idx, input_id, fields) VALUES (?1, ?2, ?3, ?4)")
+                .prepare(
+                    "INSERT INTO inputs (run_id, idx, input_id, fields) VALUES (?1, ?2, ?3, ?4)",
+                )
                 .map_err(err)?;
             for (idx, input) in run.inputs.iter().enumerate() {
                 stmt.execute(params![
@@ -312,7 +324,9 @@ impl Store {
     pub fn runs(&self, name: Option<&str>) -> Result<Vec<RunRecord>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare(&format!("{RUN_COLUMNS} WHERE (?1 IS NULL OR instr(name, ?1) > 0) ORDER BY id DESC"))
+            .prepare(&format!(
+                "{RUN_COLUMNS} WHERE (?1 IS NULL OR instr(name, ?1) > 0) ORDER BY id DESC"
+            ))
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map(params![name], run_from_row)
@@ -325,7 +339,11 @@ impl Store {
     /// One run's header.
     pub fn run(&self, run: i64) -> Result<RunRecord, StoreError> {
         self.conn
-            .query_row(&format!("{RUN_COLUMNS} WHERE id = ?1"), params![run], run_from_row)
+            .query_row(
+                &format!("{RUN_COLUMNS} WHERE id = ?1"),
+                params![run],
+                run_from_row,
+            )
             .optional()
             .map_err(|e| self.err(e))?
             .ok_or(StoreError::NoSuchRun {
@@ -353,7 +371,9 @@ impl Store {
             .prepare("SELECT input_id, fields FROM inputs WHERE run_id = ?1 ORDER BY idx")
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(params![run], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .query_map(params![run], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })
             .map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         for row in rows {
@@ -410,7 +430,10 @@ impl Store {
     }
 
     /// Successful outputs stored under any of `keys`, from any run.
-    pub fn cached_outputs(&self, keys: &[String]) -> Result<HashMap<String, CachedOutput>, StoreError> {
+    pub fn cached_outputs(
+        &self,
+        keys: &[String],
+    ) -> Result<HashMap<String, CachedOutput>, StoreError> {
         let mut stmt = self
             .conn
             .prepare_cached(
@@ -445,7 +468,9 @@ impl Store {
         let path = self.path.clone();
         let handle = std::thread::Builder::new()
             .name("probity-store-writer".into())
-            .spawn(move || write_loop(conn, run, rx).map_err(|source| StoreError::Sqlite { path, source }))
+            .spawn(move || {
+                write_loop(conn, run, rx).map_err(|source| StoreError::Sqlite { path, source })
+            })
             .map_err(|e| StoreError::Writer {
                 path: self.path.clone(),
                 what: e.to_string(),
@@ -458,7 +483,8 @@ impl Store {
     }
 }
 
-const RUN_COLUMNS: &str = "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
+const RUN_COLUMNS: &str =
+    "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
     outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s FROM runs";
 
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
@@ -505,7 +531,11 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
-fn write_loop(mut conn: Connection, run: i64, rx: mpsc::Receiver<SampleRow>) -> rusqlite::Result<u64> {
+fn write_loop(
+    mut conn: Connection,
+    run: i64,
+    rx: mpsc::Receiver<SampleRow>,
+) -> rusqlite::Result<u64> {
     let mut written = 0;
     while let Ok(first) = rx.recv() {
         let tx = conn.transaction()?;
@@ -519,7 +549,8 @@ fn write_loop(mut conn: Connection, run: i64, rx: mpsc::Receiver<SampleRow>) -> 
             let mut n = 0;
             while let Some(s) = row.take() {
                 let cells: Vec<u8> = s.cells.iter().map(|&c| cell_byte(c)).collect();
-                let reasons = (!s.reasons.is_empty()).then(|| serde_json::to_string(&s.reasons).unwrap_or_default());
+                let reasons = (!s.reasons.is_empty())
+                    .then(|| serde_json::to_string(&s.reasons).unwrap_or_default());
                 stmt.execute(params![
                     run,
                     s.input_idx as i64,

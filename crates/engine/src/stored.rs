@@ -4,7 +4,9 @@
 use crate::config::{Config, ExperimentConfig};
 use crate::runner::evaluate;
 use crate::store::{NewRun, RunRecord, RunStatus, SampleRow, Store, StoreError};
-use probity_core::{Aggregate, AnalysisOptions, Cell, ReliabilityTensor, Strategy, Summary, Verdict};
+use probity_core::{
+    Aggregate, AnalysisOptions, Cell, ReliabilityTensor, Strategy, Summary, Verdict,
+};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -55,16 +57,18 @@ pub struct StoredRun {
 /// Read run `id` and rebuild its tensor and summary.
 pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
     let record = store.run(id)?;
-    let settings: StoredSettings = serde_json::from_value(record.settings.clone()).unwrap_or_default();
+    let settings: StoredSettings =
+        serde_json::from_value(record.settings.clone()).unwrap_or_default();
     let samples = store.samples(id)?;
     let k = record.checks.len();
-    let mut tensor = ReliabilityTensor::new(record.inputs, record.outputs_per_input, k).map_err(|e| {
-        StoreError::Damaged {
-            path: store.path().to_path_buf(),
-            run: id,
-            what: e.to_string(),
-        }
-    })?;
+    let mut tensor =
+        ReliabilityTensor::new(record.inputs, record.outputs_per_input, k).map_err(|e| {
+            StoreError::Damaged {
+                path: store.path().to_path_buf(),
+                run: id,
+                what: e.to_string(),
+            }
+        })?;
     for s in &samples {
         for (kk, &cell) in s.cells.iter().enumerate().take(k) {
             tensor
@@ -118,7 +122,9 @@ pub fn revalidate(store: &mut Store, id: i64, config: &Config) -> Result<i64, St
     let writer = store.writer(new_id)?;
     let n = samples.len() as u64;
     for s in samples {
-        let Some(input) = inputs.get(s.input_idx) else { continue };
+        let Some(input) = inputs.get(s.input_idx) else {
+            continue;
+        };
         let (cells, reasons) = match &s.output {
             Some(output) => {
                 let verdicts = evaluate(&config.validators, input, output);
@@ -134,7 +140,11 @@ pub fn revalidate(store: &mut Store, id: i64, config: &Config) -> Result<i64, St
             }
             None => (vec![Cell::Error; checks.len()], Vec::new()),
         };
-        writer.send(SampleRow { cells, reasons, ..s })?;
+        writer.send(SampleRow {
+            cells,
+            reasons,
+            ..s
+        })?;
     }
     writer.finish()?;
     // A copy is as complete as its source; a source killed mid-run
@@ -146,4 +156,3 @@ pub fn revalidate(store: &mut Store, id: i64, config: &Config) -> Result<i64, St
     store.finish_run(new_id, status, 0, n, started.elapsed().as_secs_f64())?;
     Ok(new_id)
 }
-

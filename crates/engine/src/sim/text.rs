@@ -95,7 +95,7 @@ pub(super) fn reply(
         serde_json::Value::String(topic),
         confidence
     );
-    let mut json = head.clone() + &tail;
+    let mut json = head.clone() + tail.as_str();
     if events.invalid_json {
         // Any proper prefix of a JSON object is invalid; cut inside the tail
         // so the answer (and what it says) stays intact.
