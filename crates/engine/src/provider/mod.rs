@@ -107,12 +107,12 @@ mod http;
 mod openai;
 pub(crate) mod util;
 
-pub use anthropic::{AnthropicConfig, AnthropicProvider};
+pub use anthropic::{parse_message as parse_anthropic_message, AnthropicConfig, AnthropicProvider};
 pub use command::{CommandConfig, CommandProvider, StdinMode};
 pub use config::{ConfigError, ProviderConfig};
 pub use func::FnProvider;
 pub use http::{HttpConfig, HttpProvider};
-pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use openai::{parse_chat_completion, OpenAiConfig, OpenAiProvider};
 
 #[async_trait::async_trait]
 impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
