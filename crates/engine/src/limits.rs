@@ -165,14 +165,14 @@ mod tests {
     async fn token_debt_delays_the_next_call() {
         let limiter = RateLimiter::new(None, Some(600.0));
         limiter.acquire(100.0).await;
-        // The call used 700 tokens, not 100: the bucket is 200 in debt.
+        // The call used 700 tokens, not 100: 600 − 700 = 100 in debt.
         limiter.settle(100.0, 700.0).await;
         let start = Instant::now();
         limiter.acquire(100.0).await;
-        // 300 tokens at 10/s: 30 s.
+        // Back to 100 from −100: 200 tokens at 10/s = 20 s.
         let e = start.elapsed();
         assert!(
-            e >= Duration::from_secs(29) && e <= Duration::from_secs(31),
+            e >= Duration::from_secs(19) && e <= Duration::from_secs(21),
             "{e:?}"
         );
     }
