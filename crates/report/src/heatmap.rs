@@ -94,7 +94,11 @@ pub(crate) fn rate_rgb(p: f64) -> (u8, u8, u8) {
         (0.97, (134.0, 239.0, 172.0)),
         (1.0, (22.0, 163.0, 74.0)),
     ];
-    let p = if p.is_finite() { p.clamp(0.0, 1.0) } else { 0.0 };
+    let p = if p.is_finite() {
+        p.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     for w in STOPS.windows(2) {
         let (a, ca) = w[0];
         let (b, cb) = w[1];

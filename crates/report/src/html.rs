@@ -35,8 +35,8 @@ use crate::heatmap::{
     dark_text_on, input_check_counts, inputs_worst_first, order_by_rate, rate_of, rate_rgb,
 };
 use crate::numbers::{
-    decision_name, decision_word, duration, errors_name, interval, interval_name,
-    kind_name, pct, pct_num, strategy_name, threshold_pct, verdict_mode_name,
+    decision_name, decision_word, duration, errors_name, interval, interval_name, kind_name, pct,
+    pct_num, strategy_name, threshold_pct, verdict_mode_name,
 };
 use crate::sanitize::{html_escape as esc, html_short, truncate_chars};
 use crate::{plural, Report};
@@ -60,6 +60,8 @@ pub const OUTPUT_MAX_CHARS: usize = 4000;
 /// Longest label (input id, check name) in charts and tables.
 const LABEL_CHARS: usize = 40;
 const CHART_LABEL_CHARS: usize = 26;
+/// Room right of a chart for the last rotated column label.
+const LABEL_OVERHANG: f64 = 160.0;
 
 const PASS: &str = "#15803d";
 const FAIL: &str = "#b91c1c";
@@ -281,7 +283,10 @@ fn header(h: &mut String, r: &Report) {
         row("system", format!("<code>{}</code>", esc(&r.run.system)));
     }
     if !r.run.config_hash.is_empty() {
-        row("config", format!("<code>{}</code>", esc(&r.run.config_hash)));
+        row(
+            "config",
+            format!("<code>{}</code>", esc(&r.run.config_hash)),
+        );
     }
     if !r.run.created_at.is_empty() {
         row("created", esc(&r.run.created_at));
@@ -322,15 +327,18 @@ fn header(h: &mut String, r: &Report) {
             c.pass, c.fail, c.error, c.missing
         ),
     );
-    row("aggregate", esc(&facts::aggregate_line(r, &|s| s.to_string())));
+    row(
+        "aggregate",
+        esc(&facts::aggregate_line(r, &|s| s.to_string())),
+    );
     h.push_str("</dl>\n</header>\n");
 }
 
 fn nav(h: &mut String, r: &Report) {
     h.push_str("<nav aria-label=\"sections\"><a href=\"#checks\">Checks</a><a href=\"#tensor\">Heatmaps</a><a href=\"#profiles\">Profiles</a><a href=\"#retry\">Retry plan</a>");
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<a href=\"#failures\">Failing outputs ({})</a></nav>\n",
+        "<a href=\"#failures\">Failing outputs ({})</a></nav>",
         failing_total(r)
     );
 }
@@ -439,19 +447,35 @@ fn bar_axis(lo: f64) -> String {
         "<svg class=\"bar\" width=\"{BAR_W}\" height=\"16\" viewBox=\"0 0 {BAR_W} 16\" role=\"img\" aria-label=\"scale {} to 100%\">",
         pct_num(lo)
     );
-    let steps = if lo >= 0.8 { 4 } else { 5 };
-    for n in 0..=steps {
-        let p = lo + (1.0 - lo) * n as f64 / steps as f64;
+    // Round ticks counted down from 100 %, so the top is always labelled.
+    let range = 1.0 - lo;
+    let step = if range <= 0.1 {
+        0.02
+    } else if range <= 0.25 {
+        0.05
+    } else if range <= 0.5 {
+        0.1
+    } else {
+        0.2
+    };
+    let mut ticks = Vec::new();
+    let mut n = 0.0;
+    while 1.0 - n * step >= lo - 1e-9 {
+        ticks.push(1.0 - n * step);
+        n += 1.0;
+    }
+    for p in ticks.into_iter().rev() {
         let x = bar_x(p, lo);
-        let anchor = match n {
-            0 => "start",
-            n if n == steps => "end",
-            _ => "middle",
+        let (tx, anchor) = if x < 14.0 {
+            (x - 2.0, "start")
+        } else if x > BAR_W - 14.0 {
+            (x + 2.0, "end")
+        } else {
+            (x, "middle")
         };
         let _ = write!(
             s,
-            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"12\" y2=\"16\" stroke=\"#6b7280\"/><text x=\"{:.1}\" y=\"10\" font-size=\"10\" fill=\"#374151\" text-anchor=\"{anchor}\">{}%</text>",
-            if n == 0 { x - 2.0 } else if n == steps { x + 2.0 } else { x },
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"12\" y2=\"16\" stroke=\"#6b7280\"/><text x=\"{tx:.1}\" y=\"10\" font-size=\"10\" fill=\"#374151\" text-anchor=\"{anchor}\">{}%</text>",
             crate::numbers::trim_number(p * 100.0, 1)
         );
     }
@@ -515,11 +539,11 @@ fn checks(h: &mut String, r: &Report) {
                 }
             ));
         }
-        let _ = write!(
+        let _ = writeln!(
             h,
             "<tr class=\"filterable\" data-validator=\"{k}\" id=\"check-{k}\"><td><span class=\"badge {}\">{}</span></td>\
              <td><strong>{}</strong> <span class=\"muted\">({})</span><div class=\"msg\">{}</div>{}</td>\
-             <td class=\"num\">{}</td><td>{}</td><td class=\"num\">≥ {}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+             <td class=\"num\">{}</td><td>{}</td><td class=\"num\">≥ {}</td><td class=\"num\">{}</td><td>{}</td></tr>",
             decision_name(d),
             decision_word(d),
             html_short(&c.info.name, 80),
@@ -574,9 +598,9 @@ fn legend_rates(h: &mut String) {
         );
     }
     let x = stops.len() as f64 * w + 8.0;
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<rect x=\"{x}\" y=\"0\" width=\"{w}\" height=\"18\" fill=\"#e5e7eb\" stroke=\"#9ca3af\" stroke-dasharray=\"2 2\"/><text x=\"{}\" y=\"32\" font-size=\"11\" text-anchor=\"middle\" fill=\"#374151\">none judged</text></svg>\n",
+        "<rect x=\"{x}\" y=\"0\" width=\"{w}\" height=\"18\" fill=\"#e5e7eb\" stroke=\"#9ca3af\" stroke-dasharray=\"2 2\"/><text x=\"{}\" y=\"32\" font-size=\"11\" text-anchor=\"middle\" fill=\"#374151\">none judged</text></svg>",
         x + w / 2.0
     );
 }
@@ -639,7 +663,7 @@ fn input_check_heatmap(h: &mut String, r: &Report, t: &ReliabilityTensor, rows: 
     let ch = 20.0;
     let left = 210.0;
     let top = 150.0;
-    let width = left + k as f64 * cw + 20.0;
+    let width = left + k as f64 * cw + LABEL_OVERHANG;
     let height = top + rows.len() as f64 * ch + 8.0;
     let _ = write!(
         h,
@@ -711,7 +735,12 @@ fn input_check_heatmap(h: &mut String, r: &Report, t: &ReliabilityTensor, rows: 
 fn repetition_heatmaps(h: &mut String, r: &Report, t: &ReliabilityTensor) {
     let (n, m, k) = t.shape();
     let policy = r.summary.options.errors;
-    let worst_check = r.summary.aggregate.worst_validator.filter(|&w| w < k).unwrap_or(0);
+    let worst_check = r
+        .summary
+        .aggregate
+        .worst_validator
+        .filter(|&w| w < k)
+        .unwrap_or(0);
     let mcols = m.min(HEATMAP_MAX_REPETITIONS);
     let _ = write!(
         h,
@@ -840,7 +869,7 @@ fn phi_matrix(h: &mut String, r: &Report) {
     let cw = 52.0;
     let left = 210.0;
     let top = 150.0;
-    let width = left + k as f64 * cw + 20.0;
+    let width = left + k as f64 * cw + LABEL_OVERHANG;
     let height = top + k as f64 * cw * 0.5 + 8.0;
     let ch = cw * 0.5;
     let _ = write!(
@@ -908,10 +937,14 @@ fn profile_table(h: &mut String, title: &str, note: &str, first: &str, rows: &[P
         h.push_str("<p>Nothing to show.</p>\n");
         return;
     }
-    let lo = domain_low(rows.iter().filter(|r| r.rate.n > 0).map(|r| r.rate.interval.lower));
-    let _ = write!(
+    let lo = domain_low(
+        rows.iter()
+            .filter(|r| r.rate.n > 0)
+            .map(|r| r.rate.interval.lower),
+    );
+    let _ = writeln!(
         h,
-        "<div class=\"scroll\"><table class=\"profile\"><thead><tr><th>{first}</th><th class=\"num\">rate</th><th>interval<br>{}</th><th class=\"num\">n</th><th>notes</th></tr></thead><tbody>\n",
+        "<div class=\"scroll\"><table class=\"profile\"><thead><tr><th>{first}</th><th class=\"num\">rate</th><th>interval<br>{}</th><th class=\"num\">n</th><th>notes</th></tr></thead><tbody>",
         bar_axis(lo)
     );
     for row in rows {
@@ -1121,7 +1154,12 @@ fn retry(h: &mut String, r: &Report) {
             .collect();
         let sorted = worst_first(&entries);
         let shown: Vec<&ProfileEntry> = sorted.iter().take(PROFILE_MAX_ROWS).collect();
-        let lo = domain_low(shown.iter().filter(|e| e.rate.n > 0).map(|e| e.rate.interval.lower));
+        let lo = domain_low(
+            shown
+                .iter()
+                .filter(|e| e.rate.n > 0)
+                .map(|e| e.rate.interval.lower),
+        );
         let _ = write!(
             h,
             "<h3>Per input</h3>\n<p class=\"note\">Joint pass rate of each input's outputs and the attempts that input needs for {tp}, worst first.{}</p>\n<div class=\"scroll\"><table class=\"profile\"><thead><tr><th>input</th><th class=\"num\">joint pass rate</th><th>interval<br>{}</th><th class=\"num\">attempts for {tp}</th></tr></thead><tbody>\n",
@@ -1178,11 +1216,12 @@ fn failures(h: &mut String, r: &Report) {
         if total == 0 {
             "No output failed a check.".to_string()
         } else if shown == 0 {
-            format!("{total} {} failed at least one check; this report carries none of them.", plural(total, "output"))
-        } else if shown < total {
             format!(
-                "Showing the first {shown} of {total} outputs that failed at least one check."
+                "{total} {} failed at least one check; this report carries none of them.",
+                plural(total, "output")
             )
+        } else if shown < total {
+            format!("Showing the first {shown} of {total} outputs that failed at least one check.")
         } else {
             format!(
                 "All {total} {} that failed at least one check.",
@@ -1221,11 +1260,19 @@ fn failures(h: &mut String, r: &Report) {
             let _ = write!(
                 h,
                 "<li><span class=\"badge {}\">{what}</span> <strong>{}</strong>",
-                if what == "failed" { "fail" } else { "inconclusive" },
+                if what == "failed" {
+                    "fail"
+                } else {
+                    "inconclusive"
+                },
                 html_short(&r.check_name(k), 120)
             );
             if !message.is_empty() {
-                let _ = write!(h, " <span class=\"msg\">— {}</span>", html_short(message, 300));
+                let _ = write!(
+                    h,
+                    " <span class=\"msg\">— {}</span>",
+                    html_short(message, 300)
+                );
             }
             for (_, reason) in f.reasons.iter().filter(|(kk, _)| *kk == k) {
                 let _ = write!(
@@ -1243,9 +1290,9 @@ fn failures(h: &mut String, r: &Report) {
         match &f.output {
             Some(o) => {
                 let len = o.chars().count();
-                let _ = write!(
+                let _ = writeln!(
                     h,
-                    "<pre class=\"output\">{}</pre>\n",
+                    "<pre class=\"output\">{}</pre>",
                     esc(&truncate_chars(o, OUTPUT_MAX_CHARS))
                 );
                 if len > OUTPUT_MAX_CHARS {

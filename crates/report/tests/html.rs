@@ -99,9 +99,7 @@ fn heatmap_has_a_titled_cell_per_input_and_check() {
                 c.error,
                 c.missing
             );
-            let cell = format!(
-                "data-input=\"{i}\" data-validator=\"{k}\"",
-            );
+            let cell = format!("data-input=\"{i}\" data-validator=\"{k}\"",);
             assert!(h.contains(&cell), "no cell for ({i}, {k})");
             assert!(
                 h.contains(&format!("<title>{}</title>", html_escape(&title))),
@@ -139,7 +137,10 @@ fn profiles_retry_and_failures_are_shown() {
         assert!(h.contains(needle), "missing {needle}");
     }
     // Every failing output is listed, with its checks and reasons.
-    assert_eq!(h.matches("<article class=\"failure").count(), r.failures.len());
+    assert_eq!(
+        h.matches("<article class=\"failure").count(),
+        r.failures.len()
+    );
     assert!(h.contains(&format!(
         "All {} outputs that failed at least one check.",
         r.failures.len()
@@ -177,7 +178,10 @@ fn big_runs_are_capped_and_say_so() {
         r.failures.push(extra.clone());
     }
     let h = render(&r, Format::Html, false);
-    assert_eq!(h.matches("<article class=\"failure").count(), FAILURES_SHOWN);
+    assert_eq!(
+        h.matches("<article class=\"failure").count(),
+        FAILURES_SHOWN
+    );
     assert!(h.contains(&format!(
         "Showing the first {FAILURES_SHOWN} of {} outputs",
         FAILURES_SHOWN + 50
@@ -202,7 +206,10 @@ fn failing_samples_from_tensor() {
     let all = FailingSample::from_tensor(t, 0);
     assert_eq!(all.len(), r.failures.len());
     assert_eq!(FailingSample::from_tensor(t, 3).len(), 3);
-    let e = all.iter().find(|f| f.input == 1 && f.repetition == 3).unwrap();
+    let e = all
+        .iter()
+        .find(|f| f.input == 1 && f.repetition == 3)
+        .unwrap();
     assert_eq!(e.errored, vec![2]);
     // Input 0, output 0 fails check 0 only (0 % 2 == 0).
     assert_eq!(all[0].input, 0);

@@ -209,6 +209,8 @@ pub const HOSTILE: &str =
 /// check 1 on every 7th output of inputs ≥ 2, check 2 on even outputs of
 /// input 4 and errors on output 3 of input 1; output 19 of input 3 is
 /// missing.
+// `is_multiple_of` is newer than the workspace's rust-version (1.85).
+#[allow(clippy::manual_is_multiple_of)]
 pub fn synthetic_cell(i: usize, j: usize, k: usize) -> probity_core::Cell {
     use probity_core::Cell;
     if i == 3 && j == 19 {
@@ -254,7 +256,11 @@ pub fn tensor_report(n: usize, m: usize) -> Report {
         kind: CheckKind::Validator,
     };
     let checks = vec![
-        info("contraction_validator", "Output contains too many contractions", 0.7),
+        info(
+            "contraction_validator",
+            "Output contains too many contractions",
+            0.7,
+        ),
         info(
             "polite<b>'\"",
             "System forgot its manners <script>alert(2)</script>",
@@ -269,7 +275,13 @@ pub fn tensor_report(n: usize, m: usize) -> Report {
         Aggregate::Min,
         &AnalysisOptions::default(),
     );
-    let labels = ["hello", HOSTILE, "\"><img src=x onerror=alert(1)>", "it's", "</textarea>"];
+    let labels = [
+        "hello",
+        HOSTILE,
+        "\"><img src=x onerror=alert(1)>",
+        "it's",
+        "</textarea>",
+    ];
     let input_labels = (0..n)
         .map(|i| {
             if i < 5 {
