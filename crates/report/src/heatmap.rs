@@ -128,11 +128,25 @@ fn shade(p: Option<f64>) -> char {
     }
 }
 
-fn paint(color: bool, rgb: (u8, u8, u8), s: &str) -> String {
+/// `s` in xterm-256 colour `code` when `color` (256 colours rather than
+/// 24-bit: they work in more terminals, and over more SSH and tmux setups).
+fn paint(color: bool, code: u8, s: &str) -> String {
     if color {
-        format!("\x1b[38;2;{};{};{}m{s}\x1b[0m", rgb.0, rgb.1, rgb.2)
+        format!("\x1b[38;5;{code}m{s}\x1b[0m")
     } else {
         s.to_string()
+    }
+}
+
+/// The xterm-256 colour of a shade level: dark red, orange-red, amber,
+/// light green, green (the HTML scale, quantised).
+fn shade_colour(p: f64) -> u8 {
+    match p {
+        p if p >= 1.0 => 34,
+        p if p >= 0.95 => 149,
+        p if p >= 0.8 => 214,
+        p if p >= 0.5 => 202,
+        _ => 124,
     }
 }
 
@@ -188,7 +202,7 @@ pub fn heatmap(report: &Report, color: bool) -> String {
             let p = rate_of(c, policy);
             let g = shade(p).to_string().repeat(2);
             let cell = match p {
-                Some(p) => paint(color, rate_rgb(p), &g),
+                Some(p) => paint(color, shade_colour(p), &g),
                 None => g,
             };
             line.push_str(&cell);
@@ -220,7 +234,7 @@ pub fn heatmap(report: &Report, color: bool) -> String {
         })
         .collect();
     out.push_str(&format!("checks  {}\n", names.join(" · ")));
-    let sw = |p: f64, s: &str| paint(color, rate_rgb(p), s);
+    let sw = |p: f64, s: &str| paint(color, shade_colour(p), s);
     out.push_str(&format!(
         "shades  {} 100%  {} ≥95%  {} ≥80%  {} ≥50%  {} <50%  (blank) nothing judged\n",
         sw(1.0, "██"),
@@ -248,16 +262,32 @@ pub fn heatmap(report: &Report, color: bool) -> String {
             continue;
         }
         for i in worst {
+            // Runs of equal cells share one colour sequence.
             let mut pattern = String::new();
+            let mut run: Option<(Cell, usize)> = None;
+            let flush = |pattern: &mut String, run: Option<(Cell, usize)>| {
+                if let Some((cell, len)) = run {
+                    let (ch, code) = match cell {
+                        Cell::Pass => ('.', 34),
+                        Cell::Fail => ('X', 196),
+                        Cell::Error => ('E', 165),
+                        Cell::Missing => (' ', 0),
+                    };
+                    let s = ch.to_string().repeat(len);
+                    pattern.push_str(&if code == 0 { s } else { paint(color, code, &s) });
+                }
+            };
             for j in 0..mcols {
-                let s = match t.get(i, j, kk) {
-                    Some(Cell::Pass) => paint(color, (22, 163, 74), "."),
-                    Some(Cell::Fail) => paint(color, (220, 38, 38), "X"),
-                    Some(Cell::Error) => paint(color, (192, 38, 211), "E"),
-                    _ => " ".to_string(),
-                };
-                pattern.push_str(&s);
+                let cell = t.get(i, j, kk).unwrap_or(Cell::Missing);
+                match &mut run {
+                    Some((c, len)) if *c == cell => *len += 1,
+                    _ => {
+                        flush(&mut pattern, run);
+                        run = Some((cell, 1));
+                    }
+                }
             }
+            flush(&mut pattern, run);
             if m > mcols {
                 pattern.push_str(&format!(" …+{}", m - mcols));
             }

@@ -157,8 +157,11 @@ pub struct Report {
     /// report and [`heatmap()`] draw their heatmaps from it; without it they
     /// say the heatmaps are unavailable. Other formats ignore it.
     pub tensor: Option<ReliabilityTensor>,
-    /// Every failing output (or the first [`html::FAILURES_SHOWN`] or
-    /// more), for the HTML report's browser; other formats ignore it.
+    /// Failing outputs for the HTML report's browser, in the order to
+    /// show them; the page shows the first [`html::FAILURES_SHOWN`], so a
+    /// caller may stop collecting there (the page counts the total on the
+    /// tensor). Start from [`FailingSample::from_tensor`]. Other formats
+    /// ignore it.
     pub failures: Vec<FailingSample>,
 }
 

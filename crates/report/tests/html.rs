@@ -236,6 +236,7 @@ fn failing_samples_from_tensor() {
 fn terminal_heatmap_plain_and_coloured() {
     let r = tensor_report(5, 20);
     let plain = heatmap(&r, false);
+    println!("{plain}");
     assert!(!plain.contains('\x1b'), "{plain}");
     // Hostile labels are shown, cut, without control characters.
     assert!(plain.contains("hello"));
@@ -253,7 +254,8 @@ fn terminal_heatmap_plain_and_coloured() {
     // The worst input by IRP comes first: input 4 (fails checks 0 and 2).
     assert!(grid[0].starts_with("</textarea>"), "{plain}");
     let coloured = heatmap(&r, true);
-    assert!(coloured.contains("\x1b[38;2;"));
+    println!("{coloured}");
+    assert!(coloured.contains("\x1b[38;5;"));
     let big = heatmap(&tensor_report(100, 3), false);
     assert!(big.starts_with("input × check success rate · worst 40 of 100 inputs first"));
     assert!(big.contains("… 60 more inputs not shown"));
