@@ -130,7 +130,11 @@ pub const SCRIPT: &str = r##"
   if (fv) fv.addEventListener("change", function () { if (has(rv, fv.value)) rv.value = fv.value; showRep(); apply(); toHash(); });
   if (fi) fi.addEventListener("change", function () { apply(); toHash(); });
   if (rv) rv.addEventListener("change", showRep);
-  window.addEventListener("hashchange", function () { fromHash(); showRep(); apply(); });
+  window.addEventListener("hashchange", function () {
+    // Section links (#checks) keep the filters; only #key=value sets them.
+    if (location.hash.indexOf("=") < 0) return;
+    fromHash(); showRep(); apply();
+  });
   d.querySelectorAll(".needs-js").forEach(function (el) { el.hidden = false; });
   fromHash();
   showRep();

@@ -107,6 +107,21 @@ fn heatmap_has_a_titled_cell_per_input_and_check() {
             );
         }
     }
+    // The verdict bars carry their figures.
+    for c in &r.summary.checks {
+        let label = format!(
+            "{:.1}% [{:.1}, {:.1}] at 95% confidence, n = {}; minimum {}%",
+            c.rate.estimate * 100.0,
+            c.rate.interval.lower * 100.0,
+            c.rate.interval.upper * 100.0,
+            c.rate.n,
+            c.verdict.threshold * 100.0
+        );
+        assert!(
+            h.contains(&format!("aria-label=\"{label}\"")),
+            "no bar {label}"
+        );
+    }
     // One input × repetition chart per check, and the phi matrix K×K.
     assert_eq!(h.matches("<figure class=\"rep\"").count(), 3);
     assert_eq!(h.matches("class=\"phi-cell\"").count(), 9);
