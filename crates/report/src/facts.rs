@@ -187,9 +187,10 @@ pub fn aggregate_line(r: &Report, name: &dyn Fn(&str) -> String) -> String {
         }
         if let Some(c) = a.per_validator.first().map(|p| p.confidence) {
             if r.summary.checks.len() > 1 {
+                // Bonferroni levels like 98.333…%: two decimals.
                 s.push_str(&format!(
-                    " (bounds at {} confidence each)",
-                    threshold_pct(c)
+                    " (bounds at {}% confidence each)",
+                    trim_number(c * 100.0, 2)
                 ));
             }
         }

@@ -8,14 +8,20 @@
 //! | [`Format::Json`] | [`json`] | tools: a stable, versioned schema (`probity.report.v1`, see `SCHEMA.md`) |
 //! | [`Format::Junit`] | [`junit`] | CI test reporters (GitLab, GitHub actions): one test case per check |
 //! | [`Format::Markdown`] | [`markdown`] | `$GITHUB_STEP_SUMMARY` and pull-request comments |
+//! | [`Format::Html`] | [`html`] | one self-contained page: verdicts, heatmaps of the tensor, profiles, retry plan, failing outputs |
+//!
+//! [`heatmap()`] draws the input × check grid in a terminal.
 //!
 //! The CLI fills a [`Report`] (run metadata, the core's [`Summary`], input
-//! labels, a few failing outputs) and calls [`render`].
+//! labels, a few failing outputs, and for the HTML report and the heatmap
+//! the tensor and every failing output) and calls [`render`].
 //!
 //! Model outputs, input ids and check names are treated as untrusted text:
 //! every format escapes them for its medium (terminal control sequences,
-//! XML, Markdown), see [`sanitize`].
+//! XML, Markdown, HTML), see [`sanitize`].
 
+pub mod heatmap;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
@@ -25,8 +31,10 @@ pub mod text;
 mod facts;
 mod numbers;
 
+pub use heatmap::heatmap;
+
 use probity_core::stats::Decision;
-use probity_core::Summary;
+use probity_core::{Cell, ReliabilityTensor, Summary};
 use std::fmt;
 use std::str::FromStr;
 
@@ -69,6 +77,69 @@ pub struct Example {
     pub reason: Option<String>,
 }
 
+/// One output that failed (or errored on) at least one check, for the
+/// HTML report's browser of failing outputs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FailingSample {
+    /// Index `i` of the input (into `input_labels`).
+    pub input: usize,
+    /// Index `j` of the repetition.
+    pub repetition: usize,
+    /// The model's output, verbatim (untrusted); `None` when the call
+    /// produced none (e.g. a provider error).
+    pub output: Option<String>,
+    /// Why there is no output, or the provider's error, when known.
+    pub error: Option<String>,
+    /// Checks `k` whose verdict on this output is a failure.
+    pub failed: Vec<usize>,
+    /// Checks `k` that could not judge this output (predicate, judge or
+    /// provider error).
+    pub errored: Vec<usize>,
+    /// Reasons given by checks, as `(k, reason)` (e.g. a judge's reasons or
+    /// an error message).
+    pub reasons: Vec<(usize, String)>,
+}
+
+impl FailingSample {
+    /// The outputs of `t` with at least one `Fail` or `Error` cell, in
+    /// input then repetition order, at most `limit` of them (0: no limit),
+    /// with `failed` and `errored` filled in; `output`, `error` and
+    /// `reasons` are left for the caller to fill from the run store.
+    pub fn from_tensor(t: &ReliabilityTensor, limit: usize) -> Vec<FailingSample> {
+        let (n, m, _) = t.shape();
+        let mut out = Vec::new();
+        let mut cells = Vec::new();
+        for i in 0..n {
+            for j in 0..m {
+                if limit > 0 && out.len() >= limit {
+                    return out;
+                }
+                t.output_cells(i, j, &mut cells);
+                let pick = |want: Cell| -> Vec<usize> {
+                    cells
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| **c == want)
+                        .map(|(k, _)| k)
+                        .collect()
+                };
+                let failed = pick(Cell::Fail);
+                let errored = pick(Cell::Error);
+                if !failed.is_empty() || !errored.is_empty() {
+                    out.push(FailingSample {
+                        input: i,
+                        repetition: j,
+                        failed,
+                        errored,
+                        ..FailingSample::default()
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
 /// Everything a report shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
@@ -82,6 +153,16 @@ pub struct Report {
     /// Target probability that a guarded call publishes an output, for the
     /// retry plan (e.g. 0.99).
     pub retry_target: f64,
+    /// The reliability tensor the summary was computed from. The HTML
+    /// report and [`heatmap()`] draw their heatmaps from it; without it they
+    /// say the heatmaps are unavailable. Other formats ignore it.
+    pub tensor: Option<ReliabilityTensor>,
+    /// Failing outputs for the HTML report's browser, in the order to
+    /// show them; the page shows the first [`html::FAILURES_SHOWN`], so a
+    /// caller may stop collecting there (the page counts the total on the
+    /// tensor). Start from [`FailingSample::from_tensor`]. Other formats
+    /// ignore it.
+    pub failures: Vec<FailingSample>,
 }
 
 impl Report {
@@ -174,21 +255,29 @@ pub enum Format {
     Json,
     Junit,
     Markdown,
+    Html,
 }
 
 impl Format {
     /// Every format, in the order of [`Format::NAMES`].
-    pub const ALL: [Format; 4] = [Format::Text, Format::Json, Format::Junit, Format::Markdown];
+    pub const ALL: [Format; 5] = [
+        Format::Text,
+        Format::Json,
+        Format::Junit,
+        Format::Markdown,
+        Format::Html,
+    ];
     /// The names accepted by [`FromStr`] (for a CLI's possible values).
-    pub const NAMES: [&'static str; 4] = ["text", "json", "junit", "markdown"];
+    pub const NAMES: [&'static str; 5] = ["text", "json", "junit", "markdown", "html"];
 
-    /// The canonical name: `text`, `json`, `junit` or `markdown`.
+    /// The canonical name: `text`, `json`, `junit`, `markdown` or `html`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",
             Format::Json => "json",
             Format::Junit => "junit",
             Format::Markdown => "markdown",
+            Format::Html => "html",
         }
     }
 }
@@ -219,25 +308,28 @@ impl std::error::Error for UnknownFormat {}
 impl FromStr for Format {
     type Err = UnknownFormat;
 
-    /// Case-insensitive; also accepts `txt`, `xml`, `md` and `gfm`.
+    /// Case-insensitive; also accepts `txt`, `xml`, `md`, `gfm` and `htm`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "text" | "txt" => Ok(Format::Text),
             "json" => Ok(Format::Json),
             "junit" | "xml" => Ok(Format::Junit),
             "markdown" | "md" | "gfm" => Ok(Format::Markdown),
+            "html" | "htm" => Ok(Format::Html),
             _ => Err(UnknownFormat(s.to_string())),
         }
     }
 }
 
 /// Render `report` in `format`. `color` adds ANSI colours to the text
-/// format and is ignored by the others.
+/// format and is ignored by the others (the HTML page is always in
+/// colour, and legible in print).
 pub fn render(report: &Report, format: Format, color: bool) -> String {
     match format {
         Format::Text => text::render(report, color),
         Format::Json => json::render(report),
         Format::Junit => junit::render(report),
         Format::Markdown => markdown::render(report),
+        Format::Html => html::render(report),
     }
 }

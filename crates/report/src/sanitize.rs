@@ -5,7 +5,8 @@
 //! recolour, move the cursor or retitle a terminal, other control
 //! characters, Unicode bidirectional overrides that reorder what is shown,
 //! characters that are not allowed in XML 1.0, or Markdown that breaks a
-//! table. Every function here first removes ANSI/VT escape sequences
+//! table, or HTML that runs script in the HTML report. Every function
+//! here first removes ANSI/VT escape sequences
 //! ([`strip_ansi`]) and then escapes or drops what is left for its medium.
 
 use std::borrow::Cow;
@@ -276,6 +277,43 @@ pub fn md_code_block(s: &str, info: &str) -> String {
     format!("{fence}{info}\n{body}{nl}{fence}\n")
 }
 
+/// Text for HTML, safe both as element content and inside a quoted
+/// attribute value (`"…"` or `'…'`), including inline SVG: escape
+/// sequences removed, `&`, `<`, `>`, `"` and `'` written as character
+/// references, control characters other than newline and tab dropped
+/// (carriage return too), bidirectional overrides shown as `\u{202e}` so
+/// they cannot reorder what is shown, and noncharacters dropped.
+///
+/// Hand-written rather than taken from a crate (`html-escape`,
+/// `v_htmlescape`): it is a dozen lines, and it must also apply the
+/// ANSI/control/bidi clean-up every other format applies, which those
+/// crates do not. Never use it for text inside `<script>` or `<style>`:
+/// the HTML report puts no run data there at all.
+pub fn html_escape(s: &str) -> String {
+    let clean = strip_ansi(s);
+    let mut out = String::with_capacity(clean.len() + 16);
+    for c in clean.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\n' | '\t' => out.push(c),
+            c if is_bidi_control(c) => push_escaped(&mut out, c),
+            c if c.is_control() || c == '\u{feff}' || !is_xml_char(c) => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// [`html_escape`] of `s` cut to at most `max_chars` characters (`…` at
+/// the end when cut; 0: no limit), for labels in tables and charts.
+pub fn html_short(s: &str, max_chars: usize) -> String {
+    html_escape(&truncate_chars(&strip_ansi(s), max_chars))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,6 +358,22 @@ mod tests {
         assert_eq!(xml_attr("\"x\" 'y'\n"), "&quot;x&quot; &apos;y&apos;&#10;");
         assert_eq!(xml_text("a\u{0}b\u{1}c\u{fffe}d\x1b[1me"), "abcde");
         assert_eq!(xml_text("ok\ttab\nline"), "ok\ttab\nline");
+    }
+
+    #[test]
+    fn html_escaping() {
+        assert_eq!(
+            html_escape("<script>alert(1)</script>"),
+            "&lt;script&gt;alert(1)&lt;/script&gt;"
+        );
+        assert_eq!(
+            html_escape("\"><img src=x onerror=alert(1)>"),
+            "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"
+        );
+        assert_eq!(html_escape("it's & co"), "it&#39;s &amp; co");
+        assert_eq!(html_escape("a\u{0}b\rc\x1b[31md\ne\tf"), "abcd\ne\tf");
+        assert_eq!(html_escape("x\u{202e}y"), "x\\u{202e}y");
+        assert_eq!(html_short("<abcdef>", 4), "&lt;ab…");
     }
 
     #[test]

@@ -153,6 +153,7 @@ fn format_names_parse() {
         assert_eq!(f.to_string(), *name);
     }
     assert_eq!("MD".parse::<Format>().unwrap(), Format::Markdown);
-    let e = "html".parse::<Format>().unwrap_err();
-    assert!(e.to_string().contains("text, json, junit, markdown"));
+    assert_eq!("html".parse::<Format>().unwrap(), Format::Html);
+    let e = "pdf".parse::<Format>().unwrap_err();
+    assert!(e.to_string().contains("text, json, junit, markdown, html"));
 }

@@ -183,6 +183,8 @@ pub fn report() -> Report {
             reason: Some("no \"You're welcome\"".to_string()),
         }],
         retry_target: 0.99,
+        tensor: None,
+        failures: Vec::new(),
     }
 }
 
@@ -196,4 +198,126 @@ pub fn passing_report() -> Report {
     c.verdict.samples_needed = None;
     r.examples.clear();
     r
+}
+
+/// Text that would run script or break out of markup if it reached HTML
+/// unescaped.
+pub const HOSTILE: &str =
+    "<script>alert(1)</script> \"><img src=x onerror=alert(1)> it's </textarea>";
+
+/// The cell of a synthetic tensor: check 0 fails on every (i+2)-th output,
+/// check 1 on every 7th output of inputs ≥ 2, check 2 on even outputs of
+/// input 4 and errors on output 3 of input 1; output 19 of input 3 is
+/// missing.
+// `is_multiple_of` is newer than the workspace's rust-version (1.85).
+#[allow(clippy::manual_is_multiple_of)]
+pub fn synthetic_cell(i: usize, j: usize, k: usize) -> probity_core::Cell {
+    use probity_core::Cell;
+    if i == 3 && j == 19 {
+        return Cell::Missing;
+    }
+    let fail = match k {
+        0 => j % (i + 2) == 0,
+        1 => i >= 2 && (i + j) % 7 == 0,
+        _ => {
+            if i == 1 && j == 3 {
+                return Cell::Error;
+            }
+            i == 4 && j % 2 == 0
+        }
+    };
+    if fail {
+        Cell::Fail
+    } else {
+        Cell::Pass
+    }
+}
+
+/// A report built by the core from a real tensor of `n` inputs × `m`
+/// outputs × 3 checks (see [`synthetic_cell`], repeated every 5 inputs),
+/// with hostile text in the run name, input ids, check names, messages,
+/// outputs and reasons, and every failing output listed.
+pub fn tensor_report(n: usize, m: usize) -> Report {
+    use probity_core::{ReliabilityTensor, Summary};
+    use probity_report::FailingSample;
+    let mut t = ReliabilityTensor::new(n, m, 3).unwrap();
+    for i in 0..n {
+        for j in 0..m {
+            for k in 0..3 {
+                t.set(i, j, k, synthetic_cell(i % 5, j, k)).unwrap();
+            }
+        }
+    }
+    let info = |name: &str, message: &str, min: f64| CheckInfo {
+        name: name.to_string(),
+        message: message.to_string(),
+        minimum_success_percentage: min,
+        weight: 1.0,
+        kind: CheckKind::Validator,
+    };
+    let checks = vec![
+        info(
+            "contraction_validator",
+            "Output contains too many contractions",
+            0.7,
+        ),
+        info(
+            "polite<b>'\"",
+            "System forgot its manners <script>alert(2)</script>",
+            0.9,
+        ),
+        info(HOSTILE, HOSTILE, 0.95),
+    ];
+    let summary = Summary::build(
+        &t,
+        &checks,
+        Strategy::All,
+        Aggregate::Min,
+        &AnalysisOptions::default(),
+    );
+    let labels = [
+        "hello",
+        HOSTILE,
+        "\"><img src=x onerror=alert(1)>",
+        "it's",
+        "</textarea>",
+    ];
+    let input_labels = (0..n)
+        .map(|i| {
+            if i < 5 {
+                labels[i].to_string()
+            } else {
+                format!("input-{i}")
+            }
+        })
+        .collect();
+    let mut failures = FailingSample::from_tensor(&t, 0);
+    for f in &mut failures {
+        f.output = Some(format!("output {}/{}: {HOSTILE}", f.input, f.repetition));
+        f.reasons = f
+            .failed
+            .iter()
+            .chain(&f.errored)
+            .map(|&k| (k, format!("reason {k}: {HOSTILE}")))
+            .collect();
+    }
+    Report {
+        run: RunInfo {
+            id: 7,
+            name: format!("run {HOSTILE}"),
+            created_at: "2024-08-30T12:00:00Z".to_string(),
+            config_hash: "1a2b3c4d".to_string(),
+            system: "sim/<i>polite</i>".to_string(),
+            duration_s: Some(3.2),
+            model_calls: (n * m) as u64,
+            cached: 0,
+            complete: true,
+        },
+        summary,
+        input_labels,
+        examples: Vec::new(),
+        retry_target: 0.99,
+        tensor: Some(t),
+        failures,
+    }
 }

@@ -1,0 +1,322 @@
+mod common;
+
+use common::{tensor_report, HOSTILE};
+use probity_core::stats::Counts;
+use probity_report::html::{FAILURES_SHOWN, HEATMAP_MAX_INPUTS, SCRIPT};
+use probity_report::sanitize::html_escape;
+use probity_report::{heatmap, render, FailingSample, Format};
+use sha2::{Digest, Sha256};
+
+fn page() -> String {
+    render(&tensor_report(5, 20), Format::Html, false)
+}
+
+#[test]
+fn html_format_parses_and_renders() {
+    assert_eq!("html".parse::<Format>().unwrap(), Format::Html);
+    assert_eq!("HTML".parse::<Format>().unwrap(), Format::Html);
+    assert_eq!("htm".parse::<Format>().unwrap(), Format::Html);
+    assert_eq!(Format::Html.name(), "html");
+    assert!(Format::NAMES.contains(&"html"));
+    let h = page();
+    assert!(h.starts_with("<!DOCTYPE html>"));
+    assert!(h.trim_end().ends_with("</html>"));
+}
+
+/// Hostile text in outputs, input ids, check names and messages, reasons
+/// and the run name never reaches the page as markup.
+#[test]
+fn untrusted_text_is_escaped() {
+    let h = page();
+    // The page's own script is the only one.
+    assert_eq!(h.matches("<script").count(), 1, "extra <script> in page");
+    assert_eq!(h.matches("</script>").count(), 1);
+    assert!(!h.contains("<img"), "injected <img> element");
+    assert!(!h.contains("</textarea"), "raw </textarea>");
+    assert!(!h.contains("<b>"), "raw <b> from a check name");
+    assert!(!h.contains("<i>"), "raw <i> from the system name");
+    assert!(!h.contains("it's"), "raw apostrophe from an input id");
+    assert!(!h.contains("onerror=alert(1)>"), "attribute break-out");
+    // … and it is shown, escaped.
+    let escaped = html_escape(HOSTILE);
+    assert!(escaped.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(h.contains(&escaped), "hostile output not shown escaped");
+    assert!(h.contains("it&#39;s"));
+    assert!(h.contains("&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"));
+    // Untrusted data never enters the script.
+    let script = between(&h, "<script>", "</script>");
+    assert_eq!(script, SCRIPT);
+}
+
+/// Every `onX=` attribute in the page would be an injected handler: the
+/// page itself uses none (the CSP would block them anyway).
+#[test]
+fn no_inline_event_handlers() {
+    let h = page();
+    let lower = h.to_ascii_lowercase();
+    for tag in lower.split('<').skip(1) {
+        let tag = tag.split('>').next().unwrap_or("");
+        for attr in tag.split_whitespace().skip(1) {
+            assert!(
+                !(attr.starts_with("on") && attr.contains('=')),
+                "event handler attribute in <{tag}>"
+            );
+        }
+    }
+}
+
+#[test]
+fn self_contained_and_csp_matches_the_script() {
+    let h = page();
+    assert!(!h.contains("http://"), "http:// reference");
+    assert!(!h.contains("https://"), "https:// reference");
+    assert!(!h.contains("<link"), "linked resource");
+    assert!(!h.contains("@import"));
+    assert!(!h.contains("url("));
+    let digest = Sha256::digest(between(&h, "<script>", "</script>").as_bytes());
+    let want = format!("&#39;sha256-{}&#39;", b64(&digest));
+    assert!(h.contains(&want), "CSP does not allow the page's script");
+    assert!(h.contains("default-src &#39;none&#39;"));
+}
+
+/// One cell per input × check, each titled with its exact figures.
+#[test]
+fn heatmap_has_a_titled_cell_per_input_and_check() {
+    let r = tensor_report(5, 20);
+    let h = render(&r, Format::Html, false);
+    assert_eq!(h.matches("class=\"hm-cell\"").count(), 5 * 3);
+    let t = r.tensor.as_ref().unwrap();
+    for k in 0..3 {
+        let per_input = t.input_counts_for(k);
+        for (i, c) in per_input.iter().enumerate() {
+            let (x, n) = (c.pass, c.pass + c.fail + c.error);
+            let title = format!(
+                "{} × {}: {} ({x} of {n} passed; {} failed, {} errors, {} missing)",
+                r.input_label(i),
+                r.check_name(k),
+                pct(x, n),
+                c.fail,
+                c.error,
+                c.missing
+            );
+            let cell = format!("data-input=\"{i}\" data-validator=\"{k}\"",);
+            assert!(h.contains(&cell), "no cell for ({i}, {k})");
+            assert!(
+                h.contains(&format!("<title>{}</title>", html_escape(&title))),
+                "missing title {title}"
+            );
+        }
+    }
+    // The verdict bars carry their figures.
+    for c in &r.summary.checks {
+        let label = format!(
+            "{:.1}% [{:.1}, {:.1}] at 95% confidence, n = {}; minimum {}%",
+            c.rate.estimate * 100.0,
+            c.rate.interval.lower * 100.0,
+            c.rate.interval.upper * 100.0,
+            c.rate.n,
+            c.verdict.threshold * 100.0
+        );
+        assert!(
+            h.contains(&format!("aria-label=\"{label}\"")),
+            "no bar {label}"
+        );
+    }
+    // One input × repetition chart per check, and the phi matrix K×K.
+    assert_eq!(h.matches("<figure class=\"rep\"").count(), 3);
+    assert_eq!(h.matches("class=\"phi-cell\"").count(), 9);
+}
+
+fn pct(x: u64, n: u64) -> String {
+    let p = x as f64 / n as f64;
+    let one = format!("{:.1}%", p * 100.0);
+    assert!(one != "100.0%" || x == n);
+    one
+}
+
+#[test]
+fn profiles_retry_and_failures_are_shown() {
+    let r = tensor_report(5, 20);
+    let h = render(&r, Format::Html, false);
+    for needle in [
+        "Inputs (IRP)",
+        "Repetitions (ORP)",
+        "Checks (VRP)",
+        "Retry plan",
+        "P(pass all) under independence",
+        "measured joint pass rate",
+        "attempts for 99%",
+        "Per input",
+        "Check × check correlation (phi)",
+    ] {
+        assert!(h.contains(needle), "missing {needle}");
+    }
+    // Every failing output is listed, with its checks and reasons.
+    assert_eq!(
+        h.matches("<article class=\"failure").count(),
+        r.failures.len()
+    );
+    assert!(h.contains(&format!(
+        "All {} outputs that failed at least one check.",
+        r.failures.len()
+    )));
+    let f = &r.failures[0];
+    assert!(h.contains(&format!(
+        "data-input=\"{}\" data-validators=\"{}\"",
+        f.input,
+        f.failed
+            .iter()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    )));
+    assert!(h.contains(&html_escape(&format!("reason 0: {HOSTILE}"))));
+    // Filter rows carry data attributes and the filters are hidden
+    // without JavaScript.
+    assert!(h.contains("<div class=\"filters needs-js\" id=\"filters\" hidden>"));
+    assert!(h.contains("class=\"filterable\" data-validator=\"0\""));
+    assert!(h.contains("class=\"filterable\" data-input=\"0\""));
+}
+
+#[test]
+fn big_runs_are_capped_and_say_so() {
+    let mut r = tensor_report(250, 4);
+    let h = render(&r, Format::Html, false);
+    assert_eq!(
+        h.matches("class=\"hm-cell\"").count(),
+        HEATMAP_MAX_INPUTS * 3
+    );
+    assert!(h.contains("Showing the 200 worst of 250 inputs by IRP."));
+    // More failures than the browser shows.
+    let extra = r.failures[0].clone();
+    while r.failures.len() < FAILURES_SHOWN + 50 {
+        r.failures.push(extra.clone());
+    }
+    let h = render(&r, Format::Html, false);
+    assert_eq!(
+        h.matches("<article class=\"failure").count(),
+        FAILURES_SHOWN
+    );
+    assert!(h.contains(&format!(
+        "Showing the first {FAILURES_SHOWN} of {} outputs",
+        FAILURES_SHOWN + 50
+    )));
+}
+
+#[test]
+fn without_a_tensor_the_page_says_so() {
+    let r = common::report();
+    let h = render(&r, Format::Html, false);
+    assert!(h.contains("Heatmaps are not available"));
+    assert!(!h.contains("class=\"hm-cell\""));
+    assert!(h.contains("politeness_validator"));
+    assert!(h.contains("Check × check correlation (phi)"));
+    assert!(heatmap(&r, false).starts_with("no heatmap"));
+}
+
+#[test]
+fn failing_samples_from_tensor() {
+    let r = tensor_report(5, 20);
+    let t = r.tensor.as_ref().unwrap();
+    let all = FailingSample::from_tensor(t, 0);
+    assert_eq!(all.len(), r.failures.len());
+    assert_eq!(FailingSample::from_tensor(t, 3).len(), 3);
+    let e = all
+        .iter()
+        .find(|f| f.input == 1 && f.repetition == 3)
+        .unwrap();
+    assert_eq!(e.errored, vec![2]);
+    // Input 0, output 0 fails check 0 only (0 % 2 == 0).
+    assert_eq!(all[0].input, 0);
+    assert_eq!(all[0].repetition, 0);
+    assert_eq!(all[0].failed, vec![0]);
+    // Counts match the tensor: every output with a fail or error is there.
+    let mut n = 0;
+    for i in 0..5 {
+        for j in 0..20 {
+            if (0..3).any(|k| {
+                matches!(
+                    common::synthetic_cell(i, j, k),
+                    probity_core::Cell::Fail | probity_core::Cell::Error
+                )
+            }) {
+                n += 1;
+            }
+        }
+    }
+    assert_eq!(all.len(), n);
+}
+
+#[test]
+fn terminal_heatmap_plain_and_coloured() {
+    let r = tensor_report(5, 20);
+    let plain = heatmap(&r, false);
+    println!("{plain}");
+    assert!(!plain.contains('\x1b'), "{plain}");
+    // Hostile labels are shown, cut, without control characters.
+    assert!(plain.contains("hello"));
+    assert!(plain.contains("1 contraction_validator"));
+    assert!(plain.contains("shades"));
+    // Input 4 fails check 3 on even outputs: .X pattern reversed.
+    assert!(plain.contains("X.X.X.X.X.X.X.X.X.X.   10 of 20"), "{plain}");
+    // Rows: header + 5 inputs before the legend.
+    let grid: Vec<&str> = plain
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.starts_with("checks"))
+        .collect();
+    assert_eq!(grid.len(), 5, "{plain}");
+    // The worst input by IRP comes first: input 4 (fails checks 0 and 2).
+    assert!(grid[0].starts_with("</textarea>"), "{plain}");
+    let coloured = heatmap(&r, true);
+    println!("{coloured}");
+    assert!(coloured.contains("\x1b[38;5;"));
+    let big = heatmap(&tensor_report(100, 3), false);
+    assert!(big.starts_with("input × check success rate · worst 40 of 100 inputs first"));
+    assert!(big.contains("… 60 more inputs not shown"));
+}
+
+#[test]
+fn terminal_heatmap_strips_escape_sequences_from_labels() {
+    let mut r = tensor_report(5, 4);
+    r.input_labels[0] = "\x1b]0;pwned\x07evil\x1b[2J".to_string();
+    let plain = heatmap(&r, false);
+    assert!(!plain.contains('\x1b'));
+    assert!(plain.contains("evil"));
+    let coloured = heatmap(&r, true);
+    assert!(!coloured.contains("\x1b]"));
+    assert!(!coloured.contains("\x1b[2J"));
+}
+
+#[test]
+fn empty_counts_do_not_panic() {
+    let mut r = tensor_report(5, 4);
+    r.tensor = Some(probity_core::ReliabilityTensor::new(0, 0, 0).unwrap());
+    assert!(render(&r, Format::Html, false).contains("The tensor is empty"));
+    assert!(heatmap(&r, false).starts_with("no heatmap"));
+    let _ = Counts::default();
+}
+
+fn between<'a>(s: &'a str, a: &str, b: &str) -> &'a str {
+    let start = s.find(a).expect("start") + a.len();
+    let end = start + s[start..].find(b).expect("end");
+    &s[start..end]
+}
+
+fn b64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let v = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
+        for n in 0..4 {
+            if n <= c.len() {
+                out.push(A[(v >> (18 - 6 * n) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
