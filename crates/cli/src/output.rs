@@ -3,9 +3,10 @@
 
 use crate::Failure;
 use clap::Args;
-use probity_core::Summary;
-use probity_engine::store::{RunRecord, Store};
-use probity_report::{render, Example, Format, Report, RunInfo};
+use probity_engine::store::{RunStatus, SampleRow, Store};
+use probity_engine::stored::{self, StoredRun};
+use probity_report::{html, render, Example, FailingSample, Format, Report, RunInfo};
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -37,7 +38,7 @@ fn parse_format(s: &str) -> Result<Format, String> {
 }
 
 impl OutputArgs {
-    fn color(&self) -> bool {
+    pub fn color(&self) -> bool {
         match self.color.as_str() {
             "always" => true,
             "never" => false,
@@ -82,59 +83,71 @@ fn append(path: &PathBuf, text: &str) -> Result<(), Failure> {
         .map_err(|e| Failure::incomplete(format!("cannot write {}: {e}", path.display())))
 }
 
-/// The report context of a stored run: its header, input ids and a failing
-/// output per failing check, read back from the store.
-pub fn report_for(
-    store: &Store,
-    record: &RunRecord,
-    summary: Summary,
-    retry_target: f64,
-) -> Result<Report, Failure> {
-    let fail = |e: probity_engine::store::StoreError| Failure::incomplete(e.to_string());
-    let inputs = store.inputs(record.id).map_err(fail)?;
-    let samples = store.samples(record.id).map_err(fail)?;
+/// The report context of a stored run: its header, input ids, the tensor,
+/// and the failing outputs (one quoted per failing check in text formats,
+/// up to [`html::FAILURES_SHOWN`] in the HTML browser).
+pub fn report_for(store: &Store, run: StoredRun) -> Result<Report, Failure> {
+    let inputs = store
+        .inputs(run.record.id)
+        .map_err(|e| Failure::incomplete(e.to_string()))?;
+    let by_cell: HashMap<(usize, usize), &SampleRow> = run
+        .samples
+        .iter()
+        .map(|s| ((s.input_idx, s.repetition), s))
+        .collect();
     let mut examples = Vec::new();
-    for (k, check) in summary.checks.iter().enumerate() {
+    for (k, check) in run.summary.checks.iter().enumerate() {
         let Some((i, j)) = check.example_failure else {
             continue;
         };
-        if let Some(s) = samples
-            .iter()
-            .find(|s| s.input_idx == i && s.repetition == j)
-        {
-            examples.extend(
-                s.output
-                    .iter()
-                    .map(|o| Example {
-                        check: k,
-                        input: i,
-                        repetition: j,
-                        output: o.clone(),
-                        reason: s
-                            .reasons
-                            .iter()
-                            .find(|(kk, _)| *kk == k)
-                            .map(|(_, r)| r.clone()),
-                    })
-                    .take(EXAMPLES_PER_CHECK),
-            );
+        if let Some(s) = by_cell.get(&(i, j)) {
+            examples.extend(s.output.iter().take(EXAMPLES_PER_CHECK).map(|o| {
+                Example {
+                    check: k,
+                    input: i,
+                    repetition: j,
+                    output: o.clone(),
+                    reason: s
+                        .reasons
+                        .iter()
+                        .find(|(kk, _)| *kk == k)
+                        .map(|(_, r)| r.clone()),
+                }
+            }));
         }
     }
+    let mut failures = FailingSample::from_tensor(&run.tensor, html::FAILURES_SHOWN);
+    for f in &mut failures {
+        if let Some(s) = by_cell.get(&(f.input, f.repetition)) {
+            f.output = s.output.clone();
+            f.error = s.error.clone();
+            f.reasons = s.reasons.clone();
+        }
+    }
+    let record = run.record;
     Ok(Report {
         run: RunInfo {
             id: record.id,
-            name: record.name.clone(),
-            created_at: record.created_at.clone(),
-            config_hash: record.config_hash.clone(),
-            system: record.system.clone(),
+            name: record.name,
+            created_at: record.created_at,
+            config_hash: record.config_hash,
+            system: record.system,
             duration_s: record.duration_s,
             model_calls: record.model_calls,
             cached: record.cached,
-            complete: record.status == probity_engine::store::RunStatus::Complete,
+            complete: record.status == RunStatus::Complete,
         },
-        summary,
+        summary: run.summary,
         input_labels: inputs.into_iter().map(|i| i.id).collect(),
         examples,
-        retry_target,
+        retry_target: run.settings.retry_target,
+        tensor: Some(run.tensor),
+        failures,
     })
+}
+
+/// Load run `id` from the store and build its report.
+pub fn load_report(store: &Store, id: i64) -> Result<Report, Failure> {
+    let run = stored::load(store, id).map_err(|e| Failure::usage(e.to_string()))?;
+    report_for(store, run)
 }

@@ -1,6 +1,6 @@
 //! `probity report` and `probity runs`: stored runs read back.
 
-use crate::output::{report_for, OutputArgs};
+use crate::output::{load_report, OutputArgs};
 use crate::store_arg::StoreArg;
 use crate::{verdict_code, Failure};
 use clap::Args;
@@ -10,6 +10,9 @@ use probity_engine::stored;
 pub struct ReportArgs {
     /// The run: its id, or a name (its latest run).
     run: String,
+    /// Print a terminal heatmap of the tensor (input × check) instead.
+    #[arg(long)]
+    heatmap: bool,
     #[command(flatten)]
     store: StoreArg,
     #[command(flatten)]
@@ -20,10 +23,13 @@ pub struct ReportArgs {
 pub fn report(args: &ReportArgs) -> Result<u8, Failure> {
     let store = args.store.open()?;
     let id = args.store.resolve(&store, &args.run)?;
-    let run = stored::load(&store, id).map_err(|e| Failure::usage(e.to_string()))?;
-    let passed = run.summary.passed();
-    let report = report_for(&store, &run.record, run.summary, run.settings.retry_target)?;
+    let report = load_report(&store, id)?;
+    if args.heatmap {
+        print!("{}", probity_report::heatmap(&report, args.out.color()));
+        return Ok(verdict_code(report.passed()));
+    }
     args.out.emit(&report)?;
+    let passed = report.passed();
     Ok(verdict_code(passed))
 }
 

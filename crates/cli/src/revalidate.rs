@@ -1,6 +1,6 @@
 //! `probity revalidate`: re-check stored outputs with changed validators.
 
-use crate::output::{report_for, OutputArgs};
+use crate::output::{load_report, OutputArgs};
 use crate::store_arg::StoreArg;
 use crate::{verdict_code, Failure};
 use clap::Args;
@@ -28,9 +28,8 @@ pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
     let new_id =
         stored::revalidate(&mut store, id, &config).map_err(|e| Failure::usage(e.to_string()))?;
     eprintln!("revalidated run {id} as run {new_id} (no model calls)");
-    let run = stored::load(&store, new_id).map_err(|e| Failure::incomplete(e.to_string()))?;
-    let passed = run.summary.passed();
-    let report = report_for(&store, &run.record, run.summary, run.settings.retry_target)?;
+    let report = load_report(&store, new_id)?;
+    let passed = report.passed();
     args.out.emit(&report)?;
     Ok(verdict_code(passed))
 }

@@ -1,6 +1,6 @@
 //! `probity run`: the main job.
 
-use crate::output::{report_for, OutputArgs};
+use crate::output::{load_report, OutputArgs};
 use crate::store_arg::StoreArg;
 use crate::{verdict_code, Failure};
 use clap::Args;
@@ -82,16 +82,8 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     })?;
     display.finish();
 
-    let record = store
-        .run(outcome.run_id)
-        .map_err(|e| Failure::incomplete(e.to_string()))?;
-    let passed = outcome.summary.passed();
-    let report = report_for(
-        &store,
-        &record,
-        outcome.summary,
-        config.file.experiment.retry_target,
-    )?;
+    let report = load_report(&store, outcome.run_id)?;
+    let passed = report.passed();
     args.out.emit(&report)?;
     if outcome.status != RunStatus::Complete {
         return Err(Failure::incomplete(format!(
