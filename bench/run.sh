@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# End-to-end throughput of `probity run` against `probity sim serve` over
+# HTTP (the OpenAI-compatible provider), every sample stored durably.
+#
+#   bench/run.sh            # both scenarios
+#
+# Scenario 1: 0 ms model latency, 2,000 samples × 3 validators, concurrency
+#   32: samples/s (wall) and CPU per sample for the client and the server.
+# Scenario 2: 200 ms model latency, same shape: wall time against the ideal
+#   N·latency/concurrency.
+# Figures are measured side by side in one invocation; the machine's other
+# load shows up in them, so compare ratios, not absolute numbers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v /usr/bin/time >/dev/null || { echo "bench/run.sh needs GNU time (apt-get install time)" >&2; exit 2; }
+cargo build --release -q -p probity-cli
+BIN="$PWD/target/release/probity"
+WORK="$(mktemp -d)"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+INPUTS=100
+OUTPUTS=20
+CONCURRENCY=32
+SAMPLES=$((INPUTS * OUTPUTS))
+
+for i in $(seq 1 $INPUTS); do
+  if (( i % 2 )); then t="Thank you for answer number $i."; else t="Please tell me about topic $i in JSON."; fi
+  printf '{"id":"q%03d","text":"%s"}\n' "$i" "$t"
+done >"$WORK/inputs.jsonl"
+
+config() { # $1 = server address
+  cat <<TOML
+name = "bench"
+[system]
+provider = "openai"
+model = "sim"
+base_url = "http://$1/v1"
+seed = 1
+timeout_secs = 30
+[experiment]
+inputs = "inputs.jsonl"
+outputs_per_input = $OUTPUTS
+concurrency = $CONCURRENCY
+timeout_s = 30
+[[validator]]
+name = "contractions"
+check = '''count(output, "'") <= 3'''
+minimum_success_percentage = 0.9
+[[validator]]
+name = "politeness"
+check = '''if input.text.contains("Thank you") { output.contains("You're welcome") } else { true }'''
+minimum_success_percentage = 0.8
+[[validator]]
+name = "short"
+kind = "words"
+max = 200
+minimum_success_percentage = 0.9
+TOML
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+scenario() { # $1 = latency ms
+  local latency=$1 dir="$WORK/lat$1"
+  mkdir -p "$dir"; cp "$WORK/inputs.jsonl" "$dir/"
+  "$BIN" sim serve --listen 127.0.0.1:0 --latency-ms "$latency" >"$dir/server.out" &
+  local spid=$!
+  for _ in $(seq 100); do grep -q listening "$dir/server.out" 2>/dev/null && break; sleep 0.05; done
+  local addr; addr=$(sed -n 's#listening on http://\(.*\)/v1#\1#p' "$dir/server.out")
+  config "$addr" >"$dir/probity.toml"
+  local s0; s0=$(cpu_ticks $spid)
+  local t0; t0=$(date +%s.%N)
+  ( cd "$dir" && /usr/bin/time -f "%U %S" -o "$dir/time" "$BIN" run --quiet --store "$dir/runs.db" --format json >"$dir/report.json" ) || true
+  local t1; t1=$(date +%s.%N)
+  local s1; s1=$(cpu_ticks $spid)
+  kill $spid; wait $spid 2>/dev/null || true
+  local hz; hz=$(getconf CLK_TCK)
+  python3 - "$latency" "$t0" "$t1" "$s0" "$s1" "$hz" "$dir" <<'PY'
+import json, sys
+lat, t0, t1, s0, s1, hz, d = int(sys.argv[1]), *map(float, sys.argv[2:7]), sys.argv[7]
+user, sys_ = map(float, open(f"{d}/time").read().split()[-2:])
+rep = json.load(open(f"{d}/report.json"))
+n = rep["shape"]["inputs"] * rep["shape"]["outputs_per_input"]
+calls, wall = rep["run"]["model_calls"], t1 - t0
+stored = sum(c["rate"]["pass"] + c["rate"]["fail"] + c["rate"]["error"] for c in rep["checks"][:1])
+print(f"latency {lat} ms: {n} samples × {rep['shape']['checks']} validators, {calls} calls, {stored} stored, wall {wall:.3f} s")
+if lat == 0:
+    print(f"  throughput        {n / wall:,.0f} samples/s (whole command: start, load, run, store, report)")
+    print(f"  client CPU        {(user + sys_) / n * 1e6:.1f} µs/sample")
+    print(f"  server CPU        {(s1 - s0) / hz / n * 1e6:.1f} µs/sample")
+else:
+    ideal = n * lat / 1000 / 32
+    print(f"  ideal N·latency/concurrency = {ideal:.2f} s; measured/ideal = {wall / ideal:.3f}")
+PY
+}
+
+scenario 0
+scenario 200
