@@ -236,3 +236,25 @@ async fn cancel_then_resume_loses_nothing_and_repeats_nothing() {
     assert_eq!(server.stats().requests - requests_before, 200 - stored);
     assert_eq!(store.samples(out.run_id).unwrap().len(), 200);
 }
+
+/// The whole-run deadline stops the run, keeps what was stored and marks it
+/// interrupted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deadline_ends_a_slow_run_with_what_it_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
+    let cfg = config(
+        dir.path(),
+        "provider = \"sim\"\nlatency_ms = 50",
+        "outputs_per_input = 10\nconcurrency = 2\ndeadline_s = 0.4",
+        10,
+    );
+    let started = std::time::Instant::now();
+    let out = go(&cfg, cfg.file.system.build().unwrap(), &mut store, false).await;
+    assert_eq!(out.status, RunStatus::Interrupted);
+    let stored = store.samples(out.run_id).unwrap().len();
+    // 2 at a time, 50 ms each: about 16 in 0.4 s, far from all 100.
+    assert!((4..60).contains(&stored), "stored {stored}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    assert_eq!(out.summary.counts.missing, (100 - stored) as u64);
+}
