@@ -3,6 +3,7 @@
 //! Exit codes: 0 every verdict passes, 1 a verdict fails, 2 bad usage or
 //! configuration, 3 the run could not complete.
 
+mod compare;
 mod init;
 mod output;
 mod plan;
@@ -11,6 +12,7 @@ mod revalidate;
 mod run;
 mod sim;
 mod store_arg;
+mod trend;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -35,6 +37,8 @@ enum Command {
     Revalidate(revalidate::RevalidateArgs),
     /// List stored runs.
     Runs(report_cmd::RunsArgs),
+    /// Compare two runs: per check, the change from baseline (A) to candidate (B) with an interval; exit 1 on a significant regression.
+    Compare(compare::CompareArgs),
     /// Plan retries: attempts needed for an output to pass every check (paper §4.2).
     Plan(plan::PlanArgs),
     /// The built-in simulated model.
@@ -91,6 +95,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd::report(&args),
         Command::Revalidate(args) => revalidate::run(&args),
         Command::Runs(args) => report_cmd::runs(&args),
+        Command::Compare(args) => compare::run(&args),
         Command::Plan(args) => plan::run(&args),
         Command::Sim(cmd) => runtime().and_then(|rt| rt.block_on(sim::run(cmd))),
     };

@@ -65,15 +65,43 @@ impl OutputArgs {
         }
         Ok(())
     }
+
+    /// Write the report with its comparison against a baseline in every
+    /// requested form (JUnit gets `regression: CHECK` test cases).
+    pub fn emit_with_baseline(
+        &self,
+        report: &Report,
+        cmp: &probity_report::compare::ComparisonReport,
+    ) -> Result<(), Failure> {
+        use probity_report::compare::render_with_baseline;
+        let main = render_with_baseline(report, cmp, self.format, self.color());
+        match &self.output {
+            Some(path) => write(path, &main)?,
+            None => print!("{main}"),
+        }
+        if let Some(path) = &self.junit {
+            write(
+                path,
+                &render_with_baseline(report, cmp, Format::Junit, false),
+            )?;
+        }
+        if let Some(path) = &self.markdown {
+            append(
+                path,
+                &render_with_baseline(report, cmp, Format::Markdown, false),
+            )?;
+        }
+        Ok(())
+    }
 }
 
-fn write(path: &PathBuf, text: &str) -> Result<(), Failure> {
+pub(crate) fn write(path: &PathBuf, text: &str) -> Result<(), Failure> {
     std::fs::write(path, text)
         .map_err(|e| Failure::incomplete(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Step summaries are appended to, as GitHub expects.
-fn append(path: &PathBuf, text: &str) -> Result<(), Failure> {
+pub(crate) fn append(path: &PathBuf, text: &str) -> Result<(), Failure> {
     use std::io::Write;
     std::fs::OpenOptions::new()
         .create(true)

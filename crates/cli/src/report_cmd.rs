@@ -5,11 +5,20 @@ use crate::store_arg::StoreArg;
 use crate::{verdict_code, Failure};
 use clap::Args;
 use probity_engine::stored;
+use probity_report::compare::system_label;
 
 #[derive(Args)]
 pub struct ReportArgs {
     /// The run: its id, or a name (its latest run).
-    run: String,
+    #[arg(required_unless_present = "trend")]
+    run: Option<String>,
+    /// Instead of one run: each check's success rate over every complete
+    /// run of this name, oldest first (a table; a chart with --format html).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["run", "heatmap"])]
+    trend: Option<String>,
+    /// With --trend: only this check.
+    #[arg(long, value_name = "CHECK", requires = "trend")]
+    check: Option<String>,
     /// Print a terminal heatmap of the tensor (input × check) instead.
     #[arg(long)]
     heatmap: bool,
@@ -22,7 +31,11 @@ pub struct ReportArgs {
 /// Print a stored run's report; the exit code is its verdict.
 pub fn report(args: &ReportArgs) -> Result<u8, Failure> {
     let store = args.store.open()?;
-    let id = args.store.resolve(&store, &args.run)?;
+    if let Some(name) = &args.trend {
+        return crate::trend::trend(&store, name, args.check.as_deref(), &args.out);
+    }
+    let run = args.run.as_deref().unwrap_or_default();
+    let id = args.store.resolve(&store, run)?;
     let report = load_report(&store, id)?;
     if args.heatmap {
         print!("{}", probity_report::heatmap(&report, args.out.color()));
@@ -58,8 +71,8 @@ pub fn runs(args: &RunsArgs) -> Result<u8, Failure> {
         return Ok(0);
     }
     println!(
-        "{:>5}  {:<20}  {:<20}  {:<10}  {:<12}  {:>12}  {:<8}  verdicts",
-        "run", "name", "created", "status", "config", "N×M×K", "calls"
+        "{:>5}  {:<20}  {:<20}  {:<10}  {:<12}  {:<24}  {:>12}  {:<8}  verdicts",
+        "run", "name", "created", "status", "config", "model", "N×M×K", "calls"
     );
     for r in &runs {
         let verdicts = stored::load(&store, r.id)
@@ -74,18 +87,25 @@ pub fn runs(args: &RunsArgs) -> Result<u8, Failure> {
             })
             .unwrap_or_else(|e| format!("unreadable: {e}"));
         println!(
-            "{:>5}  {:<20}  {:<20}  {:<10}  {:<12}  {:>12}  {:<8}  {}",
+            "{:>5}  {:<20}  {:<20}  {:<10}  {:<12}  {:<24}  {:>12}  {:<8}  {}",
             r.id,
-            truncate(&r.name, 20),
-            r.created_at,
+            truncate(&clean(&r.name), 20),
+            clean(&r.created_at),
             format!("{:?}", r.status).to_lowercase(),
-            &r.config_hash[..r.config_hash.len().min(12)],
+            clean(r.config_hash.get(..12).unwrap_or(&r.config_hash)),
+            truncate(&clean(&system_label(&r.system)), 24),
             format!("{}×{}×{}", r.inputs, r.outputs_per_input, r.checks.len()),
             r.model_calls,
             verdicts
         );
     }
     Ok(0)
+}
+
+/// Untrusted text (names come from configuration files) made safe for a
+/// terminal line.
+fn clean(s: &str) -> String {
+    probity_report::sanitize::terminal_line(s, 0)
 }
 
 fn truncate(s: &str, n: usize) -> String {

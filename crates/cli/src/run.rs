@@ -26,6 +26,12 @@ pub struct RunArgs {
     /// Override [experiment] concurrency.
     #[arg(long, value_name = "N")]
     concurrency: Option<usize>,
+    /// Compare with this baseline run (an id, or a name: the latest complete
+    /// run of that name other than this one); exit 1 on a significant
+    /// regression of any check. Without a stored baseline of that name the
+    /// comparison is skipped with a notice.
+    #[arg(long, value_name = "RUN")]
+    baseline: Option<String>,
     /// No progress display.
     #[arg(short, long)]
     quiet: bool,
@@ -84,7 +90,15 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
 
     let report = load_report(&store, outcome.run_id)?;
     let passed = report.passed();
-    args.out.emit(&report)?;
+    let comparison = match &args.baseline {
+        Some(spec) => crate::compare::against_baseline(&store, spec, outcome.run_id)?,
+        None => None,
+    };
+    match &comparison {
+        Some(c) => args.out.emit_with_baseline(&report, c)?,
+        None => args.out.emit(&report)?,
+    }
+    let passed = passed && !comparison.as_ref().is_some_and(|c| c.regressed());
     if outcome.status != RunStatus::Complete {
         return Err(Failure::incomplete(format!(
             "run {} stopped before every sample was taken ({} of {}); `probity run --resume {}` continues it",

@@ -10,6 +10,7 @@
 //! the statistics testable against reference values.
 
 pub mod aggregate;
+pub mod compare;
 pub mod model;
 pub mod options;
 pub mod profile;
@@ -22,6 +23,7 @@ pub mod validator;
 pub mod verdict;
 
 pub use aggregate::{aggregate, Aggregate, AggregateResult};
+pub use compare::{compare_runs, Comparison, Direction};
 pub use model::{Input, Sample};
 pub use options::AnalysisOptions;
 pub use profile::{profile, strategy_rates, Profile, ProfileEntry, Strategy};

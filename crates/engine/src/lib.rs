@@ -3,6 +3,7 @@
 //! Everything that does I/O: providers, the simulator, the runner with its
 //! concurrency, rate limits, retries and timeouts, and the run store.
 
+pub mod compare;
 pub mod config;
 pub mod example;
 pub mod inputs;

@@ -54,10 +54,24 @@ pub fn outcome(r: &Report, k: usize) -> Outcome {
 
 /// Render the JUnit XML report.
 pub fn render(r: &Report) -> String {
+    render_with(r, None)
+}
+
+/// Render the JUnit XML report, with one more test case
+/// `regression: CHECK` per check compared with a baseline (failing with
+/// `type="regression"` when the check regressed significantly), when
+/// `baseline` is given.
+pub fn render_with(r: &Report, baseline: Option<&crate::compare::ComparisonReport>) -> String {
     let s = &r.summary;
+    let classname = format!("probity.{}", r.run.name);
+    let (extra, extra_failures) = baseline
+        .map(|c| crate::compare::junit_cases(c, &classname, "    "))
+        .unwrap_or_default();
+    let extra_tests = baseline.map_or(0, |c| c.comparison.checks.len());
     let k = s.checks.len();
     let outcomes: Vec<Outcome> = (0..k).map(|i| outcome(r, i)).collect();
-    let failures = outcomes.iter().filter(|o| **o == Outcome::Failure).count();
+    let failures = outcomes.iter().filter(|o| **o == Outcome::Failure).count() + extra_failures;
+    let k = k + extra_tests;
     let errors = outcomes.iter().filter(|o| **o == Outcome::Error).count();
     let time = format!(
         "{:.3}",
@@ -171,6 +185,7 @@ pub fn render(r: &Report) -> String {
         ));
         x.push_str("    </testcase>\n");
     }
+    x.push_str(&extra);
     x.push_str("  </testsuite>\n</testsuites>\n");
     x
 }

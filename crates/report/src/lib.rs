@@ -20,6 +20,7 @@
 //! every format escapes them for its medium (terminal control sequences,
 //! XML, Markdown, HTML), see [`sanitize`].
 
+pub mod compare;
 pub mod heatmap;
 pub mod html;
 pub mod json;
@@ -27,6 +28,7 @@ pub mod junit;
 pub mod markdown;
 pub mod sanitize;
 pub mod text;
+pub mod trend;
 
 mod facts;
 mod numbers;

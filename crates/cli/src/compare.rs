@@ -1,0 +1,124 @@
+//! `probity compare RUN_A RUN_B`: did the candidate (B) regress against
+//! the baseline (A)? Exit 1 on a significant regression of any check.
+
+use crate::output::OutputArgs;
+use crate::store_arg::StoreArg;
+use crate::Failure;
+use clap::Args;
+use probity_core::compare::CompareOptions;
+use probity_engine::compare::{compare_stored, RunComparison};
+use probity_engine::store::{RunRecord, RunStatus};
+use probity_report::compare::{render, ComparisonReport};
+use probity_report::{Format, RunInfo};
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// The baseline run (A): its id, or a name (its latest run).
+    baseline: String,
+    /// The candidate run (B): its id, or a name (its latest run).
+    candidate: String,
+    /// Confidence of the intervals (default: the candidate's setting).
+    #[arg(long, value_name = "C")]
+    confidence: Option<f64>,
+    /// Power of the smallest detectable change.
+    #[arg(long, default_value_t = 0.8)]
+    power: f64,
+    #[command(flatten)]
+    store: StoreArg,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+/// Build the report of a comparison.
+pub fn comparison_report(c: RunComparison) -> ComparisonReport {
+    ComparisonReport {
+        baseline: run_info(&c.baseline),
+        candidate: run_info(&c.candidate),
+        comparison: c.comparison,
+        changed_inputs: c.changed_inputs,
+    }
+}
+
+fn run_info(r: &RunRecord) -> RunInfo {
+    RunInfo {
+        id: r.id,
+        name: r.name.clone(),
+        created_at: r.created_at.clone(),
+        config_hash: r.config_hash.clone(),
+        system: r.system.clone(),
+        duration_s: r.duration_s,
+        model_calls: r.model_calls,
+        cached: r.cached,
+        complete: r.status == RunStatus::Complete,
+    }
+}
+
+pub fn run(args: &CompareArgs) -> Result<u8, Failure> {
+    if let Some(c) = args.confidence {
+        if !(c > 0.0 && c < 1.0) {
+            return Err(Failure::usage(
+                "--confidence must lie strictly between 0 and 1",
+            ));
+        }
+    }
+    if !(args.power > 0.5 && args.power < 1.0) {
+        return Err(Failure::usage(
+            "--power must lie strictly between 0.5 and 1",
+        ));
+    }
+    let store = args.store.open()?;
+    let a = args.store.resolve(&store, &args.baseline)?;
+    let b = args.store.resolve(&store, &args.candidate)?;
+    let candidate = store.run(b).map_err(|e| Failure::usage(e.to_string()))?;
+    store.run(a).map_err(|e| Failure::usage(e.to_string()))?;
+    let settings: probity_engine::stored::StoredSettings =
+        serde_json::from_value(candidate.settings.clone()).unwrap_or_default();
+    let mut opts = CompareOptions::from_analysis(&settings.analysis);
+    if let Some(c) = args.confidence {
+        opts.confidence = c;
+    }
+    opts.power = args.power;
+    let cmp =
+        compare_stored(&store, a, b, Some(opts)).map_err(|e| Failure::usage(e.to_string()))?;
+    let report = comparison_report(cmp);
+    emit(&args.out, &report)?;
+    Ok(u8::from(report.regressed()))
+}
+
+/// Write a comparison in every requested form.
+fn emit(out: &OutputArgs, r: &ComparisonReport) -> Result<(), Failure> {
+    let main = render(r, out.format, out.color());
+    match &out.output {
+        Some(path) => crate::output::write(path, &main)?,
+        None => print!("{main}"),
+    }
+    if let Some(path) = &out.junit {
+        crate::output::write(path, &render(r, Format::Junit, false))?;
+    }
+    if let Some(path) = &out.markdown {
+        crate::output::append(path, &render(r, Format::Markdown, false))?;
+    }
+    Ok(())
+}
+
+/// The comparison of run `current` with the baseline `spec` names, for
+/// `probity run --baseline`; `None` (with a notice on stderr) when a name
+/// has no earlier complete run.
+pub fn against_baseline(
+    store: &probity_engine::store::Store,
+    spec: &str,
+    current: i64,
+) -> Result<Option<ComparisonReport>, Failure> {
+    let baseline = probity_engine::compare::resolve_baseline(store, spec, current)
+        .map_err(|e| Failure::usage(format!("--baseline {spec}: {e}")))?;
+    let Some(a) = baseline else {
+        eprintln!(
+            "notice: no earlier complete run named {:?}: nothing to compare with (this run can be the baseline of the next)",
+            probity_report::sanitize::terminal_line(spec, 80)
+        );
+        return Ok(None);
+    };
+    let cmp =
+        compare_stored(store, a, current, None).map_err(|e| Failure::incomplete(e.to_string()))?;
+    Ok(Some(comparison_report(cmp)))
+}

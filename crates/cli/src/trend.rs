@@ -1,0 +1,104 @@
+//! `probity report --trend NAME`: each check's success rate over the
+//! complete runs of one name, oldest first.
+
+use crate::output::OutputArgs;
+use crate::Failure;
+use probity_engine::store::{RunStatus, Store};
+use probity_engine::stored;
+use probity_report::trend::{self, Trend, TrendRun};
+use probity_report::{Format, RunInfo};
+
+/// Most runs a trend shows (the latest ones).
+pub const MAX_RUNS: usize = 200;
+
+pub fn trend(
+    store: &Store,
+    name: &str,
+    check: Option<&str>,
+    out: &OutputArgs,
+) -> Result<u8, Failure> {
+    let mut records: Vec<_> = store
+        .runs(Some(name))
+        .map_err(|e| Failure::incomplete(e.to_string()))?
+        .into_iter()
+        .filter(|r| r.name == name && r.status == RunStatus::Complete)
+        .take(MAX_RUNS)
+        .collect();
+    if records.is_empty() {
+        return Err(Failure::usage(format!(
+            "no complete run named {:?} in {}",
+            probity_report::sanitize::terminal_line(name, 80),
+            store.path().display()
+        )));
+    }
+    records.reverse();
+    let mut t = Trend {
+        name: name.to_string(),
+        ..Trend::default()
+    };
+    let mut loaded = Vec::new();
+    for r in records {
+        let run = stored::load(store, r.id).map_err(|e| Failure::incomplete(e.to_string()))?;
+        for c in &run.summary.checks {
+            if check.is_none_or(|want| want == c.info.name) && !t.checks.contains(&c.info.name) {
+                t.checks.push(c.info.name.clone());
+            }
+        }
+        loaded.push(run);
+    }
+    if let Some(want) = check {
+        if t.checks.is_empty() {
+            return Err(Failure::usage(format!(
+                "no check named {:?} in the runs named {:?}",
+                probity_report::sanitize::terminal_line(want, 80),
+                probity_report::sanitize::terminal_line(name, 80)
+            )));
+        }
+    }
+    for run in loaded {
+        let rates = t
+            .checks
+            .iter()
+            .map(|name| {
+                run.summary
+                    .checks
+                    .iter()
+                    .find(|c| &c.info.name == name)
+                    .map(|c| (c.rate, c.info.minimum_success_percentage))
+            })
+            .collect();
+        let r = run.record;
+        t.runs.push(TrendRun {
+            run: RunInfo {
+                id: r.id,
+                name: r.name,
+                created_at: r.created_at,
+                config_hash: r.config_hash,
+                system: r.system,
+                duration_s: r.duration_s,
+                model_calls: r.model_calls,
+                cached: r.cached,
+                complete: true,
+            },
+            rates,
+        });
+    }
+    let text = match out.format {
+        Format::Html => trend::html(&t),
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(&trend::json_value(&t)).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+        _ => trend::text(&t),
+    };
+    match &out.output {
+        Some(path) => crate::output::write(path, &text)?,
+        None => print!("{text}"),
+    }
+    if let Some(path) = &out.markdown {
+        let md = probity_report::sanitize::md_code_block(&trend::text(&t), "text");
+        crate::output::append(path, &format!("### probity trend\n\n{md}\n"))?;
+    }
+    Ok(0)
+}
