@@ -10,6 +10,7 @@
 //! the statistics testable against reference values.
 
 pub mod aggregate;
+pub mod guarded;
 pub mod model;
 pub mod options;
 pub mod profile;

@@ -5,11 +5,14 @@
 
 pub mod config;
 pub mod example;
+pub mod guard;
 pub mod inputs;
 pub mod limits;
 pub mod provider;
 pub mod runner;
+pub mod serve;
 pub mod sim;
 pub mod store;
 pub mod stored;
 pub mod template;
+pub mod verifier;
