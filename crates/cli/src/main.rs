@@ -3,12 +3,14 @@
 //! Exit codes: 0 every verdict passes, 1 a verdict fails, 2 bad usage or
 //! configuration, 3 the run could not complete.
 
+mod guarded;
 mod init;
 mod output;
 mod plan;
 mod report_cmd;
 mod revalidate;
 mod run;
+mod serve;
 mod sim;
 mod store_arg;
 
@@ -37,6 +39,8 @@ enum Command {
     Runs(report_cmd::RunsArgs),
     /// Plan retries: attempts needed for an output to pass every check (paper §4.2).
     Plan(plan::PlanArgs),
+    /// Guard live traffic: an OpenAI-compatible endpoint that retries until an output passes (paper §4).
+    Serve(serve::ServeArgs),
     /// The built-in simulated model.
     #[command(subcommand)]
     Sim(sim::SimCommand),
@@ -92,6 +96,7 @@ fn main() -> ExitCode {
         Command::Revalidate(args) => revalidate::run(&args),
         Command::Runs(args) => report_cmd::runs(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(args))),
         Command::Sim(cmd) => runtime().and_then(|rt| rt.block_on(sim::run(cmd))),
     };
     match result {

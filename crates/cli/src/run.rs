@@ -85,6 +85,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let report = load_report(&store, outcome.run_id)?;
     let passed = report.passed();
     args.out.emit(&report)?;
+    crate::guarded::after_report(&store, outcome.run_id, &args.out);
     if outcome.status != RunStatus::Complete {
         return Err(Failure::incomplete(format!(
             "run {} stopped before every sample was taken ({} of {}); `probity run --resume {}` continues it",
