@@ -4,12 +4,14 @@
 //! configuration, 3 the run could not complete.
 
 mod compare;
+mod guarded;
 mod init;
 mod output;
 mod plan;
 mod report_cmd;
 mod revalidate;
 mod run;
+mod serve;
 mod sim;
 mod store_arg;
 mod trend;
@@ -41,6 +43,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Plan retries: attempts needed for an output to pass every check (paper §4.2).
     Plan(plan::PlanArgs),
+    /// Guard live traffic: an OpenAI-compatible endpoint that retries until an output passes (paper §4).
+    Serve(serve::ServeArgs),
     /// The built-in simulated model.
     #[command(subcommand)]
     Sim(sim::SimCommand),
@@ -97,6 +101,7 @@ fn main() -> ExitCode {
         Command::Runs(args) => report_cmd::runs(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(args))),
         Command::Sim(cmd) => runtime().and_then(|rt| rt.block_on(sim::run(cmd))),
     };
     match result {

@@ -1,30 +1,171 @@
-//! `probity plan`: the retry plan of paper §4.2 from assumed pass rates.
+//! `probity plan`: the retry plan of paper §4.2 from assumed pass rates
+//! (`--rates`) or from a stored run (`probity plan RUN`: global and per
+//! input, §4.2.3).
 
+use crate::store_arg::StoreArg;
 use crate::Failure;
 use clap::Args;
 use probity_core::retry::{check_target, RetryPlan};
 
 #[derive(Args)]
 pub struct PlanArgs {
+    /// A stored run (id or name): plan from its measured tensor.
+    #[arg(conflicts_with = "rates")]
+    run: Option<String>,
     /// Per-validator pass rates p_k, comma-separated (e.g. 0.95,0.90,0.85).
     #[arg(
         long,
         value_delimiter = ',',
-        required = true,
+        required_unless_present = "run",
         allow_hyphen_values = true
     )]
     rates: Vec<f64>,
     /// Target probability that some attempt passes every check.
     #[arg(long, default_value_t = 0.99)]
     confidence: f64,
+    #[command(flatten)]
+    store: StoreArg,
 }
 
 pub fn run(args: &PlanArgs) -> Result<u8, Failure> {
+    if let Some(run) = &args.run {
+        let target = check_target(args.confidence)
+            .map_err(|e| Failure::usage(format!("--confidence: {e}")))?;
+        return from_run(args, run, target);
+    }
     let plan =
         RetryPlan::from_rates(&args.rates).map_err(|e| Failure::usage(format!("--rates: {e}")))?;
     let target =
         check_target(args.confidence).map_err(|e| Failure::usage(format!("--confidence: {e}")))?;
     print!("{}", render(&plan, target));
+    Ok(0)
+}
+
+/// The plan of a stored run: m globally (at the joint rate and at its lower
+/// bound) and per input, flagging inputs whose m differs; with the guarded
+/// measurement when the run had a retry policy.
+fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
+    use probity_core::guarded::columns_of;
+    use probity_engine::stored;
+    use std::fmt::Write;
+    let store = args.store.open()?;
+    let id = args.store.resolve(&store, run)?;
+    let loaded = stored::load(&store, id).map_err(|e| Failure::usage(e.to_string()))?;
+    let inputs = store
+        .inputs(id)
+        .map_err(|e| Failure::incomplete(e.to_string()))?;
+    let k = loaded.record.checks.len();
+    let columns: Vec<usize> = loaded
+        .record
+        .settings
+        .get("retry")
+        .and_then(|v| serde_json::from_value::<stored::StoredRetry>(v.clone()).ok())
+        .map(|r| r.columns)
+        .unwrap_or_else(|| (0..k).collect());
+    let tensor = columns_of(&loaded.tensor, &columns);
+    let plan = RetryPlan::from_tensor(&tensor, &loaded.settings.analysis);
+    let mut s = String::new();
+    let names: Vec<&str> = columns
+        .iter()
+        .filter_map(|&c| loaded.record.checks.get(c).map(|c| c.name.as_str()))
+        .collect();
+    let (n, m_reps, _) = loaded.tensor.shape();
+    let _ = writeln!(
+        s,
+        "Retry plan (paper §4.2) from run {id} ({}): {n} inputs × {m_reps} outputs",
+        probity_report::sanitize::terminal_line(&loaded.record.name, 60)
+    );
+    let _ = writeln!(s, "  deciding checks        {}", names.join(", "));
+    let rates: Vec<String> = plan.rates.iter().map(|r| format!("{r:.4}")).collect();
+    let _ = writeln!(s, "  pass rates p_k         {}", rates.join(" × "));
+    let ind = plan.independent();
+    let _ = writeln!(s, "  P_pass = Π p_k         {:.5}  (independence)", ind.p);
+    let pct = target * 100.0;
+    let show_m = |g: probity_core::Geometric| match g.attempts_for(target) {
+        Some(m) => format!("{m} attempt{}", if m == 1 { "" } else { "s" }),
+        None => "none suffices (P = 0)".into(),
+    };
+    let _ = writeln!(
+        s,
+        "  attempts for {pct}%      {} (independence)",
+        show_m(ind)
+    );
+    let Some(e) = &plan.empirical else {
+        print!("{s}");
+        return Ok(0);
+    };
+    let joint = plan.measured().unwrap_or(ind);
+    let _ = writeln!(
+        s,
+        "  joint pass rate        {:.5}  [{:.5}, {:.5}]  (measured; ratio to Π p_k {})",
+        e.overall.estimate,
+        e.overall.interval.lower,
+        e.overall.interval.upper,
+        plan.dependence_ratio()
+            .map(|r| format!("{r:.3}"))
+            .unwrap_or_else(|| "–".into())
+    );
+    if let Some(a) = joint.expected_attempts() {
+        let _ = writeln!(
+            s,
+            "  E[attempts] = 1/P      {a:.3}  (E[retries] {:.3})",
+            a - 1.0
+        );
+    }
+    let global = joint.attempts_for(target);
+    let _ = writeln!(
+        s,
+        "  attempts for {pct}%      {} (joint rate)",
+        show_m(joint)
+    );
+    if let Some(c) = plan.conservative() {
+        let _ = writeln!(
+            s,
+            "                         {} (lower {:.0}% bound of the joint rate: the target holds with that confidence)",
+            show_m(c),
+            loaded.settings.analysis.confidence * 100.0
+        );
+    }
+    let per = plan.attempts_per_input(target);
+    let differ = per.iter().filter(|m| **m != global).count();
+    let _ = writeln!(
+        s,
+        "\n  Per input (§4.2.3): {differ} of {} inputs need a different m than {}",
+        per.len(),
+        global.map(|m| m.to_string()).unwrap_or_else(|| "–".into())
+    );
+    let _ = writeln!(
+        s,
+        "  {:<28} {:>10}  {:>22}  {:>9}",
+        "input", "P_pass,i", "interval", "m"
+    );
+    for (i, (r, m)) in e.per_input.iter().zip(&per).enumerate() {
+        let label = inputs
+            .get(i)
+            .map(|x| probity_report::sanitize::terminal_line(&x.id, 28))
+            .unwrap_or_else(|| format!("#{}", i + 1));
+        let outside =
+            r.interval.lower > e.overall.estimate || r.interval.upper < e.overall.estimate;
+        let mark = match (*m != global, outside) {
+            (true, true) => "  ← differs (its interval excludes the joint rate)",
+            (true, false) => "  ← differs",
+            _ => "",
+        };
+        let _ = writeln!(
+            s,
+            "  {label:<28} {:>10.4}  [{:>8.4}, {:>8.4}]  {:>9}{mark}",
+            r.estimate,
+            r.interval.lower,
+            r.interval.upper,
+            m.map(|m| m.to_string()).unwrap_or_else(|| "none".into())
+        );
+    }
+    if let Some(check) =
+        stored::retry_check(&store, &loaded).map_err(|e| Failure::incomplete(e.to_string()))?
+    {
+        s.push_str(&crate::guarded::render(&check));
+    }
+    print!("{s}");
     Ok(0)
 }
 

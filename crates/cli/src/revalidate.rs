@@ -23,6 +23,12 @@ pub struct RevalidateArgs {
 
 pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
     let config = Config::load(&args.config).map_err(|e| Failure::usage(e.to_string()))?;
+    if !config.verifiers.is_empty() {
+        return Err(Failure::usage(format!(
+            "{}: revalidate re-checks stored outputs without model calls, and [[verifier]] judges are model calls; run `probity run` instead (or remove the verifiers)",
+            args.config.display()
+        )));
+    }
     let mut store = args.store.open()?;
     let id = args.store.resolve(&store, &args.run)?;
     let new_id =

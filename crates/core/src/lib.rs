@@ -11,6 +11,7 @@
 
 pub mod aggregate;
 pub mod compare;
+pub mod guarded;
 pub mod model;
 pub mod options;
 pub mod profile;

@@ -24,8 +24,10 @@
 //! Unknown keys are errors, and every error names the file, the line and
 //! column, and the field.
 
+use crate::guard::{Checks, RetryPolicy};
 use crate::inputs::{load_inputs, InputError};
 use crate::provider::ProviderConfig;
+use crate::verifier::{Verifier, VerifierSpec};
 use probity_core::stats::VerdictMode;
 use probity_core::validator::{Validator, ValidatorError, ValidatorSpec};
 use probity_core::{
@@ -162,6 +164,12 @@ pub struct ConfigFile {
     pub experiment: ExperimentConfig,
     #[serde(default, rename = "validator")]
     pub validators: Vec<ValidatorSpec>,
+    /// LLM judges (§4): columns after the validators.
+    #[serde(default, rename = "verifier", skip_serializing_if = "Vec::is_empty")]
+    pub verifiers: Vec<VerifierSpec>,
+    /// A retry policy (§4.1, §4.2): the run then measures the guarded system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicy>,
     /// Inline inputs, one table each.
     #[serde(default, rename = "input")]
     pub inputs: Vec<serde_json::Map<String, serde_json::Value>>,
@@ -174,6 +182,8 @@ pub struct Config {
     pub file: ConfigFile,
     pub inputs: Vec<Input>,
     pub validators: Vec<Validator>,
+    /// The verifiers, with their judges built.
+    pub verifiers: Vec<Verifier>,
     /// SHA-256 over the configuration and the inputs' content: runs with the
     /// same hash ask the same questions.
     pub hash: String,
@@ -201,11 +211,25 @@ impl Config {
             message,
         };
         check_experiment(&file.experiment).map_err(|m| invalid(format!("[experiment] {m}")))?;
-        if file.validators.is_empty() {
+        if file.validators.is_empty() && file.verifiers.is_empty() {
             return Err(invalid(
-                "no [[validator]] tables: a reliability test needs at least one check".into(),
+                "no [[validator]] or [[verifier]] tables: a reliability test needs at least one check".into(),
             ));
         }
+        if let Some(retry) = &file.retry {
+            retry
+                .validate()
+                .map_err(|m| invalid(format!("[retry] {m}")))?;
+        }
+        let verifiers = file
+            .verifiers
+            .iter()
+            .enumerate()
+            .map(|(k, spec)| {
+                spec.compile(&file.system)
+                    .map_err(|e| invalid(format!("[[verifier]] #{} ({}): {e}", k + 1, spec.name)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let validators = file
             .validators
             .iter()
@@ -217,10 +241,14 @@ impl Config {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut names = std::collections::HashSet::new();
-        if let Some(dup) = validators.iter().find(|v| !names.insert(v.name.as_str())) {
+        if let Some(dup) = validators
+            .iter()
+            .map(|v| v.name.as_str())
+            .chain(verifiers.iter().map(|v| v.name.as_str()))
+            .find(|n| !names.insert(*n))
+        {
             return Err(invalid(format!(
-                "two validators are named {:?}; names must be unique",
-                dup.name
+                "two checks are named {dup:?}; names must be unique"
             )));
         }
         let base = path.parent().unwrap_or(Path::new("."));
@@ -246,11 +274,12 @@ impl Config {
             file,
             inputs,
             validators,
+            verifiers,
             hash,
         })
     }
 
-    /// The checks' settings, in column order.
+    /// The checks' settings, in column order: validators, then verifiers.
     pub fn checks(&self) -> Vec<CheckInfo> {
         self.validators
             .iter()
@@ -261,7 +290,16 @@ impl Config {
                 weight: v.weight,
                 kind: CheckKind::Validator,
             })
+            .chain(self.verifiers.iter().map(Verifier::info))
             .collect()
+    }
+
+    /// The checks, for a [`crate::guard::Guard`].
+    pub fn guard_checks(&self) -> Checks {
+        Checks {
+            validators: self.validators.clone(),
+            verifiers: self.verifiers.clone(),
+        }
     }
 }
 

@@ -6,11 +6,14 @@
 pub mod compare;
 pub mod config;
 pub mod example;
+pub mod guard;
 pub mod inputs;
 pub mod limits;
 pub mod provider;
 pub mod runner;
+pub mod serve;
 pub mod sim;
 pub mod store;
 pub mod stored;
 pub mod template;
+pub mod verifier;

@@ -9,9 +9,10 @@
 //! identical request) are not requested again.
 
 use crate::config::Config;
+use crate::guard::{Answer, Caller, Guard, GuardOutcome, RetryPolicy};
 use crate::limits::{Backoff, RateLimiter};
 use crate::provider::{Message, Provider, ProviderError, Request};
-use crate::store::{NewRun, RunStatus, SampleRow, Store, StoreError};
+use crate::store::{AttemptRow, NewRun, RunStatus, SampleRow, Store, StoreError};
 use crate::template::PromptTemplate;
 use probity_core::{Cell, Input, ReliabilityTensor, Summary, Validator, Verdict};
 use sha2::{Digest, Sha256};
@@ -142,25 +143,81 @@ fn row_from(
     }
 }
 
-#[derive(Debug, Clone)]
-struct Answer {
-    text: String,
-    latency_ms: Option<f64>,
-    input_tokens: Option<u64>,
-    output_tokens: Option<u64>,
-    attempts: u32,
-}
-
 struct Shared {
     provider: Arc<dyn Provider>,
     validators: Arc<Vec<Validator>>,
     inputs: Arc<Vec<Input>>,
     messages: Vec<Vec<Message>>,
-    limiter: RateLimiter,
+    limiter: Arc<RateLimiter>,
     backoff: Backoff,
     timeout: Duration,
     call_attempts: u32,
     calls: std::sync::atomic::AtomicU64,
+    /// Verifiers and/or a retry policy: samples go through the guard.
+    guard: Option<Arc<Guard>>,
+    /// A retry policy is set: every attempt is stored.
+    store_attempts: bool,
+}
+
+/// A guarded sample: the first attempt is the sample (the single-attempt
+/// tensor); with a retry policy every attempt is also an [`AttemptRow`].
+async fn guarded(
+    shared: &Shared,
+    guard: &Guard,
+    i: usize,
+    j: usize,
+    key: String,
+    known: Option<Answer>,
+) -> (SampleRow, Vec<AttemptRow>) {
+    let outcome = guard
+        .run_from(
+            &shared.messages[i],
+            &shared.inputs[i],
+            j as u32,
+            known.map(Ok),
+        )
+        .await;
+    let published = matches!(outcome, GuardOutcome::Published { .. });
+    let attempts = outcome.attempts();
+    let first = &attempts[0];
+    let row = SampleRow {
+        input_idx: i,
+        repetition: j,
+        cache_key: key,
+        output: first.output.clone(),
+        error: first.error.clone(),
+        latency_ms: first.latency_ms,
+        input_tokens: first.input_tokens,
+        output_tokens: first.output_tokens,
+        call_attempts: first.call_attempts,
+        cells: first.cells.clone(),
+        reasons: first.reasons.clone(),
+    };
+    let rows = if shared.store_attempts {
+        let last = attempts.len();
+        attempts
+            .iter()
+            .map(|a| AttemptRow {
+                input_idx: i,
+                repetition: j,
+                attempt: a.number,
+                output: a.output.clone(),
+                error: a.error.clone(),
+                latency_ms: a.latency_ms,
+                input_tokens: a.input_tokens,
+                output_tokens: a.output_tokens,
+                call_attempts: a.call_attempts,
+                judge_calls: a.judge_calls,
+                cells: a.cells.clone(),
+                reasons: a.reasons.clone(),
+                passed: a.passed,
+                published: published && a.number as usize == last,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    (row, rows)
 }
 
 /// One call with retries on retryable errors; `Err` carries the last error
@@ -214,6 +271,16 @@ async fn call(shared: &Shared, i: usize, j: usize) -> Result<Answer, (ProviderEr
     }
 }
 
+/// Calls made: the runner's and the guard's (system and judges).
+fn calls_of(shared: &Shared) -> u64 {
+    use std::sync::atomic::Ordering::Relaxed;
+    shared.calls.load(Relaxed)
+        + shared
+            .guard
+            .as_ref()
+            .map_or(0, |g| g.caller().calls.load(Relaxed))
+}
+
 /// Run the reliability test described by `config` against `provider`,
 /// storing into `store`. `on_progress` is called after every sample.
 pub async fn run(
@@ -228,7 +295,7 @@ pub async fn run(
     let (n, m, k) = (
         config.inputs.len(),
         exp.outputs_per_input,
-        config.validators.len(),
+        config.validators.len() + config.verifiers.len(),
     );
     let template = PromptTemplate::new(
         config.file.prompt.system.as_deref(),
@@ -267,7 +334,12 @@ pub async fn run(
             inputs: &config.inputs,
             outputs_per_input: m,
             checks: &checks,
-            settings: crate::stored::StoredSettings::of(exp).to_json(),
+            settings: crate::stored::with_retry(
+                crate::stored::StoredSettings::of(exp).to_json(),
+                config.file.retry.as_ref(),
+                config.validators.len(),
+                config.verifiers.len(),
+            ),
             parent_run: None,
         })?,
     };
@@ -315,10 +387,51 @@ pub async fn run(
         .map(|c| keys[c / m][c % m].clone())
         .collect();
     let cache = store.cached_outputs(&pending_keys)?;
+    let limiter = Arc::new(RateLimiter::new(
+        exp.requests_per_minute,
+        exp.tokens_per_minute,
+    ));
+    let guard = if !config.verifiers.is_empty() || config.file.retry.is_some() {
+        let caller = Caller::new(
+            limiter.clone(),
+            Duration::from_secs_f64(exp.timeout_s),
+            exp.call_attempts,
+        );
+        let policy = config
+            .file
+            .retry
+            .clone()
+            .unwrap_or_else(RetryPolicy::single);
+        let guard = Guard::new(
+            provider.clone(),
+            Arc::new(config.guard_checks()),
+            policy,
+            Arc::new(caller),
+        )
+        .map_err(|e| RunError::Config(format!("{}: [retry] {e}", config.path.display())))?;
+        Some(Arc::new(guard))
+    } else {
+        None
+    };
     let mut queue = VecDeque::new();
     for c in (0..n * m).filter(|&c| !done[c]) {
         let (i, j) = (c / m, c % m);
         match cache.get(&keys[i][j]) {
+            Some(hit) if guard.is_some() => {
+                // Judges and retries still need calls: the workers do them.
+                progress.cached += 1;
+                queue.push_back((
+                    i,
+                    j,
+                    Some(Answer {
+                        text: hit.output.clone(),
+                        latency_ms: hit.latency_ms,
+                        input_tokens: hit.input_tokens,
+                        output_tokens: hit.output_tokens,
+                        attempts: 0,
+                    }),
+                ));
+            }
             Some(hit) => {
                 let answer = Answer {
                     text: hit.output.clone(),
@@ -339,7 +452,7 @@ pub async fn run(
                 progress.cached += 1;
                 writer.send(row)?;
             }
-            None => queue.push_back((i, j)),
+            None => queue.push_back((i, j, None)),
         }
     }
     on_progress(&progress);
@@ -349,14 +462,16 @@ pub async fn run(
         validators: validators.clone(),
         inputs: inputs.clone(),
         messages,
-        limiter: RateLimiter::new(exp.requests_per_minute, exp.tokens_per_minute),
+        limiter,
         backoff: Backoff::default(),
         timeout: Duration::from_secs_f64(exp.timeout_s),
         call_attempts: exp.call_attempts,
         calls: Default::default(),
+        guard: guard.clone(),
+        store_attempts: config.file.retry.is_some(),
     });
     let queue = Arc::new(Mutex::new(queue));
-    let (tx, mut rx) = mpsc::channel::<SampleRow>(1024);
+    let (tx, mut rx) = mpsc::channel::<(SampleRow, Vec<AttemptRow>)>(1024);
     let workers = exp
         .concurrency
         .min(queue.lock().map(|q| q.len()).unwrap_or(0));
@@ -370,22 +485,30 @@ pub async fn run(
                 if *cancel.borrow() {
                     return;
                 }
-                let Some((i, j)) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
+                let Some((i, j, known)) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
                     return;
                 };
-                let result = tokio::select! {
-                    r = call(&shared, i, j) => r,
-                    _ = cancel.wait_for(|c| *c) => return,
+                let done = if let Some(guard) = shared.guard.clone() {
+                    tokio::select! {
+                        r = guarded(&shared, &guard, i, j, keys[i][j].clone(), known) => r,
+                        _ = cancel.wait_for(|c| *c) => return,
+                    }
+                } else {
+                    let result = tokio::select! {
+                        r = call(&shared, i, j) => r,
+                        _ = cancel.wait_for(|c| *c) => return,
+                    };
+                    let row = row_from(
+                        i,
+                        j,
+                        keys[i][j].clone(),
+                        result,
+                        &shared.validators,
+                        &shared.inputs[i],
+                    );
+                    (row, Vec::new())
                 };
-                let row = row_from(
-                    i,
-                    j,
-                    keys[i][j].clone(),
-                    result,
-                    &shared.validators,
-                    &shared.inputs[i],
-                );
-                if tx.send(row).await.is_err() {
+                if tx.send(done).await.is_err() {
                     return;
                 }
             }
@@ -408,9 +531,12 @@ pub async fn run(
                 continue;
             }
         };
-        let Some(row) = next else { break };
+        let Some((row, attempts)) = next else { break };
         record(&mut tensor, &mut progress, &row);
-        progress.model_calls = shared.calls.load(std::sync::atomic::Ordering::Relaxed);
+        progress.model_calls = calls_of(&shared);
+        for a in attempts {
+            writer.send_attempt(a)?;
+        }
         writer.send(row)?;
         on_progress(&progress);
     }
@@ -424,7 +550,7 @@ pub async fn run(
     } else {
         RunStatus::Interrupted
     };
-    let model_calls = shared.calls.load(std::sync::atomic::Ordering::Relaxed);
+    let model_calls = calls_of(&shared);
     let duration = started.elapsed();
     store.finish_run(
         run_id,

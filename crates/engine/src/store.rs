@@ -20,7 +20,10 @@ use std::thread::JoinHandle;
 use thiserror::Error;
 
 /// Schema version, kept in `PRAGMA user_version`.
-const SCHEMA_VERSION: i64 = 1;
+///
+/// 2 added the `attempts` table (every attempt of a retry policy); a
+/// version-1 store is upgraded in place by creating it, and stays readable.
+const SCHEMA_VERSION: i64 = 2;
 
 /// Rows per write transaction at most; a transaction also ends as soon as
 /// the queue is empty, so a slow run still commits every sample promptly.
@@ -69,6 +72,24 @@ CREATE TABLE IF NOT EXISTS samples (
     PRIMARY KEY (run_id, input_idx, repetition)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS samples_by_cache_key ON samples(cache_key) WHERE error IS NULL;
+CREATE TABLE IF NOT EXISTS attempts (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    input_idx INTEGER NOT NULL,
+    repetition INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    output TEXT,
+    error TEXT,
+    latency_ms REAL,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    call_attempts INTEGER NOT NULL DEFAULT 1,
+    judge_calls INTEGER NOT NULL DEFAULT 0,
+    cells BLOB NOT NULL,
+    reasons TEXT,
+    passed INTEGER NOT NULL,
+    published INTEGER NOT NULL,
+    PRIMARY KEY (run_id, input_idx, repetition, attempt)
+) WITHOUT ROWID;
 "#;
 
 #[derive(Debug, Error)]
@@ -175,6 +196,37 @@ pub struct SampleRow {
     pub cells: Vec<Cell>,
     /// Reasons for Error (and verifier) cells: `(k, reason)`.
     pub reasons: Vec<(usize, String)>,
+}
+
+/// One attempt of a guarded sample (a run with a retry policy, or live
+/// traffic through `probity serve`). The sample itself (`samples`) holds the
+/// first attempt: the single-attempt tensor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRow {
+    pub input_idx: usize,
+    pub repetition: usize,
+    /// 1-based.
+    pub attempt: u32,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub latency_ms: Option<f64>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub call_attempts: u32,
+    pub judge_calls: u64,
+    pub cells: Vec<Cell>,
+    pub reasons: Vec<(usize, String)>,
+    /// Passed every deciding check.
+    pub passed: bool,
+    /// This attempt's output was published.
+    pub published: bool,
+}
+
+/// What the writer thread writes.
+enum WriteOp {
+    Sample(SampleRow),
+    Attempt(AttemptRow),
+    Input(usize, Input),
 }
 
 /// A cached, successful output for a cache key.
@@ -429,6 +481,57 @@ impl Store {
         Ok(rows)
     }
 
+    /// A run's stored attempts, in `(input, repetition, attempt)` order
+    /// (empty for a run without a retry policy).
+    pub fn attempts(&self, run: i64) -> Result<Vec<AttemptRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT input_idx, repetition, attempt, output, error, latency_ms, input_tokens, output_tokens,
+                        call_attempts, judge_calls, cells, reasons, passed, published
+                 FROM attempts WHERE run_id = ?1 ORDER BY input_idx, repetition, attempt",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![run], |r| {
+                let cells: Vec<u8> = r.get(10)?;
+                let reasons: Option<String> = r.get(11)?;
+                Ok(AttemptRow {
+                    input_idx: r.get::<_, i64>(0)? as usize,
+                    repetition: r.get::<_, i64>(1)? as usize,
+                    attempt: r.get::<_, i64>(2)? as u32,
+                    output: r.get(3)?,
+                    error: r.get(4)?,
+                    latency_ms: r.get(5)?,
+                    input_tokens: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
+                    output_tokens: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
+                    call_attempts: r.get::<_, i64>(8)? as u32,
+                    judge_calls: r.get::<_, i64>(9)? as u64,
+                    cells: cells.into_iter().map(byte_cell).collect(),
+                    reasons: reasons
+                        .and_then(|s| serde_json::from_str(&s).ok())
+                        .unwrap_or_default(),
+                    passed: r.get(12)?,
+                    published: r.get(13)?,
+                })
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        Ok(rows)
+    }
+
+    /// Set a run's number of inputs (live traffic grows it as it comes).
+    pub fn set_run_inputs(&self, run: i64, inputs: usize) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET inputs = ?2 WHERE id = ?1",
+                params![run, inputs as i64],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
     /// Successful outputs stored under any of `keys`, from any run.
     pub fn cached_outputs(
         &self,
@@ -464,7 +567,7 @@ impl Store {
     /// Start the batched writer for `run` on its own thread and connection.
     pub fn writer(&self, run: i64) -> Result<Writer, StoreError> {
         let conn = open_connection(&self.path)?;
-        let (tx, rx) = mpsc::channel::<SampleRow>();
+        let (tx, rx) = mpsc::channel::<WriteOp>();
         let path = self.path.clone();
         let handle = std::thread::Builder::new()
             .name("probity-store-writer".into())
@@ -534,12 +637,20 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
 fn write_loop(
     mut conn: Connection,
     run: i64,
-    rx: mpsc::Receiver<SampleRow>,
+    rx: mpsc::Receiver<WriteOp>,
 ) -> rusqlite::Result<u64> {
     let mut written = 0;
     while let Ok(first) = rx.recv() {
         let tx = conn.transaction()?;
         {
+            let mut attempt_stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO attempts (run_id, input_idx, repetition, attempt, output, error, latency_ms,
+                    input_tokens, output_tokens, call_attempts, judge_calls, cells, reasons, passed, published)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            )?;
+            let mut input_stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO inputs (run_id, idx, input_id, fields) VALUES (?1, ?2, ?3, ?4)",
+            )?;
             let mut stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO samples (run_id, input_idx, repetition, cache_key, output, error, latency_ms,
                     input_tokens, output_tokens, call_attempts, cells, reasons)
@@ -547,7 +658,50 @@ fn write_loop(
             )?;
             let mut row = Some(first);
             let mut n = 0;
-            while let Some(s) = row.take() {
+            while let Some(op) = row.take() {
+                let s = match op {
+                    WriteOp::Sample(s) => s,
+                    WriteOp::Attempt(a) => {
+                        let cells: Vec<u8> = a.cells.iter().map(|&c| cell_byte(c)).collect();
+                        let reasons = (!a.reasons.is_empty())
+                            .then(|| serde_json::to_string(&a.reasons).unwrap_or_default());
+                        attempt_stmt.execute(params![
+                            run,
+                            a.input_idx as i64,
+                            a.repetition as i64,
+                            a.attempt as i64,
+                            a.output,
+                            a.error,
+                            a.latency_ms,
+                            a.input_tokens.map(|v| v as i64),
+                            a.output_tokens.map(|v| v as i64),
+                            a.call_attempts as i64,
+                            a.judge_calls as i64,
+                            cells,
+                            reasons,
+                            a.passed,
+                            a.published,
+                        ])?;
+                        n += 1;
+                        if n < BATCH {
+                            row = rx.try_recv().ok();
+                        }
+                        continue;
+                    }
+                    WriteOp::Input(idx, input) => {
+                        input_stmt.execute(params![
+                            run,
+                            idx as i64,
+                            input.id,
+                            serde_json::Value::Object(input.fields).to_string()
+                        ])?;
+                        n += 1;
+                        if n < BATCH {
+                            row = rx.try_recv().ok();
+                        }
+                        continue;
+                    }
+                };
                 let cells: Vec<u8> = s.cells.iter().map(|&c| cell_byte(c)).collect();
                 let reasons = (!s.reasons.is_empty())
                     .then(|| serde_json::to_string(&s.reasons).unwrap_or_default());
@@ -580,7 +734,7 @@ fn write_loop(
 /// The sending side of the batched writer. Dropping it (or calling
 /// [`Writer::finish`]) flushes everything sent.
 pub struct Writer {
-    tx: Option<mpsc::Sender<SampleRow>>,
+    tx: Option<mpsc::Sender<WriteOp>>,
     handle: Option<JoinHandle<Result<u64, StoreError>>>,
     path: PathBuf,
 }
@@ -588,9 +742,23 @@ pub struct Writer {
 impl Writer {
     /// Queue one sample for writing.
     pub fn send(&self, row: SampleRow) -> Result<(), StoreError> {
+        self.op(WriteOp::Sample(row))
+    }
+
+    /// Queue one attempt of a guarded sample for writing.
+    pub fn send_attempt(&self, row: AttemptRow) -> Result<(), StoreError> {
+        self.op(WriteOp::Attempt(row))
+    }
+
+    /// Queue one input for writing (live traffic adds inputs as they come).
+    pub fn send_input(&self, idx: usize, input: Input) -> Result<(), StoreError> {
+        self.op(WriteOp::Input(idx, input))
+    }
+
+    fn op(&self, op: WriteOp) -> Result<(), StoreError> {
         self.tx
             .as_ref()
-            .and_then(|tx| tx.send(row).ok())
+            .and_then(|tx| tx.send(op).ok())
             .ok_or_else(|| StoreError::Writer {
                 path: self.path.clone(),
                 what: "the writer thread has stopped (see the error it reported)".into(),

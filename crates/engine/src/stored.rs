@@ -156,3 +156,81 @@ pub fn revalidate(store: &mut Store, id: i64, config: &Config) -> Result<i64, St
     store.finish_run(new_id, status, 0, n, started.elapsed().as_secs_f64())?;
     Ok(new_id)
 }
+
+/// The retry policy a run was made with, kept in its settings: `m` and the
+/// deciding columns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredRetry {
+    pub attempts: u32,
+    pub columns: Vec<usize>,
+}
+
+/// `settings` with the retry policy (when there is one) under `"retry"`.
+pub fn with_retry(
+    mut settings: serde_json::Value,
+    retry: Option<&crate::guard::RetryPolicy>,
+    validators: usize,
+    verifiers: usize,
+) -> serde_json::Value {
+    if let (Some(r), Some(map)) = (retry, settings.as_object_mut()) {
+        let stored = StoredRetry {
+            attempts: r.attempts,
+            columns: r.on.columns(validators, verifiers),
+        };
+        map.insert(
+            "retry".into(),
+            serde_json::to_value(stored).unwrap_or_default(),
+        );
+    }
+    settings
+}
+
+/// The guarded system of run `id` (stored with a retry policy) measured
+/// beside the prediction of its single-attempt tensor; `None` for a run
+/// without a retry policy.
+pub fn retry_check(
+    store: &Store,
+    run: &StoredRun,
+) -> Result<Option<probity_core::guarded::RetryCheck>, StoreError> {
+    use probity_core::guarded::{check_plan, columns_of, GuardedMeasurement, GuardedSample};
+    let Some(retry) = run
+        .record
+        .settings
+        .get("retry")
+        .and_then(|v| serde_json::from_value::<StoredRetry>(v.clone()).ok())
+    else {
+        return Ok(None);
+    };
+    let attempts = store.attempts(run.record.id)?;
+    if attempts.is_empty() {
+        return Ok(None);
+    }
+    let mut samples: Vec<GuardedSample> = Vec::new();
+    for a in &attempts {
+        // Rows come in (input, repetition, attempt) order: attempt 1 opens a sample.
+        if a.attempt == 1 || samples.is_empty() {
+            samples.push(GuardedSample {
+                input: a.input_idx,
+                attempts: 0,
+                published: false,
+                calls: 0,
+                tokens: 0,
+            });
+        }
+        if let Some(s) = samples.last_mut() {
+            s.attempts = s.attempts.max(a.attempt);
+            s.published |= a.published;
+            s.calls += u64::from(a.call_attempts) + a.judge_calls;
+            s.tokens += a.input_tokens.unwrap_or(0) + a.output_tokens.unwrap_or(0);
+        }
+    }
+    let measured = GuardedMeasurement::new(
+        &samples,
+        run.record.inputs,
+        retry.attempts,
+        &run.settings.analysis,
+    );
+    let single = columns_of(&run.tensor, &retry.columns);
+    let plan = probity_core::RetryPlan::from_tensor(&single, &run.settings.analysis);
+    Ok(Some(check_plan(&plan, measured)))
+}

@@ -29,7 +29,7 @@
 //! `(config, messages, repetition, attempt)`, stable across platforms and
 //! versions (see `rng.rs`).
 
-mod rng;
+pub(crate) mod rng;
 pub mod server;
 mod text;
 

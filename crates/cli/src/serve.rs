@@ -1,0 +1,50 @@
+//! `probity serve`: the guard at runtime, as an OpenAI-compatible endpoint
+//! (see `probity_engine::serve` for the configuration file).
+
+use crate::store_arg::StoreArg;
+use crate::Failure;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The guard configuration (upstream, checks, retry policy).
+    #[arg(long, default_value = "guard.toml")]
+    config: PathBuf,
+    /// Address to listen on, overriding the file's `listen` (port 0 picks a
+    /// free port; the address is printed).
+    #[arg(long)]
+    listen: Option<String>,
+    #[command(flatten)]
+    store: StoreArg,
+}
+
+pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
+    let loaded = probity_engine::serve::load(&args.config).map_err(Failure::usage)?;
+    let listen = args
+        .listen
+        .clone()
+        .unwrap_or_else(|| loaded.config.listen.clone());
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .map_err(|e| Failure::usage(format!("cannot listen on {listen}: {e}")))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Failure::incomplete(e.to_string()))?;
+    if !addr.ip().is_loopback() && loaded.token.is_none() {
+        eprintln!("warning: listening on {addr} without a token (set token_env): anyone who can reach it can spend your upstream quota");
+    }
+    // On stdout, alone on its line, so scripts can read the port.
+    println!("listening on http://{addr}/v1");
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let served = probity_engine::serve::serve(listener, loaded, &args.store.store, shutdown)
+        .await
+        .map_err(Failure::incomplete)?;
+    eprintln!(
+        "stopped: {} requests recorded as run {} (probity report {} / probity plan {})",
+        served.requests, served.run_id, served.run_id, served.run_id
+    );
+    Ok(0)
+}

@@ -1,0 +1,256 @@
+//! `probity serve` driven over HTTP with a real client, against `probity
+//! sim serve` as the upstream (faults included): the guard publishes only
+//! passing outputs, refuses streaming and bad tokens, exposes health and
+//! metrics, and records every attempt in the run store.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+struct Server(Child, String);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn probity() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_probity"));
+    c.env("NO_COLOR", "1");
+    c
+}
+
+/// Start a probity server command; returns it with its `host:port`.
+fn start(mut cmd: Command) -> Server {
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("address line: {line:?}"))
+        .trim_end_matches("/v1")
+        .to_string();
+    Server(child, addr)
+}
+
+fn guard_config(dir: &Path, upstream: &str, extra: &str) -> std::path::PathBuf {
+    let path = dir.join("guard.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"name = "live"
+token_env = "PROBITY_TEST_TOKEN"
+call_attempts = 4
+{extra}
+[upstream]
+provider = "openai"
+base_url = "http://{upstream}/v1"
+model = "probity-sim"
+api_key_env = "PROBITY_TEST_UPSTREAM_KEY"
+
+[retry]
+attempts = 4
+
+[[validator]]
+name = "contraction_validator"
+message = "Output contains too many contractions"
+check = '''count(output, "'") <= 3'''
+
+[[validator]]
+name = "politeness_validator"
+message = "Say you're welcome when thanked"
+check = '''if input.text.contains("Thank you") {{ output.contains("You're welcome") }} else {{ true }}'''
+"#
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn serve(dir: &Path, config: &Path) -> Server {
+    let mut cmd = probity();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(config)
+        .arg("--store")
+        .arg(dir.join("runs.db"))
+        .env("PROBITY_TEST_TOKEN", "s3cret-token")
+        .env("PROBITY_TEST_UPSTREAM_KEY", "upstream-key");
+    start(cmd)
+}
+
+fn body(text: &str) -> Value {
+    json!({"model": "whatever", "messages": [{"role": "user", "content": text}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guard_publishes_passing_outputs_through_faults_and_records_attempts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sim = probity();
+    sim.args([
+        "sim",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--server-error",
+        "0.05",
+        "--rate-limit",
+        "0.05",
+    ]);
+    let sim_file = dir.path().join("sim.toml");
+    std::fs::write(
+        &sim_file,
+        "[model]\ncontractions = 0.3\nomit_welcome = 0.4\n[faults]\nretry_after_secs = 0\n",
+    )
+    .unwrap();
+    sim.arg("--config").arg(&sim_file);
+    let upstream = start(sim);
+    let config = guard_config(dir.path(), &upstream.1, "");
+    let guard = serve(dir.path(), &config);
+    let base = format!("http://{}", guard.1);
+    let client = reqwest::Client::new();
+
+    // Health needs no token; completions do.
+    let r = client.get(format!("{base}/health")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let r = client
+        .post(format!("{base}/v1/chat/completions"))
+        .json(&body("hi"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = client
+        .post(format!("{base}/v1/chat/completions"))
+        .bearer_auth("wrong")
+        .json(&body("hi"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+
+    // Streaming is refused with an explanation.
+    let mut b = body("hi");
+    b["stream"] = json!(true);
+    let r = client
+        .post(format!("{base}/v1/chat/completions"))
+        .bearer_auth("s3cret-token")
+        .json(&b)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("streaming"));
+
+    let n = 30;
+    let mut published = 0;
+    for i in 0..n {
+        let text = if i % 2 == 0 {
+            format!("Thank you for the advice on roses {i}!")
+        } else {
+            format!("How do I prune hedge {i}?")
+        };
+        let r = client
+            .post(format!("{base}/v1/chat/completions"))
+            .bearer_auth("s3cret-token")
+            .json(&body(&text))
+            .send()
+            .await
+            .unwrap();
+        let attempts: u32 = r.headers()["x-probity-attempts"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=4).contains(&attempts));
+        let outcome = r.headers()["x-probity-outcome"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        let status = r.status();
+        let v: Value = r.json().await.unwrap();
+        if status == 200 {
+            assert_eq!(outcome, "published");
+            let out = v["choices"][0]["message"]["content"].as_str().unwrap();
+            assert!(out.matches('\'').count() <= 3, "{out}");
+            if i % 2 == 0 {
+                assert!(out.contains("You're welcome"), "{out}");
+            }
+            published += 1;
+        } else {
+            assert_eq!(status, 422, "{v}");
+            assert_eq!(outcome, "nothing-passed");
+            assert_eq!(v["error"]["attempts"].as_array().unwrap().len(), 4);
+        }
+    }
+    // P(pass) per attempt is 0.7 or 0.42: within 4 attempts nearly all pass.
+    assert!(published >= n - 4, "{published}");
+
+    let metrics = client
+        .get(format!("{base}/metrics"))
+        .bearer_auth("s3cret-token")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(&format!("probity_requests_total {n}")),
+        "{metrics}"
+    );
+    assert!(metrics.contains("probity_pass_rate"));
+    drop(guard);
+
+    // Live traffic is a run: one input per request, every attempt kept.
+    let store = probity_engine::store::Store::open(&dir.path().join("runs.db")).unwrap();
+    let run = store.latest_named("live").unwrap().unwrap();
+    let samples = store.samples(run).unwrap();
+    assert_eq!(samples.len(), n);
+    let attempts = store.attempts(run).unwrap();
+    assert!(attempts.len() >= n);
+    assert_eq!(attempts.iter().filter(|a| a.published).count(), published);
+    // No secret reaches the store.
+    let raw = std::fs::read(dir.path().join("runs.db")).unwrap();
+    let has = |needle: &str| raw.windows(needle.len()).any(|w| w == needle.as_bytes());
+    assert!(!has("s3cret-token") && !has("upstream-key"));
+
+    // `probity plan RUN` and `probity report RUN` read it.
+    let out = probity()
+        .args(["plan", &run.to_string(), "--store"])
+        .arg(dir.path().join("runs.db"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Guarded system"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_passed_policy_last_returns_the_last_output_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sim = probity();
+    sim.args(["sim", "serve", "--listen", "127.0.0.1:0"]);
+    let upstream = start(sim);
+    let config = guard_config(dir.path(), &upstream.1, "on_nothing_passed = \"last\"");
+    // A check nothing passes.
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[[validator]]\nname = \"never\"\nmessage = \"Mention the moon\"\ncheck = 'output.contains(\"moon\")'\n");
+    std::fs::write(&config, text).unwrap();
+    let guard = serve(dir.path(), &config);
+    let r = reqwest::Client::new()
+        .post(format!("http://{}/v1/chat/completions", guard.1))
+        .bearer_auth("s3cret-token")
+        .json(&body("Tell me about gardening"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-probity-outcome"], "nothing-passed");
+    assert_eq!(r.headers()["x-probity-attempts"], "4");
+}

@@ -1,0 +1,598 @@
+//! The guard as an OpenAI-compatible endpoint (`probity serve`).
+//!
+//! `POST /v1/chat/completions` forwards the request's messages to the
+//! configured upstream, applies the [`Guard`] (validators, verifiers, retry
+//! policy) and answers with the first output that passes. When nothing
+//! passes, `on_nothing_passed` chooses between an error response (HTTP 422,
+//! with every attempt's reasons) and the last output, flagged by the
+//! `x-probity-outcome: nothing-passed` header. Every response carries
+//! `x-probity-attempts` and `x-probity-outcome`.
+//!
+//! Every request is recorded in the run store as one input of a run named
+//! after the configuration (M = 1: the sample is the first attempt, and
+//! every attempt is kept), so live traffic feeds the same tensor, reports
+//! and history as test runs.
+//!
+//! Streaming (`"stream": true`) is refused with HTTP 400 and an explanation:
+//! a guard must see the whole output before it can publish it. The upstream
+//! model and sampling parameters are those of `[upstream]`; the request's
+//! `model`, `temperature`, … are not forwarded.
+//!
+//! `GET /health` (no token needed), `GET /metrics` (Prometheus text:
+//! requests, attempts, published, pass rate, latency).
+//!
+//! ```toml
+//! name = "guarded-assistant"
+//! listen = "127.0.0.1:8090"       # the default binds to localhost only
+//! token_env = "PROBITY_TOKEN"     # optional: require `Authorization: Bearer <token>`
+//! on_nothing_passed = "error"     # error | last
+//! timeout_s = 60                  # per upstream call
+//! call_attempts = 3               # tries per call on 429 / 5xx / timeouts
+//!
+//! [upstream]                      # any provider table, as [system]
+//! provider = "openai"
+//! base_url = "http://127.0.0.1:8089/v1"
+//! model = "gpt-4o-mini"
+//!
+//! [retry]
+//! attempts = 3
+//!
+//! [[validator]]
+//! name = "contraction_validator"
+//! check = '''count(output, "'") <= 3'''
+//! ```
+
+use crate::guard::{Attempt, Caller, Checks, Guard, GuardOutcome, RetryPolicy};
+use crate::limits::RateLimiter;
+use crate::provider::{Message, ProviderConfig, Role};
+use crate::store::{AttemptRow, NewRun, RunStatus, SampleRow, Store, StoreError, Writer};
+use crate::verifier::VerifierSpec;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use probity_core::validator::ValidatorSpec;
+use probity_core::Input;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::future::Future;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What to answer when no attempt passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NothingPassed {
+    /// HTTP 422 with every attempt's reasons.
+    #[default]
+    Error,
+    /// HTTP 200 with the last output, flagged `x-probity-outcome: nothing-passed`.
+    Last,
+}
+
+fn d_listen() -> String {
+    "127.0.0.1:8090".into()
+}
+fn d_timeout() -> f64 {
+    60.0
+}
+fn d_call_attempts() -> u32 {
+    3
+}
+
+/// The `--config` file of `probity serve`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "d_listen")]
+    pub listen: String,
+    /// The environment variable holding the bearer token clients must send.
+    #[serde(default)]
+    pub token_env: Option<String>,
+    #[serde(default)]
+    pub on_nothing_passed: NothingPassed,
+    #[serde(default = "d_timeout")]
+    pub timeout_s: f64,
+    #[serde(default = "d_call_attempts")]
+    pub call_attempts: u32,
+    #[serde(default)]
+    pub requests_per_minute: Option<f64>,
+    #[serde(default)]
+    pub upstream: ProviderConfig,
+    #[serde(default)]
+    pub retry: RetryPolicy,
+    #[serde(default, rename = "validator")]
+    pub validators: Vec<ValidatorSpec>,
+    #[serde(default, rename = "verifier")]
+    pub verifiers: Vec<VerifierSpec>,
+}
+
+/// A loaded guard configuration.
+pub struct Loaded {
+    pub config: ServeConfig,
+    pub name: String,
+    pub text: String,
+    pub hash: String,
+    pub checks: Checks,
+    /// The bearer token, read from `token_env` (never logged or stored).
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loaded")
+            .field("name", &self.name)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// Read and check a guard configuration; errors name the file.
+pub fn load(path: &Path) -> Result<Loaded, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let at = |m: String| format!("{}: {m}", path.display());
+    let config: ServeConfig = toml::from_str(&text).map_err(|e| at(e.to_string()))?;
+    if config.validators.is_empty() && config.verifiers.is_empty() {
+        return Err(at(
+            "no [[validator]] or [[verifier]] tables: the guard needs at least one check".into(),
+        ));
+    }
+    config
+        .retry
+        .validate()
+        .map_err(|m| at(format!("[retry] {m}")))?;
+    if !(config.timeout_s.is_finite() && config.timeout_s > 0.0) {
+        return Err(at(format!(
+            "timeout_s = {} must be positive",
+            config.timeout_s
+        )));
+    }
+    let validators = config
+        .validators
+        .iter()
+        .map(|s| {
+            s.compile()
+                .map_err(|e| at(format!("[[validator]] {}: {e}", s.name)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let verifiers = config
+        .verifiers
+        .iter()
+        .map(|s| {
+            s.compile(&config.upstream)
+                .map_err(|e| at(format!("[[verifier]] {}: {e}", s.name)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let token = match &config.token_env {
+        Some(var) => Some(
+            std::env::var(var)
+                .ok()
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| {
+                    at(format!(
+                        "token_env: environment variable `{var}` is not set"
+                    ))
+                })?,
+        ),
+        None => None,
+    };
+    let name = config.name.clone().unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "guard".into())
+    });
+    let hash = hex::encode(Sha256::digest(text.as_bytes()));
+    Ok(Loaded {
+        config,
+        name,
+        text,
+        hash,
+        checks: Checks {
+            validators,
+            verifiers,
+        },
+        token,
+    })
+}
+
+#[derive(Debug, Default)]
+struct Metrics {
+    requests: AtomicU64,
+    published: AtomicU64,
+    nothing_passed: AtomicU64,
+    attempts: AtomicU64,
+    attempt_errors: AtomicU64,
+    rejected: AtomicU64,
+    unauthorized: AtomicU64,
+    latency_us: AtomicU64,
+}
+
+struct ServeState {
+    guard: Guard,
+    policy: NothingPassed,
+    token: Option<String>,
+    writer: Writer,
+    store: Mutex<Store>,
+    run_id: i64,
+    next_input: AtomicU64,
+    metrics: Metrics,
+}
+
+/// A running guard server's handle for the caller: the run it records into.
+pub struct Served {
+    pub run_id: i64,
+    pub requests: u64,
+}
+
+/// Serve `loaded` on `listener`, recording into the store at `store_path`,
+/// until `shutdown` completes; then the run is marked complete.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    loaded: Loaded,
+    store_path: &Path,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<Served, String> {
+    let store_err = |e: StoreError| e.to_string();
+    let mut store = Store::open(store_path).map_err(store_err)?;
+    let c = &loaded.config;
+    let upstream = c.upstream.build().map_err(|e| format!("[upstream] {e}"))?;
+    let checks = Arc::new(loaded.checks);
+    let infos = checks.infos();
+    let settings = crate::stored::with_retry(
+        crate::stored::StoredSettings::default().to_json(),
+        Some(&c.retry),
+        checks.validators.len(),
+        checks.verifiers.len(),
+    );
+    let run_id = store
+        .create_run(&NewRun {
+            name: &loaded.name,
+            config_hash: &loaded.hash,
+            config: &loaded.text,
+            system: &upstream.fingerprint(),
+            inputs: &[],
+            outputs_per_input: 1,
+            checks: &infos,
+            settings,
+            parent_run: None,
+        })
+        .map_err(store_err)?;
+    let writer = store.writer(run_id).map_err(store_err)?;
+    let caller = Caller::new(
+        Arc::new(RateLimiter::new(c.requests_per_minute, None)),
+        Duration::from_secs_f64(c.timeout_s),
+        c.call_attempts,
+    );
+    let guard = Guard::new(upstream, checks, c.retry.clone(), Arc::new(caller))
+        .map_err(|e| format!("[retry] {e}"))?;
+    let started = Instant::now();
+    let state = Arc::new(ServeState {
+        guard,
+        policy: c.on_nothing_passed,
+        token: loaded.token,
+        writer,
+        store: Mutex::new(store),
+        run_id,
+        next_input: AtomicU64::new(0),
+        metrics: Metrics::default(),
+    });
+    let app = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/chat/completions", post(chat))
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .with_state(state.clone());
+    let result = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await;
+    let n = state.next_input.load(Ordering::Relaxed);
+    let calls = state.guard.caller().calls.load(Ordering::Relaxed);
+    // Flush every recorded request before the run is closed (a connection
+    // still held elsewhere flushes when it is dropped).
+    if let Ok(state) = Arc::try_unwrap(state) {
+        state.writer.finish().map_err(store_err)?;
+    }
+    let store = Store::open(store_path).map_err(store_err)?;
+    store
+        .set_run_inputs(run_id, n as usize)
+        .map_err(store_err)?;
+    store
+        .finish_run(
+            run_id,
+            RunStatus::Complete,
+            calls,
+            0,
+            started.elapsed().as_secs_f64(),
+        )
+        .map_err(store_err)?;
+    result.map_err(|e| format!("server: {e}"))?;
+    Ok(Served {
+        run_id,
+        requests: n,
+    })
+}
+
+fn json_response(status: StatusCode, body: Value) -> Response {
+    let mut resp = (status, body.to_string()).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
+    json_response(
+        status,
+        json!({"error": {"message": message, "type": kind, "code": status.as_u16()}}),
+    )
+}
+
+/// Constant-time comparison of the presented token with the expected one.
+fn authorized(expected: &Option<String>, headers: &HeaderMap) -> bool {
+    let Some(expected) = expected else {
+        return true;
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    let (a, b) = (expected.as_bytes(), presented.as_bytes());
+    let mut diff = (a.len() != b.len()) as u8;
+    for (i, x) in a.iter().enumerate() {
+        diff |= x ^ b.get(i).copied().unwrap_or(0);
+    }
+    diff == 0
+}
+
+fn to_message(v: &Value) -> Message {
+    let role = match v.get("role").and_then(Value::as_str).unwrap_or("user") {
+        "system" | "developer" => Role::System,
+        "assistant" => Role::Assistant,
+        _ => Role::User,
+    };
+    let content = match v.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
+    Message { role, content }
+}
+
+fn attempt_json(a: &Attempt) -> Value {
+    json!({
+        "attempt": a.number,
+        "passed": a.passed,
+        "error": a.error,
+        "reasons": a.feedback,
+    })
+}
+
+async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if !authorized(&st.token, &headers) {
+        st.metrics.unauthorized.fetch_add(1, Ordering::Relaxed);
+        return error_response(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "missing or wrong bearer token",
+        );
+    }
+    let started = Instant::now();
+    let req: Value = match serde_json::from_slice(&body) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                "the body must be a JSON chat completions request",
+            )
+        }
+    };
+    if req.get("stream").and_then(Value::as_bool) == Some(true) {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "streaming is not supported by the probity guard: it must check the whole output before publishing it; send \"stream\": false",
+        );
+    }
+    let Some(messages) = req
+        .get("messages")
+        .and_then(Value::as_array)
+        .filter(|m| !m.is_empty())
+    else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "`messages` must be a non-empty array",
+        );
+    };
+    let messages: Vec<Message> = messages.iter().map(to_message).collect();
+    let last_user = messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
+    let idx = st.next_input.fetch_add(1, Ordering::Relaxed) as usize;
+    st.metrics.requests.fetch_add(1, Ordering::Relaxed);
+    let input = Input::text(format!("request-{}", idx + 1), last_user);
+    let outcome = st.guard.run(&messages, &input, idx as u32).await;
+    record(&st, idx, input, &outcome);
+    let attempts = outcome.attempts();
+    let m = &st.metrics;
+    m.attempts
+        .fetch_add(attempts.len() as u64, Ordering::Relaxed);
+    m.attempt_errors.fetch_add(
+        attempts.iter().filter(|a| a.error.is_some()).count() as u64,
+        Ordering::Relaxed,
+    );
+    m.latency_us
+        .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+    let model = req
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("probity-guard")
+        .to_string();
+    let (status, text, outcome_name) = match &outcome {
+        GuardOutcome::Published { output, .. } => {
+            m.published.fetch_add(1, Ordering::Relaxed);
+            (StatusCode::OK, output.clone(), "published")
+        }
+        GuardOutcome::NothingPassed { attempts, stop } => {
+            m.nothing_passed.fetch_add(1, Ordering::Relaxed);
+            let last = attempts.iter().rev().find_map(|a| a.output.clone());
+            match (st.policy, last) {
+                (NothingPassed::Last, Some(last)) => (StatusCode::OK, last, "nothing-passed"),
+                (_, last) => {
+                    m.rejected.fetch_add(1, Ordering::Relaxed);
+                    let (status, kind, msg) = if last.is_none() {
+                        (
+                            StatusCode::BAD_GATEWAY,
+                            "upstream_error",
+                            "the upstream produced no output in any attempt",
+                        )
+                    } else {
+                        (
+                            StatusCode::UNPROCESSABLE_ENTITY,
+                            "guard_rejected",
+                            "no output passed the guard's checks",
+                        )
+                    };
+                    let body = json!({"error": {
+                        "message": format!("{msg} ({} attempt{}, stopped: {})", attempts.len(),
+                            if attempts.len() == 1 { "" } else { "s" },
+                            match stop { crate::guard::Stop::Exhausted => "attempts exhausted", crate::guard::Stop::Deadline => "deadline" }),
+                        "type": kind,
+                        "code": status.as_u16(),
+                        "attempts": attempts.iter().map(attempt_json).collect::<Vec<_>>(),
+                    }});
+                    let mut resp = json_response(status, body);
+                    set_headers(&mut resp, attempts.len(), "nothing-passed");
+                    return resp;
+                }
+            }
+        }
+    };
+    let (pt, ct) = attempts.iter().fold((0, 0), |(p, c), a| {
+        (
+            p + a.input_tokens.unwrap_or(0),
+            c + a.output_tokens.unwrap_or(0),
+        )
+    });
+    let body = json!({
+        "id": format!("chatcmpl-probity-{}-{}", st.run_id, idx + 1),
+        "object": "chat.completion",
+        "created": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
+    });
+    let mut resp = json_response(status, body);
+    set_headers(&mut resp, attempts.len(), outcome_name);
+    resp
+}
+
+fn set_headers(resp: &mut Response, attempts: usize, outcome: &'static str) {
+    let h = resp.headers_mut();
+    h.insert("x-probity-attempts", HeaderValue::from(attempts as u64));
+    h.insert("x-probity-outcome", HeaderValue::from_static(outcome));
+}
+
+/// Store the request as input `idx` with its attempts; the sample is the
+/// first attempt.
+fn record(st: &ServeState, idx: usize, input: Input, outcome: &GuardOutcome) {
+    let attempts = outcome.attempts();
+    let Some(first) = attempts.first() else {
+        return;
+    };
+    let published = outcome.published().is_some();
+    let _ = st.writer.send_input(idx, input);
+    for a in attempts {
+        let _ = st.writer.send_attempt(AttemptRow {
+            input_idx: idx,
+            repetition: 0,
+            attempt: a.number,
+            output: a.output.clone(),
+            error: a.error.clone(),
+            latency_ms: a.latency_ms,
+            input_tokens: a.input_tokens,
+            output_tokens: a.output_tokens,
+            call_attempts: a.call_attempts,
+            judge_calls: a.judge_calls,
+            cells: a.cells.clone(),
+            reasons: a.reasons.clone(),
+            passed: a.passed,
+            published: published && a.number as usize == attempts.len(),
+        });
+    }
+    let _ = st.writer.send(SampleRow {
+        input_idx: idx,
+        repetition: 0,
+        cache_key: String::new(),
+        output: first.output.clone(),
+        error: first.error.clone(),
+        latency_ms: first.latency_ms,
+        input_tokens: first.input_tokens,
+        output_tokens: first.output_tokens,
+        call_attempts: first.call_attempts,
+        cells: first.cells.clone(),
+        reasons: first.reasons.clone(),
+    });
+    if let Ok(store) = st.store.lock() {
+        let n = st.next_input.load(Ordering::Relaxed) as usize;
+        let _ = store.set_run_inputs(st.run_id, n);
+    }
+}
+
+async fn health() -> Response {
+    json_response(StatusCode::OK, json!({"status": "ok"}))
+}
+
+async fn metrics(State(st): State<Arc<ServeState>>) -> Response {
+    let m = &st.metrics;
+    let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let (requests, published) = (get(&m.requests), get(&m.published));
+    let done = published + get(&m.nothing_passed);
+    let pass_rate = if done == 0 {
+        0.0
+    } else {
+        published as f64 / done as f64
+    };
+    let text = format!(
+        "# HELP probity_requests_total Chat completion requests guarded.\n# TYPE probity_requests_total counter\nprobity_requests_total {requests}\n\
+# HELP probity_published_total Requests answered with an output that passed.\n# TYPE probity_published_total counter\nprobity_published_total {published}\n\
+# HELP probity_nothing_passed_total Requests where no attempt passed.\n# TYPE probity_nothing_passed_total counter\nprobity_nothing_passed_total {}\n\
+# HELP probity_rejected_total Requests answered with an error because nothing passed.\n# TYPE probity_rejected_total counter\nprobity_rejected_total {}\n\
+# HELP probity_attempts_total Attempts (upstream generations) made.\n# TYPE probity_attempts_total counter\nprobity_attempts_total {}\n\
+# HELP probity_attempt_errors_total Attempts whose upstream call failed.\n# TYPE probity_attempt_errors_total counter\nprobity_attempt_errors_total {}\n\
+# HELP probity_unauthorized_total Requests refused for a missing or wrong token.\n# TYPE probity_unauthorized_total counter\nprobity_unauthorized_total {}\n\
+# HELP probity_pass_rate Share of finished requests that published an output.\n# TYPE probity_pass_rate gauge\nprobity_pass_rate {pass_rate}\n\
+# HELP probity_request_latency_seconds Time spent guarding requests.\n# TYPE probity_request_latency_seconds summary\nprobity_request_latency_seconds_sum {}\nprobity_request_latency_seconds_count {done}\n",
+        get(&m.nothing_passed),
+        get(&m.rejected),
+        get(&m.attempts),
+        get(&m.attempt_errors),
+        get(&m.unauthorized),
+        get(&m.latency_us) as f64 / 1e6,
+    );
+    let mut resp = (StatusCode::OK, text).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    resp
+}
