@@ -163,7 +163,7 @@ p.note, .muted { color: var(--muted); }
 .verdict.fail { background: #fef2f2; border-color: #b91c1c; color: #7f1d1d; }
 .verdict.inconclusive { background: #fffbeb; border-color: #b45309; color: #78350f; }
 .verdict .rule { display: block; font-weight: 400; font-size: .9rem; }
-td.nowrap { white-space: nowrap; }
+td.nowrap, table.cmp td { white-space: nowrap; }
 table.guarded .fig { display: block; font-variant-numeric: tabular-nums; }
 dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem; margin: .6rem 0; }
 dl.meta dt { color: var(--muted); }
@@ -180,6 +180,7 @@ th { font-weight: 600; background: var(--soft); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .badge { display: inline-block; font-weight: 700; font-size: .8rem; padding: .05rem .45rem; border-radius: 4px; color: #fff; }
 .badge.pass { background: #15803d; } .badge.fail { background: #b91c1c; } .badge.inconclusive { background: #b45309; }
+.badge.neutral { background: #6b7280; }
 .msg { color: var(--muted); font-size: .9em; }
 .scroll { overflow-x: auto; max-width: 100%; }
 figure { margin: .8rem 0 1.4rem; }
