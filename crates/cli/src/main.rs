@@ -4,7 +4,6 @@
 //! configuration, 3 the run could not complete.
 
 mod compare;
-mod guarded;
 mod init;
 mod output;
 mod plan;

@@ -112,12 +112,15 @@ pub(crate) fn append(path: &PathBuf, text: &str) -> Result<(), Failure> {
 }
 
 /// The report context of a stored run: its header, input ids, the tensor,
-/// and the failing outputs (one quoted per failing check in text formats,
-/// up to [`html::FAILURES_SHOWN`] in the HTML browser).
+/// the failing outputs (one quoted per failing check in text formats,
+/// up to [`html::FAILURES_SHOWN`] in the HTML browser), and for a run with
+/// a retry policy the guarded system beside its prediction.
 pub fn report_for(store: &Store, run: StoredRun) -> Result<Report, Failure> {
     let inputs = store
         .inputs(run.record.id)
         .map_err(|e| Failure::incomplete(e.to_string()))?;
+    let guarded =
+        stored::retry_check(store, &run).map_err(|e| Failure::incomplete(e.to_string()))?;
     let by_cell: HashMap<(usize, usize), &SampleRow> = run
         .samples
         .iter()
@@ -171,6 +174,7 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<Report, Failure> {
         retry_target: run.settings.retry_target,
         tensor: Some(run.tensor),
         failures,
+        guarded,
     })
 }
 

@@ -163,7 +163,8 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
     if let Some(check) =
         stored::retry_check(&store, &loaded).map_err(|e| Failure::incomplete(e.to_string()))?
     {
-        s.push_str(&crate::guarded::render(&check));
+        s.push('\n');
+        s.push_str(&probity_report::guarded::text(&check, false));
     }
     print!("{s}");
     Ok(0)

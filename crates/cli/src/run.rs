@@ -99,7 +99,6 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         None => args.out.emit(&report)?,
     }
     let passed = passed && !comparison.as_ref().is_some_and(|c| c.regressed());
-    crate::guarded::after_report(&store, outcome.run_id, &args.out);
     if outcome.status != RunStatus::Complete {
         return Err(Failure::incomplete(format!(
             "run {} stopped before every sample was taken ({} of {}); `probity run --resume {}` continues it",

@@ -557,20 +557,22 @@ pub fn html_section(r: &ComparisonReport) -> String {
         html_escape(&settings_line(c)),
         html_escape(&inputs_line(c)),
     ));
-    h.push_str("<div class=\"scroll\"><table>\n<tr><th>check</th><th>verdict</th><th class=\"num\">baseline</th><th class=\"num\">candidate</th><th class=\"num\">change (pts)</th><th>paired interval</th><th>unpaired interval</th><th class=\"num\">smallest detectable</th></tr>\n");
+    let span = diff_span(c);
+    h.push_str(&format!("<div class=\"scroll\"><table class=\"cmp\">\n<tr><th>check</th><th>verdict</th><th class=\"num\">baseline</th><th class=\"num\">candidate</th><th class=\"num\">change<br>(pts)</th><th>deciding interval<br>{}</th><th>paired interval</th><th>unpaired interval</th><th class=\"num\">smallest<br>detectable</th></tr>\n", diff_axis(span)));
     for k in &c.checks {
         let cls = match k.direction {
             Direction::Regressed => "fail",
             Direction::Improved => "pass",
-            _ => "inconclusive",
+            _ => "neutral",
         };
         h.push_str(&format!(
-            "<tr><td>{}</td><td><span class=\"badge {cls}\">{}</span></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
-            html_escape(&k.name),
+            "<tr><td>{}</td><td><span class=\"badge {cls}\">{}</span></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
+            crate::sanitize::html_short(&k.name, 80),
             html_escape(k.direction.words()),
             pct(k.baseline.estimate),
             pct(k.candidate.estimate),
             points(k.decisive().mean_diff),
+            diff_bar(k, span),
             k.paired.as_ref().map_or("–".to_string(), points_interval),
             points_interval(&k.unpaired),
             points_abs(k.mde),
@@ -578,6 +580,96 @@ pub fn html_section(r: &ComparisonReport) -> String {
     }
     h.push_str("</table></div>\n</section>\n");
     h
+}
+
+const DIFF_W: f64 = 150.0;
+const DIFF_PAD: f64 = 8.0;
+
+/// Half-width of the difference scale: the largest |bound| of a deciding
+/// interval, rounded up to 5 points (at least 5, at most 100).
+fn diff_span(c: &Comparison) -> f64 {
+    let m = c
+        .checks
+        .iter()
+        .flat_map(|k| {
+            let d = k.decisive();
+            [
+                d.interval.lower.abs(),
+                d.interval.upper.abs(),
+                d.mean_diff.abs(),
+            ]
+        })
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    ((m * 20.0).ceil() / 20.0).clamp(0.05, 1.0)
+}
+
+fn diff_x(d: f64, span: f64) -> f64 {
+    let d = if d.is_finite() {
+        d.clamp(-span, span)
+    } else {
+        0.0
+    };
+    DIFF_W / 2.0 + d / span * (DIFF_W / 2.0 - DIFF_PAD)
+}
+
+/// The scale of the difference column: −span, 0, +span in points.
+fn diff_axis(span: f64) -> String {
+    let mut s = format!(
+        "<svg width=\"{DIFF_W}\" height=\"16\" viewBox=\"0 0 {DIFF_W} 16\" role=\"img\" aria-label=\"scale {} to {} points\">",
+        points(-span),
+        points(span)
+    );
+    for (v, anchor) in [(-span, "start"), (0.0, "middle"), (span, "end")] {
+        let x = diff_x(v, span);
+        let tx = match anchor {
+            "start" => x - 4.0,
+            "end" => x + 4.0,
+            _ => x,
+        };
+        s.push_str(&format!(
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"12\" y2=\"16\" stroke=\"#6b7280\"/><text x=\"{tx:.1}\" y=\"10\" font-size=\"10\" fill=\"#374151\" text-anchor=\"{anchor}\">{}</text>",
+            points(v)
+        ));
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The deciding difference B − A of one check as an interval bar around
+/// zero (dashed), coloured by its direction.
+fn diff_bar(k: &CheckComparison, span: f64) -> String {
+    let d = k.decisive();
+    let colour = match k.direction {
+        Direction::Regressed => "#b91c1c",
+        Direction::Improved => "#15803d",
+        _ => "#6b7280",
+    };
+    let label = format!(
+        "{}: change {} pts {}",
+        k.name,
+        points(d.mean_diff),
+        points_interval(d)
+    );
+    let zero = diff_x(0.0, span);
+    let mut s = format!(
+        "<svg width=\"{DIFF_W}\" height=\"18\" viewBox=\"0 0 {DIFF_W} 18\" role=\"img\" aria-label=\"{0}\"><title>{0}</title>\
+         <rect x=\"{DIFF_PAD}\" y=\"8\" width=\"{1:.1}\" height=\"2\" fill=\"#e5e7eb\"/>\
+         <line x1=\"{zero:.1}\" x2=\"{zero:.1}\" y1=\"0\" y2=\"18\" stroke=\"#111827\" stroke-width=\"1\" stroke-dasharray=\"3 2\"/>",
+        html_escape(&label),
+        DIFF_W - 2.0 * DIFF_PAD
+    );
+    if k.direction != Direction::NoData && d.mean_diff.is_finite() {
+        let x0 = diff_x(d.interval.lower, span);
+        let x1 = diff_x(d.interval.upper, span);
+        s.push_str(&format!(
+            "<rect x=\"{x0:.1}\" y=\"4\" width=\"{:.1}\" height=\"10\" rx=\"2\" fill=\"{colour}\" fill-opacity=\"0.35\" stroke=\"{colour}\"/><circle cx=\"{:.1}\" cy=\"9\" r=\"3.5\" fill=\"{colour}\"/>",
+            (x1 - x0).max(1.5),
+            diff_x(d.mean_diff, span)
+        ));
+    }
+    s.push_str("</svg>");
+    s
 }
 
 /// A minimal self-contained HTML page holding [`html_section`].
@@ -597,9 +689,10 @@ pub(crate) const PAGE_STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;ma
 table{border-collapse:collapse}th,td{text-align:left;padding:.25rem .6rem;border-bottom:1px solid #e5e7eb}\
 th{background:#f3f4f6}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}\
 .badge{font-weight:700;font-size:.8rem;padding:.05rem .45rem;border-radius:4px;color:#fff}\
-.badge.pass{background:#15803d}.badge.fail{background:#b91c1c}.badge.inconclusive{background:#6b7280}\
+.badge.pass{background:#15803d}.badge.fail{background:#b91c1c}.badge.inconclusive{background:#6b7280}.badge.neutral{background:#6b7280}\
 .verdict{font-weight:700;padding:.5rem .8rem;border-left:6px solid}.verdict.pass{border-color:#15803d}\
-.verdict.fail{border-color:#b91c1c}.note{color:#4b5563}";
+.verdict.fail{border-color:#b91c1c}.note{color:#4b5563}\
+table.cmp td{white-space:nowrap}svg text{font-family:system-ui,sans-serif}";
 
 /// Render a comparison on its own in `format`.
 pub fn render(r: &ComparisonReport, format: Format, color: bool) -> String {
@@ -647,7 +740,11 @@ pub fn render_with_baseline(
         }
         Format::Junit => crate::junit::render_with(report, Some(cmp)),
         Format::Html => {
-            let page = crate::html::render(report);
+            let page = crate::html::render(report).replacen(
+                "<a href=\"#failures\">",
+                "<a href=\"#comparison\">Comparison</a><a href=\"#failures\">",
+                1,
+            );
             match page.find("<footer>") {
                 Some(at) => format!("{}{}{}", &page[..at], html_section(cmp), &page[at..]),
                 None => page,

@@ -19,11 +19,16 @@
 //!   "profiles": {inputs: [entry], outputs: [entry]},
 //!   "retry": {target, rates, p_independent, independent, measured, conservative,
 //!             measured_rate, dependence_ratio, phi, per_input},
-//!   "examples": [{check, check_name, input, input_label, repetition, output, reason}]
+//!   "examples": [{check, check_name, input, input_label, repetition, output, reason}],
+//!   "guarded": null | {attempts, retries, held, outcome, rule,
+//!               measured: {requests, histogram, nothing_published, success_within: rate,
+//!                          attempts_used: band, calls, calls_per_request, tokens},
+//!               predictions: [{model, p: band, success_within: band, attempts_used: band}]}
 //! }
 //! rate  = {estimate, lower, upper, confidence, method, n, pass, fail, error, missing,
 //!          design_effect, effective_n}
 //! entry = {index, label, rate}
+//! band  = {estimate, lower, upper}
 //! ```
 //!
 //! Rates are fractions in [0, 1], not percentages. Every float that is not
@@ -65,6 +70,9 @@ pub struct Wire {
     pub profiles: WireProfiles,
     pub retry: WireRetry,
     pub examples: Vec<WireExample>,
+    /// The guarded system beside its prediction; `null` for a run without
+    /// a retry policy.
+    pub guarded: Option<WireGuarded>,
 }
 
 #[derive(Debug, Serialize)]
@@ -248,6 +256,93 @@ pub struct WireRetry {
     pub dependence_ratio: Option<f64>,
     pub phi: Vec<Vec<Option<f64>>>,
     pub per_input: Vec<WireInputPlan>,
+}
+
+/// A value with an interval (`lower` = `upper` = `estimate` for a point).
+#[derive(Debug, Serialize)]
+pub struct WireBand {
+    pub estimate: Option<f64>,
+    pub lower: Option<f64>,
+    pub upper: Option<f64>,
+}
+
+impl WireBand {
+    fn new(b: &probity_core::guarded::Band) -> Self {
+        WireBand {
+            estimate: num(b.estimate),
+            lower: num(b.lower),
+            upper: num(b.upper),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireGuardedMeasured {
+    pub requests: u64,
+    pub histogram: Vec<u64>,
+    pub nothing_published: u64,
+    pub success_within: WireRate,
+    pub attempts_used: WireBand,
+    pub calls: u64,
+    pub calls_per_request: Option<f64>,
+    pub tokens: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WirePrediction {
+    pub model: String,
+    pub p: WireBand,
+    pub success_within: WireBand,
+    pub attempts_used: WireBand,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireGuarded {
+    pub attempts: u32,
+    pub retries: u32,
+    pub held: bool,
+    pub outcome: &'static str,
+    pub rule: &'static str,
+    pub measured: WireGuardedMeasured,
+    pub predictions: Vec<WirePrediction>,
+}
+
+impl WireGuarded {
+    fn new(c: &probity_core::guarded::RetryCheck, method: IntervalMethod) -> Self {
+        use crate::guarded::{calls_per_request, outcome, Outcome, RULE};
+        let g = &c.measured;
+        WireGuarded {
+            attempts: g.m,
+            retries: g.m.saturating_sub(1),
+            held: c.held,
+            outcome: match outcome(c) {
+                Outcome::Held => "held",
+                Outcome::NotHeld => "not-held",
+                Outcome::Untested => "untested",
+            },
+            rule: RULE,
+            measured: WireGuardedMeasured {
+                requests: g.samples,
+                histogram: g.histogram.clone(),
+                nothing_published: g.nothing_published,
+                success_within: WireRate::new(&g.success, method),
+                attempts_used: WireBand::new(&g.attempts),
+                calls: g.calls,
+                calls_per_request: num(calls_per_request(g)),
+                tokens: g.tokens,
+            },
+            predictions: c
+                .predictions
+                .iter()
+                .map(|p| WirePrediction {
+                    model: p.model.clone(),
+                    p: WireBand::new(&p.p),
+                    success_within: WireBand::new(&p.success_within),
+                    attempts_used: WireBand::new(&p.attempts),
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -442,6 +537,7 @@ pub fn wire(r: &Report) -> Wire {
                 reason: e.reason.clone(),
             })
             .collect(),
+        guarded: r.guarded.as_ref().map(|c| WireGuarded::new(c, method)),
     }
 }
 

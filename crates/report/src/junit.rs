@@ -21,6 +21,23 @@
 //! case holds the figures, errors counted apart from failures, the design
 //! effect and whether the verdict was established.
 //!
+//! A run made with a `[retry]` policy ([`Report::guarded`]) gets one more
+//! test case, `guard prediction` (same classname): it checks the retry
+//! plan's prediction against the guarded system as measured.
+//!
+//! | prediction | element |
+//! | --- | --- |
+//! | held | none (the test case passes) |
+//! | did not hold | `<failure type="prediction">` |
+//! | not tested (no joint pass rate to predict from) | `<error type="no-data">` |
+//!
+//! Its `message` gives the measured and predicted figures (P(success
+//! within m), attempts used); the text and `<system-out>` give the whole
+//! table. A prediction that did not hold fails the test case, so a CI test
+//! reporter shows it: the retry budget planned from single attempts is
+//! wrong for the guarded system. It does not change the run's verdict or
+//! the CLI's exit code, which are about the checks.
+//!
 //! Everything is XML-escaped, and characters that XML 1.0 does not allow
 //! (most control characters, escape sequences) are removed; see
 //! [`crate::sanitize::xml_text`].
@@ -68,11 +85,25 @@ pub fn render_with(r: &Report, baseline: Option<&crate::compare::ComparisonRepor
         .map(|c| crate::compare::junit_cases(c, &classname, "    "))
         .unwrap_or_default();
     let extra_tests = baseline.map_or(0, |c| c.comparison.checks.len());
+    let guard = r
+        .guarded
+        .as_ref()
+        .map(|g| guard_case(g, &format!("probity.{}", r.run.name)));
     let k = s.checks.len();
     let outcomes: Vec<Outcome> = (0..k).map(|i| outcome(r, i)).collect();
-    let failures = outcomes.iter().filter(|o| **o == Outcome::Failure).count() + extra_failures;
-    let k = k + extra_tests;
-    let errors = outcomes.iter().filter(|o| **o == Outcome::Error).count();
+    let guard_outcome = guard.as_ref().map(|(_, o)| *o);
+    let failures = outcomes
+        .iter()
+        .chain(guard_outcome.iter())
+        .filter(|o| **o == Outcome::Failure)
+        .count()
+        + extra_failures;
+    let k = k + extra_tests + usize::from(guard.is_some());
+    let errors = outcomes
+        .iter()
+        .chain(guard_outcome.iter())
+        .filter(|o| **o == Outcome::Error)
+        .count();
     let time = format!(
         "{:.3}",
         r.run
@@ -185,7 +216,64 @@ pub fn render_with(r: &Report, baseline: Option<&crate::compare::ComparisonRepor
         ));
         x.push_str("    </testcase>\n");
     }
+    if let Some((case, _)) = &guard {
+        x.push_str(case);
+    }
     x.push_str(&extra);
     x.push_str("  </testsuite>\n</testsuites>\n");
     x
+}
+
+/// The name of the guarded system's test case.
+pub const GUARD_CASE: &str = "guard prediction";
+
+/// The `guard prediction` test case of a run with a retry policy, and its
+/// outcome.
+fn guard_case(check: &probity_core::guarded::RetryCheck, classname: &str) -> (String, Outcome) {
+    use crate::guarded::{attempts_band, joint, measured_success, outcome, pct_band, Outcome as G};
+    let g = &check.measured;
+    let figures = match joint(check) {
+        Some(j) => format!(
+            "P(success within {m}) measured {} vs predicted (joint rate) {}; attempts used measured {} vs predicted {}",
+            pct_band(&measured_success(g)),
+            pct_band(&j.success_within),
+            attempts_band(&g.attempts),
+            attempts_band(&j.attempts),
+            m = g.m
+        ),
+        None => format!(
+            "P(success within {m}) measured {}; attempts used measured {}",
+            pct_band(&measured_success(g)),
+            attempts_band(&g.attempts),
+            m = g.m
+        ),
+    };
+    let table = crate::guarded::text(check, false);
+    let (o, element) = match outcome(check) {
+        G::Held => (Outcome::Passed, String::new()),
+        G::NotHeld => (
+            Outcome::Failure,
+            format!(
+                "      <failure message=\"{}\" type=\"prediction\">{}</failure>\n",
+                xml_attr(&format!("retry prediction did not hold: {figures}")),
+                xml_text(&table)
+            ),
+        ),
+        G::Untested => (
+            Outcome::Error,
+            format!(
+                "      <error message=\"{}\" type=\"no-data\">{}</error>\n",
+                xml_attr(&format!(
+                    "retry prediction not tested: no joint pass rate; {figures}"
+                )),
+                xml_text(&table)
+            ),
+        ),
+    };
+    let case = format!(
+        "    <testcase classname=\"{}\" name=\"{GUARD_CASE}\" time=\"0\">\n{element}      <system-out>{}</system-out>\n    </testcase>\n",
+        xml_attr(classname),
+        xml_text(&format!("{figures}\n{table}"))
+    );
+    (case, o)
 }

@@ -8,19 +8,21 @@
 //! | [`Format::Json`] | [`json`] | tools: a stable, versioned schema (`probity.report.v1`, see `SCHEMA.md`) |
 //! | [`Format::Junit`] | [`junit`] | CI test reporters (GitLab, GitHub actions): one test case per check |
 //! | [`Format::Markdown`] | [`markdown`] | `$GITHUB_STEP_SUMMARY` and pull-request comments |
-//! | [`Format::Html`] | [`html`] | one self-contained page: verdicts, heatmaps of the tensor, profiles, retry plan, failing outputs |
+//! | [`Format::Html`] | [`html`] | one self-contained page: verdicts, heatmaps of the tensor, profiles, retry plan, guarded system, failing outputs |
 //!
 //! [`heatmap()`] draws the input × check grid in a terminal.
 //!
 //! The CLI fills a [`Report`] (run metadata, the core's [`Summary`], input
 //! labels, a few failing outputs, and for the HTML report and the heatmap
-//! the tensor and every failing output) and calls [`render`].
+//! the tensor and every failing output, and for a run with a retry policy
+//! the guarded system beside its prediction) and calls [`render`].
 //!
 //! Model outputs, input ids and check names are treated as untrusted text:
 //! every format escapes them for its medium (terminal control sequences,
 //! XML, Markdown, HTML), see [`sanitize`].
 
 pub mod compare;
+pub mod guarded;
 pub mod heatmap;
 pub mod html;
 pub mod json;
@@ -165,6 +167,10 @@ pub struct Report {
     /// tensor). Start from [`FailingSample::from_tensor`]. Other formats
     /// ignore it.
     pub failures: Vec<FailingSample>,
+    /// The guarded system measured beside its retry plan's prediction
+    /// (paper §4.2), for a run made with a `[retry]` policy; `None`
+    /// otherwise. Every format shows it (see [`guarded`]).
+    pub guarded: Option<probity_core::guarded::RetryCheck>,
 }
 
 impl Report {

@@ -1,7 +1,8 @@
 //! The Markdown report (GitHub-flavoured), for `$GITHUB_STEP_SUMMARY` or a
 //! pull-request comment: a heading with the overall PASS/FAIL, a table of
 //! checks, the aggregate, the worst inputs, the failing checks with one
-//! example output each in a fenced code block, and the retry plan.
+//! example output each in a fenced code block, the guarded system beside
+//! its prediction (a run with a retry policy), and the retry plan.
 //!
 //! Text from the run is escaped with [`md_cell`] / [`md_inline`] (pipes,
 //! backticks, markup, HTML, newlines) and outputs are put in code blocks
@@ -191,6 +192,11 @@ pub fn render(r: &Report) -> String {
         }
     }
 
+    // The guarded system beside its prediction.
+    if let Some(g) = &r.guarded {
+        md.push_str(&guarded_section(g));
+    }
+
     // Retry plan.
     let retry = facts::retry_lines(r);
     if !retry.is_empty() {
@@ -207,4 +213,44 @@ pub fn render(r: &Report) -> String {
 /// escaped there, so they are replaced by `ʼ`; controls are dropped.
 fn md_code_span(s: &str) -> String {
     crate::sanitize::terminal_line(s, 80).replace('`', "ʼ")
+}
+
+/// The guarded system (§4.2): headline, the measured-vs-predicted table,
+/// calls and tokens, and the verdict with its rule. Every figure is
+/// probity's own; nothing here comes from the run's text.
+fn guarded_section(check: &probity_core::guarded::RetryCheck) -> String {
+    use crate::guarded::{
+        attempts_band, headline, histogram_line, outcome, pct_band, rows, spent_line, verdict_line,
+        Outcome,
+    };
+    let g = &check.measured;
+    let mut md = String::from("### Guarded system (§4.2)\n\n");
+    md.push_str(&format!(
+        "{} · published at attempt {} · spent {}\n\n",
+        md_inline(&headline(g)),
+        md_inline(&histogram_line(g)),
+        md_inline(&spent_line(g))
+    ));
+    md.push_str("| | P(pass) per attempt | P(success within m) | attempts used |\n");
+    md.push_str("| --- | ---: | ---: | ---: |\n");
+    for row in rows(check) {
+        let label = if row.label == "measured" {
+            "**measured**".to_string()
+        } else {
+            format!("{} model", md_cell(&row.label))
+        };
+        md.push_str(&format!(
+            "| {label} | {} | {} | {} |\n",
+            row.p.as_ref().map_or("–".to_string(), pct_band),
+            pct_band(&row.success_within),
+            attempts_band(&row.attempts)
+        ));
+    }
+    let b = match outcome(check) {
+        Outcome::Held => badge(Decision::Pass),
+        Outcome::NotHeld => badge(Decision::Fail),
+        Outcome::Untested => badge(Decision::Inconclusive),
+    };
+    md.push_str(&format!("\n{b} {}\n\n", md_inline(&verdict_line(check))));
+    md
 }

@@ -16,6 +16,9 @@
 //! worst inputs  thanks-3 56.0% [..] · …
 //!  retry plan   …
 //!
+//! Guarded system (§4.2): at most 3 attempts per request (2 retries), 200 requests
+//!   …  (runs with a retry policy: see crate::guarded::text)
+//!
 //! FAIL: 1 of 2 checks below minimum
 //! ```
 //!
@@ -284,6 +287,12 @@ pub fn render(r: &Report, color: bool) -> String {
         out.push_str(&format!("{label} {line}\n"));
     }
     out.push('\n');
+
+    // The guarded system beside its prediction (a run with a retry policy).
+    if let Some(g) = &r.guarded {
+        out.push_str(&crate::guarded::text(g, color));
+        out.push('\n');
+    }
 
     // Conclusion.
     let concl = r.conclusion();

@@ -164,9 +164,14 @@ pub fn chart(t: &Trend, k: usize) -> String {
         "<svg class=\"trend\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{0}\"><title>{0}</title>",
         html_escape(&format!("success rate of {name} over runs"))
     );
-    // Grid and axis labels.
-    let mut g = lo;
-    while g <= 1.0 + 1e-9 {
+    // Grid and axis labels: round steps counted down from 100 %, so the
+    // top (where minimums usually sit) is always labelled.
+    let grid_step = if 1.0 - lo > 0.5 { 0.2 } else { 0.1 };
+    let grid: Vec<f64> = (0..=10)
+        .map(|n| 1.0 - n as f64 * grid_step)
+        .take_while(|g| *g >= lo - 1e-9)
+        .collect();
+    for g in grid {
         let (x2, yy, lx) = (W - RIGHT, y(g), LEFT - 6.0);
         let _ = write!(
             s,
@@ -174,7 +179,6 @@ pub fn chart(t: &Trend, k: usize) -> String {
             yy + 4.0,
             (g * 100.0).round()
         );
-        g += if 1.0 - lo > 0.5 { 0.2 } else { 0.1 };
     }
     // Threshold (of the latest run that has the check).
     if let Some((_, _, _, th)) = pts.last() {
@@ -261,7 +265,7 @@ pub fn html(t: &Trend) -> String {
     for (k, name) in t.checks.iter().enumerate() {
         let _ = write!(
             h,
-            "<section><h2>{}</h2>\n<figure>{}</figure>\n<table><tr><th>run</th><th>created</th><th>system</th><th class=\"num\">success</th><th>interval</th></tr>\n",
+            "<section><h2>{}</h2>\n<figure>{}</figure>\n<table><tr><th>run</th><th>created</th><th>system</th><th>config</th><th class=\"num\">success</th><th>interval</th></tr>\n",
             html_short(name, 80),
             chart(t, k)
         );
@@ -276,10 +280,11 @@ pub fn html(t: &Trend) -> String {
             };
             let _ = writeln!(
                 h,
-                "<tr><td>#{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+                "<tr><td>#{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td class=\"num\">{}</td><td>{}</td></tr>",
                 r.run.id,
                 html_escape(&r.run.created_at),
                 html_short(&system_label(&r.run.system), 40),
+                html_escape(&r.run.config_hash.chars().take(8).collect::<String>()),
                 rate,
                 iv
             );

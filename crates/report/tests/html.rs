@@ -297,6 +297,86 @@ fn empty_counts_do_not_panic() {
     let _ = Counts::default();
 }
 
+#[test]
+fn guarded_section_histogram_table_and_verdict() {
+    let plain = render(&common::report(), Format::Html, false);
+    assert!(!plain.contains("id=\"guarded\""));
+    assert!(!plain.contains("href=\"#guarded\""));
+
+    let mut r = tensor_report(5, 20);
+    r.guarded = Some(common::retry_check(true));
+    let h = render(&r, Format::Html, false);
+    assert!(h.contains("<a href=\"#guarded\">Guarded system</a>"));
+    let sec = between(&h, "<section id=\"guarded\">", "</section>");
+    assert!(sec.contains("<h2>Guarded system (§4.2)</h2>"));
+    // The histogram: attempts 1..3 and nothing published, with the joint
+    // rate's predicted counts.
+    let hist = between(sec, "<svg class=\"histogram\"", "</svg>");
+    assert_eq!(hist.matches("class=\"hist-bar\"").count(), 4);
+    assert_eq!(hist.matches("class=\"predicted\"").count(), 4);
+    assert!(hist.contains("<title>published at attempt 1: 120 of 200 requests (60.0%)"));
+    assert!(hist.contains("<title>nothing published: 20 of 200 requests (10.0%)"));
+    // N·p(1−p)^(a−1) at p = 0.6: 120, 48, 19.2; nothing 200·0.4³ = 12.8.
+    assert!(hist.contains("predicted at the joint rate 48.0"), "{hist}");
+    assert!(hist.contains("predicted at the joint rate 12.8"), "{hist}");
+    // The table: measured and the three models, with interval bars.
+    let table = between(sec, "<table class=\"guarded\">", "</table>");
+    assert_eq!(table.matches("<tr class=\"guard-row\"").count(), 4);
+    for model in ["measured", "independence", "joint", "per-input"] {
+        assert!(
+            table.contains(&format!("data-model=\"{model}\"")),
+            "{model}"
+        );
+    }
+    assert!(table.contains("90.0% [85.0, 94.0]"));
+    assert!(table.contains("1.62 [1.55, 1.70]"));
+    assert!(table.matches("<svg class=\"bar\"").count() >= 8 + 2);
+    // A prediction's bars show the measured interval behind them.
+    assert_eq!(table.matches("class=\"measured-band\"").count(), 6);
+    assert!(sec.contains("410 calls (2.05 per request, judge calls included), 12345 tokens"));
+    assert!(sec.contains("<p class=\"verdict pass\" id=\"guard-verdict\">Prediction held"));
+    assert!(sec.contains("Rule: the joint-rate model&#39;s band overlaps"));
+
+    let mut r = tensor_report(5, 20);
+    r.guarded = Some(common::retry_check(false));
+    let h = render(&r, Format::Html, false);
+    let sec = between(&h, "<section id=\"guarded\">", "</section>");
+    assert!(sec.contains("<p class=\"verdict fail\" id=\"guard-verdict\">Prediction did not hold"));
+    assert!(sec.contains("misses both"));
+
+    // Still one script, no handlers, nothing external, hostile text escaped.
+    assert_eq!(h.matches("<script").count(), 1);
+    assert!(!h.contains("<img"));
+    assert!(!h.contains("http://") && !h.contains("https://") && !h.contains("url("));
+    let lower = h.to_ascii_lowercase();
+    for tag in lower.split('<').skip(1) {
+        let tag = tag.split('>').next().unwrap_or("");
+        for attr in tag.split_whitespace().skip(1) {
+            assert!(!(attr.starts_with("on") && attr.contains('=')), "<{tag}>");
+        }
+    }
+}
+
+/// A retry policy of one attempt, or with m large, or no requests: still
+/// a drawable page.
+#[test]
+fn guarded_section_edge_cases() {
+    for (m, samples) in [(1u32, 10u64), (25, 10), (3, 0)] {
+        let mut r = tensor_report(5, 20);
+        let mut c = common::retry_check(false);
+        c.measured.m = m;
+        c.measured.histogram = vec![samples / 2; m as usize];
+        c.measured.samples = samples;
+        c.measured.nothing_published = 0;
+        r.guarded = Some(c);
+        let h = render(&r, Format::Html, false);
+        let sec = between(&h, "<section id=\"guarded\">", "</section>");
+        let hist = between(sec, "<svg class=\"histogram\"", "</svg>");
+        assert_eq!(hist.matches("class=\"hist-bar\"").count(), m as usize + 1);
+        assert!(!sec.contains("NaN") && !sec.contains("inf"), "{sec}");
+    }
+}
+
 fn between<'a>(s: &'a str, a: &str, b: &str) -> &'a str {
     let start = s.find(a).expect("start") + a.len();
     let end = start + s[start..].find(b).expect("end");

@@ -178,6 +178,8 @@ fn every_field_is_documented() {
     // Fill the breakdown so its entries are walked too.
     r.summary.strategy = probity_core::Strategy::Rows;
     r.summary.checks[1].breakdown = r.summary.input_profile.clone();
+    // And a guarded system, so its fields are walked too.
+    r.guarded = Some(common::retry_check(true));
     let v = parse(&r);
     fn walk(v: &Value, doc: &str, path: &str) {
         match v {
@@ -210,4 +212,65 @@ fn breakdown_by_rows_is_labelled() {
     assert_eq!(c["breakdown"][2]["label"], "thanks-3");
     let t = render(&r, Format::Text, false);
     assert!(t.contains("rows: 2 of 4 inputs below 90%"), "{t}");
+}
+
+#[test]
+fn guarded_is_null_without_a_retry_policy() {
+    let v = parse(&common::report());
+    assert!(v.as_object().unwrap().contains_key("guarded"));
+    assert!(v["guarded"].is_null());
+}
+
+#[test]
+fn guarded_measured_beside_predictions() {
+    let v = parse(&common::guarded_report(true));
+    let g = &v["guarded"];
+    assert_eq!(g["attempts"], 3);
+    assert_eq!(g["retries"], 2);
+    assert_eq!(g["held"], true);
+    assert_eq!(g["outcome"], "held");
+    assert!(g["rule"].as_str().unwrap().contains("overlaps"));
+    let m = &g["measured"];
+    assert_eq!(m["requests"], 200);
+    assert_eq!(m["histogram"], serde_json::json!([120, 40, 20]));
+    assert_eq!(m["nothing_published"], 20);
+    assert!(close(&m["success_within"]["estimate"], 0.9));
+    assert!(close(&m["success_within"]["lower"], 0.85));
+    assert_eq!(m["success_within"]["method"], "wilson");
+    assert!(close(&m["attempts_used"]["estimate"], 1.6));
+    assert!(close(&m["attempts_used"]["upper"], 1.7));
+    assert_eq!(m["calls"], 410);
+    assert!(close(&m["calls_per_request"], 2.05));
+    assert_eq!(m["tokens"], 12345);
+    let p = g["predictions"].as_array().unwrap();
+    let models: Vec<&str> = p.iter().map(|p| p["model"].as_str().unwrap()).collect();
+    assert_eq!(models, ["independence", "joint", "per-input"]);
+    assert!(close(&p[1]["success_within"]["lower"], 0.88));
+    assert!(close(&p[1]["attempts_used"]["estimate"], 1.62));
+    assert!(close(&p[0]["p"]["lower"], 0.8177));
+
+    let v = parse(&common::guarded_report(false));
+    assert_eq!(v["guarded"]["held"], false);
+    assert_eq!(v["guarded"]["outcome"], "not-held");
+
+    // No joint rate: nothing to test.
+    let mut r = common::guarded_report(false);
+    r.guarded.as_mut().unwrap().predictions.truncate(1);
+    let v = parse(&r);
+    assert_eq!(v["guarded"]["outcome"], "untested");
+    assert_eq!(v["guarded"]["predictions"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn guarded_non_finite_figures_are_null() {
+    let mut r = common::guarded_report(true);
+    let g = r.guarded.as_mut().unwrap();
+    g.measured.attempts.estimate = f64::NAN;
+    g.predictions[1].attempts.upper = f64::INFINITY;
+    g.measured.samples = 0;
+    let s = render(&r, Format::Json, false);
+    let v: Value = serde_json::from_str(&s).unwrap();
+    assert!(v["guarded"]["measured"]["attempts_used"]["estimate"].is_null());
+    assert!(v["guarded"]["predictions"][1]["attempts_used"]["upper"].is_null());
+    assert!(close(&v["guarded"]["measured"]["calls_per_request"], 0.0));
 }

@@ -230,3 +230,69 @@ fn show_all_formats() {
         println!("===== {f}\n{}", render(&common::report(), f, false));
     }
 }
+
+#[test]
+fn guard_prediction_case() {
+    // Without a retry policy there is no such case.
+    let (root, _) = suite(&common::report());
+    let s = root.one("testsuite");
+    assert!(s
+        .all("testcase")
+        .iter()
+        .all(|c| c.attr("name") != "guard prediction"));
+
+    // Held: one more test case, passing.
+    let (root, xml) = suite(&common::guarded_report(true));
+    assert_eq!(root.attr("tests"), "3", "{xml}");
+    assert_eq!(root.attr("failures"), "1");
+    let s = root.one("testsuite");
+    assert_eq!(s.attr("tests"), "3");
+    let case = s
+        .all("testcase")
+        .into_iter()
+        .find(|c| c.attr("name") == "guard prediction")
+        .expect("guard prediction case");
+    assert_eq!(case.attr("classname"), "probity.greeting-bot");
+    assert!(case.all("failure").is_empty() && case.all("error").is_empty());
+    assert!(case.one("system-out").text.contains("prediction held"));
+
+    // Not held: a failure of type "prediction" with the figures.
+    let (root, xml) = suite(&common::guarded_report(false));
+    assert_eq!(root.attr("tests"), "3");
+    assert_eq!(root.attr("failures"), "2", "{xml}");
+    assert_eq!(root.attr("errors"), "0");
+    let s = root.one("testsuite");
+    assert_eq!(s.attr("failures"), "2");
+    let case = s
+        .all("testcase")
+        .into_iter()
+        .find(|c| c.attr("name") == "guard prediction")
+        .unwrap();
+    let f = case.one("failure");
+    assert_eq!(f.attr("type"), "prediction");
+    let msg = f.attr("message");
+    assert!(msg.starts_with("retry prediction did not hold"), "{msg}");
+    assert!(
+        msg.contains("measured 90.0% [85.0, 94.0] vs predicted (joint rate) 98.5% [97.0, 99.5]"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("attempts used measured 1.60 [1.50, 1.70] vs predicted 1.25 [1.20, 1.30]"),
+        "{msg}"
+    );
+    assert!(f.text.contains("Guarded system (§4.2)"), "{}", f.text);
+
+    // No joint rate: an error, not a measured failure.
+    let mut r = common::guarded_report(false);
+    r.guarded.as_mut().unwrap().predictions.truncate(1);
+    let (root, _) = suite(&r);
+    assert_eq!(root.attr("errors"), "1");
+    assert_eq!(root.attr("failures"), "1");
+    let s = root.one("testsuite");
+    let case = s
+        .all("testcase")
+        .into_iter()
+        .find(|c| c.attr("name") == "guard prediction")
+        .unwrap();
+    assert_eq!(case.one("error").attr("type"), "no-data");
+}

@@ -115,3 +115,51 @@ fn backticks_cannot_close_the_code_block() {
         "{md}"
     );
 }
+
+#[test]
+fn guarded_system_section() {
+    let md = render(&common::report(), Format::Markdown, false);
+    assert!(!md.contains("Guarded system"));
+
+    let md = render(&common::guarded_report(true), Format::Markdown, false);
+    println!("{md}");
+    assert!(md.contains("### Guarded system (§4.2)"), "{md}");
+    let header = md
+        .lines()
+        .find(|l| l.contains("P(success within m)") && l.starts_with('|'))
+        .expect("table header");
+    assert_eq!(
+        cells(header),
+        [
+            "",
+            "P(pass) per attempt",
+            "P(success within m)",
+            "attempts used"
+        ]
+    );
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| joint model"))
+        .expect("joint row");
+    assert_eq!(
+        cells(row),
+        [
+            "joint model",
+            "60.0% [55.0, 65.0]",
+            "92.0% [88.0, 95.0]",
+            "1.62 [1.55, 1.70]"
+        ]
+    );
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| **measured**"))
+        .unwrap();
+    assert_eq!(cells(row)[1], "–");
+    assert!(md.contains("✅ prediction held"), "{md}");
+    assert!(md.contains("410 calls"), "{md}");
+    // The section comes before the retry plan's details.
+    assert!(md.find("### Guarded system").unwrap() < md.find("<details>").unwrap());
+
+    let md = render(&common::guarded_report(false), Format::Markdown, false);
+    assert!(md.contains("❌ prediction did not hold"), "{md}");
+}

@@ -157,3 +157,59 @@ fn format_names_parse() {
     let e = "pdf".parse::<Format>().unwrap_err();
     assert!(e.to_string().contains("text, json, junit, markdown, html"));
 }
+
+#[test]
+fn guarded_system_beside_its_prediction() {
+    let t = render(&common::report(), Format::Text, false);
+    assert!(!t.contains("Guarded system"), "{t}");
+
+    let t = render(&common::guarded_report(true), Format::Text, false);
+    println!("{t}");
+    assert!(
+        t.contains(
+            "Guarded system (§4.2): at most 3 attempts per request (2 retries), 200 requests"
+        ),
+        "{t}"
+    );
+    assert!(
+        t.contains("published at attempt   1: 120 · 2: 40 · 3: 20; nothing published: 20"),
+        "{t}"
+    );
+    let block = &t[t.find("Guarded system").unwrap()..];
+    let row = |name: &str| {
+        block
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row in\n{t}"))
+            .to_string()
+    };
+    let measured = row("measured");
+    assert!(measured.contains("90.0% [85.0, 94.0]"), "{measured}");
+    assert!(measured.contains("1.60 [1.50, 1.70]"), "{measured}");
+    let joint = row("joint model");
+    assert!(joint.contains("60.0% [55.0, 65.0]"), "{joint}");
+    assert!(joint.contains("92.0% [88.0, 95.0]"), "{joint}");
+    assert!(row("independence model").contains("81.8%"), "{t}");
+    assert!(row("per-input model").contains("1.60 [1.30, 2.10]"), "{t}");
+    assert!(
+        t.contains("spent: 410 calls (2.05 per request, judge calls included), 12345 tokens"),
+        "{t}"
+    );
+    assert!(
+        t.contains("prediction held: the joint-rate model's band overlaps"),
+        "{t}"
+    );
+    // Before the conclusion, which stays last.
+    let at = t.find("Guarded system").unwrap();
+    assert!(at < t.find("FAIL: 1 of 2 checks below minimum").unwrap());
+    assert!(t.trim_end().ends_with("FAIL: 1 of 2 checks below minimum"));
+
+    let t = render(&common::guarded_report(false), Format::Text, false);
+    assert!(
+        t.contains("prediction did not hold: the joint-rate model's band misses the measured interval of both P(success within m) and the attempts used"),
+        "{t}"
+    );
+    // Colour marks the verdict; nothing else of the block is painted.
+    let c = render(&common::guarded_report(false), Format::Text, true);
+    assert!(c.contains("\x1b[1;31mprediction did not hold"), "{c}");
+}

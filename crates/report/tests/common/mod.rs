@@ -185,6 +185,7 @@ pub fn report() -> Report {
         retry_target: 0.99,
         tensor: None,
         failures: Vec::new(),
+        guarded: None,
     }
 }
 
@@ -319,5 +320,63 @@ pub fn tensor_report(n: usize, m: usize) -> Report {
         retry_target: 0.99,
         tensor: Some(t),
         failures,
+        guarded: None,
     }
+}
+
+/// A guarded system (m = 3, 200 requests) whose joint-rate prediction
+/// held (`held`) or missed both measured intervals (`!held`).
+pub fn retry_check(held: bool) -> probity_core::guarded::RetryCheck {
+    use probity_core::guarded::{Band, GuardedMeasurement, Prediction, RetryCheck};
+    let band = |estimate, lower, upper| Band {
+        estimate,
+        lower,
+        upper,
+    };
+    let measured = GuardedMeasurement {
+        m: 3,
+        samples: 200,
+        histogram: vec![120, 40, 20],
+        nothing_published: 20,
+        success: rate(180, 20, 0, 0.85, 0.94, 1.2),
+        attempts: band(1.6, 1.5, 1.7),
+        calls: 410,
+        tokens: 12345,
+    };
+    let (joint_s, joint_a) = if held {
+        (band(0.92, 0.88, 0.95), band(1.62, 1.55, 1.7))
+    } else {
+        (band(0.985, 0.97, 0.995), band(1.25, 1.2, 1.3))
+    };
+    RetryCheck {
+        measured,
+        predictions: vec![
+            Prediction {
+                model: "independence".to_string(),
+                p: band(0.8177, 0.8177, 0.8177),
+                success_within: band(0.9939, 0.9939, 0.9939),
+                attempts: band(1.22, 1.22, 1.22),
+            },
+            Prediction {
+                model: "joint".to_string(),
+                p: band(0.6, 0.55, 0.65),
+                success_within: joint_s,
+                attempts: joint_a,
+            },
+            Prediction {
+                model: "per-input".to_string(),
+                p: band(0.6, 0.4, 0.8),
+                success_within: band(0.9, 0.75, 0.99),
+                attempts: band(1.6, 1.3, 2.1),
+            },
+        ],
+        held,
+    }
+}
+
+/// [`report`] of a run with a retry policy.
+pub fn guarded_report(held: bool) -> Report {
+    let mut r = report();
+    r.guarded = Some(retry_check(held));
+    r
 }
