@@ -277,9 +277,13 @@ impl Checks {
                 continue;
             }
             let request = v.request(input, output, repetition, attempt);
-            let before = caller.calls.load(Ordering::Relaxed);
             let answer = caller.call(v.judge.as_ref(), &request).await;
-            let made = caller.calls.load(Ordering::Relaxed) - before;
+            // This call's tries (the caller's counter is shared by
+            // concurrent checks, so a difference of it would over-count).
+            let made = u64::from(match &answer {
+                Ok(a) => a.attempts,
+                Err((_, tries)) => *tries,
+            });
             judge_calls += made;
             caller.judge_calls.fetch_add(made, Ordering::Relaxed);
             let j = v.judgement(answer.as_ref().map(|a| a.text.as_str()).map_err(|(e, _)| e));
