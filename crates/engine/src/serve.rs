@@ -11,7 +11,8 @@
 //! Every request is recorded in the run store as one input of a run named
 //! after the configuration (M = 1: the sample is the first attempt, and
 //! every attempt is kept), so live traffic feeds the same tensor, reports
-//! and history as test runs.
+//! and history as test runs. A request is answered only once it is
+//! committed, so a server killed after answering keeps it.
 //!
 //! Streaming (`"stream": true`) is refused with HTTP 400 and an explanation:
 //! a guard must see the whole output before it can publish it. The upstream
@@ -458,6 +459,9 @@ async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: Bytes
     let input = Input::text(format!("request-{}", idx + 1), last_user);
     let outcome = st.guard.run(&messages, &input, idx as u32).await;
     record(&st, idx, input, &outcome);
+    // Answer only once the request is committed: a server killed after
+    // answering keeps every request it answered.
+    let _ = st.writer.flushed().await;
     let attempts = outcome.attempts();
     let m = &st.metrics;
     m.attempts

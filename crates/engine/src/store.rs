@@ -249,6 +249,8 @@ enum WriteOp {
     Attempt(AttemptRow),
     Input(usize, Input),
     Judgement(JudgementRow),
+    /// Answered once everything queued before it is committed.
+    Flush(tokio::sync::oneshot::Sender<()>),
 }
 
 /// A cached, successful output for a cache key.
@@ -663,6 +665,7 @@ fn write_loop(
 ) -> rusqlite::Result<u64> {
     let mut written = 0;
     while let Ok(first) = rx.recv() {
+        let mut acks = Vec::new();
         let tx = conn.transaction()?;
         {
             let mut attempt_stmt = tx.prepare_cached(
@@ -685,6 +688,13 @@ fn write_loop(
             let mut n = 0;
             while let Some(op) = row.take() {
                 let s = match op {
+                    WriteOp::Flush(ack) => {
+                        acks.push(ack);
+                        if n < BATCH {
+                            row = rx.try_recv().ok();
+                        }
+                        continue;
+                    }
                     WriteOp::Judgement(j) => {
                         judgement_stmt.execute(params![
                             j.cache_key,
@@ -765,6 +775,9 @@ fn write_loop(
             written += n as u64;
         }
         tx.commit()?;
+        for ack in acks {
+            let _ = ack.send(());
+        }
     }
     Ok(written)
 }
@@ -798,6 +811,14 @@ impl Writer {
     /// Queue one judgement for the judge cache.
     pub fn send_judgement(&self, row: JudgementRow) -> Result<(), StoreError> {
         self.op(WriteOp::Judgement(row))
+    }
+
+    /// Resolves once everything queued so far is committed (at once, with
+    /// an error, when the writer has stopped).
+    pub fn flushed(&self) -> tokio::sync::oneshot::Receiver<()> {
+        let (ack, done) = tokio::sync::oneshot::channel();
+        let _ = send(&self.tx, WriteOp::Flush(ack));
+        done
     }
 
     /// A handle that queues judgements on this writer (the judge cache's
