@@ -1,4 +1,8 @@
-//! `probity revalidate`: re-check stored outputs with changed validators.
+//! `probity revalidate`: re-check stored outputs with changed checks. No
+//! call to the system under test; verifiers' judgements come from the judge
+//! cache when the same judge and instructions judged the same (input,
+//! output) before, and from the judge otherwise (or not at all with
+//! `--no-calls`).
 
 use crate::output::{load_report, OutputArgs};
 use crate::store_arg::StoreArg;
@@ -15,6 +19,10 @@ pub struct RevalidateArgs {
     /// The configuration whose validators and settings to apply.
     #[arg(long, default_value = "probity.toml")]
     config: PathBuf,
+    /// Make no judge call either: verifier judgements not in the judge
+    /// cache become Error cells ("not judged: --no-calls").
+    #[arg(long)]
+    no_calls: bool,
     #[command(flatten)]
     store: StoreArg,
     #[command(flatten)]
@@ -23,18 +31,32 @@ pub struct RevalidateArgs {
 
 pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
     let config = Config::load(&args.config).map_err(|e| Failure::usage(e.to_string()))?;
-    if !config.verifiers.is_empty() {
-        return Err(Failure::usage(format!(
-            "{}: revalidate re-checks stored outputs without model calls, and [[verifier]] judges are model calls; run `probity run` instead (or remove the verifiers)",
-            args.config.display()
-        )));
-    }
     let mut store = args.store.open()?;
     let id = args.store.resolve(&store, &args.run)?;
-    let new_id =
-        stored::revalidate(&mut store, id, &config).map_err(|e| Failure::usage(e.to_string()))?;
-    eprintln!("revalidated run {id} as run {new_id} (no model calls)");
-    let report = load_report(&store, new_id)?;
+    let done = crate::runtime()?
+        .block_on(stored::revalidate(&mut store, id, &config, !args.no_calls))
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    if config.verifiers.is_empty() {
+        eprintln!(
+            "revalidated run {id} as run {} (no model calls)",
+            done.run_id
+        );
+    } else {
+        eprintln!(
+            "revalidated run {id} as run {} (no calls to the system; judges: {} call{}, {} judgement{} from the cache{})",
+            done.run_id,
+            done.judge_calls,
+            if done.judge_calls == 1 { "" } else { "s" },
+            done.judge_cached,
+            if done.judge_cached == 1 { "" } else { "s" },
+            if done.not_judged > 0 {
+                format!(", {} not judged (--no-calls)", done.not_judged)
+            } else {
+                String::new()
+            }
+        );
+    }
+    let report = load_report(&store, done.run_id)?;
     let passed = report.passed();
     args.out.emit(&report)?;
     Ok(verdict_code(passed))

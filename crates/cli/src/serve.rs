@@ -34,16 +34,43 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
     if !addr.ip().is_loopback() && loaded.token.is_none() {
         eprintln!("warning: listening on {addr} without a token (set token_env): anyone who can reach it can spend your upstream quota");
     }
+    let name = loaded.name.clone();
     // On stdout, alone on its line, so scripts can read the port.
     println!("listening on http://{addr}/v1");
+    // Ctrl-C or SIGTERM: stop taking requests, finish those in flight,
+    // flush the store and mark the run complete.
     let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     };
     let served = probity_engine::serve::serve(listener, loaded, &args.store.store, shutdown)
         .await
         .map_err(Failure::incomplete)?;
+    if served.stale_interrupted > 0 {
+        eprintln!(
+            "marked {} earlier run(s) named {:?} left running by a stopped server as interrupted",
+            served.stale_interrupted, name
+        );
+    }
     eprintln!(
-        "stopped: {} requests recorded as run {} (probity report {} / probity plan {})",
+        "stopped: {} requests recorded as run {} (complete; probity report {} / probity plan {})",
         served.requests, served.run_id, served.run_id, served.run_id
     );
     Ok(0)

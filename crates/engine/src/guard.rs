@@ -29,6 +29,7 @@
 
 use crate::limits::{Backoff, RateLimiter};
 use crate::provider::{Message, Provider, ProviderError, Request};
+use crate::store::{JudgementCache, JudgementRow};
 use crate::template::{self, TemplateError, DEFAULT_FEEDBACK_TEMPLATE};
 use crate::verifier::{JudgeVerdict, Verifier};
 use minijinja::Environment;
@@ -51,6 +52,10 @@ pub struct Caller {
     pub calls: AtomicU64,
     /// Tokens reported by providers (prompt + completion).
     pub tokens: AtomicU64,
+    /// Of `calls`, those made to judges (retries included).
+    pub judge_calls: AtomicU64,
+    /// Judgements served from the judge cache (no call).
+    pub judge_cached: AtomicU64,
 }
 
 impl Default for Caller {
@@ -80,6 +85,8 @@ impl Caller {
             call_attempts: call_attempts.max(1),
             calls: AtomicU64::new(0),
             tokens: AtomicU64::new(0),
+            judge_calls: AtomicU64::new(0),
+            judge_cached: AtomicU64::new(0),
         }
     }
 
@@ -145,6 +152,41 @@ pub struct Checked {
     /// `(k, reason)`: Error reasons of any check, a verifier's reasons.
     pub reasons: Vec<(usize, String)>,
     pub judge_calls: u64,
+    /// Judgements served from the judge cache.
+    pub judge_cached: u64,
+}
+
+/// The reason of a verifier cell left unjudged because calls are off
+/// (`probity revalidate --no-calls` and a judgement not in the cache).
+pub const NOT_JUDGED: &str = "not judged: --no-calls";
+
+/// How verifiers get their judgements: from a cache when it holds them
+/// (successful judgements only; new ones are added), from the judge
+/// otherwise — or, with `calls` off, not at all (an Error cell, reason
+/// [`NOT_JUDGED`]).
+#[derive(Clone)]
+pub struct Judging {
+    pub cache: Option<Arc<dyn JudgementCache>>,
+    pub calls: bool,
+}
+
+impl Default for Judging {
+    /// No cache; every judgement is a call.
+    fn default() -> Self {
+        Judging {
+            cache: None,
+            calls: true,
+        }
+    }
+}
+
+impl std::fmt::Debug for Judging {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Judging")
+            .field("cache", &self.cache.is_some())
+            .field("calls", &self.calls)
+            .finish()
+    }
 }
 
 impl Checks {
@@ -182,6 +224,28 @@ impl Checks {
         repetition: u32,
         attempt: u32,
     ) -> Checked {
+        self.check_with(
+            caller,
+            &Judging::default(),
+            input,
+            output,
+            repetition,
+            attempt,
+        )
+        .await
+    }
+
+    /// As [`Checks::check`], with judgements from `judging`'s cache when it
+    /// holds them.
+    pub async fn check_with(
+        &self,
+        caller: &Caller,
+        judging: &Judging,
+        input: &Input,
+        output: &str,
+        repetition: u32,
+        attempt: u32,
+    ) -> Checked {
         let mut cells = Vec::with_capacity(self.len());
         let mut reasons = Vec::new();
         for (k, v) in self.validators.iter().enumerate() {
@@ -191,18 +255,58 @@ impl Checks {
             }
             cells.push(Cell::from(&verdict));
         }
-        let mut judge_calls = 0;
+        let (mut judge_calls, mut judge_cached) = (0, 0);
         for (w, v) in self.verifiers.iter().enumerate() {
             let k = self.validators.len() + w;
+            let key = judging
+                .cache
+                .as_ref()
+                .map(|_| v.cache_key(input, output, repetition, attempt));
+            if let (Some(cache), Some(key)) = (&judging.cache, &key) {
+                if let Some(hit) = cache.get(key) {
+                    judge_cached += 1;
+                    caller.judge_cached.fetch_add(1, Ordering::Relaxed);
+                    cells.push(if hit.pass { Cell::Pass } else { Cell::Fail });
+                    reasons.extend(hit.reasons.into_iter().map(|r| (k, r)));
+                    continue;
+                }
+            }
+            if !judging.calls {
+                cells.push(Cell::Error);
+                reasons.push((k, NOT_JUDGED.to_string()));
+                continue;
+            }
             let request = v.request(input, output, repetition, attempt);
-            let before = caller.calls.load(Ordering::Relaxed);
             let answer = caller.call(v.judge.as_ref(), &request).await;
-            judge_calls += caller.calls.load(Ordering::Relaxed) - before;
+            // This call's tries (the caller's counter is shared by
+            // concurrent checks, so a difference of it would over-count).
+            let made = u64::from(match &answer {
+                Ok(a) => a.attempts,
+                Err((_, tries)) => *tries,
+            });
+            judge_calls += made;
+            caller.judge_calls.fetch_add(made, Ordering::Relaxed);
             let j = v.judgement(answer.as_ref().map(|a| a.text.as_str()).map_err(|(e, _)| e));
-            cells.push(match j.verdict {
-                JudgeVerdict::Pass => Cell::Pass,
-                JudgeVerdict::Fail => Cell::Fail,
-                JudgeVerdict::Error => Cell::Error,
+            let pass = match j.verdict {
+                JudgeVerdict::Pass => Some(true),
+                JudgeVerdict::Fail => Some(false),
+                JudgeVerdict::Error => None,
+            };
+            // Only a readable PASS or FAIL is cached: errors are asked again.
+            if let (Some(cache), Some(key), Some(pass), Ok(a)) =
+                (&judging.cache, key, pass, &answer)
+            {
+                cache.put(JudgementRow {
+                    cache_key: key,
+                    pass,
+                    reasons: j.reasons.clone(),
+                    raw: a.text.clone(),
+                });
+            }
+            cells.push(match pass {
+                Some(true) => Cell::Pass,
+                Some(false) => Cell::Fail,
+                None => Cell::Error,
             });
             reasons.extend(j.reasons.into_iter().map(|r| (k, r)));
         }
@@ -210,6 +314,7 @@ impl Checks {
             cells,
             reasons,
             judge_calls,
+            judge_cached,
         }
     }
 
@@ -473,6 +578,7 @@ pub struct Guard {
     caller: Arc<Caller>,
     feedback: Feedback,
     columns: Vec<usize>,
+    judging: Judging,
 }
 
 impl Guard {
@@ -493,7 +599,14 @@ impl Guard {
             caller,
             feedback,
             columns,
+            judging: Judging::default(),
         })
+    }
+
+    /// Judgements from (and into) `judging`'s cache.
+    pub fn with_judging(mut self, judging: Judging) -> Self {
+        self.judging = judging;
+        self
     }
 
     pub fn checks(&self) -> &Checks {
@@ -636,7 +749,14 @@ impl Guard {
             Ok(a) => {
                 let checked = self
                     .checks
-                    .check(&self.caller, input, &a.text, repetition, number - 1)
+                    .check_with(
+                        &self.caller,
+                        &self.judging,
+                        input,
+                        &a.text,
+                        repetition,
+                        number - 1,
+                    )
                     .await;
                 let passed = self
                     .columns

@@ -9,7 +9,7 @@
 //! identical request) are not requested again.
 
 use crate::config::Config;
-use crate::guard::{Answer, Caller, Guard, GuardOutcome, RetryPolicy};
+use crate::guard::{Answer, Caller, Guard, GuardOutcome, Judging, RetryPolicy};
 use crate::limits::{Backoff, RateLimiter};
 use crate::provider::{Message, Provider, ProviderError, Request};
 use crate::store::{AttemptRow, NewRun, RunStatus, SampleRow, Store, StoreError};
@@ -69,6 +69,10 @@ pub struct RunOutcome {
     pub resumed: u64,
     /// Samples whose call failed.
     pub errors: u64,
+    /// Of `model_calls`, the calls made to judges (retries included).
+    pub judge_calls: u64,
+    /// Judgements served from the judge cache (no call).
+    pub judge_cached: u64,
     pub duration: Duration,
 }
 
@@ -402,13 +406,20 @@ pub async fn run(
             .retry
             .clone()
             .unwrap_or_else(RetryPolicy::single);
+        // Judgements already in the store (this request's output judged by
+        // the same judge and instructions) are not asked again.
+        let judging = Judging {
+            cache: Some(Arc::new(store.judgements(Some(writer.judgement_sink()))?)),
+            calls: true,
+        };
         let guard = Guard::new(
             provider.clone(),
             Arc::new(config.guard_checks()),
             policy,
             Arc::new(caller),
         )
-        .map_err(|e| RunError::Config(format!("{}: [retry] {e}", config.path.display())))?;
+        .map_err(|e| RunError::Config(format!("{}: [retry] {e}", config.path.display())))?
+        .with_judging(judging);
         Some(Arc::new(guard))
     } else {
         None
@@ -418,7 +429,8 @@ pub async fn run(
         let (i, j) = (c / m, c % m);
         match cache.get(&keys[i][j]) {
             Some(hit) if guard.is_some() => {
-                // Judges and retries still need calls: the workers do them.
+                // Judges (unless their judgements are cached too) and
+                // retries still need calls: the workers do them.
                 progress.cached += 1;
                 queue.push_back((
                     i,
@@ -551,6 +563,13 @@ pub async fn run(
         RunStatus::Interrupted
     };
     let model_calls = calls_of(&shared);
+    let (judge_calls, judge_cached) = shared.guard.as_ref().map_or((0, 0), |g| {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            g.caller().judge_calls.load(Relaxed),
+            g.caller().judge_cached.load(Relaxed),
+        )
+    });
     let duration = started.elapsed();
     store.finish_run(
         run_id,
@@ -575,6 +594,8 @@ pub async fn run(
         cached: progress.cached,
         resumed,
         errors: progress.errors,
+        judge_calls,
+        judge_cached,
         duration,
     })
 }

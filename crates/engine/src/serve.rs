@@ -11,15 +11,27 @@
 //! Every request is recorded in the run store as one input of a run named
 //! after the configuration (M = 1: the sample is the first attempt, and
 //! every attempt is kept), so live traffic feeds the same tensor, reports
-//! and history as test runs.
+//! and history as test runs. A request is answered only once it is
+//! committed, so a server killed after answering keeps it.
 //!
 //! Streaming (`"stream": true`) is refused with HTTP 400 and an explanation:
 //! a guard must see the whole output before it can publish it. The upstream
 //! model and sampling parameters are those of `[upstream]`; the request's
 //! `model`, `temperature`, … are not forwarded.
 //!
-//! `GET /health` (no token needed), `GET /metrics` (Prometheus text:
-//! requests, attempts, published, pass rate, latency).
+//! `GET /health` and `GET /metrics` need no token. `/metrics` is Prometheus
+//! text with counts only — requests, attempts, published, nothing passed,
+//! rejected, unauthorized, pass rate, total latency — never a request, an
+//! output, a reason or a header; bind to localhost (the default) or put it
+//! behind your network's access control if even the counts are private.
+//!
+//! The run: created `running` when the server starts, marked `complete`
+//! when it shuts down gracefully (the shutdown future completes: Ctrl-C or
+//! SIGTERM in `probity serve`), after every recorded request is flushed.
+//! A server killed outright leaves its run `running`; the next server with
+//! the same name marks such runs `interrupted` when it starts (they keep
+//! every request and attempt they recorded). Judge calls go through the
+//! judge cache of the store, as in `probity run`.
 //!
 //! ```toml
 //! name = "guarded-assistant"
@@ -42,7 +54,7 @@
 //! check = '''count(output, "'") <= 3'''
 //! ```
 
-use crate::guard::{Attempt, Caller, Checks, Guard, GuardOutcome, RetryPolicy};
+use crate::guard::{Attempt, Caller, Checks, Guard, GuardOutcome, Judging, RetryPolicy};
 use crate::limits::RateLimiter;
 use crate::provider::{Message, ProviderConfig, Role};
 use crate::store::{AttemptRow, NewRun, RunStatus, SampleRow, Store, StoreError, Writer};
@@ -230,6 +242,9 @@ struct ServeState {
 pub struct Served {
     pub run_id: i64,
     pub requests: u64,
+    /// Earlier runs of the same name left `running` (a killed server),
+    /// marked interrupted at start.
+    pub stale_interrupted: usize,
 }
 
 /// Serve `loaded` on `listener`, recording into the store at `store_path`,
@@ -265,14 +280,28 @@ pub async fn serve(
             parent_run: None,
         })
         .map_err(store_err)?;
+    // Runs of this name still marked running were left by a server that was
+    // killed: they are not running any more.
+    let stale_interrupted = store
+        .interrupt_running(&loaded.name, Some(run_id))
+        .map_err(store_err)?;
     let writer = store.writer(run_id).map_err(store_err)?;
+    let judging = Judging {
+        cache: Some(Arc::new(
+            store
+                .judgements(Some(writer.judgement_sink()))
+                .map_err(store_err)?,
+        )),
+        calls: true,
+    };
     let caller = Caller::new(
         Arc::new(RateLimiter::new(c.requests_per_minute, None)),
         Duration::from_secs_f64(c.timeout_s),
         c.call_attempts,
     );
     let guard = Guard::new(upstream, checks, c.retry.clone(), Arc::new(caller))
-        .map_err(|e| format!("[retry] {e}"))?;
+        .map_err(|e| format!("[retry] {e}"))?
+        .with_judging(judging);
     let started = Instant::now();
     let state = Arc::new(ServeState {
         guard,
@@ -295,11 +324,8 @@ pub async fn serve(
         .await;
     let n = state.next_input.load(Ordering::Relaxed);
     let calls = state.guard.caller().calls.load(Ordering::Relaxed);
-    // Flush every recorded request before the run is closed (a connection
-    // still held elsewhere flushes when it is dropped).
-    if let Ok(state) = Arc::try_unwrap(state) {
-        state.writer.finish().map_err(store_err)?;
-    }
+    // Flush every recorded request before the run is closed.
+    state.writer.close().map_err(store_err)?;
     let store = Store::open(store_path).map_err(store_err)?;
     store
         .set_run_inputs(run_id, n as usize)
@@ -317,6 +343,7 @@ pub async fn serve(
     Ok(Served {
         run_id,
         requests: n,
+        stale_interrupted,
     })
 }
 
@@ -432,6 +459,9 @@ async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: Bytes
     let input = Input::text(format!("request-{}", idx + 1), last_user);
     let outcome = st.guard.run(&messages, &input, idx as u32).await;
     record(&st, idx, input, &outcome);
+    // Answer only once the request is committed: a server killed after
+    // answering keeps every request it answered.
+    let _ = st.writer.flushed().await;
     let attempts = outcome.attempts();
     let m = &st.metrics;
     m.attempts

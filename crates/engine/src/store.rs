@@ -15,15 +15,17 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use thiserror::Error;
 
 /// Schema version, kept in `PRAGMA user_version`.
 ///
-/// 2 added the `attempts` table (every attempt of a retry policy); a
-/// version-1 store is upgraded in place by creating it, and stays readable.
-const SCHEMA_VERSION: i64 = 2;
+/// 2 added the `attempts` table (every attempt of a retry policy); 3 added
+/// the `judgements` table (the judge cache). Every change is additive
+/// (`CREATE TABLE IF NOT EXISTS`): an older store is upgraded in place when
+/// opened, and keeps every run readable.
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Rows per write transaction at most; a transaction also ends as soon as
 /// the queue is empty, so a slow run still commits every sample promptly.
@@ -89,6 +91,13 @@ CREATE TABLE IF NOT EXISTS attempts (
     passed INTEGER NOT NULL,
     published INTEGER NOT NULL,
     PRIMARY KEY (run_id, input_idx, repetition, attempt)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS judgements (
+    cache_key TEXT PRIMARY KEY,
+    verdict INTEGER NOT NULL,
+    reasons TEXT NOT NULL,
+    raw TEXT NOT NULL,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
 ) WITHOUT ROWID;
 "#;
 
@@ -222,11 +231,26 @@ pub struct AttemptRow {
     pub published: bool,
 }
 
+/// A successful judgement (PASS or FAIL) of a judge request, cached under
+/// its key (see `crate::verifier::judgement_key`). Failed or unreadable
+/// judgements are never cached.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgementRow {
+    pub cache_key: String,
+    pub pass: bool,
+    pub reasons: Vec<String>,
+    /// The judge's answer as received.
+    pub raw: String,
+}
+
 /// What the writer thread writes.
 enum WriteOp {
     Sample(SampleRow),
     Attempt(AttemptRow),
     Input(usize, Input),
+    Judgement(JudgementRow),
+    /// Answered once everything queued before it is committed.
+    Flush(tokio::sync::oneshot::Sender<()>),
 }
 
 /// A cached, successful output for a cache key.
@@ -579,8 +603,8 @@ impl Store {
                 what: e.to_string(),
             })?;
         Ok(Writer {
-            tx: Some(tx),
-            handle: Some(handle),
+            tx: Arc::new(Mutex::new(Some(tx))),
+            handle: Mutex::new(Some(handle)),
             path: self.path.clone(),
         })
     }
@@ -641,6 +665,7 @@ fn write_loop(
 ) -> rusqlite::Result<u64> {
     let mut written = 0;
     while let Ok(first) = rx.recv() {
+        let mut acks = Vec::new();
         let tx = conn.transaction()?;
         {
             let mut attempt_stmt = tx.prepare_cached(
@@ -656,10 +681,33 @@ fn write_loop(
                     input_tokens, output_tokens, call_attempts, cells, reasons)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )?;
+            let mut judgement_stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO judgements (cache_key, verdict, reasons, raw) VALUES (?1, ?2, ?3, ?4)",
+            )?;
             let mut row = Some(first);
             let mut n = 0;
             while let Some(op) = row.take() {
                 let s = match op {
+                    WriteOp::Flush(ack) => {
+                        acks.push(ack);
+                        if n < BATCH {
+                            row = rx.try_recv().ok();
+                        }
+                        continue;
+                    }
+                    WriteOp::Judgement(j) => {
+                        judgement_stmt.execute(params![
+                            j.cache_key,
+                            j.pass,
+                            serde_json::to_string(&j.reasons).unwrap_or_default(),
+                            j.raw,
+                        ])?;
+                        n += 1;
+                        if n < BATCH {
+                            row = rx.try_recv().ok();
+                        }
+                        continue;
+                    }
                     WriteOp::Sample(s) => s,
                     WriteOp::Attempt(a) => {
                         let cells: Vec<u8> = a.cells.iter().map(|&c| cell_byte(c)).collect();
@@ -727,6 +775,9 @@ fn write_loop(
             written += n as u64;
         }
         tx.commit()?;
+        for ack in acks {
+            let _ = ack.send(());
+        }
     }
     Ok(written)
 }
@@ -734,8 +785,10 @@ fn write_loop(
 /// The sending side of the batched writer. Dropping it (or calling
 /// [`Writer::finish`]) flushes everything sent.
 pub struct Writer {
-    tx: Option<mpsc::Sender<WriteOp>>,
-    handle: Option<JoinHandle<Result<u64, StoreError>>>,
+    /// Shared with [`JudgementSink`]s; taken when the writer stops, so no
+    /// clone keeps the thread alive.
+    tx: Arc<Mutex<Option<mpsc::Sender<WriteOp>>>>,
+    handle: Mutex<Option<JoinHandle<Result<u64, StoreError>>>>,
     path: PathBuf,
 }
 
@@ -755,24 +808,53 @@ impl Writer {
         self.op(WriteOp::Input(idx, input))
     }
 
+    /// Queue one judgement for the judge cache.
+    pub fn send_judgement(&self, row: JudgementRow) -> Result<(), StoreError> {
+        self.op(WriteOp::Judgement(row))
+    }
+
+    /// Resolves once everything queued so far is committed (at once, with
+    /// an error, when the writer has stopped).
+    pub fn flushed(&self) -> tokio::sync::oneshot::Receiver<()> {
+        let (ack, done) = tokio::sync::oneshot::channel();
+        let _ = send(&self.tx, WriteOp::Flush(ack));
+        done
+    }
+
+    /// A handle that queues judgements on this writer (the judge cache's
+    /// writes go through the same batched transactions as the samples).
+    /// Judgements sent after the writer stopped are dropped.
+    pub fn judgement_sink(&self) -> JudgementSink {
+        JudgementSink {
+            tx: self.tx.clone(),
+        }
+    }
+
     fn op(&self, op: WriteOp) -> Result<(), StoreError> {
-        self.tx
-            .as_ref()
-            .and_then(|tx| tx.send(op).ok())
-            .ok_or_else(|| StoreError::Writer {
-                path: self.path.clone(),
-                what: "the writer thread has stopped (see the error it reported)".into(),
-            })
+        send(&self.tx, op).ok_or_else(|| StoreError::Writer {
+            path: self.path.clone(),
+            what: "the writer thread has stopped (see the error it reported)".into(),
+        })
     }
 
     /// Flush and stop; returns how many samples were written.
-    pub fn finish(mut self) -> Result<u64, StoreError> {
+    pub fn finish(self) -> Result<u64, StoreError> {
         self.stop()
     }
 
-    fn stop(&mut self) -> Result<u64, StoreError> {
-        self.tx.take();
-        match self.handle.take() {
+    /// Flush and stop through a shared reference (a writer held by shared
+    /// state); later sends fail. Returns how many rows were written, 0 when
+    /// already stopped.
+    pub fn close(&self) -> Result<u64, StoreError> {
+        self.stop()
+    }
+
+    fn stop(&self) -> Result<u64, StoreError> {
+        if let Ok(mut tx) = self.tx.lock() {
+            tx.take();
+        }
+        let handle = self.handle.lock().ok().and_then(|mut h| h.take());
+        match handle {
             Some(h) => h.join().unwrap_or_else(|_| {
                 Err(StoreError::Writer {
                     path: self.path.clone(),
@@ -787,5 +869,134 @@ impl Writer {
 impl Drop for Writer {
     fn drop(&mut self) {
         let _ = self.stop();
+    }
+}
+
+fn send(tx: &Mutex<Option<mpsc::Sender<WriteOp>>>, op: WriteOp) -> Option<()> {
+    tx.lock().ok()?.as_ref()?.send(op).ok()
+}
+
+/// Queues judgements on a [`Writer`] (see [`Writer::judgement_sink`]).
+#[derive(Clone)]
+pub struct JudgementSink {
+    tx: Arc<Mutex<Option<mpsc::Sender<WriteOp>>>>,
+}
+
+impl JudgementSink {
+    /// Queue `row`; `false` when the writer has stopped.
+    pub fn send(&self, row: JudgementRow) -> bool {
+        send(&self.tx, WriteOp::Judgement(row)).is_some()
+    }
+}
+
+/// Where judges' successful judgements are kept and looked up (the judge
+/// cache). A lookup that fails is a miss: the judge is called.
+pub trait JudgementCache: Send + Sync {
+    fn get(&self, key: &str) -> Option<JudgementRow>;
+    fn put(&self, row: JudgementRow);
+}
+
+/// A judge cache in memory (library use, tests).
+#[derive(Debug, Default)]
+pub struct MemoryJudgements {
+    rows: Mutex<HashMap<String, JudgementRow>>,
+}
+
+impl JudgementCache for MemoryJudgements {
+    fn get(&self, key: &str) -> Option<JudgementRow> {
+        self.rows.lock().ok()?.get(key).cloned()
+    }
+
+    fn put(&self, row: JudgementRow) {
+        if let Ok(mut rows) = self.rows.lock() {
+            rows.insert(row.cache_key.clone(), row);
+        }
+    }
+}
+
+/// The judge cache in the run store: lookups on a connection of its own,
+/// writes queued on the run's batched writer (so a judgement is as durable
+/// as the sample it belongs to, and written in the same transactions).
+/// Judgements written by this process are also kept in memory until the
+/// writer has committed them.
+pub struct StoreJudgements {
+    conn: Mutex<Connection>,
+    sink: Option<JudgementSink>,
+    recent: MemoryJudgements,
+}
+
+impl Store {
+    /// The judge cache of this store; `sink` (a writer's) to keep new
+    /// judgements, `None` to only read.
+    pub fn judgements(&self, sink: Option<JudgementSink>) -> Result<StoreJudgements, StoreError> {
+        Ok(StoreJudgements {
+            conn: Mutex::new(open_connection(&self.path)?),
+            sink,
+            recent: MemoryJudgements::default(),
+        })
+    }
+
+    /// A cached judgement, if any.
+    pub fn judgement(&self, key: &str) -> Result<Option<JudgementRow>, StoreError> {
+        lookup_judgement(&self.conn, key).map_err(|e| self.err(e))
+    }
+
+    /// How many judgements the cache holds.
+    pub fn judgement_count(&self) -> Result<u64, StoreError> {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM judgements", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n as u64)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Mark runs named `name` still marked running (a process killed while
+    /// writing them) as interrupted, except `keep`; returns how many.
+    pub fn interrupt_running(&self, name: &str, keep: Option<i64>) -> Result<usize, StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET status = 'interrupted' WHERE name = ?1 AND status = 'running' AND (?2 IS NULL OR id != ?2)",
+                params![name, keep],
+            )
+            .map_err(|e| self.err(e))
+    }
+}
+
+fn lookup_judgement(conn: &Connection, key: &str) -> rusqlite::Result<Option<JudgementRow>> {
+    conn.prepare_cached("SELECT verdict, reasons, raw FROM judgements WHERE cache_key = ?1")?
+        .query_row(params![key], |r| {
+            let reasons: String = r.get(1)?;
+            Ok(JudgementRow {
+                cache_key: key.to_string(),
+                pass: r.get::<_, i64>(0)? != 0,
+                reasons: serde_json::from_str(&reasons).unwrap_or_default(),
+                raw: r.get(2)?,
+            })
+        })
+        .optional()
+}
+
+impl JudgementCache for StoreJudgements {
+    fn get(&self, key: &str) -> Option<JudgementRow> {
+        if let Some(row) = self.recent.get(key) {
+            return Some(row);
+        }
+        let conn = self.conn.lock().ok()?;
+        lookup_judgement(&conn, key).ok().flatten()
+    }
+
+    fn put(&self, row: JudgementRow) {
+        if let Some(sink) = &self.sink {
+            if sink.send(row.clone()) {
+                // Only needed until the writer commits: kept bounded.
+                if let Ok(mut rows) = self.recent.rows.lock() {
+                    if rows.len() >= 4096 {
+                        rows.clear();
+                    }
+                    rows.insert(row.cache_key.clone(), row);
+                }
+            }
+        }
     }
 }

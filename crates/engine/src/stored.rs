@@ -1,5 +1,6 @@
 //! Stored runs read back: the tensor and summary rebuilt from the store, and
-//! revalidation of stored outputs with changed validators (no model call).
+//! revalidation of stored outputs with changed checks (no call to the
+//! system; judges only for judgements not already cached).
 
 use crate::config::{Config, ExperimentConfig};
 use crate::runner::evaluate;
@@ -96,11 +97,40 @@ pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
     })
 }
 
-/// Re-check the stored outputs of run `id` with the validators and
-/// settings of `config`, as a new run whose parent is `id`. Makes no model
-/// call: failed calls stay Error cells, outputs are re-checked. Returns the
-/// new run's id.
-pub fn revalidate(store: &mut Store, id: i64, config: &Config) -> Result<i64, StoreError> {
+/// What a revalidation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Revalidated {
+    /// The new run.
+    pub run_id: i64,
+    /// Samples re-checked.
+    pub samples: u64,
+    /// Calls made to judges (retries included); never to the system.
+    pub judge_calls: u64,
+    /// Judgements served from the judge cache.
+    pub judge_cached: u64,
+    /// Verifier cells left unjudged (calls off, judgement not cached).
+    pub not_judged: u64,
+}
+
+/// Re-check the stored outputs of run `id` with the validators, verifiers
+/// and settings of `config`, as a new run whose parent is `id`. Makes no
+/// call to the system under test: failed calls stay Error cells, outputs
+/// are re-checked. A verifier's judgement comes from the judge cache when
+/// the same judge and instructions judged the same (input, output) before;
+/// otherwise the judge is called (with the configuration's concurrency,
+/// rate limits, timeout and retries) — or, with `calls` off, the cell is an
+/// Error cell with the reason [`crate::guard::NOT_JUDGED`].
+pub async fn revalidate(
+    store: &mut Store,
+    id: i64,
+    config: &Config,
+    calls: bool,
+) -> Result<Revalidated, StoreError> {
+    use crate::guard::{Caller, Judging};
+    use crate::limits::RateLimiter;
+    use std::sync::atomic::Ordering::Relaxed;
+    use std::sync::Arc;
+
     let started = Instant::now();
     let old = store.run(id)?;
     let inputs = store.inputs(id)?;
@@ -121,30 +151,90 @@ pub fn revalidate(store: &mut Store, id: i64, config: &Config) -> Result<i64, St
     })?;
     let writer = store.writer(new_id)?;
     let n = samples.len() as u64;
+    let caller = Arc::new(Caller::new(
+        Arc::new(RateLimiter::new(
+            exp.requests_per_minute,
+            exp.tokens_per_minute,
+        )),
+        std::time::Duration::from_secs_f64(exp.timeout_s),
+        exp.call_attempts,
+    ));
+    let judging = Judging {
+        cache: Some(Arc::new(store.judgements(Some(writer.judgement_sink()))?)),
+        calls,
+    };
+    let guard_checks = Arc::new(config.guard_checks());
+    let limit = Arc::new(tokio::sync::Semaphore::new(exp.concurrency.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut not_judged = 0;
     for s in samples {
-        let Some(input) = inputs.get(s.input_idx) else {
+        let Some(input) = inputs.get(s.input_idx).cloned() else {
             continue;
         };
-        let (cells, reasons) = match &s.output {
-            Some(output) => {
-                let verdicts = evaluate(&config.validators, input, output);
-                let reasons = verdicts
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(k, v)| match v {
-                        Verdict::Error { reason } => Some((k, reason.clone())),
-                        _ => None,
-                    })
-                    .collect();
-                (verdicts.iter().map(Cell::from).collect(), reasons)
-            }
-            None => (vec![Cell::Error; checks.len()], Vec::new()),
+        let Some(output) = s.output.clone() else {
+            writer.send(SampleRow {
+                cells: vec![Cell::Error; checks.len()],
+                reasons: Vec::new(),
+                ..s
+            })?;
+            continue;
         };
-        writer.send(SampleRow {
-            cells,
-            reasons,
-            ..s
-        })?;
+        if guard_checks.verifiers.is_empty() {
+            let verdicts = evaluate(&config.validators, &input, &output);
+            let reasons = verdicts
+                .iter()
+                .enumerate()
+                .filter_map(|(k, v)| match v {
+                    Verdict::Error { reason } => Some((k, reason.clone())),
+                    _ => None,
+                })
+                .collect();
+            writer.send(SampleRow {
+                cells: verdicts.iter().map(Cell::from).collect(),
+                reasons,
+                ..s
+            })?;
+            continue;
+        }
+        let (checks, caller, judging, limit) = (
+            guard_checks.clone(),
+            caller.clone(),
+            judging.clone(),
+            limit.clone(),
+        );
+        tasks.spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            let checked = checks
+                .check_with(&caller, &judging, &input, &output, s.repetition as u32, 0)
+                .await;
+            let unjudged = checked
+                .reasons
+                .iter()
+                .filter(|(_, r)| r == crate::guard::NOT_JUDGED)
+                .count() as u64;
+            (
+                SampleRow {
+                    cells: checked.cells,
+                    reasons: checked.reasons,
+                    ..s
+                },
+                unjudged,
+            )
+        });
+        // Write as results come, so memory stays bounded by the pool.
+        while tasks.len() > 4 * exp.concurrency.max(1) {
+            if let Some(Ok((row, unjudged))) = tasks.join_next().await {
+                not_judged += unjudged;
+                writer.send(row)?;
+            }
+        }
+    }
+    while let Some(done) = tasks.join_next().await {
+        // A task that panicked loses its sample (it stays Missing).
+        if let Ok((row, unjudged)) = done {
+            not_judged += unjudged;
+            writer.send(row)?;
+        }
     }
     writer.finish()?;
     // A copy is as complete as its source; a source killed mid-run
@@ -153,8 +243,21 @@ pub fn revalidate(store: &mut Store, id: i64, config: &Config) -> Result<i64, St
         RunStatus::Complete => RunStatus::Complete,
         _ => RunStatus::Interrupted,
     };
-    store.finish_run(new_id, status, 0, n, started.elapsed().as_secs_f64())?;
-    Ok(new_id)
+    let judge_calls = caller.judge_calls.load(Relaxed);
+    store.finish_run(
+        new_id,
+        status,
+        judge_calls,
+        n,
+        started.elapsed().as_secs_f64(),
+    )?;
+    Ok(Revalidated {
+        run_id: new_id,
+        samples: n,
+        judge_calls,
+        judge_cached: caller.judge_cached.load(Relaxed),
+        not_judged,
+    })
 }
 
 /// The retry policy a run was made with, kept in its settings: `m` and the
