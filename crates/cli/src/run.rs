@@ -103,12 +103,24 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         return Err(Failure::incomplete(format!(
             "run {} stopped before every sample was taken ({} of {}); `probity run --resume {}` continues it",
             outcome.run_id,
-            outcome.tensor.counts().total() - outcome.tensor.counts().missing,
-            outcome.tensor.counts().total(),
+            samples_taken(&outcome.tensor),
+            outcome.tensor.inputs() * outcome.tensor.repetitions(),
             args.config.display()
         )));
     }
     Ok(verdict_code(passed))
+}
+
+/// Outputs with at least one cell filled: the samples a run has taken.
+fn samples_taken(t: &probity_core::ReliabilityTensor) -> usize {
+    let mut cells = Vec::new();
+    (0..t.inputs())
+        .flat_map(|i| (0..t.repetitions()).map(move |j| (i, j)))
+        .filter(|&(i, j)| {
+            t.output_cells(i, j, &mut cells);
+            cells.iter().any(|&c| c != probity_core::Cell::Missing)
+        })
+        .count()
 }
 
 /// Progress on stderr: a bar on a terminal, a plain line every few seconds
@@ -125,8 +137,15 @@ impl Display {
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new(0);
             bar.set_style(
-                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} samples ({per_sec}, ETA {eta}) {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} samples ({rate}, ETA {eta}) {msg}",
+                )
+                .map(|s| {
+                    s.with_key("rate", |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{:.0}/s", st.per_sec());
+                    })
+                })
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             bar.enable_steady_tick(Duration::from_millis(200));
             bar
