@@ -20,7 +20,12 @@ use std::process::ExitCode;
 
 /// Reliability testing for LLM-based systems, with error bars.
 #[derive(Parser)]
-#[command(name = "probity", version, about, long_about = None)]
+#[command(
+    name = "probity",
+    version,
+    about = "Reliability testing for LLM-based systems, with error bars",
+    long_about = None
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -34,7 +39,7 @@ enum Command {
     Run(run::RunArgs),
     /// Show a stored run's report.
     Report(report_cmd::ReportArgs),
-    /// Re-check a stored run's outputs with changed validators (no model calls).
+    /// Re-check a stored run's outputs with changed validators (no calls to the system; judges only for uncached judgements).
     Revalidate(revalidate::RevalidateArgs),
     /// List stored runs.
     Runs(report_cmd::RunsArgs),
