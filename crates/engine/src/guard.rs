@@ -29,7 +29,7 @@
 
 use crate::limits::{Backoff, RateLimiter};
 use crate::provider::{Message, Provider, ProviderError, Request};
-use crate::store::{JudgementCache, JudgementRow};
+use crate::store::{CachedOutput, JudgementCache, JudgementRow, OutputCache};
 use crate::template::{self, TemplateError, DEFAULT_FEEDBACK_TEMPLATE};
 use crate::verifier::{JudgeVerdict, Verifier};
 use minijinja::Environment;
@@ -56,6 +56,9 @@ pub struct Caller {
     pub judge_calls: AtomicU64,
     /// Judgements served from the judge cache (no call).
     pub judge_cached: AtomicU64,
+    /// Attempts whose output was served from the output cache (no call;
+    /// not counting a first attempt the runner found in the store itself).
+    pub outputs_cached: AtomicU64,
 }
 
 impl Default for Caller {
@@ -87,6 +90,7 @@ impl Caller {
             tokens: AtomicU64::new(0),
             judge_calls: AtomicU64::new(0),
             judge_cached: AtomicU64::new(0),
+            outputs_cached: AtomicU64::new(0),
         }
     }
 
@@ -529,6 +533,10 @@ pub struct Attempt {
     pub passed: bool,
     /// What was (or would be) fed back after this attempt.
     pub feedback: Vec<String>,
+    /// The request's cache key (see [`crate::runner::attempt_cache_key`])
+    /// when the guard has an output cache and the attempt has an output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_key: Option<String>,
 }
 
 /// Why a guard stopped without publishing.
@@ -579,6 +587,10 @@ pub struct Guard {
     feedback: Feedback,
     columns: Vec<usize>,
     judging: Judging,
+    /// Outputs of earlier identical attempts; `None`: every attempt calls.
+    outputs: Option<Arc<dyn OutputCache>>,
+    /// The provider's fingerprint, for the attempts' cache keys.
+    fingerprint: String,
 }
 
 impl Guard {
@@ -592,7 +604,10 @@ impl Guard {
         let columns = policy
             .on
             .columns(checks.validators.len(), checks.verifiers.len());
+        let fingerprint = provider.fingerprint();
         Ok(Guard {
+            fingerprint,
+            outputs: None,
             provider,
             checks,
             policy,
@@ -606,6 +621,15 @@ impl Guard {
     /// Judgements from (and into) `judging`'s cache.
     pub fn with_judging(mut self, judging: Judging) -> Self {
         self.judging = judging;
+        self
+    }
+
+    /// Attempts' outputs from `outputs` when it holds them (an attempt whose
+    /// request — fingerprint, messages with feedback, repetition, attempt
+    /// index — was answered before is not asked again); new outputs are
+    /// put into it. Without it (the default) every attempt is a call.
+    pub fn with_outputs(mut self, outputs: Arc<dyn OutputCache>) -> Self {
+        self.outputs = Some(outputs);
         self
     }
 
@@ -722,6 +746,7 @@ impl Guard {
             reasons: Vec::new(),
             passed: false,
             feedback: Vec::new(),
+            cache_key: None,
         }
     }
 
@@ -733,16 +758,50 @@ impl Guard {
         number: u32,
         known: Option<Result<Answer, (ProviderError, u32)>>,
     ) -> Attempt {
-        let result = match known {
-            Some(r) => r,
-            None => {
+        let key = self.outputs.as_ref().map(|_| {
+            crate::runner::attempt_cache_key(
+                &self.fingerprint,
+                messages,
+                repetition as usize,
+                number - 1,
+            )
+        });
+        let hit = match (&self.outputs, &key, &known) {
+            (Some(cache), Some(key), None) => cache.get(key),
+            _ => None,
+        };
+        let result = match (known, hit) {
+            (Some(r), _) => r,
+            (None, Some(hit)) => {
+                self.caller.outputs_cached.fetch_add(1, Ordering::Relaxed);
+                Ok(Answer {
+                    text: hit.output,
+                    latency_ms: hit.latency_ms,
+                    input_tokens: hit.input_tokens,
+                    output_tokens: hit.output_tokens,
+                    attempts: 0,
+                })
+            }
+            (None, None) => {
                 let request = Request {
                     messages: messages.to_vec(),
                     repetition,
                     attempt: number - 1,
                     input: input.clone(),
                 };
-                self.caller.call(self.provider.as_ref(), &request).await
+                let answer = self.caller.call(self.provider.as_ref(), &request).await;
+                if let (Some(cache), Some(key), Ok(a)) = (&self.outputs, &key, &answer) {
+                    cache.put(
+                        key,
+                        CachedOutput {
+                            output: a.text.clone(),
+                            latency_ms: a.latency_ms,
+                            input_tokens: a.input_tokens,
+                            output_tokens: a.output_tokens,
+                        },
+                    );
+                }
+                answer
             }
         };
         match result {
@@ -780,6 +839,7 @@ impl Guard {
                     reasons: checked.reasons,
                     passed,
                     feedback,
+                    cache_key: key,
                 }
             }
             Err((e, tries)) => Attempt {
@@ -795,6 +855,7 @@ impl Guard {
                 reasons: Vec::new(),
                 passed: false,
                 feedback: Vec::new(),
+                cache_key: None,
             },
         }
     }

@@ -6,7 +6,9 @@
 //! retries with backoff on rate limits, 5xx and timeouts. A call that still
 //! fails becomes Error cells — never a failure in disguise, never an abort.
 //! Outputs already in the store (this run's, when resuming, or any run's
-//! identical request) are not requested again.
+//! identical request) are not requested again; with a retry policy that
+//! holds for every attempt, each keyed by its own request (feedback
+//! included) and attempt index (see [`attempt_cache_key`]).
 
 use crate::config::Config;
 use crate::guard::{Answer, Caller, Guard, GuardOutcome, Judging, RetryPolicy};
@@ -49,7 +51,11 @@ pub struct Progress {
     pub done: u64,
     pub total: u64,
     pub model_calls: u64,
+    /// Samples served from an identical stored request.
     pub cached: u64,
+    /// Later attempts of guarded samples served from an identical stored
+    /// attempt (no call).
+    pub attempts_cached: u64,
     pub errors: u64,
     /// Per check: (passes, evaluated cells).
     pub passes: Vec<(u64, u64)>,
@@ -65,6 +71,11 @@ pub struct RunOutcome {
     pub model_calls: u64,
     /// Samples served from an identical stored request.
     pub cached: u64,
+    /// With a retry policy: attempts (after the first, or a first attempt
+    /// not found up front) served from an identical stored attempt — the
+    /// same provider, messages (feedback included), repetition and attempt
+    /// index — without a call.
+    pub attempts_cached: u64,
     /// Samples already stored in the resumed run.
     pub resumed: u64,
     /// Samples whose call failed.
@@ -86,6 +97,30 @@ pub fn cache_key(fingerprint: &str, messages: &[Message], repetition: usize) -> 
     h.update(serde_json::to_vec(messages).unwrap_or_default());
     h.update([0]);
     h.update((repetition as u64).to_le_bytes());
+    hex::encode(h.finalize())
+}
+
+/// The cache key of one attempt of a guarded request: [`cache_key`] over
+/// the attempt's own messages (with the feedback when there is any), with
+/// the 0-based attempt index appended after the repetition. The first
+/// attempt (index 0) is the plain request, so its key is the sample's.
+pub fn attempt_cache_key(
+    fingerprint: &str,
+    messages: &[Message],
+    repetition: usize,
+    attempt: u32,
+) -> String {
+    if attempt == 0 {
+        return cache_key(fingerprint, messages, repetition);
+    }
+    let mut h = Sha256::new();
+    h.update(fingerprint.as_bytes());
+    h.update([0]);
+    h.update(serde_json::to_vec(messages).unwrap_or_default());
+    h.update([0]);
+    h.update((repetition as u64).to_le_bytes());
+    h.update([0]);
+    h.update(u64::from(attempt).to_le_bytes());
     hex::encode(h.finalize())
 }
 
@@ -216,6 +251,7 @@ async fn guarded(
                 reasons: a.reasons.clone(),
                 passed: a.passed,
                 published: published && a.number as usize == last,
+                cache_key: a.cache_key.clone().filter(|_| a.output.is_some()),
             })
             .collect()
     } else {
@@ -273,6 +309,15 @@ async fn call(shared: &Shared, i: usize, j: usize) -> Result<Answer, (ProviderEr
             Err(e) => return Err((e, attempt)),
         }
     }
+}
+
+/// Attempts served from the guard's output cache.
+fn attempts_cached_of(shared: &Shared) -> u64 {
+    shared.guard.as_ref().map_or(0, |g| {
+        g.caller()
+            .outputs_cached
+            .load(std::sync::atomic::Ordering::Relaxed)
+    })
 }
 
 /// Calls made: the runner's and the guard's (system and judges).
@@ -353,6 +398,7 @@ pub async fn run(
         total: (n * m) as u64,
         model_calls: 0,
         cached: 0,
+        attempts_cached: 0,
         errors: 0,
         passes: vec![(0, 0); k],
     };
@@ -420,6 +466,13 @@ pub async fn run(
         )
         .map_err(|e| RunError::Config(format!("{}: [retry] {e}", config.path.display())))?
         .with_judging(judging);
+        // With retries, later attempts already answered for an identical
+        // request (feedback included) are not asked again either.
+        let guard = if config.file.retry.is_some() {
+            guard.with_outputs(Arc::new(store.outputs()?))
+        } else {
+            guard
+        };
         Some(Arc::new(guard))
     } else {
         None
@@ -546,6 +599,7 @@ pub async fn run(
         let Some((row, attempts)) = next else { break };
         record(&mut tensor, &mut progress, &row);
         progress.model_calls = calls_of(&shared);
+        progress.attempts_cached = attempts_cached_of(&shared);
         for a in attempts {
             writer.send_attempt(a)?;
         }
@@ -592,6 +646,7 @@ pub async fn run(
         status,
         model_calls,
         cached: progress.cached,
+        attempts_cached: attempts_cached_of(&shared),
         resumed,
         errors: progress.errors,
         judge_calls,

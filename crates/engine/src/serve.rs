@@ -567,6 +567,8 @@ fn record(st: &ServeState, idx: usize, input: Input, outcome: &GuardOutcome) {
             reasons: a.reasons.clone(),
             passed: a.passed,
             published: published && a.number as usize == attempts.len(),
+            // Live traffic is always asked: it does not feed the cache.
+            cache_key: None,
         });
     }
     let _ = st.writer.send(SampleRow {

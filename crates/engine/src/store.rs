@@ -5,7 +5,8 @@
 //! transactions from a dedicated writer thread, so a run killed at any
 //! moment keeps everything committed before the kill, and a later run with
 //! the same requests is served from here instead of the model (the cache is
-//! keyed by provider fingerprint, messages and repetition index).
+//! keyed by provider fingerprint, messages and repetition index; a guarded
+//! attempt's also by its attempt index, in `attempts.cache_key`).
 //!
 //! Nothing secret is stored: the configuration names the environment
 //! variable that holds an API key, never the key.
@@ -22,10 +23,11 @@ use thiserror::Error;
 /// Schema version, kept in `PRAGMA user_version`.
 ///
 /// 2 added the `attempts` table (every attempt of a retry policy); 3 added
-/// the `judgements` table (the judge cache). Every change is additive
-/// (`CREATE TABLE IF NOT EXISTS`): an older store is upgraded in place when
-/// opened, and keeps every run readable.
-pub const SCHEMA_VERSION: i64 = 3;
+/// the `judgements` table (the judge cache); 4 added `attempts.cache_key`
+/// (the output cache of attempts after the first). Every change is additive
+/// (`CREATE TABLE IF NOT EXISTS`, `ALTER TABLE … ADD COLUMN`): an older
+/// store is upgraded in place when opened, and keeps every run readable.
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Rows per write transaction at most; a transaction also ends as soon as
 /// the queue is empty, so a slow run still commits every sample promptly.
@@ -90,6 +92,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     reasons TEXT,
     passed INTEGER NOT NULL,
     published INTEGER NOT NULL,
+    cache_key TEXT,
     PRIMARY KEY (run_id, input_idx, repetition, attempt)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS judgements (
@@ -99,6 +102,12 @@ CREATE TABLE IF NOT EXISTS judgements (
     raw TEXT NOT NULL,
     created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
 ) WITHOUT ROWID;
+"#;
+
+/// Indexes on columns added after their table: created once the column is
+/// known to exist (see [`Store::open`]).
+const LATE_INDEXES: &str = r#"
+CREATE INDEX IF NOT EXISTS attempts_by_cache_key ON attempts(cache_key) WHERE cache_key IS NOT NULL;
 "#;
 
 #[derive(Debug, Error)]
@@ -229,6 +238,11 @@ pub struct AttemptRow {
     pub passed: bool,
     /// This attempt's output was published.
     pub published: bool,
+    /// The request's cache key (see `crate::runner::attempt_cache_key`)
+    /// when the attempt produced an output and outputs are cached; `None`
+    /// for errors, live traffic and stores older than schema 4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_key: Option<String>,
 }
 
 /// A successful judgement (PASS or FAIL) of a judge request, cached under
@@ -300,6 +314,11 @@ impl Store {
             });
         }
         store.conn.execute_batch(SCHEMA).map_err(|e| store.err(e))?;
+        store.migrate().map_err(|e| store.err(e))?;
+        store
+            .conn
+            .execute_batch(LATE_INDEXES)
+            .map_err(|e| store.err(e))?;
         store
             .conn
             .execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
@@ -309,6 +328,22 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Add the columns an older store lacks (schema 4: `attempts.cache_key`).
+    fn migrate(&self) -> rusqlite::Result<()> {
+        if has_column(&self.conn, "attempts", "cache_key")? {
+            return Ok(());
+        }
+        match self
+            .conn
+            .execute_batch("ALTER TABLE attempts ADD COLUMN cache_key TEXT")
+        {
+            Ok(()) => Ok(()),
+            // Another process opening the same store added it first.
+            Err(_) if has_column(&self.conn, "attempts", "cache_key")? => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     fn err(&self, source: rusqlite::Error) -> StoreError {
@@ -512,7 +547,7 @@ impl Store {
             .conn
             .prepare(
                 "SELECT input_idx, repetition, attempt, output, error, latency_ms, input_tokens, output_tokens,
-                        call_attempts, judge_calls, cells, reasons, passed, published
+                        call_attempts, judge_calls, cells, reasons, passed, published, cache_key
                  FROM attempts WHERE run_id = ?1 ORDER BY input_idx, repetition, attempt",
             )
             .map_err(|e| self.err(e))?;
@@ -537,6 +572,7 @@ impl Store {
                         .unwrap_or_default(),
                     passed: r.get(12)?,
                     published: r.get(13)?,
+                    cache_key: r.get(14)?,
                 })
             })
             .map_err(|e| self.err(e))?
@@ -637,6 +673,17 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     })
 }
 
+fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})"))?;
+    let names = stmt.query_map([], |r| r.get::<_, String>(1))?;
+    for name in names {
+        if name? == column {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     let err = |source| StoreError::Sqlite {
         path: path.to_path_buf(),
@@ -670,8 +717,8 @@ fn write_loop(
         {
             let mut attempt_stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO attempts (run_id, input_idx, repetition, attempt, output, error, latency_ms,
-                    input_tokens, output_tokens, call_attempts, judge_calls, cells, reasons, passed, published)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                    input_tokens, output_tokens, call_attempts, judge_calls, cells, reasons, passed, published, cache_key)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             )?;
             let mut input_stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO inputs (run_id, idx, input_id, fields) VALUES (?1, ?2, ?3, ?4)",
@@ -729,6 +776,8 @@ fn write_loop(
                             reasons,
                             a.passed,
                             a.published,
+                            // Only an output is cached: errors are asked again.
+                            a.cache_key.as_ref().filter(|_| a.output.is_some()),
                         ])?;
                         n += 1;
                         if n < BATCH {
@@ -999,4 +1048,90 @@ impl JudgementCache for StoreJudgements {
             }
         }
     }
+}
+
+/// Where the outputs of guarded attempts are looked up before the system is
+/// called (the output cache of attempts; the runner finds first attempts in
+/// `samples` itself). Only outputs are cached, never errors. A lookup that
+/// fails is a miss: the system is called.
+pub trait OutputCache: Send + Sync {
+    fn get(&self, key: &str) -> Option<CachedOutput>;
+    /// Keep a new output under `key`.
+    fn put(&self, key: &str, output: CachedOutput);
+}
+
+/// An output cache in memory (library use, tests).
+#[derive(Debug, Default)]
+pub struct MemoryOutputs {
+    rows: Mutex<HashMap<String, CachedOutput>>,
+}
+
+impl OutputCache for MemoryOutputs {
+    fn get(&self, key: &str) -> Option<CachedOutput> {
+        self.rows.lock().ok()?.get(key).cloned()
+    }
+
+    fn put(&self, key: &str, output: CachedOutput) {
+        if let Ok(mut rows) = self.rows.lock() {
+            rows.insert(key.to_string(), output);
+        }
+    }
+}
+
+/// The output cache in the run store: lookups on a connection of its own
+/// in `attempts` (by `cache_key`, outputs only) and then in `samples` (a
+/// first attempt's key is its sample's). New outputs are not written here:
+/// the runner stores each attempt row with its key.
+pub struct StoreOutputs {
+    conn: Mutex<Connection>,
+}
+
+impl Store {
+    /// The output cache of this store (read only).
+    pub fn outputs(&self) -> Result<StoreOutputs, StoreError> {
+        Ok(StoreOutputs {
+            conn: Mutex::new(open_connection(&self.path)?),
+        })
+    }
+
+    /// A cached output of an attempt or a sample, if any.
+    pub fn cached_output(&self, key: &str) -> Result<Option<CachedOutput>, StoreError> {
+        lookup_output(&self.conn, key).map_err(|e| self.err(e))
+    }
+}
+
+fn lookup_output(conn: &Connection, key: &str) -> rusqlite::Result<Option<CachedOutput>> {
+    let read = |r: &rusqlite::Row<'_>| {
+        Ok(CachedOutput {
+            output: r.get(0)?,
+            latency_ms: r.get(1)?,
+            input_tokens: r.get::<_, Option<i64>>(2)?.map(|v| v as u64),
+            output_tokens: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
+        })
+    };
+    let hit = conn
+        .prepare_cached(
+            "SELECT output, latency_ms, input_tokens, output_tokens FROM attempts
+             WHERE cache_key = ?1 AND output IS NOT NULL LIMIT 1",
+        )?
+        .query_row(params![key], read)
+        .optional()?;
+    if hit.is_some() {
+        return Ok(hit);
+    }
+    conn.prepare_cached(
+        "SELECT output, latency_ms, input_tokens, output_tokens FROM samples
+         WHERE cache_key = ?1 AND error IS NULL AND output IS NOT NULL LIMIT 1",
+    )?
+    .query_row(params![key], read)
+    .optional()
+}
+
+impl OutputCache for StoreOutputs {
+    fn get(&self, key: &str) -> Option<CachedOutput> {
+        let conn = self.conn.lock().ok()?;
+        lookup_output(&conn, key).ok().flatten()
+    }
+
+    fn put(&self, _key: &str, _output: CachedOutput) {}
 }
