@@ -12,7 +12,7 @@
 
 use crate::config::Config;
 use crate::guard::{Answer, Caller, Guard, GuardOutcome, Judging, RetryPolicy};
-use crate::limits::{Backoff, RateLimiter};
+use crate::limits::RateLimiter;
 use crate::provider::{Message, Provider, ProviderError, Request};
 use crate::store::{AttemptRow, NewRun, RunStatus, SampleRow, Store, StoreError};
 use crate::template::PromptTemplate;
@@ -132,6 +132,25 @@ pub fn evaluate(validators: &[Validator], input: &Input, output: &str) -> Vec<Ve
         .collect()
 }
 
+/// Check one output with every validator, as stored: one cell per
+/// validator, and the reasons of the cells that are errors.
+pub fn check_output(
+    validators: &[Validator],
+    input: &Input,
+    output: &str,
+) -> (Vec<Cell>, Vec<(usize, String)>) {
+    let verdicts = evaluate(validators, input, output);
+    let reasons = verdicts
+        .iter()
+        .enumerate()
+        .filter_map(|(k, v)| match v {
+            Verdict::Error { reason } => Some((k, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    (verdicts.iter().map(Cell::from).collect(), reasons)
+}
+
 /// A sample row from verdicts (or from a failed call).
 fn row_from(
     input_idx: usize,
@@ -143,15 +162,7 @@ fn row_from(
 ) -> SampleRow {
     match result {
         Ok(a) => {
-            let verdicts = evaluate(validators, input, &a.text);
-            let reasons = verdicts
-                .iter()
-                .enumerate()
-                .filter_map(|(k, v)| match v {
-                    Verdict::Error { reason } => Some((k, reason.clone())),
-                    _ => None,
-                })
-                .collect();
+            let (cells, reasons) = check_output(validators, input, &a.text);
             SampleRow {
                 input_idx,
                 repetition,
@@ -162,7 +173,7 @@ fn row_from(
                 input_tokens: a.input_tokens,
                 output_tokens: a.output_tokens,
                 call_attempts: a.attempts,
-                cells: verdicts.iter().map(Cell::from).collect(),
+                cells,
                 reasons,
             }
         }
@@ -187,11 +198,8 @@ struct Shared {
     validators: Arc<Vec<Validator>>,
     inputs: Arc<Vec<Input>>,
     messages: Vec<Vec<Message>>,
-    limiter: Arc<RateLimiter>,
-    backoff: Backoff,
-    timeout: Duration,
-    call_attempts: u32,
-    calls: std::sync::atomic::AtomicU64,
+    /// Makes every call of the run: the runner's and the guard's.
+    caller: Arc<Caller>,
     /// Verifiers and/or a retry policy: samples go through the guard.
     guard: Option<Arc<Guard>>,
     /// A retry policy is set: every attempt is stored.
@@ -260,8 +268,8 @@ async fn guarded(
     (row, rows)
 }
 
-/// One call with retries on retryable errors; `Err` carries the last error
-/// and the number of attempts made.
+/// The first attempt of sample `(i, j)`: one call with the engine's rate
+/// limits, timeout and retries (see [`Caller::call`]).
 async fn call(shared: &Shared, i: usize, j: usize) -> Result<Answer, (ProviderError, u32)> {
     let request = Request {
         messages: shared.messages[i].clone(),
@@ -269,65 +277,23 @@ async fn call(shared: &Shared, i: usize, j: usize) -> Result<Answer, (ProviderEr
         attempt: 0,
         input: shared.inputs[i].clone(),
     };
-    // A rough token estimate for the limiter: 4 characters a token.
-    let estimate = request
-        .messages
-        .iter()
-        .map(|m| m.content.len())
-        .sum::<usize>() as f64
-        / 4.0;
-    let mut attempt = 0;
-    loop {
-        shared.limiter.acquire(estimate).await;
-        shared
-            .calls
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let started = Instant::now();
-        let result =
-            match tokio::time::timeout(shared.timeout, shared.provider.complete(&request)).await {
-                Ok(r) => r,
-                Err(_) => Err(ProviderError::Timeout(shared.timeout)),
-            };
-        attempt += 1;
-        match result {
-            Ok(c) => {
-                let used = c.input_tokens.unwrap_or(0) + c.output_tokens.unwrap_or(0);
-                if used > 0 {
-                    shared.limiter.settle(estimate, used as f64).await;
-                }
-                return Ok(Answer {
-                    text: c.text,
-                    latency_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
-                    input_tokens: c.input_tokens,
-                    output_tokens: c.output_tokens,
-                    attempts: attempt,
-                });
-            }
-            Err(e) if e.is_retryable() && attempt < shared.call_attempts => {
-                tokio::time::sleep(shared.backoff.delay(attempt - 1, e.retry_after())).await;
-            }
-            Err(e) => return Err((e, attempt)),
-        }
-    }
+    shared.caller.call(shared.provider.as_ref(), &request).await
 }
 
 /// Attempts served from the guard's output cache.
 fn attempts_cached_of(shared: &Shared) -> u64 {
-    shared.guard.as_ref().map_or(0, |g| {
-        g.caller()
-            .outputs_cached
-            .load(std::sync::atomic::Ordering::Relaxed)
-    })
+    shared
+        .caller
+        .outputs_cached
+        .load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Calls made: the runner's and the guard's (system and judges).
+/// Calls made, to the system and to judges (one [`Caller`] makes them all).
 fn calls_of(shared: &Shared) -> u64 {
-    use std::sync::atomic::Ordering::Relaxed;
-    shared.calls.load(Relaxed)
-        + shared
-            .guard
-            .as_ref()
-            .map_or(0, |g| g.caller().calls.load(Relaxed))
+    shared
+        .caller
+        .calls
+        .load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Run the reliability test described by `config` against `provider`,
@@ -441,12 +407,12 @@ pub async fn run(
         exp.requests_per_minute,
         exp.tokens_per_minute,
     ));
+    let caller = Arc::new(Caller::new(
+        limiter,
+        Duration::from_secs_f64(exp.timeout_s),
+        exp.call_attempts,
+    ));
     let guard = if !config.verifiers.is_empty() || config.file.retry.is_some() {
-        let caller = Caller::new(
-            limiter.clone(),
-            Duration::from_secs_f64(exp.timeout_s),
-            exp.call_attempts,
-        );
         let policy = config
             .file
             .retry
@@ -462,7 +428,7 @@ pub async fn run(
             provider.clone(),
             Arc::new(config.guard_checks()),
             policy,
-            Arc::new(caller),
+            caller.clone(),
         )
         .map_err(|e| RunError::Config(format!("{}: [retry] {e}", config.path.display())))?
         .with_judging(judging);
@@ -527,11 +493,7 @@ pub async fn run(
         validators: validators.clone(),
         inputs: inputs.clone(),
         messages,
-        limiter,
-        backoff: Backoff::default(),
-        timeout: Duration::from_secs_f64(exp.timeout_s),
-        call_attempts: exp.call_attempts,
-        calls: Default::default(),
+        caller,
         guard: guard.clone(),
         store_attempts: config.file.retry.is_some(),
     });

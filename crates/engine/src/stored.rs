@@ -3,11 +3,9 @@
 //! system; judges only for judgements not already cached).
 
 use crate::config::{Config, ExperimentConfig};
-use crate::runner::evaluate;
+use crate::runner::check_output;
 use crate::store::{NewRun, RunRecord, RunStatus, SampleRow, Store, StoreError};
-use probity_core::{
-    Aggregate, AnalysisOptions, Cell, ReliabilityTensor, Strategy, Summary, Verdict,
-};
+use probity_core::{Aggregate, AnalysisOptions, Cell, ReliabilityTensor, Strategy, Summary};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -180,17 +178,9 @@ pub async fn revalidate(
             continue;
         };
         if guard_checks.verifiers.is_empty() {
-            let verdicts = evaluate(&config.validators, &input, &output);
-            let reasons = verdicts
-                .iter()
-                .enumerate()
-                .filter_map(|(k, v)| match v {
-                    Verdict::Error { reason } => Some((k, reason.clone())),
-                    _ => None,
-                })
-                .collect();
+            let (cells, reasons) = check_output(&config.validators, &input, &output);
             writer.send(SampleRow {
-                cells: verdicts.iter().map(Cell::from).collect(),
+                cells,
                 reasons,
                 ..s
             })?;
