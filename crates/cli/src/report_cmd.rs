@@ -66,7 +66,12 @@ pub fn runs(args: &RunsArgs) -> Result<u8, Failure> {
         .map_err(|e| Failure::incomplete(e.to_string()))?;
     if args.json {
         for r in &runs {
-            println!("{}", serde_json::to_string(r).unwrap_or_default());
+            // The stored record plus the compact model label of the table.
+            let mut v = serde_json::to_value(r).unwrap_or_default();
+            if let Some(obj) = v.as_object_mut() {
+                obj.insert("model".into(), system_label(&r.system).into());
+            }
+            println!("{v}");
         }
         return Ok(0);
     }

@@ -6,6 +6,30 @@ use crate::Report;
 use probity_core::stats::{Decision, ErrorPolicy};
 use probity_core::{CheckSummary, Geometric, RateEstimate};
 
+/// The settings every rate of the report was computed with, as one line:
+/// confidence and method, how outputs are clustered, the verdict mode, the
+/// error policy and the strategy.
+pub fn statistics_line(s: &probity_core::Summary) -> String {
+    use crate::numbers::{interval_name, strategy_name, verdict_mode_name};
+    let o = &s.options;
+    let clustering = if s.shape.0 > 1 {
+        "clustered by input"
+    } else {
+        "one input: no clustering"
+    };
+    format!(
+        "{} intervals ({}, {clustering}) · verdict: {} · errors {} · strategy {}",
+        threshold_pct(o.confidence),
+        interval_name(o.interval),
+        verdict_mode_name(o.verdict),
+        match o.errors {
+            ErrorPolicy::AsFailure => "count as failures",
+            ErrorPolicy::Exclude => "excluded",
+        },
+        strategy_name(s.strategy)
+    )
+}
+
 /// Design effects at or below this are not worth a mention.
 pub const DEFF_SHOWN_ABOVE: f64 = 1.05;
 

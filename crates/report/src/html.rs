@@ -40,8 +40,7 @@ use crate::heatmap::{
     dark_text_on, input_check_counts, inputs_worst_first, order_by_rate, rate_of, rate_rgb,
 };
 use crate::numbers::{
-    decision_name, decision_word, duration, errors_name, interval, interval_name, kind_name, pct,
-    pct_num, strategy_name, threshold_pct, verdict_mode_name,
+    decision_name, decision_word, duration, interval, kind_name, pct, pct_num, threshold_pct,
 };
 use crate::sanitize::{html_escape as esc, html_short, truncate_chars};
 use crate::{plural, Report};
@@ -319,21 +318,7 @@ fn header(h: &mut String, r: &Report) {
         calls.push_str(" · <strong>run incomplete</strong>");
     }
     row("run", calls);
-    let o = &s.options;
-    row(
-        "statistics",
-        format!(
-            "{} intervals ({}, clustered by input) · verdict: {} · errors {} · strategy {}",
-            threshold_pct(o.confidence),
-            interval_name(o.interval),
-            verdict_mode_name(o.verdict),
-            match errors_name(o.errors) {
-                "exclude" => "excluded",
-                _ => "count as failures",
-            },
-            strategy_name(s.strategy)
-        ),
-    );
+    row("statistics", esc(&crate::facts::statistics_line(s)));
     let c = &s.counts;
     row(
         "cells",

@@ -9,13 +9,10 @@
 //! whose fence no output can close ([`md_code_block`]).
 
 use crate::facts;
-use crate::numbers::{
-    decision_word, duration, interval, interval_name, pct, strategy_name, threshold_pct,
-    verdict_mode_name,
-};
+use crate::numbers::{decision_word, duration, interval, pct};
 use crate::sanitize::{md_cell, md_code_block, md_inline, truncate_chars};
 use crate::{plural, Report};
-use probity_core::stats::{Decision, ErrorPolicy};
+use probity_core::stats::Decision;
 
 /// Longest model output shown in a code block, in characters.
 pub const EXAMPLE_MAX_CHARS: usize = 1000;
@@ -77,18 +74,8 @@ pub fn render(r: &Report) -> String {
     }
     md.push_str(&facts_line.join(" · "));
     md.push_str("  \n");
-    let o = &s.options;
-    md.push_str(&format!(
-        "{} intervals ({}, clustered by input) · verdict: {} · errors {} · strategy {}\n\n",
-        threshold_pct(o.confidence),
-        interval_name(o.interval),
-        verdict_mode_name(o.verdict),
-        match o.errors {
-            ErrorPolicy::AsFailure => "count as failures",
-            ErrorPolicy::Exclude => "excluded",
-        },
-        strategy_name(s.strategy)
-    ));
+    md.push_str(&crate::facts::statistics_line(s));
+    md.push_str("\n\n");
 
     // Checks table.
     if !s.checks.is_empty() {
@@ -159,7 +146,7 @@ pub fn render(r: &Report) -> String {
             md_inline(&facts::figures(c)),
             md_inline(&facts::established(c)),
         ];
-        if let Some(e) = facts::errors(&c.rate, o.errors) {
+        if let Some(e) = facts::errors(&c.rate, s.options.errors) {
             notes.push(e);
         }
         if let Some(w) = &c.worst_input {

@@ -27,12 +27,10 @@
 //! sequences or control characters to the terminal.
 
 use crate::facts;
-use crate::numbers::{
-    decision_word, duration, interval, interval_name, pct, strategy_name, verdict_mode_name,
-};
+use crate::numbers::{decision_word, duration, interval, pct, strategy_name};
 use crate::sanitize::terminal_line;
 use crate::{plural, Report};
-use probity_core::stats::{Decision, ErrorPolicy};
+use probity_core::stats::Decision;
 use probity_core::Strategy;
 
 /// Longest model output shown, in characters.
@@ -128,20 +126,9 @@ pub fn render(r: &Report, color: bool) -> String {
     if !meta.is_empty() {
         out.push_str(&format!("{indent}{}\n", p.dim(&meta.join(" · "))));
     }
-    let o = &s.options;
     out.push_str(&format!(
         "{indent}{}\n",
-        p.dim(&format!(
-            "{} intervals ({}, clustered by input) · verdict: {} · errors {} · strategy {}",
-            crate::numbers::threshold_pct(o.confidence),
-            interval_name(o.interval),
-            verdict_mode_name(o.verdict),
-            match o.errors {
-                ErrorPolicy::AsFailure => "count as failures",
-                ErrorPolicy::Exclude => "excluded",
-            },
-            strategy_name(s.strategy)
-        ))
+        p.dim(&crate::facts::statistics_line(s))
     ));
     out.push('\n');
 
@@ -198,7 +185,7 @@ pub fn render(r: &Report, color: bool) -> String {
         if facts::not_passing(c) && !c.info.message.is_empty() {
             out.push_str(&format!("{indent}{}\n", safe(&c.info.message)));
         }
-        if let Some(e) = facts::errors(&c.rate, o.errors) {
+        if let Some(e) = facts::errors(&c.rate, s.options.errors) {
             notes.push(e);
         }
         if let Some(d) = facts::design_effect(&c.rate) {
