@@ -674,7 +674,9 @@ impl Guard {
         let mut current = messages.to_vec();
         let mut first = first;
         for number in 1..=self.policy.attempts {
-            if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            // The first attempt is always made (and bounded by the limits
+            // below), so an outcome always has at least one attempt.
+            if number > 1 && deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
                 return GuardOutcome::NothingPassed {
                     attempts,
                     stop: Stop::Deadline,

@@ -226,7 +226,23 @@ async fn guarded(
         .await;
     let published = matches!(outcome, GuardOutcome::Published { .. });
     let attempts = outcome.attempts();
-    let first = &attempts[0];
+    let Some(first) = attempts.first() else {
+        // Unreachable by Guard::run_from's contract (the first attempt is
+        // always made); kept total so no panic can reach a user.
+        let mut row = row_from(
+            i,
+            j,
+            key,
+            Err((
+                ProviderError::Command("the guard made no attempt".into()),
+                0,
+            )),
+            &shared.validators,
+            &shared.inputs[i],
+        );
+        row.cells = vec![Cell::Error; guard.checks().len()];
+        return (row, Vec::new());
+    };
     let row = SampleRow {
         input_idx: i,
         repetition: j,

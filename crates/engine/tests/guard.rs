@@ -282,3 +282,43 @@ async fn guard_deadline_stops_attempts() {
     assert_eq!(stop, Stop::Deadline);
     assert!(attempts.len() < 10, "{}", attempts.len());
 }
+
+/// However short the deadline, the first attempt is made: an outcome always
+/// has at least one attempt (a deadline shorter than the model's latency
+/// times that attempt out).
+#[tokio::test]
+async fn a_deadline_shorter_than_one_call_still_makes_the_first_attempt() {
+    let provider: Arc<dyn Provider> = Arc::new(
+        probity_engine::sim::SimModel::new(probity_engine::sim::SimConfig {
+            latency_ms: 20,
+            ..Default::default()
+        })
+        .unwrap(),
+    );
+    let checks = Checks {
+        validators: vec![Validator::new("never").check(|_: &str| false)],
+        verifiers: vec![],
+    };
+    let guard = Guard::new(
+        provider,
+        Arc::new(checks),
+        RetryPolicy {
+            attempts: 5,
+            deadline_s: Some(1e-9),
+            ..RetryPolicy::default()
+        },
+        Arc::new(Caller::default()),
+    )
+    .unwrap();
+    let msgs = [Message {
+        role: Role::User,
+        content: "Hi".into(),
+    }];
+    let out = guard.run(&msgs, &Input::text("1", "Hi"), 0).await;
+    let GuardOutcome::NothingPassed { attempts, stop } = out else {
+        panic!("nothing can pass")
+    };
+    assert_eq!(stop, Stop::Deadline);
+    assert_eq!(attempts.len(), 1);
+    assert!(attempts[0].output.is_none(), "the attempt timed out");
+}
