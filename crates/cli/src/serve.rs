@@ -70,8 +70,12 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
         );
     }
     eprintln!(
-        "stopped: {} requests recorded as run {} (complete; probity report {} / probity plan {})",
-        served.requests, served.run_id, served.run_id, served.run_id
+        "stopped: {} request{} recorded as run {} (complete; probity report {} / probity plan {})",
+        served.requests,
+        if served.requests == 1 { "" } else { "s" },
+        served.run_id,
+        served.run_id,
+        served.run_id
     );
     Ok(0)
 }
