@@ -2,23 +2,11 @@
 //! simulator runs whose true contraction rates differ (10 % vs 40 %) or
 //! do not (two seeds at 10 %).
 
+mod common;
+
+use common::{probity, text};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn probity(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_probity"))
-        .current_dir(dir)
-        .args(args)
-        .env("PROBITY_STORE", dir.join("runs.db"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run probity")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// The example configuration with lenient minimums (so verdicts pass and
 /// the exit code is the comparison's), M = 10, and the given simulator.

@@ -1,23 +1,11 @@
 //! A run with a `[retry]` policy: the guarded system beside its prediction
 //! in every report of the stored run, not only in `probity run`'s text.
 
+mod common;
+
+use common::{probity, text};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn probity(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_probity"))
-        .current_dir(dir)
-        .args(args)
-        .env("PROBITY_STORE", dir.join("runs.db"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run probity")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// 6 inputs × 5 guarded requests, at most 3 attempts each, on the simulator.
 fn config(dir: &Path) {

@@ -2,33 +2,13 @@
 //! revalidate` with verifiers, `--no-calls`), and `probity serve`'s run
 //! status across a kill and graceful shutdowns (SIGINT, SIGTERM).
 
+mod common;
+
+use common::{json_runs, probity, text};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Output, Stdio};
-
-fn probity(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_probity"))
-        .current_dir(dir)
-        .args(args)
-        .env("PROBITY_STORE", dir.join("runs.db"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run probity")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json_runs(dir: &Path) -> Vec<Value> {
-    let out = probity(dir, &["runs", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
+use std::process::{Child, ChildStdout, Command, Stdio};
 
 fn write_config(dir: &Path, file: &str, max_apostrophes: u32, instructions: &str) {
     let inputs: String = (0..3)

@@ -1,31 +1,9 @@
 //! `probity run` end to end on the built-in simulator, as a user runs it.
 
+mod common;
+
+use common::{json_runs, probity, text};
 use serde_json::Value;
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn probity(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_probity"))
-        .current_dir(dir)
-        .args(args)
-        .env("PROBITY_STORE", dir.join("runs.db"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run probity")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json_runs(dir: &Path) -> Vec<Value> {
-    let out = probity(dir, &["runs", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 #[test]
 fn init_then_run_reports_the_papers_validators_and_exits_on_the_verdict() {

@@ -29,7 +29,7 @@
 
 use crate::limits::{Backoff, RateLimiter};
 use crate::provider::{Message, Provider, ProviderError, Request};
-use crate::store::{CachedOutput, JudgementCache, JudgementRow, OutputCache};
+use crate::store::{AttemptRow, CachedOutput, JudgementCache, JudgementRow, OutputCache};
 use crate::template::{self, TemplateError, DEFAULT_FEEDBACK_TEMPLATE};
 use crate::verifier::{JudgeVerdict, Verifier};
 use minijinja::Environment;
@@ -537,6 +537,40 @@ pub struct Attempt {
     /// when the guard has an output cache and the attempt has an output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_key: Option<String>,
+}
+
+impl Attempt {
+    /// This attempt as stored for sample `(input_idx, repetition)`;
+    /// `cached`: keep its cache key (outputs only) so an identical request
+    /// is served from the store.
+    pub fn row(
+        &self,
+        input_idx: usize,
+        repetition: usize,
+        published: bool,
+        cached: bool,
+    ) -> AttemptRow {
+        AttemptRow {
+            input_idx,
+            repetition,
+            attempt: self.number,
+            output: self.output.clone(),
+            error: self.error.clone(),
+            latency_ms: self.latency_ms,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            call_attempts: self.call_attempts,
+            judge_calls: self.judge_calls,
+            cells: self.cells.clone(),
+            reasons: self.reasons.clone(),
+            passed: self.passed,
+            published,
+            cache_key: self
+                .cache_key
+                .clone()
+                .filter(|_| cached && self.output.is_some()),
+        }
+    }
 }
 
 /// Why a guard stopped without publishing.

@@ -91,13 +91,7 @@ pub struct RunOutcome {
 /// (kind, model, sampling parameters — never secrets), the rendered
 /// messages and the repetition index.
 pub fn cache_key(fingerprint: &str, messages: &[Message], repetition: usize) -> String {
-    let mut h = Sha256::new();
-    h.update(fingerprint.as_bytes());
-    h.update([0]);
-    h.update(serde_json::to_vec(messages).unwrap_or_default());
-    h.update([0]);
-    h.update((repetition as u64).to_le_bytes());
-    hex::encode(h.finalize())
+    request_key(fingerprint, messages, repetition, None)
 }
 
 /// The cache key of one attempt of a guarded request: [`cache_key`] over
@@ -110,17 +104,30 @@ pub fn attempt_cache_key(
     repetition: usize,
     attempt: u32,
 ) -> String {
-    if attempt == 0 {
-        return cache_key(fingerprint, messages, repetition);
-    }
+    request_key(
+        fingerprint,
+        messages,
+        repetition,
+        Some(attempt).filter(|&a| a > 0),
+    )
+}
+
+fn request_key(
+    fingerprint: &str,
+    messages: &[Message],
+    repetition: usize,
+    attempt: Option<u32>,
+) -> String {
     let mut h = Sha256::new();
     h.update(fingerprint.as_bytes());
     h.update([0]);
     h.update(serde_json::to_vec(messages).unwrap_or_default());
     h.update([0]);
     h.update((repetition as u64).to_le_bytes());
-    h.update([0]);
-    h.update(u64::from(attempt).to_le_bytes());
+    if let Some(a) = attempt {
+        h.update([0]);
+        h.update(u64::from(a).to_le_bytes());
+    }
     hex::encode(h.finalize())
 }
 
@@ -257,26 +264,10 @@ async fn guarded(
         reasons: first.reasons.clone(),
     };
     let rows = if shared.store_attempts {
-        let last = attempts.len();
+        let last = attempts.len() as u32;
         attempts
             .iter()
-            .map(|a| AttemptRow {
-                input_idx: i,
-                repetition: j,
-                attempt: a.number,
-                output: a.output.clone(),
-                error: a.error.clone(),
-                latency_ms: a.latency_ms,
-                input_tokens: a.input_tokens,
-                output_tokens: a.output_tokens,
-                call_attempts: a.call_attempts,
-                judge_calls: a.judge_calls,
-                cells: a.cells.clone(),
-                reasons: a.reasons.clone(),
-                passed: a.passed,
-                published: published && a.number as usize == last,
-                cache_key: a.cache_key.clone().filter(|_| a.output.is_some()),
-            })
+            .map(|a| a.row(i, j, published && a.number == last, true))
             .collect()
     } else {
         Vec::new()

@@ -57,7 +57,7 @@
 use crate::guard::{Attempt, Caller, Checks, Guard, GuardOutcome, Judging, RetryPolicy};
 use crate::limits::RateLimiter;
 use crate::provider::{Message, ProviderConfig, Role};
-use crate::store::{AttemptRow, NewRun, RunStatus, SampleRow, Store, StoreError, Writer};
+use crate::store::{NewRun, RunStatus, SampleRow, Store, StoreError, Writer};
 use crate::verifier::VerifierSpec;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -552,24 +552,11 @@ fn record(st: &ServeState, idx: usize, input: Input, outcome: &GuardOutcome) {
     let published = outcome.published().is_some();
     let _ = st.writer.send_input(idx, input);
     for a in attempts {
-        let _ = st.writer.send_attempt(AttemptRow {
-            input_idx: idx,
-            repetition: 0,
-            attempt: a.number,
-            output: a.output.clone(),
-            error: a.error.clone(),
-            latency_ms: a.latency_ms,
-            input_tokens: a.input_tokens,
-            output_tokens: a.output_tokens,
-            call_attempts: a.call_attempts,
-            judge_calls: a.judge_calls,
-            cells: a.cells.clone(),
-            reasons: a.reasons.clone(),
-            passed: a.passed,
-            published: published && a.number as usize == attempts.len(),
-            // Live traffic is always asked: it does not feed the cache.
-            cache_key: None,
-        });
+        // Live traffic is always asked: it does not feed the cache.
+        let last = a.number as usize == attempts.len();
+        let _ = st
+            .writer
+            .send_attempt(a.row(idx, 0, published && last, false));
     }
     let _ = st.writer.send(SampleRow {
         input_idx: idx,

@@ -6,36 +6,19 @@
 //! judgements — failed attempts are asked again, and a store of the
 //! previous schema opens, is upgraded and works.
 
+mod common;
+
+use common::Counting;
 use probity_core::{Input, Validator};
 use probity_engine::config::Config;
 use probity_engine::guard::{Caller, Checks, Guard, GuardOutcome, RetryPolicy};
-use probity_engine::provider::{
-    Completion, FnProvider, Message, Provider, ProviderError, Request, Role,
-};
+use probity_engine::provider::{Completion, FnProvider, Message, Provider, Role};
 use probity_engine::runner::{run, RunOutcome, RunSettings};
 use probity_engine::store::{AttemptRow, MemoryOutputs, Store, SCHEMA_VERSION};
 use probity_engine::stored;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// Counts the calls that reach a provider.
-struct Counting {
-    inner: Arc<dyn Provider>,
-    calls: Arc<AtomicU64>,
-}
-
-#[async_trait::async_trait]
-impl Provider for Counting {
-    async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        self.inner.complete(request).await
-    }
-
-    fn fingerprint(&self) -> String {
-        self.inner.fingerprint()
-    }
-}
 
 const CHECKS: &str = r#"
 [[validator]]

@@ -246,12 +246,12 @@ async fn guard_feeds_reasons_back_and_reports_nothing_passed() {
     assert!(seen[2].contains("answer 1") && !seen[2].contains("answer 0"));
 }
 
-/// The overall deadline stops a guard that would go on.
-#[tokio::test]
-async fn guard_deadline_stops_attempts() {
+/// A guard on the simulator (`latency_ms` per call) whose only check never
+/// passes, asked "Hi" once under `policy`.
+async fn never_passing(latency_ms: u64, policy: RetryPolicy) -> GuardOutcome {
     let provider: Arc<dyn Provider> = Arc::new(
         probity_engine::sim::SimModel::new(probity_engine::sim::SimConfig {
-            latency_ms: 40,
+            latency_ms,
             ..Default::default()
         })
         .unwrap(),
@@ -263,11 +263,7 @@ async fn guard_deadline_stops_attempts() {
     let guard = Guard::new(
         provider,
         Arc::new(checks),
-        RetryPolicy {
-            attempts: 50,
-            deadline_s: Some(0.15),
-            ..RetryPolicy::default()
-        },
+        policy,
         Arc::new(Caller::default()),
     )
     .unwrap();
@@ -275,8 +271,18 @@ async fn guard_deadline_stops_attempts() {
         role: Role::User,
         content: "Hi".into(),
     }];
-    let out = guard.run(&msgs, &Input::text("1", "Hi"), 0).await;
-    let GuardOutcome::NothingPassed { attempts, stop } = out else {
+    guard.run(&msgs, &Input::text("1", "Hi"), 0).await
+}
+
+/// The overall deadline stops a guard that would go on.
+#[tokio::test]
+async fn guard_deadline_stops_attempts() {
+    let policy = RetryPolicy {
+        attempts: 50,
+        deadline_s: Some(0.15),
+        ..RetryPolicy::default()
+    };
+    let GuardOutcome::NothingPassed { attempts, stop } = never_passing(40, policy).await else {
         panic!()
     };
     assert_eq!(stop, Stop::Deadline);
@@ -288,34 +294,12 @@ async fn guard_deadline_stops_attempts() {
 /// times that attempt out).
 #[tokio::test]
 async fn a_deadline_shorter_than_one_call_still_makes_the_first_attempt() {
-    let provider: Arc<dyn Provider> = Arc::new(
-        probity_engine::sim::SimModel::new(probity_engine::sim::SimConfig {
-            latency_ms: 20,
-            ..Default::default()
-        })
-        .unwrap(),
-    );
-    let checks = Checks {
-        validators: vec![Validator::new("never").check(|_: &str| false)],
-        verifiers: vec![],
+    let policy = RetryPolicy {
+        attempts: 5,
+        deadline_s: Some(1e-9),
+        ..RetryPolicy::default()
     };
-    let guard = Guard::new(
-        provider,
-        Arc::new(checks),
-        RetryPolicy {
-            attempts: 5,
-            deadline_s: Some(1e-9),
-            ..RetryPolicy::default()
-        },
-        Arc::new(Caller::default()),
-    )
-    .unwrap();
-    let msgs = [Message {
-        role: Role::User,
-        content: "Hi".into(),
-    }];
-    let out = guard.run(&msgs, &Input::text("1", "Hi"), 0).await;
-    let GuardOutcome::NothingPassed { attempts, stop } = out else {
+    let GuardOutcome::NothingPassed { attempts, stop } = never_passing(20, policy).await else {
         panic!("nothing can pass")
     };
     assert_eq!(stop, Stop::Deadline);

@@ -3,34 +3,18 @@
 //! failed judgements are never cached, and a store of the previous schema
 //! opens and works.
 
+mod common;
+
+use common::Counting;
 use probity_core::Cell;
 use probity_engine::config::Config;
 use probity_engine::guard::NOT_JUDGED;
-use probity_engine::provider::{Completion, Provider, ProviderError, Request};
 use probity_engine::runner::{run, RunOutcome, RunSettings};
 use probity_engine::store::{RunStatus, Store, SCHEMA_VERSION};
 use probity_engine::stored;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// Counts the calls that reach a judge.
-struct Counting {
-    inner: Arc<dyn Provider>,
-    calls: Arc<AtomicU64>,
-}
-
-#[async_trait::async_trait]
-impl Provider for Counting {
-    async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        self.inner.complete(request).await
-    }
-
-    fn fingerprint(&self) -> String {
-        self.inner.fingerprint()
-    }
-}
 
 const VALIDATOR: &str = r#"
 [[validator]]

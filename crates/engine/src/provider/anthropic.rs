@@ -89,12 +89,7 @@ impl AnthropicProvider {
     pub fn new(config: AnthropicConfig) -> Result<Self, ConfigError> {
         let timeout = util::timeout(config.timeout_secs, "timeout_secs")?;
         let base = config.base_url.trim_end_matches('/');
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(ConfigError::Invalid(format!(
-                "base_url must start with http:// or https://, got {:?}",
-                config.base_url
-            )));
-        }
+        util::check_http_url(base, "base_url", &config.base_url)?;
         let key = util::read_env(&config.api_key_env, "the anthropic provider's API key")?;
         Ok(AnthropicProvider {
             url: format!("{base}/v1/messages"),
@@ -108,12 +103,7 @@ impl AnthropicProvider {
     /// The JSON body sent for `request`.
     pub fn body(&self, request: &Request) -> Value {
         let c = &self.config;
-        let system: Vec<&str> = request
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::System)
-            .map(|m| m.content.as_str())
-            .collect();
+        let system = util::system_texts(&request.messages);
         let messages: Vec<&super::Message> = request
             .messages
             .iter()

@@ -126,18 +126,8 @@ impl HttpProvider {
             )));
         }
         let url = util::substitute_env(&config.url, "the http provider's url")?;
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ConfigError::Invalid(
-                "url must start with http:// or https://".to_string(),
-            ));
-        }
-        let headers = config
-            .headers
-            .iter()
-            .map(|(k, v)| {
-                util::substitute_env(v, &format!("header {k}")).map(|v| (k.clone(), Secret::new(v)))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        util::check_http_url(&url, "url", &config.url)?;
+        let headers = util::headers(&config.headers)?;
         let mut env = template::new_env();
         let mut leaves = Vec::new();
         compile(&config.body, "body", &mut env, &mut leaves)?;
@@ -164,12 +154,7 @@ impl HttpProvider {
             .find(|m| m.role == Role::User)
             .map(|m| m.content.clone())
             .unwrap_or_default();
-        let system: Vec<&str> = request
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::System)
-            .map(|m| m.content.as_str())
-            .collect();
+        let system = util::system_texts(&request.messages);
         let ctx = json!({
             "prompt": prompt,
             "system": system.join("\n\n"),

@@ -102,12 +102,7 @@ impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
         let timeout = util::timeout(config.timeout_secs, "timeout_secs")?;
         let base = config.base_url.trim_end_matches('/');
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(ConfigError::Invalid(format!(
-                "base_url must start with http:// or https://, got {:?}",
-                config.base_url
-            )));
-        }
+        util::check_http_url(base, "base_url", &config.base_url)?;
         let key_env = config.api_key_env.clone().or_else(|| {
             base.starts_with("https://api.openai.com")
                 .then(|| "OPENAI_API_KEY".to_string())
@@ -116,13 +111,7 @@ impl OpenAiProvider {
             Some(var) => Some(util::read_env(&var, "the openai provider's API key")?),
             None => None,
         };
-        let headers = config
-            .headers
-            .iter()
-            .map(|(k, v)| {
-                util::substitute_env(v, &format!("header {k}")).map(|v| (k.clone(), Secret::new(v)))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let headers = util::headers(&config.headers)?;
         Ok(OpenAiProvider {
             url: format!("{base}/chat/completions"),
             key,

@@ -68,6 +68,41 @@ pub(crate) fn substitute_env(text: &str, needed_for: &str) -> Result<String, Con
     Ok(out)
 }
 
+/// Checks that `url` (the config field `field`) is an http(s) URL. The
+/// error quotes `as_written`, the field before `${ENV:…}` substitution, so a
+/// secret in the URL never reaches a message.
+pub(crate) fn check_http_url(url: &str, field: &str, as_written: &str) -> Result<(), ConfigError> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(ConfigError::Invalid(format!(
+            "{field} must start with http:// or https://, got {as_written:?}"
+        )))
+    }
+}
+
+/// Configured headers with their `${ENV:NAME}` references substituted,
+/// kept as secrets (they often carry credentials).
+pub(crate) fn headers(
+    configured: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<(String, Secret)>, ConfigError> {
+    configured
+        .iter()
+        .map(|(k, v)| {
+            substitute_env(v, &format!("header {k}")).map(|v| (k.clone(), Secret::new(v)))
+        })
+        .collect()
+}
+
+/// The contents of a request's system messages, in order.
+pub(crate) fn system_texts(messages: &[super::Message]) -> Vec<&str> {
+    messages
+        .iter()
+        .filter(|m| m.role == super::Role::System)
+        .map(|m| m.content.as_str())
+        .collect()
+}
+
 /// The shared HTTP client settings: connection pooling with many idle
 /// connections per host, `TCP_NODELAY`.
 pub(crate) fn client() -> Result<reqwest::Client, ConfigError> {
