@@ -9,43 +9,15 @@
 //! arrive in. Validators are pure, so results do not depend on chunking or
 //! on the number of threads.
 
-use super::expr::RhaiInput;
+use super::prepared::PreparedInput;
 use super::Validator;
 use crate::model::{Input, Sample};
 use crate::verdict::Verdict;
 use rayon::prelude::*;
-use std::sync::OnceLock;
 
 /// Samples per rayon task: small enough to balance, large enough that the
 /// scheduling cost is negligible next to cheap checks.
 const MIN_SAMPLES_PER_TASK: usize = 32;
-
-/// An input together with its lazily built expression form (`input` map and
-/// `input_text`), shared by all outputs of that input and all threads.
-#[derive(Debug)]
-pub struct PreparedInput<'a> {
-    input: &'a Input,
-    rhai: OnceLock<RhaiInput>,
-}
-
-impl<'a> PreparedInput<'a> {
-    /// Wrap `input`; nothing is converted until an expression needs it.
-    pub fn new(input: &'a Input) -> Self {
-        PreparedInput {
-            input,
-            rhai: OnceLock::new(),
-        }
-    }
-
-    /// The input.
-    pub fn input(&self) -> &'a Input {
-        self.input
-    }
-
-    pub(crate) fn rhai(&self) -> &RhaiInput {
-        self.rhai.get_or_init(|| RhaiInput::new(self.input))
-    }
-}
 
 /// Evaluates a fixed list of validators against samples of a fixed list of
 /// inputs, in parallel (rayon), in chunks or all at once.

@@ -50,7 +50,6 @@
 //! regex yields [`Verdict::Error`] with the reason.
 
 use super::builtin::{compile_regex, count_substring, word_count};
-use super::eval::PreparedInput;
 use crate::model::Input;
 use crate::verdict::Verdict;
 use regex::Regex;
@@ -292,7 +291,7 @@ impl Expression {
     }
 
     /// Evaluate on one output of `input` (converting the input each call;
-    /// see [`evaluate_prepared`](Self::evaluate_prepared)).
+    /// see [`super::Validator::evaluate_prepared`]).
     pub fn evaluate(&self, input: &Input, output: &str) -> Verdict {
         if self.uses_input {
             self.run(Some(&RhaiInput::new(input)), output)
@@ -301,13 +300,16 @@ impl Expression {
         }
     }
 
-    /// Evaluate with an input converted at most once for all its outputs.
-    pub fn evaluate_prepared(&self, input: &PreparedInput<'_>, output: &str) -> Verdict {
-        if self.uses_input {
-            self.run(Some(input.rhai()), output)
-        } else {
-            self.run(None, output)
-        }
+    /// Whether the script can name `input` or `input_text` (so an input
+    /// must be converted for it).
+    pub fn uses_input(&self) -> bool {
+        self.uses_input
+    }
+
+    /// Evaluate with the input already converted (`None` when the script
+    /// does not use it); see [`super::PreparedInput`].
+    pub(crate) fn evaluate_converted(&self, input: Option<&RhaiInput>, output: &str) -> Verdict {
+        self.run(input.filter(|_| self.uses_input), output)
     }
 
     fn run(&self, input: Option<&RhaiInput>, output: &str) -> Verdict {

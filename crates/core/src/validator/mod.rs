@@ -24,11 +24,13 @@
 pub mod builtin;
 pub mod eval;
 pub mod expr;
+pub mod prepared;
 pub mod spec;
 
 pub use builtin::{Builtin, BuiltinError};
-pub use eval::{evaluate_all, Evaluator, PreparedInput};
+pub use eval::{evaluate_all, Evaluator};
 pub use expr::{CompileError, Expression};
+pub use prepared::PreparedInput;
 pub use spec::{BuiltinKind, SchemaSpec, ValidatorSpec};
 
 use crate::model::Input;
@@ -318,7 +320,9 @@ impl Validator {
             Check::Output(f) => guard(|| f(output)),
             Check::InputOutput(f) => guard(|| f(input.input(), output)),
             Check::Builtin(b) => Verdict::from_bool(b.check(output)),
-            Check::Expression(e) => e.evaluate_prepared(input, output),
+            Check::Expression(e) => {
+                e.evaluate_converted(e.uses_input().then(|| input.rhai()), output)
+            }
         }
     }
 }
