@@ -71,9 +71,7 @@ pub fn run(args: &CompareArgs) -> Result<u8, Failure> {
     let b = args.store.resolve(&store, &args.candidate)?;
     let candidate = store.run(b).map_err(|e| Failure::usage(e.to_string()))?;
     store.run(a).map_err(|e| Failure::usage(e.to_string()))?;
-    let settings: probity_engine::stored::StoredSettings =
-        serde_json::from_value(candidate.settings.clone()).unwrap_or_default();
-    let mut opts = CompareOptions::from_analysis(&settings.analysis);
+    let mut opts = CompareOptions::from_analysis(&candidate.settings.analysis);
     if let Some(c) = args.confidence {
         opts.confidence = c;
     }
@@ -107,9 +105,9 @@ fn emit(out: &OutputArgs, r: &ComparisonReport) -> Result<(), Failure> {
 pub fn against_baseline(
     store: &probity_engine::store::Store,
     spec: &str,
-    current: i64,
+    current: probity_engine::compare::RunTensor<'_>,
 ) -> Result<Option<ComparisonReport>, Failure> {
-    let baseline = probity_engine::compare::resolve_baseline(store, spec, current)
+    let baseline = probity_engine::compare::resolve_baseline(store, spec, current.record.id)
         .map_err(|e| Failure::usage(format!("--baseline {spec}: {e}")))?;
     let Some(a) = baseline else {
         eprintln!(
@@ -118,7 +116,13 @@ pub fn against_baseline(
         );
         return Ok(None);
     };
-    let cmp =
-        compare_stored(store, a, current, None).map_err(|e| Failure::incomplete(e.to_string()))?;
+    let a =
+        probity_engine::stored::load(store, a).map_err(|e| Failure::incomplete(e.to_string()))?;
+    let baseline = probity_engine::compare::RunTensor {
+        record: &a.record,
+        tensor: &a.tensor,
+    };
+    let cmp = probity_engine::compare::compare_loaded(store, baseline, current, None)
+        .map_err(|e| Failure::incomplete(e.to_string()))?;
     Ok(Some(comparison_report(cmp)))
 }

@@ -3,8 +3,9 @@
 
 use crate::Failure;
 use clap::Args;
-use probity_engine::store::{RunStatus, SampleRow, Store};
-use probity_engine::stored::{self, StoredRun};
+use probity_core::{ReliabilityTensor, Summary};
+use probity_engine::store::{RunRecord, RunStatus, SampleRow, Store};
+use probity_engine::stored;
 use probity_report::{html, render, Example, FailingSample, Format, Report, RunInfo};
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -115,19 +116,24 @@ pub(crate) fn append(path: &PathBuf, text: &str) -> Result<(), Failure> {
 /// the failing outputs (one quoted per failing check in text formats,
 /// up to [`html::FAILURES_SHOWN`] in the HTML browser), and for a run with
 /// a retry policy the guarded system beside its prediction.
-pub fn report_for(store: &Store, run: StoredRun) -> Result<Report, Failure> {
+pub fn report_for(
+    store: &Store,
+    record: RunRecord,
+    tensor: ReliabilityTensor,
+    summary: Summary,
+    samples: &[SampleRow],
+) -> Result<Report, Failure> {
     let inputs = store
-        .inputs(run.record.id)
+        .inputs(record.id)
         .map_err(|e| Failure::incomplete(e.to_string()))?;
-    let guarded =
-        stored::retry_check(store, &run).map_err(|e| Failure::incomplete(e.to_string()))?;
-    let by_cell: HashMap<(usize, usize), &SampleRow> = run
-        .samples
+    let guarded = stored::retry_check(store, &record, &tensor)
+        .map_err(|e| Failure::incomplete(e.to_string()))?;
+    let by_cell: HashMap<(usize, usize), &SampleRow> = samples
         .iter()
         .map(|s| ((s.input_idx, s.repetition), s))
         .collect();
     let mut examples = Vec::new();
-    for (k, check) in run.summary.checks.iter().enumerate() {
+    for (k, check) in summary.checks.iter().enumerate() {
         let Some((i, j)) = check.example_failure else {
             continue;
         };
@@ -147,7 +153,7 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<Report, Failure> {
             }));
         }
     }
-    let mut failures = FailingSample::from_tensor(&run.tensor, html::FAILURES_SHOWN);
+    let mut failures = FailingSample::from_tensor(&tensor, html::FAILURES_SHOWN);
     for f in &mut failures {
         if let Some(s) = by_cell.get(&(f.input, f.repetition)) {
             f.output = s.output.clone();
@@ -155,7 +161,7 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<Report, Failure> {
             f.reasons = s.reasons.clone();
         }
     }
-    let record = run.record;
+    let retry_target = record.settings.retry_target;
     Ok(Report {
         run: RunInfo {
             id: record.id,
@@ -168,11 +174,11 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<Report, Failure> {
             cached: record.cached,
             complete: record.status == RunStatus::Complete,
         },
-        summary: run.summary,
+        summary,
         input_labels: inputs.into_iter().map(|i| i.id).collect(),
         examples,
-        retry_target: run.settings.retry_target,
-        tensor: Some(run.tensor),
+        retry_target,
+        tensor: Some(tensor),
         failures,
         guarded,
     })
@@ -181,5 +187,5 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<Report, Failure> {
 /// Load run `id` from the store and build its report.
 pub fn load_report(store: &Store, id: i64) -> Result<Report, Failure> {
     let run = stored::load(store, id).map_err(|e| Failure::usage(e.to_string()))?;
-    report_for(store, run)
+    report_for(store, run.record, run.tensor, run.summary, &run.samples)
 }

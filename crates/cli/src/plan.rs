@@ -58,12 +58,12 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
     let columns: Vec<usize> = loaded
         .record
         .settings
-        .get("retry")
-        .and_then(|v| serde_json::from_value::<stored::StoredRetry>(v.clone()).ok())
-        .map(|r| r.columns)
+        .retry
+        .as_ref()
+        .map(|r| r.columns.clone())
         .unwrap_or_else(|| (0..k).collect());
     let tensor = columns_of(&loaded.tensor, &columns);
-    let plan = RetryPlan::from_tensor(&tensor, &loaded.settings.analysis);
+    let plan = RetryPlan::from_tensor(&tensor, &loaded.record.settings.analysis);
     let mut s = String::new();
     let names: Vec<&str> = columns
         .iter()
@@ -123,7 +123,7 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
             s,
             "                         {} (lower {:.0}% bound of the joint rate: the target holds with that confidence)",
             show_m(c),
-            loaded.settings.analysis.confidence * 100.0
+            loaded.record.settings.analysis.confidence * 100.0
         );
     }
     let per = plan.attempts_per_input(target);
@@ -160,8 +160,8 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
             m.map(|m| m.to_string()).unwrap_or_else(|| "none".into())
         );
     }
-    if let Some(check) =
-        stored::retry_check(&store, &loaded).map_err(|e| Failure::incomplete(e.to_string()))?
+    if let Some(check) = stored::retry_check(&store, &loaded.record, &loaded.tensor)
+        .map_err(|e| Failure::incomplete(e.to_string()))?
     {
         s.push('\n');
         s.push_str(&probity_report::guarded::text(&check, false));

@@ -9,7 +9,7 @@ use crate::store_arg::StoreArg;
 use crate::{verdict_code, Failure};
 use clap::Args;
 use probity_engine::config::Config;
-use probity_engine::stored;
+use probity_engine::revalidate::revalidate;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -34,9 +34,14 @@ pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
     let mut store = args.store.open()?;
     let id = args.store.resolve(&store, &args.run)?;
     let done = crate::runtime()?
-        .block_on(stored::revalidate(&mut store, id, &config, !args.no_calls))
+        .block_on(revalidate(
+            &mut store,
+            id,
+            &config.recheck(),
+            !args.no_calls,
+        ))
         .map_err(|e| Failure::usage(e.to_string()))?;
-    if config.verifiers.is_empty() {
+    if config.checks.verifiers.is_empty() {
         eprintln!(
             "revalidated run {id} as run {} (no model calls)",
             done.run_id

@@ -1,13 +1,14 @@
 //! `probity run`: the main job.
 
-use crate::output::{load_report, OutputArgs};
+use crate::output::{report_for, OutputArgs};
 use crate::store_arg::StoreArg;
 use crate::{verdict_code, Failure};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use probity_engine::compare::RunTensor;
 use probity_engine::config::Config;
-use probity_engine::runner::{self, Progress, RunError, RunSettings};
 use probity_engine::store::RunStatus;
+use probity_engine::{run_with, Control, Experiment, Progress, RunError, Sink};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -42,24 +43,22 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: RunArgs) -> Result<u8, Failure> {
-    let mut config = Config::load(&args.config).map_err(|e| Failure::usage(e.to_string()))?;
+    let config = Config::load(&args.config).map_err(|e| Failure::usage(e.to_string()))?;
+    let mut experiment = config
+        .experiment()
+        .map_err(|e| Failure::usage(e.to_string()))?;
     if let Some(m) = args.outputs {
         if m == 0 {
             return Err(Failure::usage("--outputs must be at least 1"));
         }
-        config.file.experiment.outputs_per_input = m;
+        experiment.outputs_per_input = m;
     }
     if let Some(c) = args.concurrency {
         if c == 0 {
             return Err(Failure::usage("--concurrency must be at least 1"));
         }
-        config.file.experiment.concurrency = c;
+        experiment.concurrency = c;
     }
-    let provider = config
-        .file
-        .system
-        .build()
-        .map_err(|e| Failure::usage(format!("{}: [system] {e}", args.config.display())))?;
     let mut store = args.store.open()?;
 
     let (cancel_tx, cancel) = tokio::sync::watch::channel(false);
@@ -70,16 +69,15 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         }
     });
 
-    let mut display = Display::new(args.quiet, &config);
-    let outcome = runner::run(
-        &config,
-        provider,
-        &mut store,
-        RunSettings {
+    let mut display = Display::new(args.quiet, &experiment);
+    let outcome = run_with(
+        &experiment,
+        Sink::Store(&mut store),
+        Control {
             resume: args.resume,
-            cancel,
+            cancel: Some(cancel),
+            on_progress: Some(Box::new(|p: &Progress| display.update(p))),
         },
-        |p| display.update(p),
     )
     .await
     .map_err(|e| match e {
@@ -88,12 +86,25 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     })?;
     display.finish();
 
-    let report = load_report(&store, outcome.run_id)?;
-    let passed = report.passed();
+    // The report from the tensor and summary the run built.
+    let run_id = outcome.stored_id();
+    let fail = |e: probity_engine::store::StoreError| Failure::incomplete(e.to_string());
+    let record = store.run(run_id).map_err(fail)?;
+    let samples = store.samples(run_id).map_err(fail)?;
     let comparison = match &args.baseline {
-        Some(spec) => crate::compare::against_baseline(&store, spec, outcome.run_id)?,
+        Some(spec) => crate::compare::against_baseline(
+            &store,
+            spec,
+            RunTensor {
+                record: &record,
+                tensor: &outcome.tensor,
+            },
+        )?,
         None => None,
     };
+    let taken = samples.len();
+    let report = report_for(&store, record, outcome.tensor, outcome.summary, &samples)?;
+    let passed = report.passed();
     match &comparison {
         Some(c) => args.out.emit_with_baseline(&report, c)?,
         None => args.out.emit(&report)?,
@@ -101,26 +112,12 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let passed = passed && !comparison.as_ref().is_some_and(|c| c.regressed());
     if outcome.status != RunStatus::Complete {
         return Err(Failure::incomplete(format!(
-            "run {} stopped before every sample was taken ({} of {}); `probity run --resume {}` continues it",
-            outcome.run_id,
-            samples_taken(&outcome.tensor),
-            outcome.tensor.inputs() * outcome.tensor.repetitions(),
+            "run {run_id} stopped before every sample was taken ({taken} of {}); `probity run --resume {}` continues it",
+            experiment.inputs.len() * experiment.outputs_per_input,
             args.config.display()
         )));
     }
     Ok(verdict_code(passed))
-}
-
-/// Outputs with at least one cell filled: the samples a run has taken.
-fn samples_taken(t: &probity_core::ReliabilityTensor) -> usize {
-    let mut cells = Vec::new();
-    (0..t.inputs())
-        .flat_map(|i| (0..t.repetitions()).map(move |j| (i, j)))
-        .filter(|&(i, j)| {
-            t.output_cells(i, j, &mut cells);
-            cells.iter().any(|&c| c != probity_core::Cell::Missing)
-        })
-        .count()
 }
 
 /// Progress on stderr: a bar on a terminal, a plain line every few seconds
@@ -133,7 +130,7 @@ struct Display {
 }
 
 impl Display {
-    fn new(quiet: bool, config: &Config) -> Self {
+    fn new(quiet: bool, experiment: &Experiment) -> Self {
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new(0);
             bar.set_style(
@@ -152,7 +149,12 @@ impl Display {
         });
         Display {
             bar,
-            names: config.validators.iter().map(|v| v.name.clone()).collect(),
+            names: experiment
+                .checks
+                .validators
+                .iter()
+                .map(|v| v.name.clone())
+                .collect(),
             last_line: Instant::now(),
             quiet,
         }

@@ -7,8 +7,16 @@
 //! method) apply to both runs.
 
 use crate::store::{RunRecord, RunStatus, Store, StoreError};
-use crate::stored::{self, StoredRun};
+use crate::stored;
 use probity_core::compare::{align_by_id, compare_runs, CompareOptions, Comparison, RunData};
+use probity_core::ReliabilityTensor;
+
+/// A run to compare: its header and its tensor.
+#[derive(Clone, Copy)]
+pub struct RunTensor<'a> {
+    pub record: &'a RunRecord,
+    pub tensor: &'a ReliabilityTensor,
+}
 
 /// A comparison of two stored runs, with what a report says about them.
 pub struct RunComparison {
@@ -30,14 +38,25 @@ pub fn compare_stored(
 ) -> Result<RunComparison, StoreError> {
     let a = stored::load(store, baseline)?;
     let b = stored::load(store, candidate)?;
-    compare_loaded(store, &a, &b, options)
+    compare_loaded(
+        store,
+        RunTensor {
+            record: &a.record,
+            tensor: &a.tensor,
+        },
+        RunTensor {
+            record: &b.record,
+            tensor: &b.tensor,
+        },
+        options,
+    )
 }
 
 /// [`compare_stored`] on runs already loaded (e.g. the run just made).
 pub fn compare_loaded(
     store: &Store,
-    a: &StoredRun,
-    b: &StoredRun,
+    a: RunTensor<'_>,
+    b: RunTensor<'_>,
     options: Option<CompareOptions>,
 ) -> Result<RunComparison, StoreError> {
     let inputs_a = store.inputs(a.record.id)?;
@@ -51,14 +70,15 @@ pub fn compare_loaded(
         .filter(|&&(i, j)| inputs_a[i].fields != inputs_b[j].fields)
         .map(|&(i, _)| inputs_a[i].id.clone())
         .collect();
-    let opts = options.unwrap_or_else(|| CompareOptions::from_analysis(&b.settings.analysis));
+    let opts =
+        options.unwrap_or_else(|| CompareOptions::from_analysis(&b.record.settings.analysis));
     let comparison = compare_runs(
         RunData {
-            tensor: &a.tensor,
+            tensor: a.tensor,
             checks: &a.record.checks,
         },
         RunData {
-            tensor: &b.tensor,
+            tensor: b.tensor,
             checks: &b.record.checks,
         },
         &alignment,

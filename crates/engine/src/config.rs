@@ -1,4 +1,5 @@
-//! The run configuration: a TOML file (DESIGN.md, Configuration).
+//! The run configuration: a TOML file (docs/architecture.md, Configuration),
+//! loaded into an [`Experiment`].
 //!
 //! ```toml
 //! name = "polite-assistant"
@@ -24,18 +25,24 @@
 //! Unknown keys are errors, and every error names the file, the line and
 //! column, and the field.
 
-use crate::guard::{Checks, RetryPolicy};
+use crate::call::CallSettings;
+use crate::check::Checks;
+use crate::experiment::{Experiment, Source};
 use crate::inputs::{load_inputs, InputError};
 use crate::provider::ProviderConfig;
-use crate::verifier::{Verifier, VerifierSpec};
+use crate::retry_policy::RetryPolicy;
+use crate::revalidate::Recheck;
+use crate::settings::{Analysis, StoredSettings};
+use crate::template::PromptTemplate;
+use crate::verifier::VerifierSpec;
 use probity_core::stats::VerdictMode;
-use probity_core::validator::{Validator, ValidatorError, ValidatorSpec};
-use probity_core::{
-    Aggregate, AnalysisOptions, CheckInfo, CheckKind, ErrorPolicy, Input, IntervalMethod, Strategy,
-};
+use probity_core::validator::{ValidatorError, ValidatorSpec};
+use probity_core::{Aggregate, AnalysisOptions, ErrorPolicy, Input, IntervalMethod, Strategy};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 use thiserror::Error;
 
 /// A configuration problem: always names where.
@@ -52,6 +59,10 @@ pub enum ConfigError {
     Invalid { path: PathBuf, message: String },
     #[error(transparent)]
     Inputs(#[from] InputError),
+    /// The system under test cannot be built (a missing key variable, a
+    /// template that does not compile, …).
+    #[error("{path}: [system] {message}")]
+    System { path: PathBuf, message: String },
 }
 
 /// The prompt templates (minijinja): what the system is asked for input `i`.
@@ -175,15 +186,19 @@ pub struct ConfigFile {
     pub inputs: Vec<serde_json::Map<String, serde_json::Value>>,
 }
 
-/// A loaded, checked configuration: everything a run needs.
+/// A loaded, checked configuration: everything a run needs but the system
+/// under test itself, which [`Config::experiment`] builds.
 pub struct Config {
     pub path: PathBuf,
+    /// The file's text as loaded (stored with every run).
+    pub text: String,
     pub name: String,
     pub file: ConfigFile,
     pub inputs: Vec<Input>,
-    pub validators: Vec<Validator>,
-    /// The verifiers, with their judges built.
-    pub verifiers: Vec<Verifier>,
+    /// The validators and verifiers (with their judges built).
+    pub checks: Checks,
+    /// The prompt templates, compiled.
+    pub prompt: Arc<PromptTemplate>,
     /// SHA-256 over the configuration and the inputs' content: runs with the
     /// same hash ask the same questions.
     pub hash: String,
@@ -221,6 +236,8 @@ impl Config {
                 .validate()
                 .map_err(|m| invalid(format!("[retry] {m}")))?;
         }
+        let prompt = PromptTemplate::new(file.prompt.system.as_deref(), &file.prompt.user)
+            .map_err(|e| invalid(format!("[prompt] {e}")))?;
         let verifiers = file
             .verifiers
             .iter()
@@ -270,35 +287,84 @@ impl Config {
         let hash = hash_config(&file, &inputs);
         Ok(Config {
             path: path.to_path_buf(),
+            text: text.to_string(),
             name,
             file,
             inputs,
-            validators,
-            verifiers,
+            checks: Checks {
+                validators,
+                verifiers,
+            },
+            prompt: Arc::new(prompt),
             hash,
         })
     }
 
-    /// The checks' settings, in column order: validators, then verifiers.
-    pub fn checks(&self) -> Vec<CheckInfo> {
-        self.validators
-            .iter()
-            .map(|v| CheckInfo {
-                name: v.name.clone(),
-                message: v.message.clone(),
-                minimum_success_percentage: v.minimum_success_percentage,
-                weight: v.weight,
-                kind: CheckKind::Validator,
-            })
-            .chain(self.verifiers.iter().map(Verifier::info))
-            .collect()
+    /// Where runs of this configuration come from.
+    pub fn source(&self) -> Source {
+        Source {
+            path: self.path.clone(),
+            text: self.text.clone(),
+            hash: self.hash.clone(),
+        }
     }
 
-    /// The checks, for a [`crate::guard::Guard`].
-    pub fn guard_checks(&self) -> Checks {
-        Checks {
-            validators: self.validators.clone(),
-            verifiers: self.verifiers.clone(),
+    /// How runs of this configuration are analysed.
+    pub fn analysis(&self) -> Analysis {
+        let e = &self.file.experiment;
+        Analysis {
+            options: e.analysis(),
+            strategy: e.strategy,
+            aggregate: e.aggregate,
+            retry_target: e.retry_target,
+        }
+    }
+
+    /// How runs of this configuration make calls.
+    pub fn calls(&self) -> CallSettings {
+        let e = &self.file.experiment;
+        CallSettings {
+            timeout: Duration::from_secs_f64(e.timeout_s),
+            call_attempts: e.call_attempts,
+            requests_per_minute: e.requests_per_minute,
+            tokens_per_minute: e.tokens_per_minute,
+        }
+    }
+
+    /// The experiment: the `[system]` provider built (reading the key
+    /// variables it names), everything else as loaded.
+    pub fn experiment(&self) -> Result<Experiment, ConfigError> {
+        let system = self.file.system.build().map_err(|e| ConfigError::System {
+            path: self.path.clone(),
+            message: e.to_string(),
+        })?;
+        let e = &self.file.experiment;
+        Ok(Experiment {
+            name: self.name.clone(),
+            system,
+            prompt: self.prompt.clone(),
+            inputs: self.inputs.clone(),
+            checks: self.checks.clone(),
+            outputs_per_input: e.outputs_per_input,
+            retry: self.file.retry.clone(),
+            analysis: self.analysis(),
+            calls: self.calls(),
+            concurrency: e.concurrency,
+            deadline: e.deadline_s.map(Duration::from_secs_f64),
+            source: Some(self.source()),
+        })
+    }
+
+    /// The checks and settings, to revalidate a stored run (the system is
+    /// not built: a revalidation never calls it).
+    pub fn recheck(&self) -> Recheck<'_> {
+        Recheck {
+            name: &self.name,
+            checks: &self.checks,
+            settings: StoredSettings::new(&self.analysis(), None),
+            calls: self.calls(),
+            concurrency: self.file.experiment.concurrency,
+            source: Some(self.source()),
         }
     }
 }

@@ -9,7 +9,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use probity_engine::guard::{Caller, Checks, Guard, GuardOutcome, RetryPolicy};
+//! use probity_engine::{Caller, Checks, Guard, GuardOutcome, RetryPolicy};
 //! use probity_engine::provider::{Message, Role};
 //! use probity_core::{Input, Validator};
 //! use std::sync::Arc;
@@ -27,489 +27,19 @@
 //! # Ok(()) }
 //! ```
 
-use crate::limits::{Backoff, RateLimiter};
-use crate::provider::{Message, Provider, ProviderError, Request};
-use crate::store::{AttemptRow, CachedOutput, JudgementCache, JudgementRow, OutputCache};
-use crate::template::{self, TemplateError, DEFAULT_FEEDBACK_TEMPLATE};
-use crate::verifier::{JudgeVerdict, Verifier};
-use minijinja::Environment;
-use probity_core::{Cell, CheckInfo, CheckKind, Input, Validator, Verdict};
+use crate::cache_key::attempt_key;
+use crate::call::{Answer, CallFailure, Caller};
+use crate::check::{Checks, Judging};
+use crate::provider::{Message, Provider, Request};
+use crate::retry_policy::{Feedback, RetryPolicy};
+use crate::store::{AttemptRow, CachedOutput, OutputCache, SampleRow};
+use crate::template::TemplateError;
+use probity_core::validator::PreparedInput;
+use probity_core::{Cell, Input};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// Calls with the engine's machinery: rate limits, per-call timeout,
-/// retries with backoff on 429 / 5xx / timeouts. Counts every call.
-#[derive(Debug)]
-pub struct Caller {
-    pub limiter: Arc<RateLimiter>,
-    pub backoff: Backoff,
-    pub timeout: Duration,
-    pub call_attempts: u32,
-    /// Calls made (retries included).
-    pub calls: AtomicU64,
-    /// Tokens reported by providers (prompt + completion).
-    pub tokens: AtomicU64,
-    /// Of `calls`, those made to judges (retries included).
-    pub judge_calls: AtomicU64,
-    /// Judgements served from the judge cache (no call).
-    pub judge_cached: AtomicU64,
-    /// Attempts whose output was served from the output cache (no call;
-    /// not counting a first attempt the runner found in the store itself).
-    pub outputs_cached: AtomicU64,
-}
-
-impl Default for Caller {
-    /// No rate limit, 60 s per call, 4 tries.
-    fn default() -> Self {
-        Caller::new(Arc::new(RateLimiter::default()), Duration::from_secs(60), 4)
-    }
-}
-
-/// A successful call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Answer {
-    pub text: String,
-    pub latency_ms: Option<f64>,
-    pub input_tokens: Option<u64>,
-    pub output_tokens: Option<u64>,
-    /// Tries it took (0 when served from the store).
-    pub attempts: u32,
-}
-
-impl Caller {
-    pub fn new(limiter: Arc<RateLimiter>, timeout: Duration, call_attempts: u32) -> Self {
-        Caller {
-            limiter,
-            backoff: Backoff::default(),
-            timeout,
-            call_attempts: call_attempts.max(1),
-            calls: AtomicU64::new(0),
-            tokens: AtomicU64::new(0),
-            judge_calls: AtomicU64::new(0),
-            judge_cached: AtomicU64::new(0),
-            outputs_cached: AtomicU64::new(0),
-        }
-    }
-
-    /// One call with retries on retryable errors; `Err` carries the last
-    /// error and the number of tries.
-    pub async fn call(
-        &self,
-        provider: &dyn Provider,
-        request: &Request,
-    ) -> Result<Answer, (ProviderError, u32)> {
-        let estimate = request
-            .messages
-            .iter()
-            .map(|m| m.content.len())
-            .sum::<usize>() as f64
-            / 4.0;
-        let mut attempt = 0;
-        loop {
-            self.limiter.acquire(estimate).await;
-            self.calls.fetch_add(1, Ordering::Relaxed);
-            let started = Instant::now();
-            let result = match tokio::time::timeout(self.timeout, provider.complete(request)).await
-            {
-                Ok(r) => r,
-                Err(_) => Err(ProviderError::Timeout(self.timeout)),
-            };
-            attempt += 1;
-            match result {
-                Ok(c) => {
-                    let used = c.input_tokens.unwrap_or(0) + c.output_tokens.unwrap_or(0);
-                    if used > 0 {
-                        self.limiter.settle(estimate, used as f64).await;
-                        self.tokens.fetch_add(used, Ordering::Relaxed);
-                    }
-                    return Ok(Answer {
-                        text: c.text,
-                        latency_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
-                        input_tokens: c.input_tokens,
-                        output_tokens: c.output_tokens,
-                        attempts: attempt,
-                    });
-                }
-                Err(e) if e.is_retryable() && attempt < self.call_attempts => {
-                    tokio::time::sleep(self.backoff.delay(attempt - 1, e.retry_after())).await;
-                }
-                Err(e) => return Err((e, attempt)),
-            }
-        }
-    }
-}
-
-/// The checks, in column order: validators, then verifiers.
-#[derive(Debug, Clone, Default)]
-pub struct Checks {
-    pub validators: Vec<Validator>,
-    pub verifiers: Vec<Verifier>,
-}
-
-/// One output's cells and reasons.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Checked {
-    pub cells: Vec<Cell>,
-    /// `(k, reason)`: Error reasons of any check, a verifier's reasons.
-    pub reasons: Vec<(usize, String)>,
-    pub judge_calls: u64,
-    /// Judgements served from the judge cache.
-    pub judge_cached: u64,
-}
-
-/// The reason of a verifier cell left unjudged because calls are off
-/// (`probity revalidate --no-calls` and a judgement not in the cache).
-pub const NOT_JUDGED: &str = "not judged: --no-calls";
-
-/// How verifiers get their judgements: from a cache when it holds them
-/// (successful judgements only; new ones are added), from the judge
-/// otherwise — or, with `calls` off, not at all (an Error cell, reason
-/// [`NOT_JUDGED`]).
-#[derive(Clone)]
-pub struct Judging {
-    pub cache: Option<Arc<dyn JudgementCache>>,
-    pub calls: bool,
-}
-
-impl Default for Judging {
-    /// No cache; every judgement is a call.
-    fn default() -> Self {
-        Judging {
-            cache: None,
-            calls: true,
-        }
-    }
-}
-
-impl std::fmt::Debug for Judging {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Judging")
-            .field("cache", &self.cache.is_some())
-            .field("calls", &self.calls)
-            .finish()
-    }
-}
-
-impl Checks {
-    /// K, the number of columns.
-    pub fn len(&self) -> usize {
-        self.validators.len() + self.verifiers.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The columns' settings.
-    pub fn infos(&self) -> Vec<CheckInfo> {
-        self.validators
-            .iter()
-            .map(|v| CheckInfo {
-                name: v.name.clone(),
-                message: v.message.clone(),
-                minimum_success_percentage: v.minimum_success_percentage,
-                weight: v.weight,
-                kind: CheckKind::Validator,
-            })
-            .chain(self.verifiers.iter().map(Verifier::info))
-            .collect()
-    }
-
-    /// Check one output with every validator and every verifier (one judge
-    /// call each, through `caller`).
-    pub async fn check(
-        &self,
-        caller: &Caller,
-        input: &Input,
-        output: &str,
-        repetition: u32,
-        attempt: u32,
-    ) -> Checked {
-        self.check_with(
-            caller,
-            &Judging::default(),
-            input,
-            output,
-            repetition,
-            attempt,
-        )
-        .await
-    }
-
-    /// As [`Checks::check`], with judgements from `judging`'s cache when it
-    /// holds them.
-    pub async fn check_with(
-        &self,
-        caller: &Caller,
-        judging: &Judging,
-        input: &Input,
-        output: &str,
-        repetition: u32,
-        attempt: u32,
-    ) -> Checked {
-        let mut cells = Vec::with_capacity(self.len());
-        let mut reasons = Vec::new();
-        for (k, v) in self.validators.iter().enumerate() {
-            let verdict = v.evaluate(input, output);
-            if let Verdict::Error { reason } = &verdict {
-                reasons.push((k, reason.clone()));
-            }
-            cells.push(Cell::from(&verdict));
-        }
-        let (mut judge_calls, mut judge_cached) = (0, 0);
-        for (w, v) in self.verifiers.iter().enumerate() {
-            let k = self.validators.len() + w;
-            let key = judging
-                .cache
-                .as_ref()
-                .map(|_| v.cache_key(input, output, repetition, attempt));
-            if let (Some(cache), Some(key)) = (&judging.cache, &key) {
-                if let Some(hit) = cache.get(key) {
-                    judge_cached += 1;
-                    caller.judge_cached.fetch_add(1, Ordering::Relaxed);
-                    cells.push(if hit.pass { Cell::Pass } else { Cell::Fail });
-                    reasons.extend(hit.reasons.into_iter().map(|r| (k, r)));
-                    continue;
-                }
-            }
-            if !judging.calls {
-                cells.push(Cell::Error);
-                reasons.push((k, NOT_JUDGED.to_string()));
-                continue;
-            }
-            let request = v.request(input, output, repetition, attempt);
-            let answer = caller.call(v.judge.as_ref(), &request).await;
-            // This call's tries (the caller's counter is shared by
-            // concurrent checks, so a difference of it would over-count).
-            let made = u64::from(match &answer {
-                Ok(a) => a.attempts,
-                Err((_, tries)) => *tries,
-            });
-            judge_calls += made;
-            caller.judge_calls.fetch_add(made, Ordering::Relaxed);
-            let j = v.judgement(answer.as_ref().map(|a| a.text.as_str()).map_err(|(e, _)| e));
-            let pass = match j.verdict {
-                JudgeVerdict::Pass => Some(true),
-                JudgeVerdict::Fail => Some(false),
-                JudgeVerdict::Error => None,
-            };
-            // Only a readable PASS or FAIL is cached: errors are asked again.
-            if let (Some(cache), Some(key), Some(pass), Ok(a)) =
-                (&judging.cache, key, pass, &answer)
-            {
-                cache.put(JudgementRow {
-                    cache_key: key,
-                    pass,
-                    reasons: j.reasons.clone(),
-                    raw: a.text.clone(),
-                });
-            }
-            cells.push(match pass {
-                Some(true) => Cell::Pass,
-                Some(false) => Cell::Fail,
-                None => Cell::Error,
-            });
-            reasons.extend(j.reasons.into_iter().map(|r| (k, r)));
-        }
-        Checked {
-            cells,
-            reasons,
-            judge_calls,
-            judge_cached,
-        }
-    }
-
-    /// The feedback for a failed output: per failing column in `columns`, a
-    /// verifier's reasons (its message when it gave none), a validator's
-    /// message (its name when it has none), an error's reason.
-    pub fn feedback(&self, checked: &Checked, columns: &[usize]) -> Vec<String> {
-        let mut out = Vec::new();
-        for &k in columns {
-            let cell = checked.cells.get(k).copied().unwrap_or(Cell::Missing);
-            if cell == Cell::Pass {
-                continue;
-            }
-            let (name, message) = if k < self.validators.len() {
-                let v = &self.validators[k];
-                (&v.name, &v.message)
-            } else {
-                let v = &self.verifiers[k - self.validators.len()];
-                (&v.name, &v.message)
-            };
-            let own: Vec<&String> = checked
-                .reasons
-                .iter()
-                .filter(|(kk, _)| *kk == k)
-                .map(|(_, r)| r)
-                .collect();
-            let is_verifier = k >= self.validators.len();
-            if (is_verifier || cell == Cell::Error) && !own.is_empty() {
-                out.extend(own.into_iter().cloned());
-            } else if !message.is_empty() {
-                out.push(message.clone());
-            } else {
-                out.push(format!("{name} failed"));
-            }
-        }
-        out
-    }
-}
-
-/// Which checks decide whether an attempt passes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RetryOn {
-    Validators,
-    Verifiers,
-    #[default]
-    All,
-}
-
-impl RetryOn {
-    /// The deciding columns of a `validators`+`verifiers` wide tensor.
-    pub fn columns(self, validators: usize, verifiers: usize) -> Vec<usize> {
-        match self {
-            RetryOn::Validators => (0..validators).collect(),
-            RetryOn::Verifiers => (validators..validators + verifiers).collect(),
-            RetryOn::All => (0..validators + verifiers).collect(),
-        }
-    }
-}
-
-fn d_attempts() -> u32 {
-    3
-}
-fn d_true() -> bool {
-    true
-}
-
-/// The `[retry]` table: the retry policy (§4.1, §4.2.6).
-///
-/// ```toml
-/// [retry]
-/// attempts = 4                 # m: attempts in all (retries = m − 1)
-/// on = "all"                   # validators | verifiers | all
-/// feedback = true              # feed the failing checks' reasons back
-/// feedback_template = "..."    # minijinja: input, previous_output, reasons
-/// attempt_timeout_s = 30       # one attempt: generation and checks
-/// deadline_s = 90              # all attempts of one input
-/// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RetryPolicy {
-    #[serde(default = "d_attempts")]
-    pub attempts: u32,
-    #[serde(default)]
-    pub on: RetryOn,
-    #[serde(default = "d_true")]
-    pub feedback: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub feedback_template: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempt_timeout_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deadline_s: Option<f64>,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            attempts: d_attempts(),
-            on: RetryOn::All,
-            feedback: true,
-            feedback_template: None,
-            attempt_timeout_s: None,
-            deadline_s: None,
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// One attempt, no feedback: the plain system.
-    pub fn single() -> Self {
-        RetryPolicy {
-            attempts: 1,
-            feedback: false,
-            ..RetryPolicy::default()
-        }
-    }
-
-    pub fn validate(&self) -> Result<(), String> {
-        if self.attempts == 0 {
-            return Err("attempts must be at least 1".into());
-        }
-        for (name, v) in [
-            ("attempt_timeout_s", self.attempt_timeout_s),
-            ("deadline_s", self.deadline_s),
-        ] {
-            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
-                return Err(format!("{name} = {v} must be a positive number of seconds"));
-            }
-        }
-        if let Some(t) = &self.feedback_template {
-            Feedback::new(Some(t)).map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    }
-}
-
-/// The compiled feedback template.
-#[derive(Debug)]
-pub struct Feedback {
-    env: Environment<'static>,
-}
-
-impl Feedback {
-    /// `template` or [`DEFAULT_FEEDBACK_TEMPLATE`].
-    pub fn new(template: Option<&str>) -> Result<Self, TemplateError> {
-        let mut env = template::new_env();
-        template::add(
-            &mut env,
-            "feedback",
-            template.unwrap_or(DEFAULT_FEEDBACK_TEMPLATE),
-        )?;
-        Ok(Feedback { env })
-    }
-
-    /// `base` with the feedback appended to its last user message (the
-    /// paper's "input + reasons").
-    pub fn apply(
-        &self,
-        base: &[Message],
-        input: &Input,
-        previous_output: &str,
-        reasons: &[String],
-    ) -> Result<Vec<Message>, TemplateError> {
-        let ctx = Value::Object(Map::from_iter([
-            ("input".to_string(), template::input_value(input)),
-            (
-                "previous_output".to_string(),
-                Value::String(previous_output.to_string()),
-            ),
-            (
-                "reasons".to_string(),
-                Value::Array(reasons.iter().cloned().map(Value::String).collect()),
-            ),
-        ]));
-        let text = template::render_one(&self.env, "feedback", &ctx, input)?;
-        let mut messages = base.to_vec();
-        match messages
-            .iter_mut()
-            .rev()
-            .find(|m| m.role == crate::provider::Role::User)
-        {
-            Some(m) => m.content.push_str(&text),
-            None => messages.push(Message {
-                role: crate::provider::Role::User,
-                content: text,
-            }),
-        }
-        Ok(messages)
-    }
-}
+use std::time::Duration;
 
 /// One attempt: its output (or why there is none), verdicts and reasons.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -533,7 +63,7 @@ pub struct Attempt {
     pub passed: bool,
     /// What was (or would be) fed back after this attempt.
     pub feedback: Vec<String>,
-    /// The request's cache key (see [`crate::runner::attempt_cache_key`])
+    /// The request's cache key (see [`crate::cache_key::attempt_key`])
     /// when the guard has an output cache and the attempt has an output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_key: Option<String>,
@@ -569,6 +99,27 @@ impl Attempt {
                 .cache_key
                 .clone()
                 .filter(|_| cached && self.output.is_some()),
+        }
+    }
+}
+
+impl Attempt {
+    /// This attempt as the sample `(input_idx, repetition)` of the
+    /// single-attempt tensor (the first attempt of a guarded sample is its
+    /// sample), stored under `cache_key`.
+    pub fn sample_row(&self, input_idx: usize, repetition: usize, cache_key: String) -> SampleRow {
+        SampleRow {
+            input_idx,
+            repetition,
+            cache_key,
+            output: self.output.clone(),
+            error: self.error.clone(),
+            latency_ms: self.latency_ms,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            call_attempts: self.call_attempts,
+            cells: self.cells.clone(),
+            reasons: self.reasons.clone(),
         }
     }
 }
@@ -686,7 +237,8 @@ impl Guard {
 
     /// Guard one request: `messages` rendered for `input`.
     pub async fn run(&self, messages: &[Message], input: &Input, repetition: u32) -> GuardOutcome {
-        self.run_from(messages, input, repetition, None).await
+        self.run_from(messages, &PreparedInput::new(input), repetition, None)
+            .await
     }
 
     /// As [`Guard::run`], with the first attempt's answer already known
@@ -694,9 +246,9 @@ impl Guard {
     pub async fn run_from(
         &self,
         messages: &[Message],
-        input: &Input,
+        input: &PreparedInput<'_>,
         repetition: u32,
-        first: Option<Result<Answer, (ProviderError, u32)>>,
+        first: Option<Result<Answer, CallFailure>>,
     ) -> GuardOutcome {
         let started = tokio::time::Instant::now();
         let deadline = self
@@ -725,9 +277,16 @@ impl Guard {
                 (None, None) => None,
             };
             let attempt = match limit {
-                Some(at) => match tokio::time::timeout_at(at, work).await {
-                    Ok(a) => a,
-                    Err(_) => {
+                // Biased towards the limit: an attempt still running when
+                // the limit passes timed out, even if it would complete in
+                // the same instant (a loaded machine polls late).
+                Some(at) => match tokio::select! {
+                    biased;
+                    _ = tokio::time::sleep_until(at) => None,
+                    a = work => Some(a),
+                } {
+                    Some(a) => a,
+                    None => {
                         let over_deadline = deadline.is_some_and(|d| at >= d);
                         attempts.push(self.timed_out(number));
                         if over_deadline {
@@ -755,7 +314,7 @@ impl Guard {
                     let reasons = &attempts[attempts.len() - 1].feedback;
                     // A feedback template that cannot render for this input
                     // leaves the messages as they were: a plain retry.
-                    if let Ok(next) = self.feedback.apply(messages, input, prev, reasons) {
+                    if let Ok(next) = self.feedback.apply(messages, input.input(), prev, reasons) {
                         current = next;
                     }
                 }
@@ -789,19 +348,15 @@ impl Guard {
     async fn attempt(
         &self,
         messages: &[Message],
-        input: &Input,
+        input: &PreparedInput<'_>,
         repetition: u32,
         number: u32,
-        known: Option<Result<Answer, (ProviderError, u32)>>,
+        known: Option<Result<Answer, CallFailure>>,
     ) -> Attempt {
-        let key = self.outputs.as_ref().map(|_| {
-            crate::runner::attempt_cache_key(
-                &self.fingerprint,
-                messages,
-                repetition as usize,
-                number - 1,
-            )
-        });
+        let key = self
+            .outputs
+            .as_ref()
+            .map(|_| attempt_key(&self.fingerprint, messages, repetition as usize, number - 1));
         let hit = match (&self.outputs, &key, &known) {
             (Some(cache), Some(key), None) => cache.get(key),
             _ => None,
@@ -810,32 +365,18 @@ impl Guard {
             (Some(r), _) => r,
             (None, Some(hit)) => {
                 self.caller.outputs_cached.fetch_add(1, Ordering::Relaxed);
-                Ok(Answer {
-                    text: hit.output,
-                    latency_ms: hit.latency_ms,
-                    input_tokens: hit.input_tokens,
-                    output_tokens: hit.output_tokens,
-                    attempts: 0,
-                })
+                Ok(Answer::from(hit))
             }
             (None, None) => {
                 let request = Request {
                     messages: messages.to_vec(),
                     repetition,
                     attempt: number - 1,
-                    input: input.clone(),
+                    input: input.input().clone(),
                 };
                 let answer = self.caller.call(self.provider.as_ref(), &request).await;
                 if let (Some(cache), Some(key), Ok(a)) = (&self.outputs, &key, &answer) {
-                    cache.put(
-                        key,
-                        CachedOutput {
-                            output: a.text.clone(),
-                            latency_ms: a.latency_ms,
-                            input_tokens: a.input_tokens,
-                            output_tokens: a.output_tokens,
-                        },
-                    );
+                    cache.put(key, CachedOutput::from(a));
                 }
                 answer
             }
@@ -844,7 +385,7 @@ impl Guard {
             Ok(a) => {
                 let checked = self
                     .checks
-                    .check_with(
+                    .check(
                         &self.caller,
                         &self.judging,
                         input,

@@ -1,26 +1,37 @@
-//! The runner: sample the system N×M times, check every output with the K
-//! validators, fill the tensor, and store everything as it completes.
+//! The runner: sample the system N×M times (§2.2.3), check every output
+//! with the K checks (§3.2), fill the tensor (§3.6), and record everything
+//! as it completes.
 //!
-//! Calls run concurrently (a fixed pool of workers, bounded by
-//! `concurrency`), behind client-side rate limits, with per-call timeouts and
-//! retries with backoff on rate limits, 5xx and timeouts. A call that still
-//! fails becomes Error cells — never a failure in disguise, never an abort.
-//! Outputs already in the store (this run's, when resuming, or any run's
-//! identical request) are not requested again; with a retry policy that
-//! holds for every attempt, each keyed by its own request (feedback
-//! included) and attempt index (see [`attempt_cache_key`]).
+//! Every sample goes through the [`Guard`]: without a retry policy it is a
+//! single attempt ([`RetryPolicy::single`]); with one, the guarded system
+//! is measured (§4.2) and every attempt is recorded. Calls run
+//! concurrently (a fixed pool of workers, bounded by `concurrency`), behind
+//! client-side rate limits, with per-call timeouts and retries with backoff
+//! on rate limits, 5xx and timeouts (one [`crate::call::Caller`] makes
+//! them all). A call that still fails becomes Error cells — never a failure
+//! in disguise, never an abort.
+//!
+//! Into the store ([`Sink::Store`]), outputs already stored (this run's,
+//! when resuming, or any run's identical request, see
+//! [`crate::cache_key`]) are not requested again. In memory
+//! ([`Sink::Memory`]) every sample is a call.
 
-use crate::config::Config;
-use crate::guard::{Answer, Caller, Guard, GuardOutcome, Judging, RetryPolicy};
-use crate::limits::RateLimiter;
-use crate::provider::{Message, Provider, ProviderError, Request};
-use crate::store::{AttemptRow, NewRun, RunStatus, SampleRow, Store, StoreError};
-use crate::template::PromptTemplate;
-use probity_core::{Cell, Input, ReliabilityTensor, Summary, Validator, Verdict};
+use crate::cache_key::sample_key;
+use crate::call::{Answer, Caller};
+use crate::check::Judging;
+use crate::experiment::Experiment;
+use crate::guard::{Guard, GuardOutcome};
+use crate::outcome::{Progress, RunOutcome};
+use crate::provider::Message;
+use crate::recording::Recording;
+use crate::retry_policy::RetryPolicy;
+use crate::store::{AttemptRow, NewRun, RunStatus, SampleRow, Store, StoreError, Writer};
+use probity_core::validator::PreparedInput;
+use probity_core::{Cell, ReliabilityTensor, Summary};
 use sha2::{Digest, Sha256};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use thiserror::Error;
 use tokio::sync::{mpsc, watch};
 
@@ -34,337 +45,193 @@ pub enum RunError {
     Aborted(String),
 }
 
-/// What the caller can ask of a run.
-pub struct RunSettings {
+/// Where a run's samples go.
+pub enum Sink<'a> {
+    /// The run store: the run gets an id, survives the process, can be
+    /// resumed, reported, compared; identical stored requests are reused.
+    Store(&'a mut Store),
+    /// Memory only: the outcome carries every sample; nothing is reused.
+    Memory,
+}
+
+/// A callback told about progress after every sample.
+pub type OnProgress<'a> = Box<dyn FnMut(&Progress) + 'a>;
+
+/// How a run is steered while it goes on.
+#[derive(Default)]
+pub struct Control<'a> {
     /// Continue the latest unfinished run with the same configuration
-    /// instead of starting a new one.
+    /// instead of starting a new one (store only).
     pub resume: bool,
     /// Set to `true` to stop: no new calls start, calls in flight are
     /// abandoned (not stored), and the run is marked interrupted.
-    pub cancel: watch::Receiver<bool>,
+    pub cancel: Option<watch::Receiver<bool>>,
+    /// Called after every sample.
+    pub on_progress: Option<OnProgress<'a>>,
 }
 
-/// Progress reported while a run goes on.
-#[derive(Debug, Clone)]
-pub struct Progress {
-    /// Samples decided (from the store, the cache or a call).
-    pub done: u64,
-    pub total: u64,
-    pub model_calls: u64,
-    /// Samples served from an identical stored request.
-    pub cached: u64,
-    /// Later attempts of guarded samples served from an identical stored
-    /// attempt (no call).
-    pub attempts_cached: u64,
-    pub errors: u64,
-    /// Per check: (passes, evaluated cells).
-    pub passes: Vec<(u64, u64)>,
+/// Run `experiment` into `sink`.
+pub async fn run(experiment: &Experiment, sink: Sink<'_>) -> Result<RunOutcome, RunError> {
+    run_with(experiment, sink, Control::default()).await
 }
 
-/// The result of a run.
-pub struct RunOutcome {
-    pub run_id: i64,
-    pub tensor: ReliabilityTensor,
-    pub summary: Summary,
-    pub status: RunStatus,
-    /// Calls made to the model by this invocation (retries included).
-    pub model_calls: u64,
-    /// Samples served from an identical stored request.
-    pub cached: u64,
-    /// With a retry policy: attempts (after the first, or a first attempt
-    /// not found up front) served from an identical stored attempt — the
-    /// same provider, messages (feedback included), repetition and attempt
-    /// index — without a call.
-    pub attempts_cached: u64,
-    /// Samples already stored in the resumed run.
-    pub resumed: u64,
-    /// Samples whose call failed.
-    pub errors: u64,
-    /// Of `model_calls`, the calls made to judges (retries included).
-    pub judge_calls: u64,
-    /// Judgements served from the judge cache (no call).
-    pub judge_cached: u64,
-    pub duration: Duration,
+/// Where rows go: the store's writer, or memory.
+enum Recorder {
+    Store(Writer),
+    Memory(Vec<SampleRow>),
 }
 
-/// The cache key of one request: SHA-256 over the provider's fingerprint
-/// (kind, model, sampling parameters — never secrets), the rendered
-/// messages and the repetition index.
-pub fn cache_key(fingerprint: &str, messages: &[Message], repetition: usize) -> String {
-    request_key(fingerprint, messages, repetition, None)
+impl Recorder {
+    fn sample(&mut self, row: SampleRow) -> Result<(), StoreError> {
+        match self {
+            Recorder::Store(w) => w.send(row),
+            Recorder::Memory(rows) => {
+                rows.push(row);
+                Ok(())
+            }
+        }
+    }
+
+    fn attempt(&mut self, row: AttemptRow) -> Result<(), StoreError> {
+        match self {
+            Recorder::Store(w) => w.send_attempt(row),
+            // The guarded measurement is read from the store's attempts.
+            Recorder::Memory(_) => Ok(()),
+        }
+    }
+
+    /// Flush; the samples of a run kept in memory, in (input, repetition)
+    /// order.
+    fn finish(self) -> Result<Vec<SampleRow>, StoreError> {
+        match self {
+            Recorder::Store(w) => w.finish().map(|_| Vec::new()),
+            Recorder::Memory(mut rows) => {
+                rows.sort_by_key(|r| (r.input_idx, r.repetition));
+                Ok(rows)
+            }
+        }
+    }
 }
 
-/// The cache key of one attempt of a guarded request: [`cache_key`] over
-/// the attempt's own messages (with the feedback when there is any), with
-/// the 0-based attempt index appended after the repetition. The first
-/// attempt (index 0) is the plain request, so its key is the sample's.
-pub fn attempt_cache_key(
-    fingerprint: &str,
-    messages: &[Message],
-    repetition: usize,
-    attempt: u32,
-) -> String {
-    request_key(
-        fingerprint,
-        messages,
-        repetition,
-        Some(attempt).filter(|&a| a > 0),
-    )
+/// What every worker shares.
+struct Shared {
+    guard: Guard,
+    inputs: Vec<PreparedInput<'static>>,
+    messages: Vec<Vec<Message>>,
+    keys: Vec<Vec<String>>,
+    /// A retry policy is set: every attempt is recorded.
+    record_attempts: bool,
 }
 
-fn request_key(
-    fingerprint: &str,
-    messages: &[Message],
-    repetition: usize,
-    attempt: Option<u32>,
-) -> String {
+impl Shared {
+    /// Sample `(i, j)` through the guard; `known`: its first answer, served
+    /// from the store.
+    async fn sample(
+        &self,
+        i: usize,
+        j: usize,
+        known: Option<Answer>,
+    ) -> (SampleRow, Vec<AttemptRow>) {
+        let outcome = self
+            .guard
+            .run_from(&self.messages[i], &self.inputs[i], j as u32, known.map(Ok))
+            .await;
+        let key = self.keys[i][j].clone();
+        let published = matches!(outcome, GuardOutcome::Published { .. });
+        let attempts = outcome.attempts();
+        let Some(first) = attempts.first() else {
+            // Unreachable by Guard::run_from's contract (the first attempt
+            // is always made); kept total so no panic can reach a user.
+            let k = self.guard.checks().len();
+            let row = SampleRow {
+                input_idx: i,
+                repetition: j,
+                cache_key: key,
+                output: None,
+                error: Some("the guard made no attempt".into()),
+                latency_ms: None,
+                input_tokens: None,
+                output_tokens: None,
+                call_attempts: 0,
+                cells: vec![Cell::Error; k],
+                reasons: Vec::new(),
+            };
+            return (row, Vec::new());
+        };
+        let rows = if self.record_attempts {
+            let last = attempts.len() as u32;
+            attempts
+                .iter()
+                .map(|a| a.row(i, j, published && a.number == last, true))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (first.sample_row(i, j, key), rows)
+    }
+}
+
+/// The identity of an experiment built in code (one loaded from a file has
+/// its configuration's hash): SHA-256 over what it asks — the system's
+/// fingerprint, every rendered request, M, the checks' settings, the retry
+/// policy and the analysis settings.
+fn content_hash(experiment: &Experiment, fingerprint: &str, messages: &[Vec<Message>]) -> String {
     let mut h = Sha256::new();
     h.update(fingerprint.as_bytes());
-    h.update([0]);
     h.update(serde_json::to_vec(messages).unwrap_or_default());
-    h.update([0]);
-    h.update((repetition as u64).to_le_bytes());
-    if let Some(a) = attempt {
-        h.update([0]);
-        h.update(u64::from(a).to_le_bytes());
-    }
+    h.update((experiment.outputs_per_input as u64).to_le_bytes());
+    h.update(serde_json::to_vec(&experiment.checks.infos()).unwrap_or_default());
+    h.update(serde_json::to_vec(&experiment.stored_settings()).unwrap_or_default());
     hex::encode(h.finalize())
 }
 
-/// Check one output with every validator.
-pub fn evaluate(validators: &[Validator], input: &Input, output: &str) -> Vec<Verdict> {
-    validators
-        .iter()
-        .map(|v| v.evaluate(input, output))
-        .collect()
-}
-
-/// Check one output with every validator, as stored: one cell per
-/// validator, and the reasons of the cells that are errors.
-pub fn check_output(
-    validators: &[Validator],
-    input: &Input,
-    output: &str,
-) -> (Vec<Cell>, Vec<(usize, String)>) {
-    let verdicts = evaluate(validators, input, output);
-    let reasons = verdicts
-        .iter()
-        .enumerate()
-        .filter_map(|(k, v)| match v {
-            Verdict::Error { reason } => Some((k, reason.clone())),
-            _ => None,
-        })
-        .collect();
-    (verdicts.iter().map(Cell::from).collect(), reasons)
-}
-
-/// A sample row from verdicts (or from a failed call).
-fn row_from(
-    input_idx: usize,
-    repetition: usize,
-    cache_key: String,
-    result: Result<Answer, (ProviderError, u32)>,
-    validators: &[Validator],
-    input: &Input,
-) -> SampleRow {
-    match result {
-        Ok(a) => {
-            let (cells, reasons) = check_output(validators, input, &a.text);
-            SampleRow {
-                input_idx,
-                repetition,
-                cache_key,
-                output: Some(a.text),
-                error: None,
-                latency_ms: a.latency_ms,
-                input_tokens: a.input_tokens,
-                output_tokens: a.output_tokens,
-                call_attempts: a.attempts,
-                cells,
-                reasons,
-            }
-        }
-        Err((e, attempts)) => SampleRow {
-            input_idx,
-            repetition,
-            cache_key,
-            output: None,
-            error: Some(e.to_string()),
-            latency_ms: None,
-            input_tokens: None,
-            output_tokens: None,
-            call_attempts: attempts,
-            cells: vec![Cell::Error; validators.len()],
-            reasons: Vec::new(),
-        },
-    }
-}
-
-struct Shared {
-    provider: Arc<dyn Provider>,
-    validators: Arc<Vec<Validator>>,
-    inputs: Arc<Vec<Input>>,
-    messages: Vec<Vec<Message>>,
-    /// Makes every call of the run: the runner's and the guard's.
-    caller: Arc<Caller>,
-    /// Verifiers and/or a retry policy: samples go through the guard.
-    guard: Option<Arc<Guard>>,
-    /// A retry policy is set: every attempt is stored.
-    store_attempts: bool,
-}
-
-/// A guarded sample: the first attempt is the sample (the single-attempt
-/// tensor); with a retry policy every attempt is also an [`AttemptRow`].
-async fn guarded(
-    shared: &Shared,
-    guard: &Guard,
-    i: usize,
-    j: usize,
-    key: String,
-    known: Option<Answer>,
-) -> (SampleRow, Vec<AttemptRow>) {
-    let outcome = guard
-        .run_from(
-            &shared.messages[i],
-            &shared.inputs[i],
-            j as u32,
-            known.map(Ok),
-        )
-        .await;
-    let published = matches!(outcome, GuardOutcome::Published { .. });
-    let attempts = outcome.attempts();
-    let Some(first) = attempts.first() else {
-        // Unreachable by Guard::run_from's contract (the first attempt is
-        // always made); kept total so no panic can reach a user.
-        let mut row = row_from(
-            i,
-            j,
-            key,
-            Err((
-                ProviderError::Command("the guard made no attempt".into()),
-                0,
-            )),
-            &shared.validators,
-            &shared.inputs[i],
-        );
-        row.cells = vec![Cell::Error; guard.checks().len()];
-        return (row, Vec::new());
-    };
-    let row = SampleRow {
-        input_idx: i,
-        repetition: j,
-        cache_key: key,
-        output: first.output.clone(),
-        error: first.error.clone(),
-        latency_ms: first.latency_ms,
-        input_tokens: first.input_tokens,
-        output_tokens: first.output_tokens,
-        call_attempts: first.call_attempts,
-        cells: first.cells.clone(),
-        reasons: first.reasons.clone(),
-    };
-    let rows = if shared.store_attempts {
-        let last = attempts.len() as u32;
-        attempts
-            .iter()
-            .map(|a| a.row(i, j, published && a.number == last, true))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    (row, rows)
-}
-
-/// The first attempt of sample `(i, j)`: one call with the engine's rate
-/// limits, timeout and retries (see [`Caller::call`]).
-async fn call(shared: &Shared, i: usize, j: usize) -> Result<Answer, (ProviderError, u32)> {
-    let request = Request {
-        messages: shared.messages[i].clone(),
-        repetition: j as u32,
-        attempt: 0,
-        input: shared.inputs[i].clone(),
-    };
-    shared.caller.call(shared.provider.as_ref(), &request).await
-}
-
-/// Attempts served from the guard's output cache.
-fn attempts_cached_of(shared: &Shared) -> u64 {
-    shared
-        .caller
-        .outputs_cached
-        .load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// Calls made, to the system and to judges (one [`Caller`] makes them all).
-fn calls_of(shared: &Shared) -> u64 {
-    shared
-        .caller
-        .calls
-        .load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// Run the reliability test described by `config` against `provider`,
-/// storing into `store`. `on_progress` is called after every sample.
-pub async fn run(
-    config: &Config,
-    provider: Arc<dyn Provider>,
-    store: &mut Store,
-    settings: RunSettings,
-    mut on_progress: impl FnMut(&Progress),
+/// Run `experiment` into `sink`, steered by `control`.
+pub async fn run_with(
+    experiment: &Experiment,
+    sink: Sink<'_>,
+    control: Control<'_>,
 ) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
-    let exp = &config.file.experiment;
+    let at = |what: String| match &experiment.source {
+        Some(s) => format!("{}: {what}", s.path.display()),
+        None => what,
+    };
+    if let Some(problem) = experiment.problem() {
+        return Err(RunError::Config(at(problem)));
+    }
     let (n, m, k) = (
-        config.inputs.len(),
-        exp.outputs_per_input,
-        config.validators.len() + config.verifiers.len(),
+        experiment.inputs.len(),
+        experiment.outputs_per_input,
+        experiment.checks.len(),
     );
-    let template = PromptTemplate::new(
-        config.file.prompt.system.as_deref(),
-        &config.file.prompt.user,
-    )
-    .map_err(|e| RunError::Config(format!("{}: [prompt] {e}", config.path.display())))?;
-    let messages = config
+    let messages = experiment
         .inputs
         .iter()
-        .map(|input| template.render(input))
+        .map(|input| experiment.prompt.render(input))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| RunError::Config(format!("{}: [prompt] {e}", config.path.display())))?;
-    let fingerprint = provider.fingerprint();
+        .map_err(|e| RunError::Config(at(format!("[prompt] {e}"))))?;
+    let fingerprint = experiment.system.fingerprint();
+    let hash = match &experiment.source {
+        Some(s) => s.hash.clone(),
+        None => content_hash(experiment, &fingerprint, &messages),
+    };
     let keys: Vec<Vec<String>> = messages
         .iter()
-        .map(|msgs| (0..m).map(|j| cache_key(&fingerprint, msgs, j)).collect())
+        .map(|msgs| (0..m).map(|j| sample_key(&fingerprint, msgs, j)).collect())
         .collect();
-    let mut tensor = ReliabilityTensor::new(n, m, k)
-        .map_err(|e| RunError::Config(format!("{}: {e}", config.path.display())))?;
-    let checks = config.checks();
-
-    // The run: resumed or new.
-    let resumed_id = if settings.resume {
-        store.resumable_run(&config.hash)?
-    } else {
-        None
-    };
-    let config_text = std::fs::read_to_string(&config.path).unwrap_or_default();
-    let run_id = match resumed_id {
-        Some(id) => id,
-        None => store.create_run(&NewRun {
-            name: &config.name,
-            config_hash: &config.hash,
-            config: &config_text,
-            system: &fingerprint,
-            inputs: &config.inputs,
-            outputs_per_input: m,
-            checks: &checks,
-            settings: crate::stored::with_retry(
-                crate::stored::StoredSettings::of(exp).to_json(),
-                config.file.retry.as_ref(),
-                config.validators.len(),
-                config.verifiers.len(),
-            ),
-            parent_run: None,
-        })?,
-    };
+    let mut tensor =
+        ReliabilityTensor::new(n, m, k).map_err(|e| RunError::Config(at(e.to_string())))?;
+    let infos = experiment.checks.infos();
+    let settings = experiment.stored_settings();
+    let policy = experiment.retry.clone().unwrap_or_else(RetryPolicy::single);
+    let caller: Arc<Caller> = experiment.calls.caller();
+    let guard = Guard::new(
+        experiment.system.clone(),
+        Arc::new(experiment.checks.clone()),
+        policy,
+        caller.clone(),
+    )
+    .map_err(|e| RunError::Config(at(format!("[retry] {e}"))))?;
 
     let mut progress = Progress {
         done: 0,
@@ -387,132 +254,119 @@ pub async fn run(
         progress.done += 1;
     };
 
-    // What the resumed run already holds.
+    // The run: resumed or new, in the store; or in memory.
     let mut done = vec![false; n * m];
     let mut resumed = 0;
-    if resumed_id.is_some() {
-        for row in store.samples(run_id)? {
-            if row.input_idx < n && row.repetition < m && row.cells.len() == k {
-                done[row.input_idx * m + row.repetition] = true;
-                record(&mut tensor, &mut progress, &row);
-                resumed += 1;
-            }
-        }
-    }
-
-    let writer = store.writer(run_id)?;
-    let validators = Arc::new(config.validators.clone());
-    let inputs = Arc::new(config.inputs.clone());
-
-    // Identical requests already stored: served without a call.
-    let pending_keys: Vec<String> = (0..n * m)
-        .filter(|&c| !done[c])
-        .map(|c| keys[c / m][c % m].clone())
-        .collect();
-    let cache = store.cached_outputs(&pending_keys)?;
-    let limiter = Arc::new(RateLimiter::new(
-        exp.requests_per_minute,
-        exp.tokens_per_minute,
-    ));
-    let caller = Arc::new(Caller::new(
-        limiter,
-        Duration::from_secs_f64(exp.timeout_s),
-        exp.call_attempts,
-    ));
-    let guard = if !config.verifiers.is_empty() || config.file.retry.is_some() {
-        let policy = config
-            .file
-            .retry
-            .clone()
-            .unwrap_or_else(RetryPolicy::single);
-        // Judgements already in the store (this request's output judged by
-        // the same judge and instructions) are not asked again.
-        let judging = Judging {
-            cache: Some(Arc::new(store.judgements(Some(writer.judgement_sink()))?)),
-            calls: true,
-        };
-        let guard = Guard::new(
-            provider.clone(),
-            Arc::new(config.guard_checks()),
-            policy,
-            caller.clone(),
-        )
-        .map_err(|e| RunError::Config(format!("{}: [retry] {e}", config.path.display())))?
-        .with_judging(judging);
-        // With retries, later attempts already answered for an identical
-        // request (feedback included) are not asked again either.
-        let guard = if config.file.retry.is_some() {
-            guard.with_outputs(Arc::new(store.outputs()?))
-        } else {
-            guard
-        };
-        Some(Arc::new(guard))
-    } else {
-        None
-    };
     let mut queue = VecDeque::new();
-    for c in (0..n * m).filter(|&c| !done[c]) {
-        let (i, j) = (c / m, c % m);
-        match cache.get(&keys[i][j]) {
-            Some(hit) if guard.is_some() => {
-                // Judges (unless their judgements are cached too) and
-                // retries still need calls: the workers do them.
-                progress.cached += 1;
-                queue.push_back((
-                    i,
-                    j,
-                    Some(Answer {
-                        text: hit.output.clone(),
-                        latency_ms: hit.latency_ms,
-                        input_tokens: hit.input_tokens,
-                        output_tokens: hit.output_tokens,
-                        attempts: 0,
-                    }),
-                ));
+    let (mut recorder, guard, store) = match sink {
+        Sink::Memory => (
+            Recorder::Memory(Vec::with_capacity(n * m)),
+            guard.with_judging(Judging::default()),
+            None,
+        ),
+        Sink::Store(store) => {
+            let resumed_id = if control.resume {
+                store.resumable_run(&hash)?
+            } else {
+                None
+            };
+            let recording = match resumed_id {
+                Some(id) => {
+                    // What the resumed run already holds.
+                    for row in store.samples(id)? {
+                        if row.input_idx < n && row.repetition < m && row.cells.len() == k {
+                            done[row.input_idx * m + row.repetition] = true;
+                            record(&mut tensor, &mut progress, &row);
+                            resumed += 1;
+                        }
+                    }
+                    Recording::reopen(store, id)?
+                }
+                None => {
+                    let config_text = experiment.source.as_ref().map_or("", |s| s.text.as_str());
+                    Recording::create(
+                        store,
+                        &NewRun {
+                            name: &experiment.name,
+                            config_hash: &hash,
+                            config: config_text,
+                            system: &fingerprint,
+                            inputs: &experiment.inputs,
+                            outputs_per_input: m,
+                            checks: &infos,
+                            settings: &settings,
+                            parent_run: None,
+                        },
+                    )?
+                }
+            };
+            // Identical requests already stored: their first answer is
+            // served without a call (judges and retries may still call).
+            let pending: Vec<usize> = (0..n * m).filter(|&c| !done[c]).collect();
+            let pending_keys: Vec<String> = pending
+                .iter()
+                .map(|&c| keys[c / m][c % m].clone())
+                .collect();
+            let mut cache = store.cached_outputs(&pending_keys)?;
+            for c in pending {
+                let (i, j) = (c / m, c % m);
+                if let Some(hit) = cache.remove(&keys[i][j]) {
+                    progress.cached += 1;
+                    queue.push_back((i, j, Some(Answer::from(hit))));
+                    done[c] = true;
+                }
             }
-            Some(hit) => {
-                let answer = Answer {
-                    text: hit.output.clone(),
-                    latency_ms: hit.latency_ms,
-                    input_tokens: hit.input_tokens,
-                    output_tokens: hit.output_tokens,
-                    attempts: 0,
-                };
-                let row = row_from(
-                    i,
-                    j,
-                    keys[i][j].clone(),
-                    Ok(answer),
-                    &validators,
-                    &inputs[i],
-                );
-                record(&mut tensor, &mut progress, &row);
-                progress.cached += 1;
-                writer.send(row)?;
-            }
-            None => queue.push_back((i, j, None)),
+            let guard = guard.with_judging(recording.judging(true));
+            // With retries, later attempts already answered for an
+            // identical request (feedback included) are not asked again.
+            let guard = if experiment.retry.is_some() {
+                guard.with_outputs(Arc::new(store.outputs()?))
+            } else {
+                guard
+            };
+            let run_id = recording.run_id;
+            (
+                Recorder::Store(recording.writer),
+                guard,
+                Some((store, run_id)),
+            )
         }
-    }
-    on_progress(&progress);
+    };
+    queue.extend(
+        (0..n * m)
+            .filter(|&c| !done[c])
+            .map(|c| (c / m, c % m, None)),
+    );
+    let mut on_progress = control.on_progress;
+    let mut report = |p: &Progress| {
+        if let Some(f) = on_progress.as_mut() {
+            f(p)
+        }
+    };
+    report(&progress);
 
     let shared = Arc::new(Shared {
-        provider,
-        validators: validators.clone(),
-        inputs: inputs.clone(),
+        guard,
+        inputs: experiment
+            .inputs
+            .iter()
+            .cloned()
+            .map(PreparedInput::owned)
+            .collect(),
         messages,
-        caller,
-        guard: guard.clone(),
-        store_attempts: config.file.retry.is_some(),
+        keys,
+        record_attempts: experiment.retry.is_some(),
     });
+    let workers = experiment.concurrency.min(queue.len());
     let queue = Arc::new(Mutex::new(queue));
     let (tx, mut rx) = mpsc::channel::<(SampleRow, Vec<AttemptRow>)>(1024);
-    let workers = exp
-        .concurrency
-        .min(queue.lock().map(|q| q.len()).unwrap_or(0));
-    let mut cancel = settings.cancel;
+    // Without a cancel channel, one whose sender lives as long as the run
+    // (a closed channel would read as "cancelled").
+    let (_never, uncancelled) = watch::channel(false);
+    let cancel = control.cancel.unwrap_or(uncancelled);
     let mut handles = Vec::with_capacity(workers);
     for _ in 0..workers {
-        let (shared, queue, tx, keys) = (shared.clone(), queue.clone(), tx.clone(), keys.clone());
+        let (shared, queue, tx) = (shared.clone(), queue.clone(), tx.clone());
         let mut cancel = cancel.clone();
         handles.push(tokio::spawn(async move {
             loop {
@@ -522,27 +376,11 @@ pub async fn run(
                 let Some((i, j, known)) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
                     return;
                 };
-                let done = if let Some(guard) = shared.guard.clone() {
-                    tokio::select! {
-                        r = guarded(&shared, &guard, i, j, keys[i][j].clone(), known) => r,
-                        _ = cancel.wait_for(|c| *c) => return,
-                    }
-                } else {
-                    let result = tokio::select! {
-                        r = call(&shared, i, j) => r,
-                        _ = cancel.wait_for(|c| *c) => return,
-                    };
-                    let row = row_from(
-                        i,
-                        j,
-                        keys[i][j].clone(),
-                        result,
-                        &shared.validators,
-                        &shared.inputs[i],
-                    );
-                    (row, Vec::new())
+                let sampled = tokio::select! {
+                    r = shared.sample(i, j, known) => r,
+                    _ = cancel.wait_for(|c| *c) => return,
                 };
-                if tx.send(done).await.is_err() {
+                if tx.send(sampled).await.is_err() {
                     return;
                 }
             }
@@ -550,9 +388,8 @@ pub async fn run(
     }
     drop(tx);
 
-    let deadline = exp
-        .deadline_s
-        .map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s));
+    let deadline = experiment.deadline.map(|d| tokio::time::Instant::now() + d);
+    let mut cancel = cancel;
     let mut interrupted = false;
     loop {
         let next = tokio::select! {
@@ -567,59 +404,60 @@ pub async fn run(
         };
         let Some((row, attempts)) = next else { break };
         record(&mut tensor, &mut progress, &row);
-        progress.model_calls = calls_of(&shared);
-        progress.attempts_cached = attempts_cached_of(&shared);
+        progress.model_calls = Caller::count(&caller.calls);
+        progress.attempts_cached = Caller::count(&caller.outputs_cached);
         for a in attempts {
-            writer.send_attempt(a)?;
+            recorder.attempt(a)?;
         }
-        writer.send(row)?;
-        on_progress(&progress);
+        recorder.sample(row)?;
+        report(&progress);
     }
     for h in handles {
         let _ = h.await;
     }
-    writer.finish()?;
-    let complete = progress.done == progress.total;
-    let status = if complete {
+    let samples = recorder.finish()?;
+    let status = if progress.done == progress.total {
         RunStatus::Complete
     } else {
         RunStatus::Interrupted
     };
-    let model_calls = calls_of(&shared);
-    let (judge_calls, judge_cached) = shared.guard.as_ref().map_or((0, 0), |g| {
-        use std::sync::atomic::Ordering::Relaxed;
-        (
-            g.caller().judge_calls.load(Relaxed),
-            g.caller().judge_cached.load(Relaxed),
-        )
-    });
+    let model_calls = Caller::count(&caller.calls);
     let duration = started.elapsed();
-    store.finish_run(
-        run_id,
-        status,
-        model_calls,
-        progress.cached,
-        duration.as_secs_f64(),
-    )?;
+    let run_id = match store {
+        Some((store, run_id)) => {
+            store.finish_run(
+                run_id,
+                status,
+                model_calls,
+                progress.cached,
+                duration.as_secs_f64(),
+            )?;
+            Some(run_id)
+        }
+        None => None,
+    };
     let summary = Summary::build(
         &tensor,
-        &checks,
-        exp.strategy,
-        exp.aggregate,
-        &exp.analysis(),
+        &infos,
+        experiment.analysis.strategy,
+        experiment.analysis.aggregate,
+        &experiment.analysis.options,
     );
     Ok(RunOutcome {
+        name: experiment.name.clone(),
         run_id,
         tensor,
         summary,
         status,
         model_calls,
         cached: progress.cached,
-        attempts_cached: attempts_cached_of(&shared),
+        attempts_cached: Caller::count(&caller.outputs_cached),
         resumed,
         errors: progress.errors,
-        judge_calls,
-        judge_cached,
+        judge_calls: Caller::count(&caller.judge_calls),
+        judge_cached: Caller::count(&caller.judge_cached),
         duration,
+        input_ids: experiment.inputs.iter().map(|i| i.id.clone()).collect(),
+        samples,
     })
 }

@@ -54,17 +54,22 @@
 //! check = '''count(output, "'") <= 3'''
 //! ```
 
-use crate::guard::{Attempt, Caller, Checks, Guard, GuardOutcome, Judging, RetryPolicy};
-use crate::limits::RateLimiter;
+use crate::call::{CallSettings, Caller};
+use crate::check::Checks;
+use crate::guard::{Attempt, Guard, GuardOutcome, Stop};
+use crate::openai_wire::{error_body, ChatRequest, ChatResponse, Usage, WireMessage};
 use crate::provider::{Message, ProviderConfig, Role};
-use crate::store::{NewRun, RunStatus, SampleRow, Store, StoreError, Writer};
+use crate::recording::Recording;
+use crate::retry_policy::RetryPolicy;
+use crate::settings::{StoredRetry, StoredSettings};
+use crate::store::{NewRun, RunStatus, Store, StoreError, Writer};
 use crate::verifier::VerifierSpec;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::Router;
+use axum::{Json, Router};
 use probity_core::validator::ValidatorSpec;
 use probity_core::Input;
 use serde::{Deserialize, Serialize};
@@ -75,6 +80,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
 
 /// What to answer when no attempt passes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -261,14 +267,17 @@ pub async fn serve(
     let upstream = c.upstream.build().map_err(|e| format!("[upstream] {e}"))?;
     let checks = Arc::new(loaded.checks);
     let infos = checks.infos();
-    let settings = crate::stored::with_retry(
-        crate::stored::StoredSettings::default().to_json(),
-        Some(&c.retry),
-        checks.validators.len(),
-        checks.verifiers.len(),
-    );
-    let run_id = store
-        .create_run(&NewRun {
+    let settings = StoredSettings {
+        retry: Some(StoredRetry::of(
+            &c.retry,
+            checks.validators.len(),
+            checks.verifiers.len(),
+        )),
+        ..StoredSettings::default()
+    };
+    let recording = Recording::create(
+        &mut store,
+        &NewRun {
             name: &loaded.name,
             config_hash: &loaded.hash,
             config: &loaded.text,
@@ -276,32 +285,27 @@ pub async fn serve(
             inputs: &[],
             outputs_per_input: 1,
             checks: &infos,
-            settings,
+            settings: &settings,
             parent_run: None,
-        })
-        .map_err(store_err)?;
+        },
+    )
+    .map_err(store_err)?;
+    let run_id = recording.run_id;
     // Runs of this name still marked running were left by a server that was
     // killed: they are not running any more.
     let stale_interrupted = store
         .interrupt_running(&loaded.name, Some(run_id))
         .map_err(store_err)?;
-    let writer = store.writer(run_id).map_err(store_err)?;
-    let judging = Judging {
-        cache: Some(Arc::new(
-            store
-                .judgements(Some(writer.judgement_sink()))
-                .map_err(store_err)?,
-        )),
-        calls: true,
+    let calls = CallSettings {
+        timeout: Duration::from_secs_f64(c.timeout_s),
+        call_attempts: c.call_attempts,
+        requests_per_minute: c.requests_per_minute,
+        tokens_per_minute: None,
     };
-    let caller = Caller::new(
-        Arc::new(RateLimiter::new(c.requests_per_minute, None)),
-        Duration::from_secs_f64(c.timeout_s),
-        c.call_attempts,
-    );
-    let guard = Guard::new(upstream, checks, c.retry.clone(), Arc::new(caller))
+    let guard = Guard::new(upstream, checks, c.retry.clone(), calls.caller())
         .map_err(|e| format!("[retry] {e}"))?
-        .with_judging(judging);
+        .with_judging(recording.judging(true));
+    let writer = recording.writer;
     let started = Instant::now();
     let state = Arc::new(ServeState {
         guard,
@@ -323,7 +327,7 @@ pub async fn serve(
         .with_graceful_shutdown(shutdown)
         .await;
     let n = state.next_input.load(Ordering::Relaxed);
-    let calls = state.guard.caller().calls.load(Ordering::Relaxed);
+    let calls = Caller::count(&state.guard.caller().calls);
     // Flush every recorded request before the run is closed.
     state.writer.close().map_err(store_err)?;
     let store = Store::open(store_path).map_err(store_err)?;
@@ -348,22 +352,15 @@ pub async fn serve(
 }
 
 fn json_response(status: StatusCode, body: Value) -> Response {
-    let mut resp = (status, body.to_string()).into_response();
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    resp
+    (status, Json(body)).into_response()
 }
 
 fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
-    json_response(
-        status,
-        json!({"error": {"message": message, "type": kind, "code": status.as_u16()}}),
-    )
+    json_response(status, error_body(status.as_u16(), kind, message))
 }
 
-/// Constant-time comparison of the presented token with the expected one.
+/// Whether the request presents the expected bearer token, compared in
+/// constant time (`subtle`).
 fn authorized(expected: &Option<String>, headers: &HeaderMap) -> bool {
     let Some(expected) = expected else {
         return true;
@@ -373,31 +370,7 @@ fn authorized(expected: &Option<String>, headers: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    let (a, b) = (expected.as_bytes(), presented.as_bytes());
-    let mut diff = (a.len() != b.len()) as u8;
-    for (i, x) in a.iter().enumerate() {
-        diff |= x ^ b.get(i).copied().unwrap_or(0);
-    }
-    diff == 0
-}
-
-fn to_message(v: &Value) -> Message {
-    let role = match v.get("role").and_then(Value::as_str).unwrap_or("user") {
-        "system" | "developer" => Role::System,
-        "assistant" => Role::Assistant,
-        _ => Role::User,
-    };
-    let content = match v.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    };
-    Message { role, content }
+    expected.as_bytes().ct_eq(presented.as_bytes()).into()
 }
 
 fn attempt_json(a: &Attempt) -> Value {
@@ -436,18 +409,21 @@ async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: Bytes
             "streaming is not supported by the probity guard: it must check the whole output before publishing it; send \"stream\": false",
         );
     }
-    let Some(messages) = req
-        .get("messages")
-        .and_then(Value::as_array)
-        .filter(|m| !m.is_empty())
+    let Some(request) = ChatRequest::deserialize(&req)
+        .ok()
+        .filter(|r| !r.messages.is_empty())
     else {
         return error_response(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
-            "`messages` must be a non-empty array",
+            "`messages` must be a non-empty array of messages with a `role`",
         );
     };
-    let messages: Vec<Message> = messages.iter().map(to_message).collect();
+    let messages: Vec<Message> = request
+        .messages
+        .into_iter()
+        .map(WireMessage::into_message)
+        .collect();
     let last_user = messages
         .iter()
         .rev()
@@ -472,11 +448,7 @@ async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: Bytes
     );
     m.latency_us
         .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-    let model = req
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("probity-guard")
-        .to_string();
+    let model = request.model.as_deref().unwrap_or("probity-guard");
     let (status, text, outcome_name) = match &outcome {
         GuardOutcome::Published { output, .. } => {
             m.published.fetch_add(1, Ordering::Relaxed);
@@ -505,7 +477,7 @@ async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: Bytes
                     let body = json!({"error": {
                         "message": format!("{msg} ({} attempt{}, stopped: {})", attempts.len(),
                             if attempts.len() == 1 { "" } else { "s" },
-                            match stop { crate::guard::Stop::Exhausted => "attempts exhausted", crate::guard::Stop::Deadline => "deadline" }),
+                            match stop { Stop::Exhausted => "attempts exhausted", Stop::Deadline => "deadline" }),
                         "type": kind,
                         "code": status.as_u16(),
                         "attempts": attempts.iter().map(attempt_json).collect::<Vec<_>>(),
@@ -523,15 +495,17 @@ async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: Bytes
             c + a.output_tokens.unwrap_or(0),
         )
     });
-    let body = json!({
-        "id": format!("chatcmpl-probity-{}-{}", st.run_id, idx + 1),
-        "object": "chat.completion",
-        "created": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
-        "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
-    });
-    let mut resp = json_response(status, body);
+    let created = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let body = ChatResponse::single(
+        format!("chatcmpl-probity-{}-{}", st.run_id, idx + 1),
+        created,
+        model,
+        text,
+        Usage::of(pt, ct),
+    );
+    let mut resp = (status, Json(body)).into_response();
     set_headers(&mut resp, attempts.len(), outcome_name);
     resp
 }
@@ -558,19 +532,7 @@ fn record(st: &ServeState, idx: usize, input: Input, outcome: &GuardOutcome) {
             .writer
             .send_attempt(a.row(idx, 0, published && last, false));
     }
-    let _ = st.writer.send(SampleRow {
-        input_idx: idx,
-        repetition: 0,
-        cache_key: String::new(),
-        output: first.output.clone(),
-        error: first.error.clone(),
-        latency_ms: first.latency_ms,
-        input_tokens: first.input_tokens,
-        output_tokens: first.output_tokens,
-        call_attempts: first.call_attempts,
-        cells: first.cells.clone(),
-        reasons: first.reasons.clone(),
-    });
+    let _ = st.writer.send(first.sample_row(idx, 0, String::new()));
     if let Ok(store) = st.store.lock() {
         let n = st.next_input.load(Ordering::Relaxed) as usize;
         let _ = store.set_run_inputs(st.run_id, n);
@@ -578,7 +540,7 @@ fn record(st: &ServeState, idx: usize, input: Input, outcome: &GuardOutcome) {
 }
 
 async fn health() -> Response {
-    json_response(StatusCode::OK, json!({"status": "ok"}))
+    Json(json!({"status": "ok"})).into_response()
 }
 
 async fn metrics(State(st): State<Arc<ServeState>>) -> Response {

@@ -11,6 +11,7 @@
 //! Nothing secret is stored: the configuration names the environment
 //! variable that holds an API key, never the key.
 
+use crate::settings::StoredSettings;
 use probity_core::{Cell, CheckInfo, Input};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -145,8 +146,8 @@ pub struct RunRecord {
     pub inputs: usize,
     pub outputs_per_input: usize,
     pub checks: Vec<CheckInfo>,
-    /// JSON of the analysis settings the run was made with.
-    pub settings: serde_json::Value,
+    /// The analysis settings the run was made with.
+    pub settings: StoredSettings,
     pub parent_run: Option<i64>,
     pub model_calls: u64,
     pub cached: u64,
@@ -192,7 +193,7 @@ pub struct NewRun<'a> {
     pub inputs: &'a [Input],
     pub outputs_per_input: usize,
     pub checks: &'a [CheckInfo],
-    pub settings: serde_json::Value,
+    pub settings: &'a StoredSettings,
     pub parent_run: Option<i64>,
 }
 
@@ -238,7 +239,7 @@ pub struct AttemptRow {
     pub passed: bool,
     /// This attempt's output was published.
     pub published: bool,
-    /// The request's cache key (see `crate::runner::attempt_cache_key`)
+    /// The request's cache key (see `crate::cache_key::attempt_key`)
     /// when the attempt produced an output and outputs are cached; `None`
     /// for errors, live traffic and stores older than schema 4.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -246,7 +247,7 @@ pub struct AttemptRow {
 }
 
 /// A successful judgement (PASS or FAIL) of a judge request, cached under
-/// its key (see `crate::verifier::judgement_key`). Failed or unreadable
+/// its key (see `crate::cache_key::judgement_key`). Failed or unreadable
 /// judgements are never cached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgementRow {
@@ -372,7 +373,7 @@ impl Store {
                 run.inputs.len() as i64,
                 run.outputs_per_input as i64,
                 serde_json::to_string(run.checks).unwrap_or_default(),
-                run.settings.to_string(),
+                serde_json::to_string(run.settings).unwrap_or_default(),
                 run.parent_run,
             ],
         )
@@ -665,7 +666,9 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         inputs: r.get::<_, i64>(8)? as usize,
         outputs_per_input: r.get::<_, i64>(9)? as usize,
         checks: serde_json::from_str(&checks).unwrap_or_default(),
-        settings: serde_json::from_str(&settings).unwrap_or(serde_json::Value::Null),
+        // A settings column this version cannot read (none has been
+        // written so far) is analysed with the defaults.
+        settings: serde_json::from_str(&settings).unwrap_or_default(),
         parent_run: r.get(12)?,
         model_calls: r.get::<_, i64>(13)? as u64,
         cached: r.get::<_, i64>(14)? as u64,

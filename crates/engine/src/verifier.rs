@@ -31,6 +31,7 @@
 //! known probabilities, so tests can check the whole path against known
 //! truth.
 
+use crate::cache_key::{judgement_key, JudgeQuestion};
 use crate::provider::{
     Completion, ConfigError, Message, OpenAiConfig, Provider, ProviderConfig, ProviderError,
     Request, Role,
@@ -409,53 +410,17 @@ pub struct Judgement {
     pub reasons: Vec<String>,
 }
 
-/// The cache key of one judgement: SHA-256 over the judge's provider
-/// fingerprint (kind, model, sampling parameters, seed — never secrets),
-/// the judge prompt's preamble, the verifier's instructions and structured
-/// mode, the input's fields, the output, and the repetition and attempt
-/// the request carries (a seeded judge such as the sim judge draws from
-/// them, as a sampled system does: the same request asks the same
-/// question of the same draw).
-pub fn judgement_key(
-    fingerprint: &str,
-    instructions: &str,
-    structured: Structured,
-    input: &Input,
-    output: &str,
-    repetition: u32,
-    attempt: u32,
-) -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    for part in [
-        "probity-judgement|v1",
-        fingerprint,
-        JUDGE_PREAMBLE,
-        instructions,
-        &serde_json::to_string(&structured).unwrap_or_default(),
-        &Value::Object(input.fields.clone()).to_string(),
-        output,
-    ] {
-        h.update((part.len() as u64).to_le_bytes());
-        h.update(part.as_bytes());
-    }
-    h.update(u64::from(repetition).to_le_bytes());
-    h.update(u64::from(attempt).to_le_bytes());
-    hex::encode(h.finalize())
-}
-
 impl Verifier {
     /// The cache key of this verifier's judgement of `(input, output)`.
     pub fn cache_key(&self, input: &Input, output: &str, repetition: u32, attempt: u32) -> String {
-        judgement_key(
-            &self.judge.fingerprint(),
-            &self.instructions,
-            self.structured,
-            input,
-            output,
-            repetition,
-            attempt,
-        )
+        let structured = serde_json::to_string(&self.structured).unwrap_or_default();
+        let question = JudgeQuestion {
+            fingerprint: &self.judge.fingerprint(),
+            preamble: JUDGE_PREAMBLE,
+            instructions: &self.instructions,
+            structured: &structured,
+        };
+        judgement_key(&question, input, output, repetition, attempt)
     }
 
     /// The check's settings, as a column of the tensor.

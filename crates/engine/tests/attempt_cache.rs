@@ -11,11 +11,11 @@ mod common;
 use common::Counting;
 use probity_core::{Input, Validator};
 use probity_engine::config::Config;
-use probity_engine::guard::{Caller, Checks, Guard, GuardOutcome, RetryPolicy};
 use probity_engine::provider::{Completion, FnProvider, Message, Provider, Role};
-use probity_engine::runner::{run, RunOutcome, RunSettings};
 use probity_engine::store::{AttemptRow, MemoryOutputs, Store, SCHEMA_VERSION};
 use probity_engine::stored;
+use probity_engine::{run, RunOutcome, Sink};
+use probity_engine::{Caller, Checks, Guard, GuardOutcome, RetryPolicy};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -65,7 +65,7 @@ fn setup(dir: &Path, system: &str) -> Setup {
     std::fs::write(&path, text).unwrap();
     let mut config = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
     let judge_calls = Arc::new(AtomicU64::new(0));
-    for v in &mut config.verifiers {
+    for v in &mut config.checks.verifiers {
         v.judge = Arc::new(Counting {
             inner: v.judge.clone(),
             calls: judge_calls.clone(),
@@ -85,19 +85,9 @@ fn setup(dir: &Path, system: &str) -> Setup {
 }
 
 async fn go(s: &Setup, store: &mut Store) -> RunOutcome {
-    let (_tx, cancel) = tokio::sync::watch::channel(false);
-    run(
-        &s.config,
-        s.provider.clone(),
-        store,
-        RunSettings {
-            resume: false,
-            cancel,
-        },
-        |_| {},
-    )
-    .await
-    .unwrap()
+    let mut experiment = s.config.experiment().unwrap();
+    experiment.system = s.provider.clone();
+    run(&experiment, Sink::Store(store)).await.unwrap()
 }
 
 const SAMPLES: u64 = 6 * 5;
@@ -122,7 +112,7 @@ async fn an_identical_guarded_rerun_calls_nothing_and_measures_the_same() {
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
     let s = setup(dir.path(), "");
     let first = go(&s, &mut store).await;
-    let a = store.attempts(first.run_id).unwrap();
+    let a = store.attempts(first.stored_id()).unwrap();
     let retried = later(&a);
     // Many retries, some with the judge's reasons fed back.
     assert!(retried >= 15, "only {retried} later attempts");
@@ -142,7 +132,7 @@ async fn an_identical_guarded_rerun_calls_nothing_and_measures_the_same() {
     keys.dedup();
     assert_eq!(keys.len(), a.len());
     // A first attempt's key is its sample's.
-    let samples = store.samples(first.run_id).unwrap();
+    let samples = store.samples(first.stored_id()).unwrap();
     for (smp, f) in samples.iter().zip(a.iter().filter(|r| r.attempt == 1)) {
         assert_eq!(Some(&smp.cache_key), f.cache_key.as_ref());
     }
@@ -175,7 +165,7 @@ async fn an_identical_guarded_rerun_calls_nothing_and_measures_the_same() {
     assert_eq!(again.judge_cached, a.len() as u64);
 
     // The same attempts, outputs, cells, reasons, published outputs.
-    let b = store.attempts(again.run_id).unwrap();
+    let b = store.attempts(again.stored_id()).unwrap();
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(essence(x), essence(y));
@@ -184,9 +174,11 @@ async fn an_identical_guarded_rerun_calls_nothing_and_measures_the_same() {
     // The same guarded measurement (only the calls differ: none were made).
     let check = |id| {
         let loaded = stored::load(&store, id).unwrap();
-        stored::retry_check(&store, &loaded).unwrap().unwrap()
+        stored::retry_check(&store, &loaded.record, &loaded.tensor)
+            .unwrap()
+            .unwrap()
     };
-    let (x, y) = (check(first.run_id), check(again.run_id));
+    let (x, y) = (check(first.stored_id()), check(again.stored_id()));
     assert_eq!(x.measured.histogram, y.measured.histogram);
     assert_eq!(x.measured.nothing_published, y.measured.nothing_published);
     assert_eq!(x.measured.success, y.measured.success);
@@ -204,7 +196,7 @@ async fn failed_attempts_are_asked_again() {
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
     let s = setup(dir.path(), "error_rate = 0.3");
     let first = go(&s, &mut store).await;
-    let a = store.attempts(first.run_id).unwrap();
+    let a = store.attempts(first.stored_id()).unwrap();
     let failed = a.iter().filter(|r| r.error.is_some()).count() as u64;
     assert!(failed > 0 && later(&a) > 0);
     for r in &a {
@@ -216,7 +208,7 @@ async fn failed_attempts_are_asked_again() {
     assert_eq!(again_setup.system_calls.load(Ordering::SeqCst), failed);
     assert_eq!(again_setup.judge_calls.load(Ordering::SeqCst), 0);
     assert_eq!(again.model_calls, failed);
-    let b = store.attempts(again.run_id).unwrap();
+    let b = store.attempts(again.stored_id()).unwrap();
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(essence(x), essence(y));
@@ -293,10 +285,12 @@ async fn a_previous_schema_store_opens_migrates_and_caches() {
     }
     // Opening again (already migrated) is a no-op.
     drop(Store::open(&path).unwrap());
-    let old = store.attempts(first.run_id).unwrap();
+    let old = store.attempts(first.stored_id()).unwrap();
     assert!(old.iter().all(|r| r.cache_key.is_none()));
-    let loaded = stored::load(&store, first.run_id).unwrap();
-    assert!(stored::retry_check(&store, &loaded).unwrap().is_some());
+    let loaded = stored::load(&store, first.stored_id()).unwrap();
+    assert!(stored::retry_check(&store, &loaded.record, &loaded.tensor)
+        .unwrap()
+        .is_some());
 
     // First attempts come from `samples`; later ones, stored without keys,
     // are asked once more, then cached.

@@ -4,12 +4,13 @@
 
 use probity_core::{Cell, CheckKind, Input, Validator};
 use probity_engine::config::Config;
-use probity_engine::guard::{Caller, Checks, Guard, GuardOutcome, RetryPolicy, Stop};
+use probity_engine::guard::{Guard, GuardOutcome, Stop};
 use probity_engine::provider::{Completion, FnProvider, Message, Provider, Role};
-use probity_engine::runner::{run, RunOutcome, RunSettings};
 use probity_engine::store::Store;
 use probity_engine::stored;
 use probity_engine::verifier::sim_truth;
+use probity_engine::{run, RunOutcome, Sink};
+use probity_engine::{Caller, Checks, RetryPolicy};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -46,20 +47,9 @@ fn config(dir: &Path, extra: &str, n: usize, m: usize) -> Config {
 }
 
 async fn go(config: &Config, store: &mut Store) -> RunOutcome {
-    let provider = config.file.system.build().unwrap();
-    let (_tx, cancel) = tokio::sync::watch::channel(false);
-    run(
-        config,
-        provider,
-        store,
-        RunSettings {
-            resume: false,
-            cancel,
-        },
-        |_| {},
-    )
-    .await
-    .unwrap()
+    run(&config.experiment().unwrap(), Sink::Store(store))
+        .await
+        .unwrap()
 }
 
 /// An error-free sim judge agrees with the validators on every output; the
@@ -86,7 +76,7 @@ async fn exact_judge_agrees_with_the_truth() {
         }
     }
     // Reasons of failing verdicts are stored.
-    let samples = store.samples(out.run_id).unwrap();
+    let samples = store.samples(out.stored_id()).unwrap();
     let failing = samples.iter().find(|s| s.cells[2] == Cell::Fail).unwrap();
     assert!(failing.reasons.iter().any(|(k, _)| *k == 2));
     // One judge call per sample on top of the system's calls.
@@ -106,7 +96,7 @@ async fn noisy_judge_errs_at_its_known_rates() {
         25,
     );
     let out = go(&c, &mut store).await;
-    let samples = store.samples(out.run_id).unwrap();
+    let samples = store.samples(out.stored_id()).unwrap();
     let inputs = &c.inputs;
     let (mut tp, mut t, mut fp, mut f) = (0.0, 0.0, 0.0, 0.0);
     for s in &samples {
@@ -144,7 +134,7 @@ async fn unreadable_judgement_is_an_error_cell() {
         3,
     );
     let out = go(&c, &mut store).await;
-    for s in store.samples(out.run_id).unwrap() {
+    for s in store.samples(out.stored_id()).unwrap() {
         assert_eq!(s.cells[2], Cell::Error);
         assert!(s
             .reasons
@@ -168,8 +158,8 @@ async fn retry_policy_is_measured_against_its_prediction() {
         20,
     );
     let out = go(&c, &mut store).await;
-    let attempts = store.attempts(out.run_id).unwrap();
-    let samples = store.samples(out.run_id).unwrap();
+    let attempts = store.attempts(out.stored_id()).unwrap();
+    let samples = store.samples(out.stored_id()).unwrap();
     assert_eq!(samples.len(), 600);
     let firsts: Vec<_> = attempts.iter().filter(|a| a.attempt == 1).collect();
     assert_eq!(firsts.len(), 600);
@@ -184,8 +174,10 @@ async fn retry_policy_is_measured_against_its_prediction() {
         assert!(a.attempt <= 3);
         // A later attempt is asked with the reasons fed back.
     }
-    let loaded = stored::load(&store, out.run_id).unwrap();
-    let check = stored::retry_check(&store, &loaded).unwrap().unwrap();
+    let loaded = stored::load(&store, out.stored_id()).unwrap();
+    let check = stored::retry_check(&store, &loaded.record, &loaded.tensor)
+        .unwrap()
+        .unwrap();
     assert_eq!(check.measured.samples, 600);
     assert_eq!(check.measured.histogram.len(), 3);
     // True single-attempt pass rate: thanked inputs 0.8·0.7, others 0.8.

@@ -7,11 +7,12 @@ mod common;
 
 use common::Counting;
 use probity_core::Cell;
+use probity_engine::check::NOT_JUDGED;
 use probity_engine::config::Config;
-use probity_engine::guard::NOT_JUDGED;
-use probity_engine::runner::{run, RunOutcome, RunSettings};
+use probity_engine::revalidate::revalidate;
 use probity_engine::store::{RunStatus, Store, SCHEMA_VERSION};
 use probity_engine::stored;
+use probity_engine::{run, RunOutcome, Sink};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -49,7 +50,7 @@ fn config(
     std::fs::write(&path, text).unwrap();
     let mut c = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
     let calls = Arc::new(AtomicU64::new(0));
-    for v in &mut c.verifiers {
+    for v in &mut c.checks.verifiers {
         v.judge = Arc::new(Counting {
             inner: v.judge.clone(),
             calls: calls.clone(),
@@ -59,20 +60,9 @@ fn config(
 }
 
 async fn go(config: &Config, store: &mut Store) -> RunOutcome {
-    let provider = config.file.system.build().unwrap();
-    let (_tx, cancel) = tokio::sync::watch::channel(false);
-    run(
-        config,
-        provider,
-        store,
-        RunSettings {
-            resume: false,
-            cancel,
-        },
-        |_| {},
-    )
-    .await
-    .unwrap()
+    run(&config.experiment().unwrap(), Sink::Store(store))
+        .await
+        .unwrap()
 }
 
 const SAMPLES: u64 = 4 * 5;
@@ -100,8 +90,8 @@ async fn an_identical_rerun_makes_no_model_call_and_no_judge_call() {
     assert_eq!(again.cached, SAMPLES);
     // The same verdicts and reasons.
     let (a, b) = (
-        store.samples(first.run_id).unwrap(),
-        store.samples(again.run_id).unwrap(),
+        store.samples(first.stored_id()).unwrap(),
+        store.samples(again.stored_id()).unwrap(),
     );
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(&b) {
@@ -139,7 +129,7 @@ async fn revalidate_rejudges_only_what_changed() {
     // Changed validators, same verifier: every judgement from the cache.
     let loose = VALIDATOR.replace("<= 3", "<= 100");
     let (c, calls) = config(dir.path(), "loose.toml", &loose, "be polite", "");
-    let done = stored::revalidate(&mut store, first.run_id, &c, true)
+    let done = revalidate(&mut store, first.stored_id(), &c.recheck(), true)
         .await
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0);
@@ -147,7 +137,7 @@ async fn revalidate_rejudges_only_what_changed() {
         (done.judge_calls, done.judge_cached, done.not_judged),
         (0, SAMPLES, 0)
     );
-    let old = store.samples(first.run_id).unwrap();
+    let old = store.samples(first.stored_id()).unwrap();
     let new = store.samples(done.run_id).unwrap();
     assert_eq!(new.len(), SAMPLES as usize);
     for (x, y) in old.iter().zip(&new) {
@@ -158,12 +148,12 @@ async fn revalidate_rejudges_only_what_changed() {
     assert_eq!(store.run(done.run_id).unwrap().model_calls, 0);
     assert_eq!(
         store.run(done.run_id).unwrap().parent_run,
-        Some(first.run_id)
+        Some(first.stored_id())
     );
 
     // Changed instructions, calls off: nothing judged, Error cells.
     let (c, calls) = config(dir.path(), "new.toml", VALIDATOR, "be terse", "");
-    let off = stored::revalidate(&mut store, first.run_id, &c, false)
+    let off = revalidate(&mut store, first.stored_id(), &c.recheck(), false)
         .await
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0);
@@ -179,13 +169,13 @@ async fn revalidate_rejudges_only_what_changed() {
     assert_eq!(loaded.tensor.counts().error, SAMPLES);
 
     // Changed instructions, calls on: one judge call per output; then cached.
-    let on = stored::revalidate(&mut store, first.run_id, &c, true)
+    let on = revalidate(&mut store, first.stored_id(), &c.recheck(), true)
         .await
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), SAMPLES);
     assert_eq!((on.judge_calls, on.judge_cached), (SAMPLES, 0));
     assert_eq!(store.run(on.run_id).unwrap().model_calls, SAMPLES);
-    let again = stored::revalidate(&mut store, first.run_id, &c, false)
+    let again = revalidate(&mut store, first.stored_id(), &c.recheck(), false)
         .await
         .unwrap();
     assert_eq!((again.judge_cached, again.not_judged), (SAMPLES, 0));
@@ -216,8 +206,14 @@ async fn a_previous_schema_store_opens_and_works() {
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
     assert_eq!(store.judgement_count().unwrap(), 0);
-    assert_eq!(store.samples(first.run_id).unwrap().len(), SAMPLES as usize);
-    assert_eq!(store.run(first.run_id).unwrap().status, RunStatus::Complete);
+    assert_eq!(
+        store.samples(first.stored_id()).unwrap().len(),
+        SAMPLES as usize
+    );
+    assert_eq!(
+        store.run(first.stored_id()).unwrap().status,
+        RunStatus::Complete
+    );
 
     // Outputs come from the store; judges are asked once, then cached.
     let (c, calls) = config(dir.path(), "a.toml", VALIDATOR, "be polite", "");
@@ -244,7 +240,7 @@ fn stale_running_runs_of_a_name_are_marked_interrupted() {
                 inputs: &[],
                 outputs_per_input: 1,
                 checks: &[],
-                settings: serde_json::json!({}),
+                settings: &Default::default(),
                 parent_run: None,
             })
             .unwrap()

@@ -1,47 +1,49 @@
 //! The runner end to end: known truth on the simulator, faults over HTTP,
 //! the cache, and cancellation.
 
-use probity_engine::config::Config;
-use probity_engine::provider::Provider;
-use probity_engine::runner::{run, RunOutcome, RunSettings};
+use probity_core::{Input, Validator};
+use probity_engine::provider::{Provider, ProviderConfig};
 use probity_engine::sim::server::{spawn_test_server, FaultConfig};
 use probity_engine::sim::{SimConfig, SimModel};
 use probity_engine::store::{RunStatus, Store};
-use std::path::Path;
+use probity_engine::{run, run_with, Control, Experiment, RunOutcome, Sink};
 use std::sync::Arc;
+use std::time::Duration;
 
-const CONTRACTIONS: &str = r#"
-[[validator]]
-name = "contraction_validator"
-check = '''count(output, "'") <= 3'''
-minimum_success_percentage = 0.95
-"#;
-
-fn config(dir: &Path, system: &str, experiment: &str, n: usize) -> Config {
-    let inputs: String = (0..n)
-        .map(|i| format!("[[input]]\ntext = \"Question number {i} about gardening?\"\n"))
-        .collect();
-    let text = format!(
-        "name = \"t\"\n[system]\n{system}\n[experiment]\n{experiment}\n{CONTRACTIONS}\n{inputs}"
-    );
-    let path = dir.join("probity.toml");
-    std::fs::write(&path, &text).unwrap();
-    Config::load(&path).unwrap_or_else(|e| panic!("{e}"))
+/// The paper's contraction validator (§2.1) over `n` gardening questions,
+/// M outputs each, asked of `system`.
+fn experiment(system: Arc<dyn Provider>, m: usize, n: usize) -> Experiment {
+    Experiment::new("t", system)
+        .inputs((0..n).map(|i| {
+            Input::text(
+                (i + 1).to_string(),
+                format!("Question number {i} about gardening?"),
+            )
+        }))
+        .validator(
+            Validator::new("contraction_validator")
+                .minimum_success_percentage(0.95)
+                .check(|o: &str| o.matches('\'').count() <= 3),
+        )
+        .outputs_per_input(m)
 }
 
-async fn go(
-    config: &Config,
-    provider: Arc<dyn Provider>,
-    store: &mut Store,
-    resume: bool,
-) -> RunOutcome {
-    let (_tx, cancel) = tokio::sync::watch::channel(false);
-    run(
-        config,
-        provider,
-        store,
-        RunSettings { resume, cancel },
-        |_| {},
+/// A provider from its TOML table.
+fn system(table: &str) -> Arc<dyn Provider> {
+    toml::from_str::<ProviderConfig>(table)
+        .unwrap()
+        .build()
+        .unwrap()
+}
+
+async fn go(experiment: &Experiment, store: &mut Store, resume: bool) -> RunOutcome {
+    run_with(
+        experiment,
+        Sink::Store(store),
+        Control {
+            resume,
+            ..Control::default()
+        },
     )
     .await
     .unwrap()
@@ -59,16 +61,15 @@ async fn reported_intervals_cover_the_simulators_truth() {
     let replicates = 300;
     let (mut covered, mut naive_covered) = (0, 0);
     for seed in 0..replicates {
-        let system =
-            format!("provider = \"sim\"\nseed = {seed}\ncontractions = 0.1\ninput_spread = 0.3");
-        let cfg = config(
-            dir.path(),
-            &system,
-            "outputs_per_input = 10\nconcurrency = 8",
-            30,
-        );
-        let provider = cfg.file.system.build().unwrap();
-        let out = go(&cfg, provider, &mut store, false).await;
+        let sim = SimModel::new(SimConfig {
+            seed,
+            contractions: 0.1,
+            input_spread: 0.3,
+            ..SimConfig::default()
+        })
+        .unwrap();
+        let exp = experiment(Arc::new(sim), 10, 30).concurrency(8);
+        let out = go(&exp, &mut store, false).await;
         let rate = out.summary.checks[0].rate;
         assert_eq!(rate.n, 300);
         covered += rate.interval.contains(0.9) as u32;
@@ -117,13 +118,9 @@ async fn faults_become_error_cells_and_retries_absorb_transient_ones() {
         server.base_url()
     );
 
-    let cfg = config(
-        dir.path(),
-        &system,
-        "outputs_per_input = 25\nconcurrency = 16\ncall_attempts = 1",
-        40,
-    );
-    let out = go(&cfg, cfg.file.system.build().unwrap(), &mut store, false).await;
+    let mut exp = experiment(self::system(&system), 25, 40).concurrency(16);
+    exp.calls.call_attempts = 1;
+    let out = go(&exp, &mut store, false).await;
     assert_eq!(out.status, RunStatus::Complete);
     let total = 1000;
     let share = out.errors as f64 / total as f64;
@@ -136,14 +133,15 @@ async fn faults_become_error_cells_and_retries_absorb_transient_ones() {
 
     // With retries, only malformed answers (final, not retryable) remain.
     // (A new seed, so the requests differ and are not served from the store.)
-    let cfg = config(
-        dir.path(),
-        &system.replace("seed = 1", "seed = 1000"),
-        "outputs_per_input = 25\nconcurrency = 16\ncall_attempts = 5",
+    let mut exp = experiment(
+        self::system(&system.replace("seed = 1", "seed = 1000")),
+        25,
         40,
-    );
+    )
+    .concurrency(16);
+    exp.calls.call_attempts = 5;
     let before = server.stats().requests;
-    let out = go(&cfg, cfg.file.system.build().unwrap(), &mut store, false).await;
+    let out = go(&exp, &mut store, false).await;
     let share = out.errors as f64 / total as f64;
     assert!(share <= 0.08, "error share after retries {share}");
     assert!(out.model_calls > total, "retries were made");
@@ -156,26 +154,16 @@ async fn faults_become_error_cells_and_retries_absorb_transient_ones() {
 async fn identical_requests_are_served_from_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
-    let cfg = config(
-        dir.path(),
-        "provider = \"sim\"",
-        "outputs_per_input = 5",
-        10,
-    );
-    let first = go(&cfg, cfg.file.system.build().unwrap(), &mut store, false).await;
+    let exp = experiment(system("provider = \"sim\""), 5, 10);
+    let first = go(&exp, &mut store, false).await;
     assert_eq!((first.model_calls, first.cached), (50, 0));
-    let second = go(&cfg, cfg.file.system.build().unwrap(), &mut store, false).await;
+    let second = go(&exp, &mut store, false).await;
     assert_eq!((second.model_calls, second.cached), (0, 50));
     assert_ne!(first.run_id, second.run_id);
     assert_eq!(first.tensor, second.tensor);
     // More repetitions: only the new ones are called.
-    let more = config(
-        dir.path(),
-        "provider = \"sim\"",
-        "outputs_per_input = 8",
-        10,
-    );
-    let third = go(&more, more.file.system.build().unwrap(), &mut store, false).await;
+    let more = experiment(system("provider = \"sim\""), 8, 10);
+    let third = go(&more, &mut store, false).await;
     assert_eq!((third.model_calls, third.cached), (30, 50));
 }
 
@@ -197,44 +185,38 @@ async fn cancel_then_resume_loses_nothing_and_repeats_nothing() {
         "provider = \"openai\"\nmodel = \"sim\"\nbase_url = \"{}\"\nseed = 7",
         server.base_url()
     );
-    let cfg = config(
-        dir.path(),
-        &system,
-        "outputs_per_input = 10\nconcurrency = 4",
-        20,
-    );
+    let exp = experiment(self::system(&system), 10, 20).concurrency(4);
 
     let (tx, cancel) = tokio::sync::watch::channel(false);
     let mut fired = false;
-    let out = run(
-        &cfg,
-        cfg.file.system.build().unwrap(),
-        &mut store,
-        RunSettings {
+    let out = run_with(
+        &exp,
+        Sink::Store(&mut store),
+        Control {
             resume: false,
-            cancel,
-        },
-        |p| {
-            if p.done >= 60 && !fired {
-                fired = true;
-                let _ = tx.send(true);
-            }
+            cancel: Some(cancel),
+            on_progress: Some(Box::new(|p| {
+                if p.done >= 60 && !fired {
+                    fired = true;
+                    let _ = tx.send(true);
+                }
+            })),
         },
     )
     .await
     .unwrap();
     assert_eq!(out.status, RunStatus::Interrupted);
-    let stored = store.samples(out.run_id).unwrap().len() as u64;
+    let stored = store.samples(out.stored_id()).unwrap().len() as u64;
     assert!((60..200).contains(&stored), "stored {stored}");
     let requests_before = server.stats().requests;
 
-    let resumed = go(&cfg, cfg.file.system.build().unwrap(), &mut store, true).await;
+    let resumed = go(&exp, &mut store, true).await;
     assert_eq!(resumed.run_id, out.run_id);
     assert_eq!(resumed.status, RunStatus::Complete);
     assert_eq!(resumed.resumed, stored);
     assert_eq!(resumed.model_calls, 200 - stored);
     assert_eq!(server.stats().requests - requests_before, 200 - stored);
-    assert_eq!(store.samples(out.run_id).unwrap().len(), 200);
+    assert_eq!(store.samples(out.stored_id()).unwrap().len(), 200);
 }
 
 /// The whole-run deadline stops the run, keeps what was stored and marks it
@@ -243,18 +225,66 @@ async fn cancel_then_resume_loses_nothing_and_repeats_nothing() {
 async fn the_deadline_ends_a_slow_run_with_what_it_has() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
-    let cfg = config(
-        dir.path(),
-        "provider = \"sim\"\nlatency_ms = 50",
-        "outputs_per_input = 10\nconcurrency = 2\ndeadline_s = 0.4",
-        10,
-    );
+    let mut exp = experiment(system("provider = \"sim\"\nlatency_ms = 50"), 10, 10).concurrency(2);
+    exp.deadline = Some(Duration::from_secs_f64(0.4));
     let started = std::time::Instant::now();
-    let out = go(&cfg, cfg.file.system.build().unwrap(), &mut store, false).await;
+    let out = go(&exp, &mut store, false).await;
     assert_eq!(out.status, RunStatus::Interrupted);
-    let stored = store.samples(out.run_id).unwrap().len();
+    let stored = store.samples(out.stored_id()).unwrap().len();
     // 2 at a time, 50 ms each: about 16 in 0.4 s, far from all 100.
     assert!((4..60).contains(&stored), "stored {stored}");
     assert!(started.elapsed() < std::time::Duration::from_secs(3));
     assert_eq!(out.summary.counts.missing, (100 - stored) as u64);
+}
+
+/// An experiment built in code runs in memory: no store, every sample is
+/// a call (a second identical run asks again), the outcome carries every
+/// sample in order, and the seeded simulator gives the same tensor twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_experiment_runs_in_memory_and_reuses_nothing() {
+    let exp = experiment(system("provider = \"sim\"\nseed = 5"), 4, 6);
+    let first = run(&exp, Sink::Memory).await.unwrap();
+    assert_eq!(first.run_id, None);
+    assert_eq!(first.status, RunStatus::Complete);
+    assert_eq!((first.model_calls, first.cached), (24, 0));
+    let order: Vec<(usize, usize)> = first
+        .samples
+        .iter()
+        .map(|s| (s.input_idx, s.repetition))
+        .collect();
+    let expected: Vec<(usize, usize)> = (0..6).flat_map(|i| (0..4).map(move |j| (i, j))).collect();
+    assert_eq!(order, expected);
+    let second = run(&exp, Sink::Memory).await.unwrap();
+    assert_eq!(second.model_calls, 24);
+    assert_eq!(first.tensor, second.tensor);
+}
+
+/// `assert_passed` panics with the failing check's line as the text report
+/// prints it, its message and a failing output; a passing run does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assert_passed_explains_a_failure() {
+    let failing = experiment(
+        system("provider = \"sim\"\nseed = 2\ncontractions = 0.5"),
+        10,
+        10,
+    );
+    let out = run(&failing, Sink::Memory).await.unwrap();
+    assert!(!out.passed());
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| out.assert_passed()))
+        .expect_err("a failing run panics");
+    let message = panic.downcast_ref::<String>().unwrap();
+    assert!(
+        message.contains("reliability test `t` failed (10 inputs × 10 outputs × 1 checks)"),
+        "{message}"
+    );
+    assert!(message.contains("FAIL contraction_validator"), "{message}");
+    assert!(message.contains("≥ 95%  established"), "{message}");
+    assert!(message.contains("e.g. input "), "{message}");
+
+    let passing = experiment(
+        system("provider = \"sim\"\nseed = 2\ncontractions = 0"),
+        10,
+        10,
+    );
+    run(&passing, Sink::Memory).await.unwrap().assert_passed();
 }

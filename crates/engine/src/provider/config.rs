@@ -1,28 +1,13 @@
 //! `ProviderConfig`: which provider to build, from the `[system]` table.
 
+use super::error::ConfigError;
 use super::{
     AnthropicConfig, AnthropicProvider, CommandConfig, CommandProvider, HttpConfig, HttpProvider,
     OpenAiConfig, OpenAiProvider, Provider,
 };
 use crate::sim::{SimConfig, SimModel};
-use crate::template::TemplateError;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use thiserror::Error;
-
-/// A provider configuration that cannot be turned into a provider.
-#[derive(Debug, Clone, Error, PartialEq)]
-pub enum ConfigError {
-    /// An environment variable the configuration names is not set.
-    #[error("environment variable `{var}` is not set (needed for {needed_for})")]
-    MissingEnv { var: String, needed_for: String },
-    /// A value is out of range or malformed.
-    #[error("invalid provider configuration: {0}")]
-    Invalid(String),
-    /// A request or prompt template does not compile.
-    #[error(transparent)]
-    Template(#[from] TemplateError),
-}
 
 /// Which provider runs the system under test, and its settings.
 ///

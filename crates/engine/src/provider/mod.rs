@@ -102,6 +102,7 @@ pub trait Provider: Send + Sync {
 mod anthropic;
 mod command;
 mod config;
+mod error;
 mod func;
 mod http;
 mod openai;
@@ -109,7 +110,8 @@ pub(crate) mod util;
 
 pub use anthropic::{parse_message as parse_anthropic_message, AnthropicConfig, AnthropicProvider};
 pub use command::{CommandConfig, CommandProvider, StdinMode};
-pub use config::{ConfigError, ProviderConfig};
+pub use config::ProviderConfig;
+pub use error::ConfigError;
 pub use func::FnProvider;
 pub use http::{HttpConfig, HttpProvider};
 pub use openai::{parse_chat_completion, OpenAiConfig, OpenAiProvider};

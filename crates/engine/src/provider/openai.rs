@@ -3,6 +3,7 @@
 
 use super::util::{self, Secret};
 use super::{Completion, ConfigError, Provider, ProviderError, Request};
+use crate::openai_wire::ChatResponse;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -202,18 +203,18 @@ pub fn parse_chat_completion(body: &str) -> Result<Completion, ProviderError> {
             util::body_excerpt(body)
         ))
     })?;
-    let text = v
-        .pointer("/choices/0/message/content")
-        .and_then(Value::as_str)
-        .ok_or_else(|| {
-            ProviderError::BadResponse(format!(
-                "no choices[0].message.content in response: {}",
-                util::body_excerpt(body)
-            ))
-        })?;
+    let missing = || {
+        ProviderError::BadResponse(format!(
+            "no choices[0].message.content in response: {}",
+            util::body_excerpt(body)
+        ))
+    };
+    let response = ChatResponse::deserialize(&v).map_err(|_| missing())?;
+    let text = response.text().ok_or_else(missing)?;
+    let usage = response.usage.unwrap_or_default();
     Ok(Completion {
         text: text.to_string(),
-        input_tokens: util::tokens(&v, "/usage/prompt_tokens"),
-        output_tokens: util::tokens(&v, "/usage/completion_tokens"),
+        input_tokens: usage.prompt_tokens,
+        output_tokens: usage.completion_tokens,
     })
 }

@@ -16,15 +16,16 @@
 
 use super::rng::{Fnv, SplitMix64};
 use super::SimModel;
-use crate::provider::{ConfigError, Message, ProviderError, Role};
+use crate::openai_wire::{error_body, ChatRequest, ChatResponse, Usage, WireMessage};
+use crate::provider::{ConfigError, Message, ProviderError};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::Router;
+use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
@@ -304,73 +305,7 @@ pub async fn spawn_test_server(
     ))
 }
 
-#[derive(Deserialize)]
-struct ChatRequest {
-    #[serde(default)]
-    model: Option<String>,
-    messages: Vec<InMessage>,
-    #[serde(default)]
-    seed: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct InMessage {
-    role: String,
-    #[serde(default)]
-    content: Value,
-}
-
-impl InMessage {
-    fn into_message(self) -> Message {
-        let role = match self.role.as_str() {
-            "system" | "developer" => Role::System,
-            "assistant" => Role::Assistant,
-            _ => Role::User,
-        };
-        let content = match self.content {
-            Value::String(s) => s,
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join(""),
-            Value::Null => String::new(),
-            other => other.to_string(),
-        };
-        Message { role, content }
-    }
-}
-
-#[derive(Serialize)]
-struct ChatResponse<'a> {
-    id: String,
-    object: &'static str,
-    created: u64,
-    model: &'a str,
-    choices: [Choice<'a>; 1],
-    usage: Usage,
-}
-
-#[derive(Serialize)]
-struct Choice<'a> {
-    index: u32,
-    message: OutMessage<'a>,
-    finish_reason: &'static str,
-}
-
-#[derive(Serialize)]
-struct OutMessage<'a> {
-    role: &'static str,
-    content: &'a str,
-}
-
-#[derive(Serialize)]
-struct Usage {
-    prompt_tokens: u64,
-    completion_tokens: u64,
-    total_tokens: u64,
-}
-
+/// A body sent as it is (the injected malformed answer).
 fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
     let mut resp = (status, body).into_response();
     resp.headers_mut().insert(
@@ -381,8 +316,7 @@ fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
 }
 
 fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
-    let body = json!({"error": {"message": message, "type": kind, "code": status.as_u16()}});
-    json_response(status, body.to_string().into_bytes())
+    (status, Json(error_body(status.as_u16(), kind, message))).into_response()
 }
 
 async fn chat(State(st): State<Arc<ServerState>>, body: Bytes) -> Response {
@@ -432,7 +366,7 @@ async fn chat(State(st): State<Arc<ServerState>>, body: Bytes) -> Response {
     let messages: Vec<Message> = req
         .messages
         .into_iter()
-        .map(InMessage::into_message)
+        .map(WireMessage::into_message)
         .collect();
     let repetition = match req.seed {
         Some(s) => s,
@@ -443,35 +377,14 @@ async fn chat(State(st): State<Arc<ServerState>>, body: Bytes) -> Response {
         tokio::time::sleep(latency).await;
     }
     match st.model.generate(&messages, repetition, 0) {
-        Ok(out) => {
-            let resp = ChatResponse {
-                id: format!("chatcmpl-sim-{n}"),
-                object: "chat.completion",
-                created: 0,
-                model: req.model.as_deref().unwrap_or("probity-sim"),
-                choices: [Choice {
-                    index: 0,
-                    message: OutMessage {
-                        role: "assistant",
-                        content: &out.text,
-                    },
-                    finish_reason: "stop",
-                }],
-                usage: Usage {
-                    prompt_tokens: out.input_tokens,
-                    completion_tokens: out.output_tokens,
-                    total_tokens: out.input_tokens + out.output_tokens,
-                },
-            };
-            match serde_json::to_vec(&resp) {
-                Ok(body) => json_response(StatusCode::OK, body),
-                Err(e) => error_response(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "server_error",
-                    &e.to_string(),
-                ),
-            }
-        }
+        Ok(out) => Json(ChatResponse::single(
+            format!("chatcmpl-sim-{n}"),
+            0,
+            req.model.as_deref().unwrap_or("probity-sim"),
+            out.text,
+            Usage::of(out.input_tokens, out.output_tokens),
+        ))
+        .into_response(),
         Err(e) => {
             st.counters.model_errors.fetch_add(1, Ordering::Relaxed);
             let status = match &e {
@@ -486,23 +399,14 @@ async fn chat(State(st): State<Arc<ServerState>>, body: Bytes) -> Response {
 }
 
 async fn models() -> Response {
-    json_response(
-        StatusCode::OK,
-        br#"{"object":"list","data":[{"id":"probity-sim","object":"model","created":0,"owned_by":"probity"}]}"#.to_vec(),
-    )
+    Json(json!({"object": "list", "data": [{"id": "probity-sim", "object": "model", "created": 0, "owned_by": "probity"}]}))
+        .into_response()
 }
 
 async fn health() -> Response {
-    json_response(StatusCode::OK, br#"{"status":"ok"}"#.to_vec())
+    Json(json!({"status": "ok"})).into_response()
 }
 
 async fn stats(State(st): State<Arc<ServerState>>) -> Response {
-    match serde_json::to_vec(&st.stats()) {
-        Ok(body) => json_response(StatusCode::OK, body),
-        Err(e) => error_response(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "server_error",
-            &e.to_string(),
-        ),
-    }
+    Json(st.stats()).into_response()
 }

@@ -1,0 +1,186 @@
+//! Calls with the engine's machinery: client-side rate limits, a per-call
+//! timeout, and retries with backoff on rate limits, 5xx and timeouts. One
+//! [`Caller`] makes every call of a run (to the system and to judges), so
+//! its counters are the run's.
+
+use crate::limits::{Backoff, RateLimiter};
+use crate::provider::{Provider, ProviderError, Request};
+use crate::store::CachedOutput;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How calls are made: the settings every [`Caller`] is built from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallSettings {
+    /// One call is abandoned (and retried) after this long.
+    pub timeout: Duration,
+    /// Tries per call on retryable errors (1 = no retry).
+    pub call_attempts: u32,
+    /// Client-side limit on requests per minute.
+    pub requests_per_minute: Option<f64>,
+    /// Client-side limit on tokens (prompt + completion) per minute.
+    pub tokens_per_minute: Option<f64>,
+}
+
+impl Default for CallSettings {
+    /// No rate limit, 60 s per call, 4 tries.
+    fn default() -> Self {
+        CallSettings {
+            timeout: Duration::from_secs(60),
+            call_attempts: 4,
+            requests_per_minute: None,
+            tokens_per_minute: None,
+        }
+    }
+}
+
+impl CallSettings {
+    /// The caller for one run (or one server): its own rate limiter and
+    /// counters.
+    pub fn caller(&self) -> Arc<Caller> {
+        Arc::new(Caller::new(
+            Arc::new(RateLimiter::new(
+                self.requests_per_minute,
+                self.tokens_per_minute,
+            )),
+            self.timeout,
+            self.call_attempts,
+        ))
+    }
+}
+
+/// Makes calls with rate limits, timeout and retries; counts every call.
+#[derive(Debug)]
+pub struct Caller {
+    pub limiter: Arc<RateLimiter>,
+    pub backoff: Backoff,
+    pub timeout: Duration,
+    pub call_attempts: u32,
+    /// Calls made (retries included).
+    pub calls: AtomicU64,
+    /// Tokens reported by providers (prompt + completion).
+    pub tokens: AtomicU64,
+    /// Of `calls`, those made to judges (retries included).
+    pub judge_calls: AtomicU64,
+    /// Judgements served from the judge cache (no call).
+    pub judge_cached: AtomicU64,
+    /// Attempts whose output was served from the output cache (no call;
+    /// not counting a first attempt the runner found in the store itself).
+    pub outputs_cached: AtomicU64,
+}
+
+impl Default for Caller {
+    /// No rate limit, 60 s per call, 4 tries.
+    fn default() -> Self {
+        let s = CallSettings::default();
+        Caller::new(Arc::new(RateLimiter::default()), s.timeout, s.call_attempts)
+    }
+}
+
+/// A successful call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub text: String,
+    pub latency_ms: Option<f64>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    /// Tries it took (0 when served from the store).
+    pub attempts: u32,
+}
+
+impl From<CachedOutput> for Answer {
+    /// A stored answer: no call made.
+    fn from(hit: CachedOutput) -> Self {
+        Answer {
+            text: hit.output,
+            latency_ms: hit.latency_ms,
+            input_tokens: hit.input_tokens,
+            output_tokens: hit.output_tokens,
+            attempts: 0,
+        }
+    }
+}
+
+impl From<&Answer> for CachedOutput {
+    fn from(a: &Answer) -> Self {
+        CachedOutput {
+            output: a.text.clone(),
+            latency_ms: a.latency_ms,
+            input_tokens: a.input_tokens,
+            output_tokens: a.output_tokens,
+        }
+    }
+}
+
+/// A call that failed after its tries: the last error and the number of
+/// tries.
+pub type CallFailure = (ProviderError, u32);
+
+impl Caller {
+    pub fn new(limiter: Arc<RateLimiter>, timeout: Duration, call_attempts: u32) -> Self {
+        Caller {
+            limiter,
+            backoff: Backoff::default(),
+            timeout,
+            call_attempts: call_attempts.max(1),
+            calls: AtomicU64::new(0),
+            tokens: AtomicU64::new(0),
+            judge_calls: AtomicU64::new(0),
+            judge_cached: AtomicU64::new(0),
+            outputs_cached: AtomicU64::new(0),
+        }
+    }
+
+    /// One call with retries on retryable errors; `Err` carries the last
+    /// error and the number of tries.
+    pub async fn call(
+        &self,
+        provider: &dyn Provider,
+        request: &Request,
+    ) -> Result<Answer, CallFailure> {
+        let estimate = request
+            .messages
+            .iter()
+            .map(|m| m.content.len())
+            .sum::<usize>() as f64
+            / 4.0;
+        let mut attempt = 0;
+        loop {
+            self.limiter.acquire(estimate).await;
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            let started = Instant::now();
+            let result = match tokio::time::timeout(self.timeout, provider.complete(request)).await
+            {
+                Ok(r) => r,
+                Err(_) => Err(ProviderError::Timeout(self.timeout)),
+            };
+            attempt += 1;
+            match result {
+                Ok(c) => {
+                    let used = c.input_tokens.unwrap_or(0) + c.output_tokens.unwrap_or(0);
+                    if used > 0 {
+                        self.limiter.settle(estimate, used as f64).await;
+                        self.tokens.fetch_add(used, Ordering::Relaxed);
+                    }
+                    return Ok(Answer {
+                        text: c.text,
+                        latency_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
+                        input_tokens: c.input_tokens,
+                        output_tokens: c.output_tokens,
+                        attempts: attempt,
+                    });
+                }
+                Err(e) if e.is_retryable() && attempt < self.call_attempts => {
+                    tokio::time::sleep(self.backoff.delay(attempt - 1, e.retry_after())).await;
+                }
+                Err(e) => return Err((e, attempt)),
+            }
+        }
+    }
+
+    /// A counter's current value.
+    pub fn count(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}

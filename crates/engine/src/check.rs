@@ -1,0 +1,230 @@
+//! Where an output meets its checks: the K columns of the reliability
+//! tensor `R[i][j][k]` (paper §3.6) for one output — validators first
+//! (§2.1, evaluated in-process with the input prepared once for all its
+//! outputs), then verifiers (§4, one judge call each, or a cached
+//! judgement).
+//!
+//! Every path that checks an output — a run, a guarded retry, a
+//! revalidation, live traffic through `probity serve` — goes through
+//! [`Checks`].
+
+use crate::call::Caller;
+use crate::store::{JudgementCache, JudgementRow};
+use crate::verifier::{JudgeVerdict, Verifier};
+use probity_core::validator::PreparedInput;
+use probity_core::{Cell, CheckInfo, CheckKind, Validator, Verdict};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The checks, in column order: validators, then verifiers.
+#[derive(Debug, Clone, Default)]
+pub struct Checks {
+    pub validators: Vec<Validator>,
+    pub verifiers: Vec<Verifier>,
+}
+
+/// One output's cells and reasons.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    pub cells: Vec<Cell>,
+    /// `(k, reason)`: Error reasons of any check, a verifier's reasons.
+    pub reasons: Vec<(usize, String)>,
+    pub judge_calls: u64,
+    /// Judgements served from the judge cache.
+    pub judge_cached: u64,
+}
+
+/// The reason of a verifier cell left unjudged because calls are off
+/// (`probity revalidate --no-calls` and a judgement not in the cache).
+pub const NOT_JUDGED: &str = "not judged: --no-calls";
+
+/// How verifiers get their judgements: from a cache when it holds them
+/// (successful judgements only; new ones are added), from the judge
+/// otherwise — or, with `calls` off, not at all (an Error cell, reason
+/// [`NOT_JUDGED`]).
+#[derive(Clone)]
+pub struct Judging {
+    pub cache: Option<Arc<dyn JudgementCache>>,
+    pub calls: bool,
+}
+
+impl Default for Judging {
+    /// No cache; every judgement is a call.
+    fn default() -> Self {
+        Judging {
+            cache: None,
+            calls: true,
+        }
+    }
+}
+
+impl std::fmt::Debug for Judging {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Judging")
+            .field("cache", &self.cache.is_some())
+            .field("calls", &self.calls)
+            .finish()
+    }
+}
+
+/// A validator's settings as a column of the tensor.
+pub fn validator_info(v: &Validator) -> CheckInfo {
+    CheckInfo {
+        name: v.name.clone(),
+        message: v.message.clone(),
+        minimum_success_percentage: v.minimum_success_percentage,
+        weight: v.weight,
+        kind: CheckKind::Validator,
+    }
+}
+
+impl Checks {
+    /// K, the number of columns.
+    pub fn len(&self) -> usize {
+        self.validators.len() + self.verifiers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The columns' settings.
+    pub fn infos(&self) -> Vec<CheckInfo> {
+        self.validators
+            .iter()
+            .map(validator_info)
+            .chain(self.verifiers.iter().map(Verifier::info))
+            .collect()
+    }
+
+    /// The validator columns for one output: cells, and the reasons of the
+    /// cells that are errors. Synchronous: validators make no call.
+    pub fn validate(
+        &self,
+        input: &PreparedInput<'_>,
+        output: &str,
+    ) -> (Vec<Cell>, Vec<(usize, String)>) {
+        let mut cells = Vec::with_capacity(self.len());
+        let mut reasons = Vec::new();
+        for (k, v) in self.validators.iter().enumerate() {
+            let verdict = v.evaluate_prepared(input, output);
+            if let Verdict::Error { reason } = &verdict {
+                reasons.push((k, reason.clone()));
+            }
+            cells.push(Cell::from(&verdict));
+        }
+        (cells, reasons)
+    }
+
+    /// Check one output with every validator and every verifier (one judge
+    /// call each through `caller`, or a judgement from `judging`'s cache).
+    pub async fn check(
+        &self,
+        caller: &Caller,
+        judging: &Judging,
+        input: &PreparedInput<'_>,
+        output: &str,
+        repetition: u32,
+        attempt: u32,
+    ) -> Checked {
+        let (mut cells, mut reasons) = self.validate(input, output);
+        let (mut judge_calls, mut judge_cached) = (0, 0);
+        let input = input.input();
+        for (w, v) in self.verifiers.iter().enumerate() {
+            let k = self.validators.len() + w;
+            let key = judging
+                .cache
+                .as_ref()
+                .map(|_| v.cache_key(input, output, repetition, attempt));
+            if let (Some(cache), Some(key)) = (&judging.cache, &key) {
+                if let Some(hit) = cache.get(key) {
+                    judge_cached += 1;
+                    caller.judge_cached.fetch_add(1, Ordering::Relaxed);
+                    cells.push(if hit.pass { Cell::Pass } else { Cell::Fail });
+                    reasons.extend(hit.reasons.into_iter().map(|r| (k, r)));
+                    continue;
+                }
+            }
+            if !judging.calls {
+                cells.push(Cell::Error);
+                reasons.push((k, NOT_JUDGED.to_string()));
+                continue;
+            }
+            let request = v.request(input, output, repetition, attempt);
+            let answer = caller.call(v.judge.as_ref(), &request).await;
+            // This call's tries (the caller's counter is shared by
+            // concurrent checks, so a difference of it would over-count).
+            let made = u64::from(match &answer {
+                Ok(a) => a.attempts,
+                Err((_, tries)) => *tries,
+            });
+            judge_calls += made;
+            caller.judge_calls.fetch_add(made, Ordering::Relaxed);
+            let j = v.judgement(answer.as_ref().map(|a| a.text.as_str()).map_err(|(e, _)| e));
+            let pass = match j.verdict {
+                JudgeVerdict::Pass => Some(true),
+                JudgeVerdict::Fail => Some(false),
+                JudgeVerdict::Error => None,
+            };
+            // Only a readable PASS or FAIL is cached: errors are asked again.
+            if let (Some(cache), Some(key), Some(pass), Ok(a)) =
+                (&judging.cache, key, pass, &answer)
+            {
+                cache.put(JudgementRow {
+                    cache_key: key,
+                    pass,
+                    reasons: j.reasons.clone(),
+                    raw: a.text.clone(),
+                });
+            }
+            cells.push(match pass {
+                Some(true) => Cell::Pass,
+                Some(false) => Cell::Fail,
+                None => Cell::Error,
+            });
+            reasons.extend(j.reasons.into_iter().map(|r| (k, r)));
+        }
+        Checked {
+            cells,
+            reasons,
+            judge_calls,
+            judge_cached,
+        }
+    }
+
+    /// The feedback for a failed output (§4.1: the reasons fed back): per
+    /// failing column in `columns`, a verifier's reasons (its message when
+    /// it gave none), a validator's message (its name when it has none), an
+    /// error's reason.
+    pub fn feedback(&self, checked: &Checked, columns: &[usize]) -> Vec<String> {
+        let mut out = Vec::new();
+        for &k in columns {
+            let cell = checked.cells.get(k).copied().unwrap_or(Cell::Missing);
+            if cell == Cell::Pass {
+                continue;
+            }
+            let (name, message) = if k < self.validators.len() {
+                let v = &self.validators[k];
+                (&v.name, &v.message)
+            } else {
+                let v = &self.verifiers[k - self.validators.len()];
+                (&v.name, &v.message)
+            };
+            let own: Vec<&String> = checked
+                .reasons
+                .iter()
+                .filter(|(kk, _)| *kk == k)
+                .map(|(_, r)| r)
+                .collect();
+            let is_verifier = k >= self.validators.len();
+            if (is_verifier || cell == Cell::Error) && !own.is_empty() {
+                out.extend(own.into_iter().cloned());
+            } else if !message.is_empty() {
+                out.push(message.clone());
+            } else {
+                out.push(format!("{name} failed"));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,195 @@
+//! The library's front door: an [`Experiment`] — in the spirit of
+//! Inspect's Task — is everything a reliability test needs (§2.2, §3): the
+//! system under test, the inputs and how each is put to the system, the
+//! checks (validators and verifiers), M outputs per input, an optional
+//! retry policy (§4.1, §4.2), and how calls are made and results analysed.
+//!
+//! Build one in code, or load one from a TOML file with
+//! [`crate::config::Config::load`] and [`crate::config::Config::experiment`];
+//! then [`crate::runner::run`] it into a [`crate::runner::Sink`] (the run
+//! store or memory).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use probity_core::{Input, Validator};
+//! use probity_engine::{run, Experiment, Sink};
+//! let system = probity_engine::provider::ProviderConfig::default().build()?;
+//! let experiment = Experiment::new("polite", system)
+//!     .inputs([Input::text("q1", "Thank you!")])
+//!     .validator(Validator::new("short").check(|o: &str| o.len() < 500))
+//!     .outputs_per_input(20);
+//! run(&experiment, Sink::Memory).await?.assert_passed();
+//! # Ok(()) }
+//! ```
+
+use crate::call::CallSettings;
+use crate::check::Checks;
+use crate::provider::Provider;
+use crate::retry_policy::RetryPolicy;
+use crate::settings::{Analysis, StoredRetry, StoredSettings};
+use crate::template::{PromptTemplate, TemplateError};
+use crate::verifier::Verifier;
+use probity_core::{Input, Validator};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where an experiment was loaded from: the configuration's path, its text
+/// as loaded (stored with every run) and its hash (runs with the same hash
+/// ask the same questions; `--resume` continues one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Source {
+    pub path: PathBuf,
+    pub text: String,
+    pub hash: String,
+}
+
+/// A reliability test: N inputs × M outputs of one system, K checks.
+pub struct Experiment {
+    /// The name runs are stored and compared under.
+    pub name: String,
+    /// The system under test.
+    pub system: Arc<dyn Provider>,
+    /// What the system is asked for each input (`{{ input.text }}` by
+    /// default).
+    pub prompt: Arc<PromptTemplate>,
+    /// The N inputs.
+    pub inputs: Vec<Input>,
+    /// The K checks: validators, then verifiers.
+    pub checks: Checks,
+    /// M, the outputs sampled per input (§2.2.2; 1 is §2.2.1).
+    pub outputs_per_input: usize,
+    /// A retry policy: the run then measures the guarded system (§4.2),
+    /// every attempt stored. `None`: one attempt per sample.
+    pub retry: Option<RetryPolicy>,
+    /// How the tensor is analysed.
+    pub analysis: Analysis,
+    /// Rate limits, per-call timeout and retries on transient errors.
+    pub calls: CallSettings,
+    /// Calls in flight at once.
+    pub concurrency: usize,
+    /// The whole run's time limit; what is done by then is reported.
+    pub deadline: Option<Duration>,
+    /// The configuration file it was loaded from, if any.
+    pub source: Option<Source>,
+}
+
+impl std::fmt::Debug for Experiment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Experiment")
+            .field("name", &self.name)
+            .field("system", &self.system.fingerprint())
+            .field("inputs", &self.inputs.len())
+            .field("checks", &self.checks.infos())
+            .field("outputs_per_input", &self.outputs_per_input)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+impl Experiment {
+    /// An experiment of `system` with no inputs and no checks yet, the
+    /// prompt `{{ input.text }}`, M = 10, concurrency 16, default analysis
+    /// and call settings.
+    pub fn new(name: impl Into<String>, system: Arc<dyn Provider>) -> Self {
+        Experiment {
+            name: name.into(),
+            system,
+            prompt: Arc::new(
+                PromptTemplate::new(None, "{{ input.text }}").expect("the default prompt compiles"),
+            ),
+            inputs: Vec::new(),
+            checks: Checks::default(),
+            outputs_per_input: 10,
+            retry: None,
+            analysis: Analysis::default(),
+            calls: CallSettings::default(),
+            concurrency: 16,
+            deadline: None,
+            source: None,
+        }
+    }
+
+    /// Add inputs.
+    pub fn inputs(mut self, inputs: impl IntoIterator<Item = Input>) -> Self {
+        self.inputs.extend(inputs);
+        self
+    }
+
+    /// Add a validator (a column after the validators added before it).
+    pub fn validator(mut self, v: Validator) -> Self {
+        self.checks.validators.push(v);
+        self
+    }
+
+    /// Add a verifier (columns after every validator).
+    pub fn verifier(mut self, v: Verifier) -> Self {
+        self.checks.verifiers.push(v);
+        self
+    }
+
+    /// Set M.
+    pub fn outputs_per_input(mut self, m: usize) -> Self {
+        self.outputs_per_input = m;
+        self
+    }
+
+    /// Measure the guarded system under `policy`.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// Set the calls in flight at once.
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n;
+        self
+    }
+
+    /// Set how the tensor is analysed.
+    pub fn analysis(mut self, analysis: Analysis) -> Self {
+        self.analysis = analysis;
+        self
+    }
+
+    /// Set the prompt: an optional system message and the user message,
+    /// both minijinja templates over `input`.
+    pub fn prompt(mut self, system: Option<&str>, user: &str) -> Result<Self, TemplateError> {
+        self.prompt = Arc::new(PromptTemplate::new(system, user)?);
+        Ok(self)
+    }
+
+    /// What is wrong with this experiment before anything is called, if
+    /// anything.
+    pub fn problem(&self) -> Option<String> {
+        if self.inputs.is_empty() {
+            return Some("no inputs: a reliability test needs at least one".into());
+        }
+        if self.outputs_per_input == 0 {
+            return Some("outputs_per_input must be at least 1".into());
+        }
+        if self.checks.is_empty() {
+            return Some(
+                "no validators or verifiers: a reliability test needs at least one check".into(),
+            );
+        }
+        if self.concurrency == 0 {
+            return Some("concurrency must be at least 1".into());
+        }
+        let mut names = std::collections::HashSet::new();
+        self.checks
+            .infos()
+            .into_iter()
+            .find(|c| !names.insert(c.name.clone()))
+            .map(|dup| format!("two checks are named {:?}; names must be unique", dup.name))
+    }
+
+    /// The settings stored with each run of this experiment.
+    pub fn stored_settings(&self) -> StoredSettings {
+        let retry = self
+            .retry
+            .as_ref()
+            .map(|r| StoredRetry::of(r, self.checks.validators.len(), self.checks.verifiers.len()));
+        StoredSettings::new(&self.analysis, retry)
+    }
+}

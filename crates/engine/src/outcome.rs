@@ -1,0 +1,193 @@
+//! What a run reports while it goes on ([`Progress`]) and when it ends
+//! ([`RunOutcome`]): the tensor and its summary, built once, with the
+//! run's counts.
+
+use crate::store::{RunStatus, SampleRow};
+use probity_core::stats::Decision;
+use probity_core::{CheckSummary, ReliabilityTensor, Summary};
+use std::time::Duration;
+
+/// Progress reported while a run goes on.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    /// Samples decided (from the store, the cache or a call).
+    pub done: u64,
+    pub total: u64,
+    pub model_calls: u64,
+    /// Samples served from an identical stored request.
+    pub cached: u64,
+    /// Later attempts of guarded samples served from an identical stored
+    /// attempt (no call).
+    pub attempts_cached: u64,
+    pub errors: u64,
+    /// Per check: (passes, evaluated cells).
+    pub passes: Vec<(u64, u64)>,
+}
+
+/// The result of a run.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The experiment's name.
+    pub name: String,
+    /// The run's id in the store; `None` for a run kept in memory.
+    pub run_id: Option<i64>,
+    pub tensor: ReliabilityTensor,
+    pub summary: Summary,
+    pub status: RunStatus,
+    /// Calls made to the model by this invocation (retries included).
+    pub model_calls: u64,
+    /// Samples served from an identical stored request.
+    pub cached: u64,
+    /// With a retry policy: attempts (after the first, or a first attempt
+    /// not found up front) served from an identical stored attempt — the
+    /// same provider, messages (feedback included), repetition and attempt
+    /// index — without a call.
+    pub attempts_cached: u64,
+    /// Samples already stored in the resumed run.
+    pub resumed: u64,
+    /// Samples whose call failed.
+    pub errors: u64,
+    /// Of `model_calls`, the calls made to judges (retries included).
+    pub judge_calls: u64,
+    /// Judgements served from the judge cache (no call).
+    pub judge_cached: u64,
+    pub duration: Duration,
+    /// Input ids, index `i`.
+    pub input_ids: Vec<String>,
+    /// Every sample, in input then repetition order, for a run kept in
+    /// memory; empty for a stored run (read them from the store).
+    pub samples: Vec<SampleRow>,
+}
+
+impl RunOutcome {
+    /// The stored run's id.
+    ///
+    /// # Panics
+    /// For a run kept in memory, which has none.
+    pub fn stored_id(&self) -> i64 {
+        self.run_id
+            .expect("a run kept in memory (Sink::Memory) has no store id")
+    }
+
+    /// Every check's verdict is Pass and every sample was taken.
+    pub fn passed(&self) -> bool {
+        self.status == RunStatus::Complete && self.summary.passed()
+    }
+
+    /// The lines a failing run is explained by: one per check that does
+    /// not pass, as the text report prints it (decision, name, rate,
+    /// interval, threshold, whether the sample size established it), the
+    /// check's message, and a failing output of a run kept in memory.
+    pub fn failure_lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.status != RunStatus::Complete {
+            out.push(format!(
+                "INCOMPLETE: the run stopped before every sample was taken ({:?})",
+                self.status
+            ));
+        }
+        for (k, c) in self.summary.checks.iter().enumerate() {
+            if c.verdict.decision == Decision::Pass {
+                continue;
+            }
+            out.push(check_line(c));
+            if !c.info.message.is_empty() {
+                out.push(format!("     {}", c.info.message));
+            }
+            if let Some((s, reason)) = self.example(k) {
+                let id = self.input_ids.get(s.input_idx).map_or("?", String::as_str);
+                let what = s.output.as_deref().map_or_else(
+                    || {
+                        format!(
+                            "no output: {}",
+                            s.error.as_deref().unwrap_or("unknown error")
+                        )
+                    },
+                    |o| format!("{:?}", truncate(o, 200)),
+                );
+                out.push(format!(
+                    "     e.g. input {id} · output #{}: {what}",
+                    s.repetition
+                ));
+                if let Some(r) = reason {
+                    out.push(format!("          {}", truncate(r, 200)));
+                }
+            }
+        }
+        out
+    }
+
+    /// Panic unless the run passed, with [`RunOutcome::failure_lines`] as
+    /// the message: for `cargo test`.
+    #[track_caller]
+    pub fn assert_passed(&self) {
+        if !self.passed() {
+            let (n, m, k) = self.summary.shape;
+            panic!(
+                "reliability test `{}` failed ({n} inputs × {m} outputs × {k} checks):\n{}",
+                self.name,
+                self.failure_lines().join("\n")
+            );
+        }
+    }
+
+    /// The first sample failing (or erring on) check `k`, with its reason.
+    fn example(&self, k: usize) -> Option<(&SampleRow, Option<&str>)> {
+        use probity_core::Cell;
+        self.samples.iter().find_map(|s| {
+            matches!(s.cells.get(k), Some(Cell::Fail | Cell::Error)).then(|| {
+                let reason = s
+                    .reasons
+                    .iter()
+                    .find(|(kk, _)| *kk == k)
+                    .map(|(_, r)| r.as_str());
+                (s, reason)
+            })
+        })
+    }
+}
+
+/// `FAIL contraction_validator  87.8%  [84.2, 90.6]  ≥ 95%  established`.
+fn check_line(c: &CheckSummary) -> String {
+    let word = match c.verdict.decision {
+        Decision::Pass => "PASS",
+        Decision::Fail => "FAIL",
+        Decision::Inconclusive => "INCONCLUSIVE",
+    };
+    let pct = |p: f64| format!("{:.1}", p * 100.0);
+    let (rate, interval) = if c.rate.n == 0 {
+        ("–".to_string(), "no outputs judged".to_string())
+    } else {
+        (
+            format!("{}%", pct(c.rate.estimate)),
+            format!(
+                "[{}, {}]",
+                pct(c.rate.interval.lower),
+                pct(c.rate.interval.upper)
+            ),
+        )
+    };
+    let established = if c.verdict.established {
+        "established".to_string()
+    } else {
+        match c.verdict.samples_needed.map(|s| s.saturating_sub(c.rate.n)) {
+            Some(more) if more > 0 => {
+                format!("not established: ~{more} more samples would settle it")
+            }
+            _ => "not established".to_string(),
+        }
+    };
+    let threshold = format!("{:.4}", c.info.minimum_success_percentage * 100.0);
+    let threshold = threshold.trim_end_matches('0').trim_end_matches('.');
+    format!(
+        "{word} {}  {rate}  {interval}  ≥ {threshold}%  {established}",
+        c.info.name
+    )
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}

@@ -1,0 +1,45 @@
+//! Where a run is recorded in the store: one place creates (or reopens) a
+//! run, starts its batched writer and opens its judgement cache — for
+//! `probity run`, `probity revalidate` and `probity serve` alike.
+
+use crate::check::Judging;
+use crate::store::{NewRun, Store, StoreError, Writer};
+use std::sync::Arc;
+
+/// A run being written.
+pub struct Recording {
+    pub run_id: i64,
+    pub writer: Writer,
+    judging: Judging,
+}
+
+impl Recording {
+    /// Create the run `header` describes and start writing it.
+    pub fn create(store: &mut Store, header: &NewRun<'_>) -> Result<Self, StoreError> {
+        let run_id = store.create_run(header)?;
+        Recording::reopen(store, run_id)
+    }
+
+    /// Continue writing run `run_id` (a resumed run).
+    pub fn reopen(store: &Store, run_id: i64) -> Result<Self, StoreError> {
+        let writer = store.writer(run_id)?;
+        let cache = store.judgements(Some(writer.judgement_sink()))?;
+        Ok(Recording {
+            run_id,
+            writer,
+            judging: Judging {
+                cache: Some(Arc::new(cache)),
+                calls: true,
+            },
+        })
+    }
+
+    /// Judgements through the store's cache (new ones written with this
+    /// run); with `calls` off, a judgement not cached is not asked for.
+    pub fn judging(&self, calls: bool) -> Judging {
+        Judging {
+            calls,
+            ..self.judging.clone()
+        }
+    }
+}

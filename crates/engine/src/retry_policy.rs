@@ -1,0 +1,158 @@
+//! The retry policy (paper §4.1, §4.2.6): how many attempts, which checks
+//! decide whether an attempt passes, and what is fed back after a failure.
+
+use crate::provider::{Message, Role};
+use crate::template::{self, TemplateError, DEFAULT_FEEDBACK_TEMPLATE};
+use minijinja::Environment;
+use probity_core::Input;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Which checks decide whether an attempt passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RetryOn {
+    Validators,
+    Verifiers,
+    #[default]
+    All,
+}
+
+impl RetryOn {
+    /// The deciding columns of a `validators`+`verifiers` wide tensor.
+    pub fn columns(self, validators: usize, verifiers: usize) -> Vec<usize> {
+        match self {
+            RetryOn::Validators => (0..validators).collect(),
+            RetryOn::Verifiers => (validators..validators + verifiers).collect(),
+            RetryOn::All => (0..validators + verifiers).collect(),
+        }
+    }
+}
+
+fn d_attempts() -> u32 {
+    3
+}
+fn d_true() -> bool {
+    true
+}
+
+/// The `[retry]` table: the retry policy (§4.1, §4.2.6).
+///
+/// ```toml
+/// [retry]
+/// attempts = 4                 # m: attempts in all (retries = m − 1)
+/// on = "all"                   # validators | verifiers | all
+/// feedback = true              # feed the failing checks' reasons back
+/// feedback_template = "..."    # minijinja: input, previous_output, reasons
+/// attempt_timeout_s = 30       # one attempt: generation and checks
+/// deadline_s = 90              # all attempts of one input
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryPolicy {
+    #[serde(default = "d_attempts")]
+    pub attempts: u32,
+    #[serde(default)]
+    pub on: RetryOn,
+    #[serde(default = "d_true")]
+    pub feedback: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback_template: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_timeout_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_s: Option<f64>,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            attempts: d_attempts(),
+            on: RetryOn::All,
+            feedback: true,
+            feedback_template: None,
+            attempt_timeout_s: None,
+            deadline_s: None,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// One attempt, no feedback: the plain system.
+    pub fn single() -> Self {
+        RetryPolicy {
+            attempts: 1,
+            feedback: false,
+            ..RetryPolicy::default()
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.attempts == 0 {
+            return Err("attempts must be at least 1".into());
+        }
+        for (name, v) in [
+            ("attempt_timeout_s", self.attempt_timeout_s),
+            ("deadline_s", self.deadline_s),
+        ] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                return Err(format!("{name} = {v} must be a positive number of seconds"));
+            }
+        }
+        if let Some(t) = &self.feedback_template {
+            Feedback::new(Some(t)).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+/// The compiled feedback template.
+#[derive(Debug)]
+pub struct Feedback {
+    env: Environment<'static>,
+}
+
+impl Feedback {
+    /// `template` or [`DEFAULT_FEEDBACK_TEMPLATE`].
+    pub fn new(template: Option<&str>) -> Result<Self, TemplateError> {
+        let mut env = template::new_env();
+        template::add(
+            &mut env,
+            "feedback",
+            template.unwrap_or(DEFAULT_FEEDBACK_TEMPLATE),
+        )?;
+        Ok(Feedback { env })
+    }
+
+    /// `base` with the feedback appended to its last user message (the
+    /// paper's "input + reasons").
+    pub fn apply(
+        &self,
+        base: &[Message],
+        input: &Input,
+        previous_output: &str,
+        reasons: &[String],
+    ) -> Result<Vec<Message>, TemplateError> {
+        let ctx = Value::Object(Map::from_iter([
+            ("input".to_string(), template::input_value(input)),
+            (
+                "previous_output".to_string(),
+                Value::String(previous_output.to_string()),
+            ),
+            (
+                "reasons".to_string(),
+                Value::Array(reasons.iter().cloned().map(Value::String).collect()),
+            ),
+        ]));
+        let text = template::render_one(&self.env, "feedback", &ctx, input)?;
+        let mut messages = base.to_vec();
+        match messages.iter_mut().rev().find(|m| m.role == Role::User) {
+            Some(m) => m.content.push_str(&text),
+            None => messages.push(Message {
+                role: Role::User,
+                content: text,
+            }),
+        }
+        Ok(messages)
+    }
+}

@@ -1,0 +1,94 @@
+//! The settings a run was made with, as stored beside it (the `settings`
+//! column): what is needed to analyse its tensor again exactly as it was
+//! analysed when it ran.
+
+use crate::retry_policy::RetryPolicy;
+use probity_core::{Aggregate, AnalysisOptions, Strategy};
+use serde::{Deserialize, Serialize};
+
+/// How a run's tensor is analysed (§2.2.3, §3.3, §3.4, §4.2.2).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Analysis {
+    /// Confidence, interval method, error policy, verdict mode.
+    pub options: AnalysisOptions,
+    /// Which slice a validator's success percentage is broken down by.
+    pub strategy: Strategy,
+    /// How checks combine into one figure.
+    pub aggregate: Aggregate,
+    /// Target probability for the retry plan's m.
+    pub retry_target: f64,
+}
+
+impl Default for Analysis {
+    fn default() -> Self {
+        StoredSettings::default().analysis_settings()
+    }
+}
+
+/// How a run's tensor is analysed, and the retry policy it was run with
+/// (flat, as stored).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredSettings {
+    pub analysis: AnalysisOptions,
+    /// Which slice a validator's success percentage is broken down by (§2.2.3).
+    pub strategy: Strategy,
+    /// How validators combine into one figure (§3.3).
+    pub aggregate: Aggregate,
+    /// Target probability for the retry plan's m (§4.2.2).
+    pub retry_target: f64,
+    /// The retry policy, for a run of the guarded system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<StoredRetry>,
+}
+
+impl Default for StoredSettings {
+    fn default() -> Self {
+        StoredSettings {
+            analysis: AnalysisOptions::default(),
+            strategy: Strategy::All,
+            aggregate: Aggregate::Min,
+            retry_target: 0.99,
+            retry: None,
+        }
+    }
+}
+
+impl StoredSettings {
+    /// `analysis` with `retry`, as stored.
+    pub fn new(analysis: &Analysis, retry: Option<StoredRetry>) -> Self {
+        StoredSettings {
+            analysis: analysis.options,
+            strategy: analysis.strategy,
+            aggregate: analysis.aggregate,
+            retry_target: analysis.retry_target,
+            retry,
+        }
+    }
+
+    /// The analysis part.
+    pub fn analysis_settings(&self) -> Analysis {
+        Analysis {
+            options: self.analysis,
+            strategy: self.strategy,
+            aggregate: self.aggregate,
+            retry_target: self.retry_target,
+        }
+    }
+}
+
+/// The retry policy a run was made with: `m` and the deciding columns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredRetry {
+    pub attempts: u32,
+    pub columns: Vec<usize>,
+}
+
+impl StoredRetry {
+    /// `policy` over a tensor of `validators` then `verifiers` columns.
+    pub fn of(policy: &RetryPolicy, validators: usize, verifiers: usize) -> Self {
+        StoredRetry {
+            attempts: policy.attempts,
+            columns: policy.on.columns(validators, verifiers),
+        }
+    }
+}
