@@ -147,8 +147,11 @@ pub fn aggregate(
                 }
             }
             match input_weights {
-                None => acc.estimate(opts),
-                Some(w) => weighted_clustered(acc.sums(), w, acc.counts(), opts),
+                // Equal input weights change nothing: the unweighted rate.
+                Some(w) if w.iter().any(|&v| v != w[0]) => {
+                    weighted_clustered(acc.sums(), w, acc.counts(), opts)
+                }
+                _ => acc.estimate(opts),
             }
         }
     };
@@ -163,30 +166,40 @@ pub fn aggregate(
 /// §3.3.3 with simultaneous intervals: see [`AggregateResult::rate`].
 fn min_rate(per_validator: &[RateEstimate], worst: Option<usize>, confidence: f64) -> RateEstimate {
     let Some(w) = worst else {
-        return RateEstimate {
-            estimate: 0.0,
-            counts: Default::default(),
-            n: 0,
-            design_effect: 1.0,
-            effective_n: 0.0,
-            confidence,
-            interval: Interval::EMPTY,
-        };
+        return RateEstimate::empty(Default::default(), confidence);
     };
     let evaluated = per_validator.iter().filter(|r| r.n > 0);
     let lower = evaluated
         .clone()
         .map(|r| r.interval.lower)
         .fold(1.0, f64::min);
-    let upper = evaluated.map(|r| r.interval.upper).fold(1.0, f64::min);
+    let upper = evaluated
+        .clone()
+        .map(|r| r.interval.upper)
+        .fold(1.0, f64::min);
+    // The minimum is about the population only if every rate it rests on is.
+    let scope = if evaluated
+        .clone()
+        .all(|r| r.scope == crate::stats::Scope::Population)
+    {
+        crate::stats::Scope::Population
+    } else {
+        crate::stats::Scope::TheseInputs
+    };
     RateEstimate {
         confidence,
         interval: Interval { lower, upper },
+        scope,
         ..per_validator[w]
     }
 }
 
-/// Clustered mean with per-input weights `W_i` (a ratio estimator):
+/// Clustered mean with per-input weights `W_i` (a ratio estimator). It
+/// uses the design-effect interval ([`crate::stats::ClusterMethod::DesignEffect`]'s
+/// construction), whatever `opts.cluster` says: the beta-binomial score
+/// interval has no weighted form here; this path is not part of the checked
+/// coverage grid.
+///
 /// `ȳ = Σ W_i S_i / Σ W_i n_i` with the CR1 linearised variance
 /// `G/(G−1) · Σ W_i² (S_i − n_i ȳ)² / (Σ W_i n_i)²` over the `G` clusters
 /// with observations. With all `W_i = 1` this is the unweighted clustered
@@ -237,10 +250,17 @@ fn weighted_clustered(
         1.0
     };
     let effective_n = nf / design_effect;
+    let inputs = used.len() as u64;
     RateEstimate {
         estimate: mean,
         counts,
         n,
+        inputs,
+        scope: if inputs >= crate::stats::MIN_INPUTS {
+            crate::stats::Scope::Population
+        } else {
+            crate::stats::Scope::TheseInputs
+        },
         design_effect,
         effective_n,
         confidence: opts.confidence,

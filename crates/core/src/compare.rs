@@ -33,6 +33,17 @@
 //!   difficulty.
 //! * **Verdict basis.** The paired interval when at least two shared inputs
 //!   were usable, else the unpaired one.
+//! * **Several checks.** With K checks compared at once, each at level α,
+//!   some check would be flagged by chance far more often than α (7.5–12 %
+//!   for K = 5). By default the verdicts are Holm-adjusted
+//!   ([`MultipleTesting::Holm`]): each check's two-sided p-value (`p_value`,
+//!   from the decisive interval: the paired t test, or the smallest α at
+//!   which Newcombe's interval excludes 0) is adjusted across the checks
+//!   with data (`p_adjusted`), and a check is improved/regressed only when
+//!   `p_adjusted ≤ α` — so with nothing changed, the chance that any check
+//!   is flagged is at most α. The intervals stay the per-check 1 − α
+//!   intervals (an interval may exclude 0 while the adjusted verdict is
+//!   "no detectable change"). [`MultipleTesting::None`] opts out.
 //! * **Minimum detectable effect** (MDE): the true change that a comparison
 //!   like this one would declare significant with probability `power`
 //!   (80 % by default) at the same α: `(t_{1−α/2,N−1} + t_{power,N−1}) · SE`
@@ -48,12 +59,13 @@ use crate::options::AnalysisOptions;
 #[cfg(doc)]
 use crate::stats::inputs_needed;
 use crate::stats::{
-    compare_paired, compare_unpaired, normal_quantile, t_value, ClusterSum, Counts, Difference,
-    ErrorPolicy, RateEstimate,
+    compare_paired, compare_unpaired, holm, normal_quantile, t_value, ClusterSum, Counts,
+    Difference, ErrorPolicy, MultipleTesting, RateEstimate,
 };
 use crate::summary::CheckInfo;
 use crate::tensor::ReliabilityTensor;
 use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
 use std::collections::HashMap;
 
 /// Default power of the minimum detectable effect.
@@ -150,6 +162,12 @@ pub struct CompareOptions {
     pub errors: ErrorPolicy,
     /// Interval method of each run's own rate (shown next to the change).
     pub interval: crate::stats::IntervalMethod,
+    /// Correction across the checks compared; Holm by default.
+    #[serde(default)]
+    pub multiple: MultipleTesting,
+    /// How each run's own clustered rate gets its interval.
+    #[serde(default)]
+    pub cluster: crate::stats::ClusterMethod,
 }
 
 impl CompareOptions {
@@ -161,6 +179,8 @@ impl CompareOptions {
             power: DEFAULT_POWER,
             errors: o.errors,
             interval: o.interval,
+            multiple: MultipleTesting::Holm,
+            cluster: o.cluster,
         }
     }
 }
@@ -200,6 +220,14 @@ pub struct CheckComparison {
     pub mde_paired: Option<f64>,
     /// Minimum detectable effect of the unpaired part.
     pub mde_unpaired: f64,
+    /// Two-sided p-value of "no change" from the decisive interval (1 when
+    /// there is no data).
+    pub p_value: f64,
+    /// `p_value` after the correction across the checks of the comparison
+    /// (Holm by default; equal to `p_value` for one check or
+    /// [`MultipleTesting::None`]). `direction` is Improved/Regressed iff
+    /// `p_adjusted ≤ α`.
+    pub p_adjusted: f64,
 }
 
 impl CheckComparison {
@@ -304,6 +332,7 @@ pub fn compare_runs(
             _ => only_candidate_checks.push(info.name.clone()),
         }
     }
+    adjust(&mut checks, opts);
     let only_baseline_checks = a
         .checks
         .iter()
@@ -415,6 +444,14 @@ pub fn compare_check(
         Basis::Paired => mde_paired.unwrap_or(mde_unpaired),
         Basis::Unpaired => mde_unpaired,
     };
+    let p_value = if direction == Direction::NoData {
+        1.0
+    } else {
+        match basis {
+            Basis::Paired => paired_p(decisive),
+            Basis::Unpaired => unpaired_p(&candidate, &baseline),
+        }
+    };
     CheckComparison {
         name: String::new(),
         minimum_success_percentage: f64::NAN,
@@ -429,6 +466,86 @@ pub fn compare_check(
         mde: sanitize(mde),
         mde_paired: mde_paired.map(sanitize),
         mde_unpaired: sanitize(mde_unpaired),
+        p_value,
+        p_adjusted: p_value,
+    }
+}
+
+/// Two-sided paired t p-value 2·(1 − F_{N−1}(|d̄|/SE)).
+fn paired_p(d: &Difference) -> f64 {
+    if d.n < 2 {
+        return 1.0;
+    }
+    if d.se == 0.0 || !d.se.is_finite() {
+        return if d.mean_diff == 0.0 { 1.0 } else { 0.0 };
+    }
+    match StudentsT::new(0.0, 1.0, d.n as f64 - 1.0) {
+        Ok(t) => (2.0 * t.sf((d.mean_diff / d.se).abs())).clamp(0.0, 1.0),
+        Err(_) => 1.0,
+    }
+}
+
+/// The smallest α at which Newcombe's interval excludes 0 (bisection on
+/// the confidence; the interval widens with it).
+fn unpaired_p(candidate: &RateEstimate, baseline: &RateEstimate) -> f64 {
+    let (ea, eb) = (baseline.effective_n, candidate.effective_n);
+    let excludes = |alpha: f64| {
+        compare_unpaired(
+            candidate.estimate * eb,
+            eb,
+            baseline.estimate * ea,
+            ea,
+            1.0 - alpha,
+        )
+        .is_significant()
+    };
+    if !excludes(1.0 - 1e-9) {
+        return 1.0;
+    }
+    if excludes(1e-12) {
+        return 0.0;
+    }
+    let (mut lo, mut hi) = (1e-12, 1.0 - 1e-9); // excludes(hi), !excludes(lo)
+    for _ in 0..50 {
+        let mid = 0.5 * (lo + hi);
+        if excludes(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
+/// Apply the correction across checks (see the module docs): set
+/// `p_adjusted` and downgrade verdicts whose adjusted p-value exceeds α.
+pub fn adjust(checks: &mut [CheckComparison], opts: &CompareOptions) {
+    let alpha = 1.0 - opts.confidence;
+    let p: Vec<f64> = checks
+        .iter()
+        .map(|c| {
+            if c.direction == Direction::NoData {
+                f64::NAN
+            } else {
+                c.p_value
+            }
+        })
+        .collect();
+    let adj = match opts.multiple {
+        MultipleTesting::Holm => holm(&p),
+        MultipleTesting::None => p
+            .iter()
+            .map(|v| if v.is_nan() { 1.0 } else { *v })
+            .collect(),
+    };
+    for (c, a) in checks.iter_mut().zip(adj) {
+        if c.direction == Direction::NoData {
+            continue;
+        }
+        c.p_adjusted = a;
+        if matches!(c.direction, Direction::Improved | Direction::Regressed) && a > alpha {
+            c.direction = Direction::NoDetectableChange;
+        }
     }
 }
 
@@ -452,7 +569,13 @@ fn clustered(counts: &[Counts], opts: &CompareOptions) -> RateEstimate {
             ClusterSum::from_passes(x, n)
         })
         .collect();
-    RateEstimate::clustered(&clusters, total, opts.confidence, opts.interval)
+    RateEstimate::clustered_or_empty(
+        &clusters,
+        total,
+        opts.confidence,
+        opts.interval,
+        opts.cluster,
+    )
 }
 
 fn laplace_se(x: u64, n: u64, na: f64, nb: f64) -> f64 {

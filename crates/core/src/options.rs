@@ -1,6 +1,6 @@
 //! Settings shared by every analysis of a tensor.
 
-use crate::stats::{ErrorPolicy, IntervalMethod, VerdictMode};
+use crate::stats::{ClusterMethod, ErrorPolicy, IntervalMethod, VerdictMode};
 use serde::{Deserialize, Serialize};
 
 /// How rates are estimated and judged (DESIGN.md, Statistics).
@@ -15,6 +15,12 @@ pub struct AnalysisOptions {
     pub errors: ErrorPolicy,
     /// How a rate is judged against its minimum success percentage.
     pub verdict: VerdictMode,
+    /// How rates over the repeated outputs of several inputs get their
+    /// interval; [`ClusterMethod::BetaBinomial`] by default.
+    pub cluster: ClusterMethod,
+    /// k of pass^k / pass@k; `None`: the retry plan's m (attempts for
+    /// 0.99 at the measured joint rate), at most M.
+    pub pass_k: Option<u32>,
 }
 
 impl Default for AnalysisOptions {
@@ -24,6 +30,8 @@ impl Default for AnalysisOptions {
             interval: IntervalMethod::Wilson,
             errors: ErrorPolicy::AsFailure,
             verdict: VerdictMode::Point,
+            cluster: ClusterMethod::BetaBinomial,
+            pass_k: None,
         }
     }
 }

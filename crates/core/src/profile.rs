@@ -58,19 +58,23 @@ pub fn strategy_rates(
     if k >= t.validators() {
         return Vec::new();
     }
-    let binomial = |counts: Vec<crate::stats::Counts>| {
+    let binomial = |counts: Vec<crate::stats::Counts>, one_input: bool| {
         counts
             .into_iter()
             .enumerate()
             .map(|(index, c)| ProfileEntry {
                 index,
-                rate: RateEstimate::binomial(c, opts.errors, opts.confidence, opts.interval),
+                rate: if one_input {
+                    RateEstimate::within_input(c, opts.errors, opts.confidence, opts.interval)
+                } else {
+                    RateEstimate::binomial(c, opts.errors, opts.confidence, opts.interval)
+                },
             })
             .collect()
     };
     match strategy {
-        Strategy::Rows => binomial(t.input_counts_for(k)),
-        Strategy::Columns => binomial(t.repetition_counts_for(k)),
+        Strategy::Rows => binomial(t.input_counts_for(k), true),
+        Strategy::Columns => binomial(t.repetition_counts_for(k), false),
         Strategy::All => {
             let mut acc = ClusterAccumulator::new(t.inputs());
             t.for_each(|i, _, kk, cell| {

@@ -25,6 +25,25 @@ pub struct Geometric {
 }
 
 impl Geometric {
+    /// The model for a pass probability `p` in [0, 1]; NaN or a value
+    /// outside [0, 1] is an error ([`PlanError::BadRate`] with index 1).
+    pub fn new(p: f64) -> Result<Geometric, PlanError> {
+        if (0.0..=1.0).contains(&p) {
+            Ok(Geometric { p })
+        } else {
+            Err(PlanError::BadRate { index: 1, value: p })
+        }
+    }
+
+    /// [`Geometric::attempts_for`] with invalid input as an error: `p`
+    /// outside [0, 1] or NaN, `target` outside (0, 1). `Ok(None)` when
+    /// `P = 0` (no number of attempts suffices).
+    pub fn try_attempts_for(&self, target: f64) -> Result<Option<u32>, PlanError> {
+        Geometric::new(self.p)?;
+        check_target(target)?;
+        Ok(self.attempts_for(target))
+    }
+
     /// `E[attempts] = 1/P` (§4.2.2, the paper's `E[R]`); `None` when `P = 0`
     /// (no attempt ever passes).
     pub fn expected_attempts(&self) -> Option<f64> {
@@ -39,9 +58,14 @@ impl Geometric {
     /// The real-valued `m` solving `1 − (1 − P)^m = target`:
     /// `ln(1 − target) / ln(1 − P)` (the paper prints 2.74 for its example; the
     /// correct value is 3.55, see the tests). `Some(1.0)` when
-    /// `P = 1`; `None` when `P = 0` (no number of attempts suffices).
+    /// `P = 1`; `None` when `P = 0` (no number of attempts suffices), and
+    /// `None` for invalid input — `P` NaN or outside [0, 1], `target` NaN
+    /// or outside (0, 1) (a target of 1 is never reached) — see
+    /// [`Geometric::try_attempts_for`] for the reason as an error.
     pub fn attempts_exact(&self, target: f64) -> Option<f64> {
-        if self.p >= 1.0 {
+        if !((0.0..=1.0).contains(&self.p) && target > 0.0 && target < 1.0) {
+            None
+        } else if self.p >= 1.0 {
             Some(1.0)
         } else if self.p <= 0.0 {
             None
@@ -318,6 +342,17 @@ mod tests {
         assert_eq!(always.attempts_for(0.999), Some(1));
         assert_eq!(always.no_output(1), 0.0);
         assert_eq!(always.expected_calls(4), 1.0);
+    }
+
+    #[test]
+    fn invalid_input_gives_no_attempt_count() {
+        assert_eq!(Geometric { p: f64::NAN }.attempts_for(0.99), None);
+        assert_eq!(Geometric { p: 0.5 }.attempts_for(1.0), None);
+        assert_eq!(Geometric { p: 1.5 }.attempts_for(0.9), None);
+        assert!(Geometric { p: f64::NAN }.try_attempts_for(0.99).is_err());
+        assert!(Geometric { p: 0.5 }.try_attempts_for(1.0).is_err());
+        assert_eq!(Geometric { p: 0.0 }.try_attempts_for(0.9), Ok(None));
+        assert!(Geometric::new(-0.1).is_err());
     }
 
     #[test]

@@ -96,6 +96,12 @@ impl ClusterAccumulator {
     /// The clustered rate over everything added (DESIGN.md: cluster-robust
     /// standard error, interval at the effective sample size).
     pub fn estimate(&self, opts: &AnalysisOptions) -> RateEstimate {
-        RateEstimate::clustered(&self.sums, self.counts, opts.confidence, opts.interval)
+        RateEstimate::clustered_or_empty(
+            &self.sums,
+            self.counts,
+            opts.confidence,
+            opts.interval,
+            opts.cluster,
+        )
     }
 }

@@ -5,7 +5,10 @@ use crate::aggregate::{aggregate, Aggregate, AggregateResult};
 use crate::options::AnalysisOptions;
 use crate::profile::{profile, strategy_rates, worst, Profile, ProfileEntry, Strategy};
 use crate::retry::RetryPlan;
-use crate::stats::{judge, Counts, Decision, RateEstimate, ThresholdVerdict};
+use crate::stats::{
+    error::check_threshold, judge, Consistency, Counts, Decision, RateEstimate, StatsError,
+    ThresholdVerdict,
+};
 use crate::tensor::{Cell, ReliabilityTensor};
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +50,12 @@ pub struct CheckSummary {
     pub worst_input: Option<ProfileEntry>,
     /// A failing cell `(i, j)` in the worst input, to show its output.
     pub example_failure: Option<(usize, usize)>,
+    /// pass^k and pass@k per input and their means over inputs, k =
+    /// `AnalysisOptions::pass_k` or the retry plan's m (see
+    /// [`crate::stats::consistency`] for the formulas); `None` when no
+    /// input has k evaluated outputs... or k cannot be chosen.
+    #[serde(default)]
+    pub consistency: Option<Consistency>,
 }
 
 /// The summary of a run.
@@ -90,11 +99,13 @@ impl Summary {
             aggregate(t, Aggregate::Mean, &vec![1.0; t.validators()], None, opts)
                 .expect("unit weights are valid")
         });
+        let retry = RetryPlan::from_tensor(t, opts);
+        let pass_k = pass_k_for(opts, &retry, t.repetitions());
         let checks = checks
             .iter()
             .enumerate()
             .take(t.validators())
-            .map(|(k, info)| summarise_check(t, k, info, strategy, opts))
+            .map(|(k, info)| summarise_check(t, k, info, strategy, opts, pass_k))
             .collect();
         Summary {
             shape: t.shape(),
@@ -105,16 +116,65 @@ impl Summary {
             aggregate,
             input_profile: profile(t, Profile::Input, opts),
             output_profile: profile(t, Profile::Output, opts),
-            retry: RetryPlan::from_tensor(t, opts),
+            retry,
         }
     }
 
-    /// True when every check's verdict is `Pass`. Inconclusive verdicts
-    /// (three-way mode) do not pass: compliance was not shown.
+    /// [`Summary::build`] with invalid settings as an error instead of a
+    /// verdict that can never be established: every check's minimum
+    /// success percentage must be a fraction in [0, 1] (95 is an error,
+    /// not 95 %), the confidence in (0, 1), and the tensor must not be
+    /// empty (no inputs, repetitions or checks).
+    pub fn try_build(
+        t: &ReliabilityTensor,
+        checks: &[CheckInfo],
+        strategy: Strategy,
+        aggregate_by: Aggregate,
+        opts: &AnalysisOptions,
+    ) -> Result<Summary, StatsError> {
+        crate::stats::error::check_confidence(opts.confidence)?;
+        let (n, m, k) = t.shape();
+        if n == 0 || m == 0 || k == 0 || checks.is_empty() {
+            return Err(StatsError::Empty);
+        }
+        for c in checks {
+            check_threshold(c.minimum_success_percentage)?;
+        }
+        if opts.pass_k == Some(0) {
+            return Err(StatsError::K(0));
+        }
+        Ok(Summary::build(t, checks, strategy, aggregate_by, opts))
+    }
+
+    /// True when there is at least one check and every check's verdict is
+    /// `Pass`. Inconclusive verdicts (three-way mode) do not pass:
+    /// compliance was not shown; a summary with no checks shows nothing.
     pub fn passed(&self) -> bool {
-        self.checks
-            .iter()
-            .all(|c| c.verdict.decision == Decision::Pass)
+        !self.checks.is_empty()
+            && self
+                .checks
+                .iter()
+                .all(|c| c.verdict.decision == Decision::Pass)
+    }
+}
+
+/// Target of the retry plan's m when `pass_k` is not set.
+pub const PASS_K_TARGET: f64 = 0.99;
+
+/// k for pass^k / pass@k: `opts.pass_k`, else the retry plan's m — the
+/// attempts for [`PASS_K_TARGET`] at the measured joint rate — capped at M.
+/// `None` when M = 0 or the plan has no m (joint rate 0 or unmeasured).
+pub fn pass_k_for(opts: &AnalysisOptions, retry: &RetryPlan, m: usize) -> Option<u32> {
+    if m == 0 {
+        return None;
+    }
+    let cap = u32::try_from(m).unwrap_or(u32::MAX);
+    match opts.pass_k {
+        Some(k) => Some(k),
+        None => retry
+            .measured()
+            .and_then(|g| g.attempts_for(PASS_K_TARGET))
+            .map(|k| k.min(cap)),
     }
 }
 
@@ -124,18 +184,12 @@ fn summarise_check(
     info: &CheckInfo,
     strategy: Strategy,
     opts: &AnalysisOptions,
+    pass_k: Option<u32>,
 ) -> CheckSummary {
     let rate = strategy_rates(t, k, Strategy::All, opts)
         .first()
         .map(|e| e.rate)
-        .unwrap_or_else(|| {
-            RateEstimate::binomial(
-                Counts::default(),
-                opts.errors,
-                opts.confidence,
-                opts.interval,
-            )
-        });
+        .unwrap_or_else(|| RateEstimate::empty(Counts::default(), opts.confidence));
     let verdict = judge(
         &rate,
         info.minimum_success_percentage,
@@ -157,7 +211,16 @@ fn summarise_check(
             .find(|&j| matches!(t.get(w.index, j, k), Some(Cell::Fail)))
             .map(|j| (w.index, j))
     });
+    let consistency = pass_k.and_then(|kk| {
+        let per: Vec<(u64, u64)> = t
+            .input_counts_for(k)
+            .iter()
+            .map(|c| c.successes_of(opts.errors))
+            .collect();
+        Consistency::new(&per, kk, opts.confidence, opts.interval).ok()
+    });
     CheckSummary {
+        consistency,
         info: info.clone(),
         rate,
         verdict,

@@ -20,6 +20,8 @@ fn rate(x: u64, n: u64, deff: f64, method: IntervalMethod) -> RateEstimate {
             missing: 0,
         },
         n,
+        inputs: n,
+        scope: probity_core::stats::Scope::Population,
         design_effect: deff,
         effective_n: n_eff,
         confidence: CONF,
@@ -172,13 +174,24 @@ fn nothing_observed_and_invalid_threshold() {
         IntervalMethod::Wilson,
     );
     assert_eq!((v.decision, v.established), (Decision::Pass, true));
-    let v = judge(
-        &wilson(20, 20),
-        1.5,
-        VerdictMode::ThreeWay,
-        IntervalMethod::Wilson,
-    );
-    assert_eq!((v.decision, v.established), (Decision::Fail, true));
+    // A threshold outside [0, 1] (95 for 95 %, −0.5) is bad input: never
+    // an established verdict, and an error from try_judge.
+    for thr in [1.5, 95.0, -0.5] {
+        let v = judge(
+            &wilson(20, 20),
+            thr,
+            VerdictMode::ThreeWay,
+            IntervalMethod::Wilson,
+        );
+        assert_eq!((v.decision, v.established), (Decision::Inconclusive, false));
+        assert!(probity_core::stats::decision::try_judge(
+            &wilson(20, 20),
+            thr,
+            VerdictMode::ThreeWay,
+            IntervalMethod::Wilson
+        )
+        .is_err());
+    }
 }
 
 /// samples_needed really establishes: at N the recomputed interval excludes

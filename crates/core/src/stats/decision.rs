@@ -2,8 +2,9 @@
 //! (DESIGN.md, Statistics: "Verdict per validator against its minimum
 //! success percentage").
 
+use super::error::{check_confidence, check_threshold, StatsError};
 use super::interval::{normal_quantile, proportion_interval, z_value, IntervalMethod};
-use super::RateEstimate;
+use super::{RateEstimate, Scope};
 use serde::{Deserialize, Serialize};
 
 /// How a rate is compared with its threshold.
@@ -78,7 +79,15 @@ pub const MAX_SAMPLES: u64 = 1_000_000_000_000;
 /// lower-bound mode a not-established Fail with p̂ > threshold therefore
 /// gets the size at which it would turn into an established Pass.
 ///
-/// A NaN threshold gives Inconclusive, not established, no projection.
+/// Scope: a verdict is established only when the interval it rests on is
+/// about the population of inputs ([`Scope::Population`]); a rate about
+/// these inputs only (one input, fewer than [`super::MIN_INPUTS`]) can pass
+/// or fail in point mode but is never established, and in lower-bound and
+/// three-way mode it is Inconclusive (three-way) or a not-established Fail.
+///
+/// A threshold that is NaN or outside [0, 1] (e.g. 95 for 95 %) gives
+/// Inconclusive, not established, no projection; [`try_judge`] returns it
+/// as an error instead.
 pub fn judge(
     rate: &RateEstimate,
     threshold: f64,
@@ -87,7 +96,7 @@ pub fn judge(
 ) -> ThresholdVerdict {
     let p = rate.estimate;
     let iv = rate.interval;
-    if threshold.is_nan() || p.is_nan() {
+    if !(0.0..=1.0).contains(&threshold) || p.is_nan() {
         return ThresholdVerdict {
             decision: Decision::Inconclusive,
             threshold,
@@ -95,8 +104,9 @@ pub fn judge(
             samples_needed: None,
         };
     }
-    let pass_est = iv.lower >= threshold;
-    let fail_est = iv.upper < threshold;
+    let valid_scope = rate.scope == Scope::Population && rate.n > 0;
+    let pass_est = valid_scope && iv.lower >= threshold;
+    let fail_est = valid_scope && iv.upper < threshold;
     let decision = match mode {
         VerdictMode::Point => {
             if p >= threshold {
@@ -129,6 +139,10 @@ pub fn judge(
     };
     let samples_needed = if established {
         Some(rate.n)
+    } else if !valid_scope {
+        // More outputs of the same few inputs cannot establish a claim
+        // about inputs in general.
+        None
     } else {
         samples_to_establish(
             p,
@@ -145,6 +159,22 @@ pub fn judge(
         established,
         samples_needed,
     }
+}
+
+/// [`judge`] with invalid input as an error: a threshold outside [0, 1]
+/// or NaN ([`StatsError::Threshold`]), a rate's confidence outside (0, 1)
+/// ([`StatsError::Confidence`]), or an estimate outside [0, 1]
+/// ([`StatsError::Rate`]).
+pub fn try_judge(
+    rate: &RateEstimate,
+    threshold: f64,
+    mode: VerdictMode,
+    method: IntervalMethod,
+) -> Result<ThresholdVerdict, StatsError> {
+    check_threshold(threshold)?;
+    check_confidence(rate.confidence)?;
+    super::error::check_rate(rate.estimate)?;
+    Ok(judge(rate, threshold, mode, method))
 }
 
 /// Whether the interval around `p` at raw size `n_raw` (effective size

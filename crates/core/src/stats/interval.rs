@@ -13,7 +13,11 @@
 //!   [`Interval::EMPTY`] (a 100 % interval is `[0, 1]`, and there is no
 //!   meaningful interval at confidence `≤ 0`; the uninformative answer is
 //!   the safe one because it can never establish a verdict).
+//!
+//! [`try_proportion_interval`] returns these cases as a
+//! [`StatsError`] instead; prefer it wherever the input is not known valid.
 
+use super::error::{check_confidence, StatsError};
 use serde::{Deserialize, Serialize};
 use statrs::function::{erf, gamma};
 
@@ -149,7 +153,9 @@ pub fn proportion_interval(x: f64, n: f64, confidence: f64, method: IntervalMeth
     if !(confidence > 0.0 && confidence < 1.0) {
         return Interval::EMPTY;
     }
-    let x = x.clamp(0.0, n);
+    if !(0.0..=n).contains(&x) {
+        return Interval::EMPTY;
+    }
     let p = (x / n).clamp(0.0, 1.0);
     let alpha = 1.0 - confidence;
     let z = z_value(confidence);
@@ -215,6 +221,29 @@ pub fn proportion_interval(x: f64, n: f64, confidence: f64, method: IntervalMeth
         };
     }
     Interval { lower, upper }
+}
+
+/// [`proportion_interval`] with invalid input as an error: `n` must be
+/// finite and > 0 ([`StatsError::Trials`]), `x` in `[0, n]`
+/// ([`StatsError::Counts`]), `confidence` in (0, 1)
+/// ([`StatsError::Confidence`]).
+pub fn try_proportion_interval(
+    x: f64,
+    n: f64,
+    confidence: f64,
+    method: IntervalMethod,
+) -> Result<Interval, StatsError> {
+    check_confidence(confidence)?;
+    if !(n.is_finite() && n > 0.0) {
+        return Err(StatsError::Trials(n));
+    }
+    if !(0.0..=n).contains(&x) {
+        return Err(StatsError::Counts {
+            successes: x,
+            trials: n,
+        });
+    }
+    Ok(proportion_interval(x, n, confidence, method))
 }
 
 // ---------------------------------------------------------------------------
@@ -459,7 +488,11 @@ mod tests {
         }
         assert_eq!(
             proportion_interval(11.0, 10.0, 0.95, IntervalMethod::Wilson),
-            proportion_interval(10.0, 10.0, 0.95, IntervalMethod::Wilson)
+            Interval::EMPTY
         );
+        assert!(try_proportion_interval(11.0, 10.0, 0.95, IntervalMethod::Wilson).is_err());
+        assert!(try_proportion_interval(1.0, 10.0, 1.0, IntervalMethod::Wilson).is_err());
+        assert!(try_proportion_interval(f64::NAN, 10.0, 0.95, IntervalMethod::Wilson).is_err());
+        assert!(try_proportion_interval(0.0, 0.0, 0.95, IntervalMethod::Wilson).is_err());
     }
 }

@@ -1,0 +1,380 @@
+//! The default clustered interval: a score (Wilson-type) interval whose
+//! design effect is estimated **under each tested rate** from a
+//! beta-binomial model, with a Student-t reference on G − 1 degrees of
+//! freedom. See `crates/core/STATISTICS.md` for why, the alternatives and
+//! the coverage table.
+//!
+//! # Model and interval
+//!
+//! Input i (a cluster) has n_i outputs with x_i passes. Inputs are a sample
+//! from a population; input i's own pass rate p_i ~ Beta(μκ, (1−μ)κ) (mean
+//! μ, intra-class correlation ρ = 1/(1+κ)), and x_i | p_i ~ Binomial(n_i,
+//! p_i). The target is μ, the mean rate over the population of inputs. The
+//! point estimate is p̂ = Σx_i / Σn_i. Under the model
+//!
+//! ```text
+//! Var(p̂) = μ(1−μ) · Σ_i n_i (1 + (n_i − 1) ρ) / n²,   n = Σ n_i,
+//! ```
+//!
+//! i.e. the binomial variance times the design effect
+//! deff(ρ) = Σ n_i (1 + (n_i − 1) ρ) / n (= 1 + (M−1)ρ when balanced).
+//!
+//! A rate μ0 belongs to the interval iff
+//!
+//! ```text
+//! (p̂ − μ0)² ≤ c² · μ0 (1 − μ0) · deff(ρ̃(μ0)) / n,
+//! ```
+//!
+//! where ρ̃(μ0) maximises the beta-binomial likelihood with the mean fixed
+//! at μ0 (the restricted maximum-likelihood ICC), and c = t_{1−α/2, G−1}
+//! with G the number of inputs (c = z when every input has one output:
+//! then deff = 1, nothing is estimated, and the interval is exactly Wilson's).
+//!
+//! Why the restricted ICC: the design effect estimated at p̂ is small exactly
+//! when the sample happens to contain few failing inputs — when p̂ is too
+//! high — so an interval built on it is too narrow on the side where it must
+//! reach down to the truth (the cause of 80 % coverage at p = 0.97). Under a
+//! tested μ0 < p̂ the likelihood asks "how clustered must failures be for
+//! this sample to come from mean μ0?", which is the right variance for the
+//! test, as Wilson's μ0(1−μ0) is for a single proportion. When every output
+//! passes (or every output fails) the restricted ICC is 1 for every μ0: the
+//! M outputs of one input count as one trial and the interval is the
+//! Wilson-t interval on the G inputs (20 inputs × 10 outputs all passing
+//! give the interval of 20 inputs × 1 output, not of 200 trials).
+//!
+//! Scores in [0, 1] that are not 0/1 (aggregates) use the same formula with
+//! the beta-binomial likelihood evaluated at the real-valued x_i (a
+//! quasi-likelihood); their coverage is not part of the checked grid.
+
+use super::cluster::ClusterSum;
+use super::error::{check_confidence, StatsError};
+use super::interval::{z_value, Interval};
+use super::paired::t_value;
+use statrs::function::gamma::ln_gamma;
+
+/// The result of [`beta_binomial_score`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoreInterval {
+    /// p̂ = Σx_i / Σn_i.
+    pub estimate: f64,
+    pub interval: Interval,
+    /// ρ̂: the beta-binomial ICC at μ = p̂ (1 when every output passes or
+    /// every output fails: nothing bounds the clustering below).
+    pub icc: f64,
+    /// deff(ρ̂) = Σ n_i (1 + (n_i − 1) ρ̂) / n.
+    pub design_effect: f64,
+    /// The critical value c used (t_{G−1}, or z when all n_i ≤ 1).
+    pub critical: f64,
+    /// Degrees of freedom of c (`f64::INFINITY` for z).
+    pub df: f64,
+}
+
+/// Distinct (x, m) cluster values with multiplicities.
+struct Groups {
+    /// (x, m, multiplicity)
+    g: Vec<(f64, f64, f64)>,
+    /// When every x and m is an integer and m ≤ 256: the largest m
+    /// (log-likelihoods are then sums of logs, no ln Γ).
+    small_int: Option<usize>,
+}
+
+impl Groups {
+    fn new(clusters: &[ClusterSum]) -> Groups {
+        let mut v: Vec<(f64, f64)> = clusters
+            .iter()
+            .filter(|c| c.count > 0)
+            .map(|c| (c.sum, c.count as f64))
+            .collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        let mut g: Vec<(f64, f64, f64)> = Vec::new();
+        for (x, m) in v {
+            match g.last_mut() {
+                Some(last) if last.0 == x && last.1 == m => last.2 += 1.0,
+                _ => g.push((x, m, 1.0)),
+            }
+        }
+        let small_int = g
+            .iter()
+            .all(|&(x, m, _)| x.fract() == 0.0 && m.fract() == 0.0 && m <= 256.0)
+            .then(|| g.iter().map(|&(_, m, _)| m as usize).max().unwrap_or(0));
+        Groups { g, small_int }
+    }
+
+    /// Beta-binomial log-likelihood (without binomial coefficients) at mean
+    /// `mu` in (0, 1) and precision `kappa` = a + b > 0.
+    fn loglik(&self, mu: f64, kappa: f64, scratch: &mut Vec<f64>) -> f64 {
+        let a = mu * kappa;
+        let b = (1.0 - mu) * kappa;
+        match self.small_int {
+            Some(mmax) => {
+                // prefix sums: A[t] = Σ_{s<t} ln(a+s), B[t], K[t] likewise.
+                scratch.clear();
+                scratch.resize(3 * (mmax + 1), 0.0);
+                let (pa, rest) = scratch.split_at_mut(mmax + 1);
+                let (pb, pk) = rest.split_at_mut(mmax + 1);
+                for t in 0..mmax {
+                    let tf = t as f64;
+                    pa[t + 1] = pa[t] + (a + tf).ln();
+                    pb[t + 1] = pb[t] + (b + tf).ln();
+                    pk[t + 1] = pk[t] + (kappa + tf).ln();
+                }
+                self.g
+                    .iter()
+                    .map(|&(x, m, w)| {
+                        let (x, m) = (x as usize, m as usize);
+                        w * (pa[x] + pb[m - x] - pk[m])
+                    })
+                    .sum()
+            }
+            None => {
+                let lb = ln_gamma(a) + ln_gamma(b) - ln_gamma(kappa);
+                self.g
+                    .iter()
+                    .map(|&(x, m, w)| {
+                        w * (ln_gamma(a + x) + ln_gamma(b + m - x) - ln_gamma(kappa + m) - lb)
+                    })
+                    .sum()
+            }
+        }
+    }
+
+    /// The binomial limit κ → ∞ (ρ = 0).
+    fn loglik_binomial(&self, mu: f64) -> f64 {
+        self.g
+            .iter()
+            .map(|&(x, m, w)| {
+                let mut s = 0.0;
+                if x > 0.0 {
+                    s += x * mu.ln();
+                }
+                if m - x > 0.0 {
+                    s += (m - x) * (1.0 - mu).ln();
+                }
+                w * s
+            })
+            .sum()
+    }
+
+    /// The ICC ρ̃ maximising the likelihood with the mean fixed at `mu`:
+    /// golden-section search over ln κ ∈ [ln 1e-6, ln 1e8], then the two
+    /// limits ρ → 1 (κ = 1e-6) and ρ = 0 (binomial) compared.
+    fn restricted_icc(&self, mu: f64, scratch: &mut Vec<f64>) -> f64 {
+        if !(mu > 0.0 && mu < 1.0) {
+            return 0.0;
+        }
+        const LO: f64 = -13.815510557964274; // ln 1e-6
+        const HI: f64 = 18.420680743952367; // ln 1e8
+        let f = |t: f64, s: &mut Vec<f64>| self.loglik(mu, t.exp(), s);
+        let gr = 0.5 * (5f64.sqrt() - 1.0);
+        let (mut lo, mut hi) = (LO, HI);
+        let mut c = hi - gr * (hi - lo);
+        let mut d = lo + gr * (hi - lo);
+        let mut fc = f(c, scratch);
+        let mut fd = f(d, scratch);
+        while hi - lo > 1e-3 {
+            if fc >= fd {
+                hi = d;
+                d = c;
+                fd = fc;
+                c = hi - gr * (hi - lo);
+                fc = f(c, scratch);
+            } else {
+                lo = c;
+                c = d;
+                fc = fd;
+                d = lo + gr * (hi - lo);
+                fd = f(d, scratch);
+            }
+        }
+        let (mut best_t, mut best) = if fc >= fd { (c, fc) } else { (d, fd) };
+        let f_lo = f(LO, scratch);
+        if f_lo > best {
+            best = f_lo;
+            best_t = LO;
+        }
+        if self.loglik_binomial(mu) >= best {
+            return 0.0;
+        }
+        1.0 / (1.0 + best_t.exp())
+    }
+}
+
+/// deff(ρ) = Σ n_i (1 + (n_i − 1) ρ) / n.
+fn design_effect(groups: &Groups, n: f64, rho: f64) -> f64 {
+    groups
+        .g
+        .iter()
+        .map(|&(_, m, w)| w * m * (1.0 + (m - 1.0) * rho))
+        .sum::<f64>()
+        / n
+}
+
+/// Validate cluster sums: count > 0 clusters only, finite, 0 ≤ sum ≤ count,
+/// sum² / count ≤ sum_sq ≤ sum (sums of scores in [0, 1]).
+pub(crate) fn check_clusters(clusters: &[ClusterSum]) -> Result<(), StatsError> {
+    for (i, c) in clusters.iter().enumerate() {
+        if c.count == 0 {
+            if c.sum == 0.0 && c.sum_sq == 0.0 {
+                continue;
+            }
+        } else {
+            let m = c.count as f64;
+            let tol = 1e-9 * m.max(1.0);
+            if c.sum.is_finite()
+                && c.sum_sq.is_finite()
+                && c.sum >= 0.0
+                && c.sum <= m + tol
+                && c.sum_sq <= c.sum + tol
+                && c.sum_sq >= c.sum * c.sum / m - tol
+            {
+                continue;
+            }
+        }
+        return Err(StatsError::Scores {
+            cluster: i,
+            sum: c.sum,
+            sum_sq: c.sum_sq,
+            count: c.count,
+        });
+    }
+    Ok(())
+}
+
+/// The default clustered interval (see the module docs) for the mean of
+/// all observations in `clusters` at `confidence`.
+///
+/// Errors: confidence outside (0, 1); a cluster whose sums are not those of
+/// scores in [0, 1] ([`StatsError::Scores`]); no observation at all
+/// ([`StatsError::Empty`]). A single cluster is valid input (G = 1 gives no
+/// t reference: the interval is then the binomial Wilson interval over its
+/// outputs, which is about that input only — callers mark such a rate's
+/// [`Scope`](super::Scope)).
+pub fn beta_binomial_score(
+    clusters: &[ClusterSum],
+    confidence: f64,
+) -> Result<ScoreInterval, StatsError> {
+    check_confidence(confidence)?;
+    check_clusters(clusters)?;
+    let groups = Groups::new(clusters);
+    let n: f64 = groups.g.iter().map(|&(_, m, w)| m * w).sum();
+    let x: f64 = groups.g.iter().map(|&(x, _, w)| x * w).sum();
+    let g: f64 = groups.g.iter().map(|&(_, _, w)| w).sum();
+    if n == 0.0 {
+        return Err(StatsError::Empty);
+    }
+    let p = (x / n).clamp(0.0, 1.0);
+    let all_single = groups.g.iter().all(|&(_, m, _)| m <= 1.0);
+    let (critical, df) = if all_single || g < 2.0 {
+        (z_value(confidence), f64::INFINITY)
+    } else {
+        (t_value(confidence, g - 1.0), g - 1.0)
+    };
+    let c2 = critical * critical;
+    // Every output passed, or every output failed: the likelihood is
+    // maximised at ρ → 1 for every μ0 (all-or-nothing inputs explain the
+    // data best), so deff(1) = Σn_i²/n throughout.
+    let degenerate =
+        groups.g.iter().all(|&(x, m, _)| x == m) || groups.g.iter().all(|&(x, _, _)| x == 0.0);
+    let mut scratch = Vec::new();
+    let rho_at = |mu: f64, s: &mut Vec<f64>| -> f64 {
+        if g < 2.0 || all_single {
+            0.0
+        } else if degenerate {
+            1.0
+        } else {
+            groups.restricted_icc(mu, s)
+        }
+    };
+    // f(μ0) ≤ 0 ⇔ μ0 is in the interval.
+    let f = |mu: f64, s: &mut Vec<f64>| -> f64 {
+        let deff = design_effect(&groups, n, rho_at(mu, s));
+        (p - mu) * (p - mu) - c2 * mu * (1.0 - mu) * deff / n
+    };
+    let lower = if p <= 0.0 {
+        0.0
+    } else {
+        root(|mu| f(mu, &mut scratch), 0.0, p)
+    };
+    let upper = if p >= 1.0 {
+        1.0
+    } else {
+        root(|mu| f(mu, &mut scratch), 1.0, p)
+    };
+    let icc = if p > 0.0 && p < 1.0 {
+        rho_at(p, &mut scratch)
+    } else if g >= 2.0 && !all_single {
+        1.0
+    } else {
+        0.0
+    };
+    Ok(ScoreInterval {
+        estimate: p,
+        interval: Interval {
+            lower: lower.clamp(0.0, p),
+            upper: upper.clamp(p, 1.0),
+        },
+        icc,
+        design_effect: design_effect(&groups, n, icc),
+        critical,
+        df,
+    })
+}
+
+/// The boundary of the accepted region between `out` (f(out) > 0,
+/// rejected: the end away from p̂) and `inn` (f(inn) ≤ 0, accepted: p̂):
+/// Illinois false position, then bisection should it stall; to about
+/// 1e-11. Returns an accepted point, so the interval never excludes a value
+/// the test accepts.
+fn root(mut f: impl FnMut(f64) -> f64, out: f64, inn: f64) -> f64 {
+    let (mut a, mut b) = (out, inn);
+    let (mut fa, mut fb) = (f(a), f(b));
+    if fa.is_nan() || fb.is_nan() {
+        return a;
+    }
+    if fa <= 0.0 {
+        // The far end is accepted too.
+        return a;
+    }
+    // Invariant: fa > 0 (rejected), fb ≤ 0 (accepted).
+    let mut last_kept = 0i8;
+    for _ in 0..100 {
+        if (b - a).abs() < 1e-11 {
+            return b;
+        }
+        let mut c = (a * fb - b * fa) / (fb - fa);
+        if !(c.is_finite() && c > a.min(b) && c < a.max(b)) {
+            c = 0.5 * (a + b);
+        }
+        let fc = f(c);
+        if fc.is_nan() {
+            break;
+        }
+        if fc > 0.0 {
+            a = c;
+            fa = fc;
+            if last_kept == 1 {
+                fb *= 0.5;
+            }
+            last_kept = 1;
+        } else {
+            b = c;
+            fb = fc;
+            if last_kept == -1 {
+                fa *= 0.5;
+            }
+            last_kept = -1;
+        }
+    }
+    for _ in 0..60 {
+        if (b - a).abs() < 1e-11 {
+            break;
+        }
+        let c = 0.5 * (a + b);
+        if f(c) > 0.0 {
+            a = c;
+        } else {
+            b = c;
+        }
+    }
+    b
+}
