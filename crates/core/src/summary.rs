@@ -90,15 +90,33 @@ impl Summary {
         aggregate_by: Aggregate,
         opts: &AnalysisOptions,
     ) -> Summary {
+        Summary::build_weighted(t, checks, strategy, aggregate_by, opts, None)
+    }
+
+    /// [`Summary::build`] with per-input weights `W_i` in the aggregate
+    /// (§3.6.7, weighted aggregation: `W[i][j][k] = W_i · weight_k`); the
+    /// per-check rates stay unweighted. Invalid input weights (wrong
+    /// length, negative, all zero) fall back to the unweighted aggregate;
+    /// [`Summary::try_build_weighted`] refuses them instead.
+    pub fn build_weighted(
+        t: &ReliabilityTensor,
+        checks: &[CheckInfo],
+        strategy: Strategy,
+        aggregate_by: Aggregate,
+        opts: &AnalysisOptions,
+        input_weights: Option<&[f64]>,
+    ) -> Summary {
         let weights: Vec<f64> = (0..t.validators())
             .map(|k| checks.get(k).map_or(1.0, |c| c.weight))
             .collect();
-        let aggregate = aggregate(t, aggregate_by, &weights, None, opts).unwrap_or_else(|_| {
-            // Weights come from validated validators; fall back to the mean
-            // rather than fail a whole report on a degenerate weighting.
-            aggregate(t, Aggregate::Mean, &vec![1.0; t.validators()], None, opts)
-                .expect("unit weights are valid")
-        });
+        let aggregate = aggregate(t, aggregate_by, &weights, input_weights, opts)
+            .or_else(|_| aggregate(t, aggregate_by, &weights, None, opts))
+            .unwrap_or_else(|_| {
+                // Weights come from validated validators; fall back to the mean
+                // rather than fail a whole report on a degenerate weighting.
+                aggregate(t, Aggregate::Mean, &vec![1.0; t.validators()], None, opts)
+                    .expect("unit weights are valid")
+            });
         let retry = RetryPlan::from_tensor(t, opts);
         let pass_k = pass_k_for(opts, &retry, t.repetitions());
         let checks = checks
@@ -144,6 +162,38 @@ impl Summary {
             return Err(StatsError::K(0));
         }
         Ok(Summary::build(t, checks, strategy, aggregate_by, opts))
+    }
+
+    /// [`Summary::try_build`] with per-input weights (see
+    /// [`Summary::build_weighted`]); weights that are not one finite,
+    /// non-negative number per input, not all zero, are an error.
+    pub fn try_build_weighted(
+        t: &ReliabilityTensor,
+        checks: &[CheckInfo],
+        strategy: Strategy,
+        aggregate_by: Aggregate,
+        opts: &AnalysisOptions,
+        input_weights: Option<&[f64]>,
+    ) -> Result<Summary, StatsError> {
+        Summary::try_build(t, checks, strategy, aggregate_by, opts)?;
+        if let Some(w) = input_weights {
+            let valid = w.len() == t.inputs()
+                && w.iter().all(|x| x.is_finite() && *x >= 0.0)
+                && w.iter().any(|x| *x > 0.0);
+            if !valid {
+                return Err(StatsError::Weights {
+                    expected: t.inputs(),
+                });
+            }
+        }
+        Ok(Summary::build_weighted(
+            t,
+            checks,
+            strategy,
+            aggregate_by,
+            opts,
+            input_weights,
+        ))
     }
 
     /// True when there is at least one check and every check's verdict is

@@ -35,6 +35,7 @@ use crate::revalidate::Recheck;
 use crate::settings::{Analysis, StoredSettings};
 use crate::template::PromptTemplate;
 use crate::verifier::VerifierSpec;
+use probity_core::stats::ClusterMethod;
 use probity_core::stats::VerdictMode;
 use probity_core::validator::{ValidatorError, ValidatorSpec};
 use probity_core::{Aggregate, AnalysisOptions, ErrorPolicy, Input, IntervalMethod, Strategy};
@@ -124,6 +125,23 @@ pub struct ExperimentConfig {
     pub tokens_per_minute: Option<f64>,
     /// Target probability for the retry plan's m (§4.2.2).
     pub retry_target: f64,
+    /// How repeated outputs of one input are accounted for in intervals
+    /// (`beta-binomial`, the default; `design-effect`; `binomial`: as if
+    /// independent). See `crates/core/STATISTICS.md`.
+    #[serde(skip_serializing_if = "is_default")]
+    pub cluster: ClusterMethod,
+    /// k of pass^k and pass@k (consistency over k outputs of one input);
+    /// the retry plan's m by default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_k: Option<u32>,
+    /// A numeric field of the inputs that weights them (§3.6.7, weighted
+    /// aggregation); every input weighs the same without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight_field: Option<String>,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 impl Default for ExperimentConfig {
@@ -145,6 +163,9 @@ impl Default for ExperimentConfig {
             requests_per_minute: None,
             tokens_per_minute: None,
             retry_target: 0.99,
+            cluster: o.cluster,
+            pass_k: o.pass_k,
+            weight_field: None,
         }
     }
 }
@@ -156,6 +177,8 @@ impl ExperimentConfig {
             interval: self.interval,
             errors: self.errors,
             verdict: self.verdict,
+            cluster: self.cluster,
+            pass_k: self.pass_k,
         }
     }
 }
@@ -279,13 +302,18 @@ impl Config {
                     .into(),
             ));
         }
+        if let Some(0) = file.experiment.pass_k {
+            return Err(invalid(
+                "[experiment] pass_k = 0: pass^k and pass@k need k ≥ 1".into(),
+            ));
+        }
         let name = file.name.clone().unwrap_or_else(|| {
             path.file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "probity".into())
         });
         let hash = hash_config(&file, &inputs);
-        Ok(Config {
+        let config = Config {
             path: path.to_path_buf(),
             text: text.to_string(),
             name,
@@ -297,7 +325,13 @@ impl Config {
             },
             prompt: Arc::new(prompt),
             hash,
-        })
+        };
+        // The weights are read now, so a bad one stops the run before any call.
+        config
+            .analysis()
+            .input_weights(&config.inputs)
+            .map_err(|m| invalid(format!("[experiment] {m}")))?;
+        Ok(config)
     }
 
     /// Where runs of this configuration come from.
@@ -317,6 +351,7 @@ impl Config {
             strategy: e.strategy,
             aggregate: e.aggregate,
             retry_target: e.retry_target,
+            weight_field: e.weight_field.clone(),
         }
     }
 

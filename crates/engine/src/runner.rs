@@ -436,13 +436,19 @@ pub async fn run_with(
         }
         None => None,
     };
-    let summary = Summary::build(
+    let weights = experiment
+        .analysis
+        .input_weights(&experiment.inputs)
+        .map_err(|e| RunError::Config(at(e)))?;
+    let summary = Summary::try_build_weighted(
         &tensor,
         &infos,
         experiment.analysis.strategy,
         experiment.analysis.aggregate,
         &experiment.analysis.options,
-    );
+        weights.as_deref(),
+    )
+    .map_err(|e| RunError::Config(at(e.to_string())))?;
     Ok(RunOutcome {
         name: experiment.name.clone(),
         run_id,

@@ -3,11 +3,12 @@
 //! analysed when it ran.
 
 use crate::retry_policy::RetryPolicy;
-use probity_core::{Aggregate, AnalysisOptions, Strategy};
+use probity_core::{Aggregate, AnalysisOptions, Input, Strategy};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// How a run's tensor is analysed (§2.2.3, §3.3, §3.4, §4.2.2).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Analysis {
     /// Confidence, interval method, error policy, verdict mode.
     pub options: AnalysisOptions,
@@ -17,6 +18,46 @@ pub struct Analysis {
     pub aggregate: Aggregate,
     /// Target probability for the retry plan's m.
     pub retry_target: f64,
+    /// The input field whose number weights each input in the aggregate
+    /// (§3.6.7); every input weighs the same without it.
+    pub weight_field: Option<String>,
+}
+
+impl Analysis {
+    /// The per-input weights `W_i` read from `weight_field`: `None`
+    /// without one; an error naming the input when its field is missing,
+    /// not a number, negative or not finite.
+    pub fn input_weights(&self, inputs: &[Input]) -> Result<Option<Vec<f64>>, String> {
+        let Some(field) = &self.weight_field else {
+            return Ok(None);
+        };
+        let weights = inputs
+            .iter()
+            .map(|input| {
+                let value = input.fields.get(field).ok_or_else(|| {
+                    format!("weight_field = {field:?}: input {:?} has no field {field:?}", input.id)
+                })?;
+                let w = match value {
+                    Value::Number(n) => n.as_f64(),
+                    Value::String(s) => s.trim().parse::<f64>().ok(),
+                    _ => None,
+                }
+                .filter(|w| w.is_finite() && *w >= 0.0);
+                w.ok_or_else(|| {
+                    format!(
+                        "weight_field = {field:?}: input {:?} has {field} = {value}, not a finite number ≥ 0",
+                        input.id
+                    )
+                })
+            })
+            .collect::<Result<Vec<f64>, String>>()?;
+        if weights.iter().all(|w| *w == 0.0) {
+            return Err(format!(
+                "weight_field = {field:?}: every input's weight is 0"
+            ));
+        }
+        Ok(Some(weights))
+    }
 }
 
 impl Default for Analysis {
@@ -39,6 +80,9 @@ pub struct StoredSettings {
     /// The retry policy, for a run of the guarded system.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<StoredRetry>,
+    /// The input field weighting inputs in the aggregate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight_field: Option<String>,
 }
 
 impl Default for StoredSettings {
@@ -49,6 +93,7 @@ impl Default for StoredSettings {
             aggregate: Aggregate::Min,
             retry_target: 0.99,
             retry: None,
+            weight_field: None,
         }
     }
 }
@@ -62,6 +107,7 @@ impl StoredSettings {
             aggregate: analysis.aggregate,
             retry_target: analysis.retry_target,
             retry,
+            weight_field: analysis.weight_field.clone(),
         }
     }
 
@@ -72,6 +118,7 @@ impl StoredSettings {
             strategy: self.strategy,
             aggregate: self.aggregate,
             retry_target: self.retry_target,
+            weight_field: self.weight_field.clone(),
         }
     }
 }

@@ -38,12 +38,25 @@ pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
                 })?;
         }
     }
-    let summary = Summary::build(
+    let damaged = |what: String| StoreError::Damaged {
+        path: store.path().to_path_buf(),
+        run: id,
+        what,
+    };
+    let s = &record.settings;
+    let weights = s
+        .analysis_settings()
+        .input_weights(&store.inputs(id)?)
+        .map_err(damaged)?;
+    // Not `try_build`: a stored run may be empty (a server that answered no
+    // request), and its settings were checked when it ran.
+    let summary = Summary::build_weighted(
         &tensor,
         &record.checks,
-        record.settings.strategy,
-        record.settings.aggregate,
-        &record.settings.analysis,
+        s.strategy,
+        s.aggregate,
+        &s.analysis,
+        weights.as_deref(),
     );
     Ok(StoredRun {
         record,

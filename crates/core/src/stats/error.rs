@@ -34,6 +34,10 @@ pub enum StatsError {
     /// Nothing was observed: an empty tensor, or every cell missing.
     #[error("nothing was observed: no evaluated cell to estimate a rate from")]
     Empty,
+    /// Input weights must be one finite, non-negative number per input,
+    /// not all zero.
+    #[error("input weights: expected {expected} finite, non-negative weights (one per input), not all zero")]
+    Weights { expected: usize },
     /// `k` for pass^k / pass@k must be ≥ 1.
     #[error("k = {0}: pass^k and pass@k need k ≥ 1")]
     K(u32),

@@ -28,6 +28,10 @@ pub fn rate(pass: u64, fail: u64, error: u64, lower: f64, upper: f64, deff: f64)
         effective_n: n as f64 / deff,
         confidence: 0.95,
         interval: Interval { lower, upper },
+        // Enough inputs for a claim about the system (see
+        // probity_core::stats::MIN_INPUTS).
+        inputs: 20,
+        scope: probity_core::stats::Scope::Population,
     }
 }
 
@@ -56,6 +60,7 @@ pub fn check(
             samples_needed,
         },
         breakdown: Vec::new(),
+        consistency: None,
         breakdown_below: 0,
         worst_input: None,
         example_failure: None,
