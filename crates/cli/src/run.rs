@@ -18,9 +18,15 @@ pub struct RunArgs {
     /// The configuration file.
     #[arg(default_value = "probity.toml")]
     config: PathBuf,
-    /// Continue the latest unfinished run of this configuration.
-    #[arg(long)]
+    /// Continue the latest unfinished run of this configuration (an error
+    /// when there is none).
+    #[arg(long, conflicts_with = "reuse")]
     resume: bool,
+    /// Reuse the stored outputs of this run (an id, or a name: its latest
+    /// run) for identical requests instead of calling the system; the
+    /// report says how many. Without it every sample is a fresh call.
+    #[arg(long, value_name = "RUN")]
+    reuse: Option<String>,
     /// Override [experiment] outputs_per_input (M).
     #[arg(long, value_name = "M")]
     outputs: Option<usize>,
@@ -60,6 +66,35 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         experiment.concurrency = c;
     }
     let mut store = args.store.open()?;
+    let reuse = match &args.reuse {
+        Some(spec) => Some(args.store.resolve(&store, spec)?),
+        None => None,
+    };
+    if args.resume {
+        let hash = &config.hash;
+        match store
+            .resumable_run(hash)
+            .map_err(|e| Failure::incomplete(e.to_string()))?
+        {
+            Some(id) => {
+                let stored = store
+                    .samples(id)
+                    .map_err(|e| Failure::incomplete(e.to_string()))?
+                    .len();
+                eprintln!(
+                    "resuming run {id}: {stored} of {} samples stored",
+                    experiment.inputs.len() * experiment.outputs_per_input
+                );
+            }
+            None => {
+                return Err(Failure::usage(format!(
+                    "nothing to resume: {} holds no unfinished run of {} (run without --resume to start one)",
+                    args.store.store.display(),
+                    args.config.display()
+                )))
+            }
+        }
+    }
 
     let (cancel_tx, cancel) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -77,17 +112,25 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             resume: args.resume,
             cancel: Some(cancel),
             on_progress: Some(Box::new(|p: &Progress| display.update(p))),
+            reuse,
         },
     )
     .await
     .map_err(|e| match e {
-        RunError::Config(m) => Failure::usage(m),
+        RunError::Config(_) | RunError::NothingToResume => Failure::usage(e.to_string()),
         other => Failure::incomplete(other.to_string()),
     })?;
     display.finish();
+    let run_id = outcome.stored_id();
+    if let Some(halt) = &outcome.halt {
+        print_causes(&outcome);
+        return Err(Failure::incomplete(format!(
+            "run {run_id} stopped with no verdict: {halt}\n`probity run --resume {}` continues it once the cause is fixed",
+            args.config.display()
+        )));
+    }
 
     // The report from the tensor and summary the run built.
-    let run_id = outcome.stored_id();
     let fail = |e: probity_engine::store::StoreError| Failure::incomplete(e.to_string());
     let record = store.run(run_id).map_err(fail)?;
     let samples = store.samples(run_id).map_err(fail)?;
@@ -103,6 +146,8 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         None => None,
     };
     let taken = samples.len();
+    let broken = outcome.broken();
+    print_causes(&outcome);
     let report = report_for(&store, record, outcome.tensor, outcome.summary, &samples)?;
     let passed = report.passed();
     match &comparison {
@@ -110,6 +155,19 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         None => args.out.emit(&report)?,
     }
     let passed = passed && !comparison.as_ref().is_some_and(|c| c.regressed());
+    if !broken.is_empty() {
+        let lines: Vec<String> = broken
+            .iter()
+            .map(|(name, message)| format!("  {name}: {message}"))
+            .collect();
+        return Err(Failure::usage(format!(
+            "{} could not judge any output, so {} no verdict about the system (fix the check, then `probity revalidate {run_id} --config {}`):\n{}",
+            if broken.len() == 1 { "a check" } else { "checks" },
+            if broken.len() == 1 { "it is broken and gives" } else { "they are broken and give" },
+            args.config.display(),
+            lines.join("\n")
+        )));
+    }
     if outcome.status != RunStatus::Complete {
         return Err(Failure::incomplete(format!(
             "run {run_id} stopped before every sample was taken ({taken} of {}); `probity run --resume {}` continues it",
@@ -120,13 +178,72 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     Ok(verdict_code(passed))
 }
 
-/// Progress on stderr: a bar on a terminal, a plain line every few seconds
+/// The most common causes of errors (not measured), on stderr.
+fn print_causes(outcome: &probity_engine::RunOutcome) {
+    const SHOWN: usize = 3;
+    let c = &outcome.causes;
+    let label = |i: usize| {
+        outcome
+            .input_ids
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("#{i}"))
+    };
+    if c.system.total > 0 {
+        eprintln!(
+            "errors: {} {} to the system failed (not measured):",
+            c.system.total,
+            if c.system.total == 1 { "call" } else { "calls" }
+        );
+        for cause in c.system.causes.iter().take(SHOWN) {
+            eprintln!(
+                "  {:>5} × {} (first: input {} · output #{})",
+                cause.count,
+                probity_report::sanitize::terminal_line(&cause.message, 200),
+                probity_report::sanitize::terminal_line(&label(cause.first.0), 40),
+                cause.first.1
+            );
+        }
+    }
+    for (k, group) in c.checks.iter().enumerate().filter(|(_, g)| g.total > 0) {
+        let name = outcome
+            .summary
+            .checks
+            .get(k)
+            .map_or_else(|| format!("#{k}"), |c| c.info.name.clone());
+        eprintln!(
+            "errors: {} could not judge {} {}:",
+            probity_report::sanitize::terminal_line(&name, 60),
+            group.total,
+            if group.total == 1 {
+                "output"
+            } else {
+                "outputs"
+            }
+        );
+        for cause in group.causes.iter().take(SHOWN) {
+            eprintln!(
+                "  {:>5} × {} (first: input {} · output #{})",
+                cause.count,
+                probity_report::sanitize::terminal_line(&cause.message, 200),
+                probity_report::sanitize::terminal_line(&label(cause.first.0), 40),
+                cause.first.1
+            );
+        }
+    }
+}
+
+/// Progress on stderr: a bar on a terminal (as wide as the terminal, the
+/// rate and ETA from this session's samples only, so a resumed run does not
+/// count stored samples as speed), a plain line every few seconds
 /// otherwise (CI logs).
 struct Display {
     bar: Option<ProgressBar>,
     names: Vec<String>,
     last_line: Instant,
     quiet: bool,
+    /// Samples already decided when this session started (resumed).
+    start: Option<u64>,
 }
 
 impl Display {
@@ -135,12 +252,15 @@ impl Display {
             let bar = ProgressBar::new(0);
             bar.set_style(
                 ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} samples ({rate}, ETA {eta}) {msg}",
+                    "{spinner} {elapsed_precise} {bar:20} {prefix} ({rate}, ETA {eta}) {wide_msg}",
                 )
                 .map(|s| {
-                    s.with_key("rate", |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                        let _ = write!(w, "{:.0}/s", st.per_sec());
-                    })
+                    s.with_key(
+                        "rate",
+                        |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                            let _ = write!(w, "{:.0}/s", st.per_sec());
+                        },
+                    )
                 })
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
@@ -151,12 +271,13 @@ impl Display {
             bar,
             names: experiment
                 .checks
-                .validators
-                .iter()
-                .map(|v| v.name.clone())
+                .infos()
+                .into_iter()
+                .map(|c| c.name)
                 .collect(),
             last_line: Instant::now(),
             quiet,
+            start: None,
         }
     }
 
@@ -176,16 +297,20 @@ impl Display {
     }
 
     fn update(&mut self, p: &Progress) {
+        let start = *self.start.get_or_insert(p.done);
         if let Some(bar) = &self.bar {
-            bar.set_length(p.total);
-            bar.set_position(p.done);
+            // The bar counts this session's samples: its rate and ETA are
+            // this session's.
+            bar.set_length(p.total - start);
+            bar.set_position(p.done - start);
+            bar.set_prefix(format!("{}/{} samples", p.done, p.total));
             bar.set_message(format!("{} errors · {}", p.errors, self.rates(p)));
         } else if !self.quiet
             && (self.last_line.elapsed() >= Duration::from_secs(5) || p.done == p.total)
         {
             self.last_line = Instant::now();
             eprintln!(
-                "{}/{} samples, {} calls, {} cached, {} errors · {}",
+                "{}/{} samples, {} calls, {} reused, {} errors · {}",
                 p.done,
                 p.total,
                 p.model_calls,

@@ -20,7 +20,9 @@ pub struct ServeArgs {
 }
 
 pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
+    // Everything is checked, and the run created, before anything listens.
     let loaded = probity_engine::serve::load(&args.config).map_err(Failure::usage)?;
+    let no_token = loaded.token.is_none();
     let listen = args
         .listen
         .clone()
@@ -31,10 +33,12 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
     let addr = listener
         .local_addr()
         .map_err(|e| Failure::incomplete(e.to_string()))?;
-    if !addr.ip().is_loopback() && loaded.token.is_none() {
+    if !addr.ip().is_loopback() && no_token {
         eprintln!("warning: listening on {addr} without a token (set token_env): anyone who can reach it can spend your upstream quota");
     }
     let name = loaded.name.clone();
+    let server =
+        probity_engine::serve::open(loaded, &args.store.store).map_err(Failure::incomplete)?;
     // On stdout, alone on its line, so scripts can read the port.
     println!("listening on http://{addr}/v1");
     // Ctrl-C or SIGTERM: stop taking requests, finish those in flight,
@@ -60,7 +64,8 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
             let _ = tokio::signal::ctrl_c().await;
         }
     };
-    let served = probity_engine::serve::serve(listener, loaded, &args.store.store, shutdown)
+    let served = server
+        .run(listener, shutdown)
         .await
         .map_err(Failure::incomplete)?;
     if served.stale_interrupted > 0 {

@@ -78,9 +78,31 @@ fn input_fields_are_a_map() {
         expr(r#"input.lang == "fr" && words(output) <= input.max_words && input.tags.len() == 2"#);
     assert_eq!(e.evaluate(&i, "oui oui oui"), Verdict::Pass);
     assert_eq!(e.evaluate(&i, "oui oui oui oui"), Verdict::Fail);
-    // A missing field reads as () — comparing it is a clean result, not a crash.
-    let e = expr(r#"input.missing == ()"#);
-    assert_eq!(e.evaluate(&i, ""), Verdict::Pass);
+    // Reading a field the input lacks is an error naming the field, never
+    // a silent `()` that compares false and blames the output.
+    let e = expr(r#"input.missing == "x""#);
+    match e.evaluate(&i, "") {
+        Verdict::Error { reason } => assert!(
+            reason.contains("no field `missing`") && reason.contains(r#""missing" in input"#),
+            "{reason}"
+        ),
+        other => panic!("expected an error, got {other:?}"),
+    }
+    // Testing for it is fine.
+    assert_eq!(
+        expr(r#"!("missing" in input)"#).evaluate(&i, ""),
+        Verdict::Pass
+    );
+    assert_eq!(expr(r#""lang" in input"#).evaluate(&i, ""), Verdict::Pass);
+}
+
+#[test]
+fn the_fields_an_expression_reads_are_known_before_it_runs() {
+    let e = expr(
+        r#"if input.text.contains("Thank you") { input["tone"] == "warm" } else { input.keys().len() > 0 && input_text != "" && input . lang == "fr" }"#,
+    );
+    assert_eq!(e.input_fields(), vec!["text", "tone", "lang"]);
+    assert!(expr(r#"output.len() < 10"#).input_fields().is_empty());
 }
 
 #[test]

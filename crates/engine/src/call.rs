@@ -5,7 +5,7 @@
 
 use crate::limits::{Backoff, RateLimiter};
 use crate::provider::{Provider, ProviderError, Request};
-use crate::store::CachedOutput;
+use crate::store::{CachedOutput, RunTotals};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -176,6 +176,15 @@ impl Caller {
                 }
                 Err(e) => return Err((e, attempt)),
             }
+        }
+    }
+
+    /// This caller's counts: calls (judges' included), judge calls, tokens.
+    pub fn totals(&self) -> RunTotals {
+        RunTotals {
+            model_calls: Caller::count(&self.calls),
+            judge_calls: Caller::count(&self.judge_calls),
+            tokens: Caller::count(&self.tokens),
         }
     }
 

@@ -38,14 +38,17 @@ pub struct Checked {
 /// (`probity revalidate --no-calls` and a judgement not in the cache).
 pub const NOT_JUDGED: &str = "not judged: --no-calls";
 
-/// How verifiers get their judgements: from a cache when it holds them
-/// (successful judgements only; new ones are added), from the judge
-/// otherwise — or, with `calls` off, not at all (an Error cell, reason
-/// [`NOT_JUDGED`]).
+/// How verifiers get their judgements: from a cache when it holds them and
+/// `reuse` is on (successful judgements only; new ones are always added),
+/// from the judge otherwise — or, with `calls` off, not at all (an Error
+/// cell, reason [`NOT_JUDGED`]).
 #[derive(Clone)]
 pub struct Judging {
     pub cache: Option<Arc<dyn JudgementCache>>,
     pub calls: bool,
+    /// Judgements are looked up in the cache before a call; without it
+    /// every judgement is asked afresh (and still added to the cache).
+    pub reuse: bool,
 }
 
 impl Default for Judging {
@@ -54,6 +57,7 @@ impl Default for Judging {
         Judging {
             cache: None,
             calls: true,
+            reuse: false,
         }
     }
 }
@@ -63,6 +67,7 @@ impl std::fmt::Debug for Judging {
         f.debug_struct("Judging")
             .field("cache", &self.cache.is_some())
             .field("calls", &self.calls)
+            .field("reuse", &self.reuse)
             .finish()
     }
 }
@@ -136,7 +141,7 @@ impl Checks {
                 .cache
                 .as_ref()
                 .map(|_| v.cache_key(input, output, repetition, attempt));
-            if let (Some(cache), Some(key)) = (&judging.cache, &key) {
+            if let (Some(cache), Some(key), true) = (&judging.cache, &key, judging.reuse) {
                 if let Some(hit) = cache.get(key) {
                     judge_cached += 1;
                     caller.judge_cached.fetch_add(1, Ordering::Relaxed);

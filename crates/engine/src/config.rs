@@ -134,6 +134,9 @@ pub struct ExperimentConfig {
     /// the retry plan's m by default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pass_k: Option<u32>,
+    /// The share of samples whose call may fail (after its retries) before
+    /// the run stops with no verdict, exit 3; 1 never stops.
+    pub error_budget: f64,
     /// A numeric field of the inputs that weights them (§3.6.7, weighted
     /// aggregation); every input weighs the same without it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -165,6 +168,7 @@ impl Default for ExperimentConfig {
             retry_target: 0.99,
             cluster: o.cluster,
             pass_k: o.pass_k,
+            error_budget: crate::experiment::DEFAULT_ERROR_BUDGET,
             weight_field: None,
         }
     }
@@ -302,6 +306,28 @@ impl Config {
                     .into(),
             ));
         }
+        // A field an expression reads that no input has can only make the
+        // check fail (or err) on every output: a broken check, not a
+        // verdict about the system. (A field only some inputs lack is an
+        // Error cell, with the field named, for those inputs.)
+        for (k, v) in validators.iter().enumerate() {
+            for field in v.input_fields() {
+                if !inputs.iter().any(|i| i.fields.contains_key(&field)) {
+                    let mut known: Vec<&str> = inputs
+                        .iter()
+                        .flat_map(|i| i.fields.keys().map(String::as_str))
+                        .collect();
+                    known.sort_unstable();
+                    known.dedup();
+                    return Err(invalid(format!(
+                        "[[validator]] #{} ({}): its check reads input field `{field}`, which no input has (the inputs' fields: {})",
+                        k + 1,
+                        v.name,
+                        known.join(", ")
+                    )));
+                }
+            }
+        }
         if let Some(0) = file.experiment.pass_k {
             return Err(invalid(
                 "[experiment] pass_k = 0: pass^k and pass@k need k ≥ 1".into(),
@@ -386,6 +412,7 @@ impl Config {
             calls: self.calls(),
             concurrency: e.concurrency,
             deadline: e.deadline_s.map(Duration::from_secs_f64),
+            error_budget: e.error_budget,
             source: Some(self.source()),
         })
     }
@@ -432,6 +459,12 @@ fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
     if let Some(d) = e.deadline_s.filter(|d| !(d.is_finite() && *d > 0.0)) {
         return Err(format!(
             "deadline_s = {d} must be a positive number of seconds"
+        ));
+    }
+    if !(0.0..=1.0).contains(&e.error_budget) {
+        return Err(format!(
+            "error_budget = {} must be a share of the samples between 0 and 1 (0.05 is 5%)",
+            e.error_budget
         ));
     }
     if e.call_attempts == 0 {

@@ -34,6 +34,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The default error budget: 5% of the samples.
+pub const DEFAULT_ERROR_BUDGET: f64 = 0.05;
+
 /// Where an experiment was loaded from: the configuration's path, its text
 /// as loaded (stored with every run) and its hash (runs with the same hash
 /// ask the same questions; `--resume` continues one).
@@ -70,6 +73,9 @@ pub struct Experiment {
     pub concurrency: usize,
     /// The whole run's time limit; what is done by then is reported.
     pub deadline: Option<Duration>,
+    /// The share of samples whose call may fail before the run stops with
+    /// no verdict (failed calls are not measured; 1 never stops).
+    pub error_budget: f64,
     /// The configuration file it was loaded from, if any.
     pub source: Option<Source>,
 }
@@ -106,6 +112,7 @@ impl Experiment {
             calls: CallSettings::default(),
             concurrency: 16,
             deadline: None,
+            error_budget: DEFAULT_ERROR_BUDGET,
             source: None,
         }
     }
@@ -175,6 +182,12 @@ impl Experiment {
         }
         if self.concurrency == 0 {
             return Some("concurrency must be at least 1".into());
+        }
+        if !(0.0..=1.0).contains(&self.error_budget) {
+            return Some(format!(
+                "error_budget = {} must be a share of the samples between 0 and 1",
+                self.error_budget
+            ));
         }
         let mut names = std::collections::HashSet::new();
         self.checks

@@ -2,7 +2,8 @@
 //! ([`RunOutcome`]): the tensor and its summary, built once, with the
 //! run's counts.
 
-use crate::store::{RunStatus, SampleRow};
+use crate::store::{RunStatus, RunTotals, SampleRow};
+use probity_core::causes::Causes;
 use probity_core::stats::Decision;
 use probity_core::{CheckSummary, ReliabilityTensor, Summary};
 use std::time::Duration;
@@ -24,6 +25,45 @@ pub struct Progress {
     pub passes: Vec<(u64, u64)>,
 }
 
+/// Why a run stopped before its samples were all taken, with no verdict:
+/// failed calls say nothing about the system's behaviour.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Halt {
+    /// The first calls of the session all failed with one cause (a wrong
+    /// key, an unreachable server, a command that exits non-zero).
+    FirstCallsFailed { calls: u64, cause: String },
+    /// More calls failed than the error budget allows.
+    ErrorBudget {
+        errors: u64,
+        samples: u64,
+        /// The budget, a share of the samples.
+        share: f64,
+        /// The most common cause.
+        cause: String,
+    },
+}
+
+impl std::fmt::Display for Halt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Halt::FirstCallsFailed { calls, cause } => write!(
+                f,
+                "the first {calls} calls to the system all failed with the same cause, so nothing was measured: {cause}"
+            ),
+            Halt::ErrorBudget {
+                errors,
+                samples,
+                share,
+                cause,
+            } => write!(
+                f,
+                "{errors} calls failed, more than the error budget of {:.0}% of {samples} samples (error_budget = {share}); most common cause: {cause}",
+                share * 100.0
+            ),
+        }
+    }
+}
+
 /// The result of a run.
 #[derive(Debug)]
 pub struct RunOutcome {
@@ -34,6 +74,14 @@ pub struct RunOutcome {
     pub tensor: ReliabilityTensor,
     pub summary: Summary,
     pub status: RunStatus,
+    /// Why the run stopped early with no verdict, if it did.
+    pub halt: Option<Halt>,
+    /// The causes of every error cell, grouped (system, per check).
+    pub causes: Causes,
+    /// Calls, judge calls and tokens over all sessions of the run.
+    pub totals: RunTotals,
+    /// The stored run whose outputs were reused, if any.
+    pub reused_from: Option<i64>,
     /// Calls made to the model by this invocation (retries included).
     pub model_calls: u64,
     /// Samples served from an identical stored request.
@@ -69,9 +117,27 @@ impl RunOutcome {
             .expect("a run kept in memory (Sink::Memory) has no store id")
     }
 
-    /// Every check's verdict is Pass and every sample was taken.
+    /// Every check's verdict is Pass, every sample was taken, and no check
+    /// is broken.
     pub fn passed(&self) -> bool {
-        self.status == RunStatus::Complete && self.summary.passed()
+        self.status == RunStatus::Complete && self.broken().is_empty() && self.summary.passed()
+    }
+
+    /// Checks that erred on every output they saw: `(name, first message)`.
+    /// A configuration error, not a verdict about the system.
+    pub fn broken(&self) -> Vec<(String, String)> {
+        self.causes
+            .broken()
+            .into_iter()
+            .map(|(k, c)| {
+                let name = self
+                    .summary
+                    .checks
+                    .get(k)
+                    .map_or_else(|| format!("#{k}"), |c| c.info.name.clone());
+                (name, c.message.clone())
+            })
+            .collect()
     }
 
     /// The lines a failing run is explained by: one per check that does
@@ -80,7 +146,15 @@ impl RunOutcome {
     /// check's message, and a failing output of a run kept in memory.
     pub fn failure_lines(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.status != RunStatus::Complete {
+        if let Some(h) = &self.halt {
+            out.push(format!("NO VERDICT: {h}"));
+        }
+        for (name, message) in self.broken() {
+            out.push(format!(
+                "BROKEN {name}: it could not judge any output: {message}"
+            ));
+        }
+        if self.status != RunStatus::Complete && self.halt.is_none() {
             out.push(format!(
                 "INCOMPLETE: the run stopped before every sample was taken ({:?})",
                 self.status

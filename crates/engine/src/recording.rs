@@ -30,15 +30,18 @@ impl Recording {
             judging: Judging {
                 cache: Some(Arc::new(cache)),
                 calls: true,
+                reuse: true,
             },
         })
     }
 
     /// Judgements through the store's cache (new ones written with this
-    /// run); with `calls` off, a judgement not cached is not asked for.
-    pub fn judging(&self, calls: bool) -> Judging {
+    /// run); with `reuse` off, none is read from it (a fresh run); with
+    /// `calls` off, a judgement not cached is not asked for.
+    pub fn judging(&self, calls: bool, reuse: bool) -> Judging {
         Judging {
             calls,
+            reuse,
             ..self.judging.clone()
         }
     }

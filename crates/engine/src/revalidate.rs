@@ -93,12 +93,13 @@ pub async fn revalidate(
             checks: &infos,
             settings: &recheck.settings,
             parent_run: Some(id),
+            reused_from: None,
         },
     )?;
     let writer = &recording.writer;
     let n = samples.len() as u64;
     let caller = recheck.calls.caller();
-    let judging = recording.judging(calls);
+    let judging = recording.judging(calls, true);
     let prepared: Vec<Arc<PreparedInput<'static>>> = inputs
         .into_iter()
         .map(|i| Arc::new(PreparedInput::owned(i)))
@@ -180,7 +181,7 @@ pub async fn revalidate(
     store.finish_run(
         new_id,
         status,
-        judge_calls,
+        caller.totals(),
         n,
         started.elapsed().as_secs_f64(),
     )?;

@@ -21,11 +21,14 @@ use crate::call::{Answer, Caller};
 use crate::check::Judging;
 use crate::experiment::Experiment;
 use crate::guard::{Guard, GuardOutcome};
-use crate::outcome::{Progress, RunOutcome};
+use crate::outcome::{Halt, Progress, RunOutcome};
 use crate::provider::Message;
 use crate::recording::Recording;
 use crate::retry_policy::RetryPolicy;
-use crate::store::{AttemptRow, NewRun, RunStatus, SampleRow, Store, StoreError, Writer};
+use crate::store::{
+    AttemptRow, NewRun, RunStatus, RunTotals, SampleRow, Store, StoreError, Writer,
+};
+use probity_core::causes::Causes;
 use probity_core::validator::PreparedInput;
 use probity_core::{Cell, ReliabilityTensor, Summary};
 use sha2::{Digest, Sha256};
@@ -43,6 +46,9 @@ pub enum RunError {
     Store(#[from] StoreError),
     #[error("the run could not complete: {0}")]
     Aborted(String),
+    /// `--resume` with no unfinished run of this experiment in the store.
+    #[error("nothing to resume: the store holds no unfinished run of this configuration (run without --resume to start one)")]
+    NothingToResume,
 }
 
 /// Where a run's samples go.
@@ -68,6 +74,56 @@ pub struct Control<'a> {
     pub cancel: Option<watch::Receiver<bool>>,
     /// Called after every sample.
     pub on_progress: Option<OnProgress<'a>>,
+    /// Serve the first answer of a sample from this stored run's output
+    /// for an identical request, instead of calling (store only). A new
+    /// run otherwise calls the system for every sample.
+    pub reuse: Option<i64>,
+}
+
+/// Calls whose failure with one cause, before any success, stops a run:
+/// the system cannot be measured (a wrong key, a dead server).
+pub const FIRST_CALLS: u64 = 10;
+
+/// When failed calls stop a run: more than `share` of its samples, or the
+/// first calls of this session all failing with one cause.
+struct ErrorBudget {
+    share: f64,
+    samples: u64,
+    first_calls: u64,
+}
+
+impl ErrorBudget {
+    fn exceeded(
+        &self,
+        session: u64,
+        session_errors: u64,
+        errors: u64,
+        causes: &Causes,
+    ) -> Option<Halt> {
+        if self.first_calls > 0
+            && session == self.first_calls
+            && session_errors == session
+            && causes.system.causes.len() == 1
+        {
+            return Some(Halt::FirstCallsFailed {
+                calls: session,
+                cause: causes.system.causes[0].message.clone(),
+            });
+        }
+        if errors as f64 > self.share * self.samples as f64 {
+            return Some(Halt::ErrorBudget {
+                errors,
+                samples: self.samples,
+                share: self.share,
+                cause: causes
+                    .system
+                    .top()
+                    .map(|c| c.message.clone())
+                    .unwrap_or_default(),
+            });
+        }
+        None
+    }
 }
 
 /// Run `experiment` into `sink`.
@@ -96,6 +152,13 @@ impl Recorder {
         match self {
             Recorder::Store(w) => w.send_attempt(row),
             // The guarded measurement is read from the store's attempts.
+            Recorder::Memory(_) => Ok(()),
+        }
+    }
+
+    fn totals(&mut self, totals: RunTotals) -> Result<(), StoreError> {
+        match self {
+            Recorder::Store(w) => w.send_totals(totals),
             Recorder::Memory(_) => Ok(()),
         }
     }
@@ -171,6 +234,36 @@ impl Shared {
     }
 }
 
+/// Count one sample: its cells into the tensor and the progress, its
+/// errors into their causes.
+fn record(
+    tensor: &mut ReliabilityTensor,
+    progress: &mut Progress,
+    causes: &mut Causes,
+    row: &SampleRow,
+) {
+    for (kk, &cell) in row.cells.iter().enumerate().take(progress.passes.len()) {
+        let _ = tensor.set(row.input_idx, row.repetition, kk, cell);
+        if cell != Cell::Missing {
+            progress.passes[kk].1 += 1;
+            progress.passes[kk].0 += (cell == Cell::Pass) as u64;
+        }
+    }
+    let at = (row.input_idx, row.repetition);
+    match &row.error {
+        Some(e) => causes.add_call_error(at, e),
+        None => causes.add_output(
+            at,
+            row.reasons
+                .iter()
+                .filter(|(kk, _)| row.cells.get(*kk) == Some(&Cell::Error))
+                .map(|(kk, r)| (*kk, r.as_str())),
+        ),
+    }
+    progress.errors += row.error.is_some() as u64;
+    progress.done += 1;
+}
+
 /// The identity of an experiment built in code (one loaded from a file has
 /// its configuration's hash): SHA-256 over what it asks — the system's
 /// fingerprint, every rendered request, M, the checks' settings, the retry
@@ -242,21 +335,12 @@ pub async fn run_with(
         errors: 0,
         passes: vec![(0, 0); k],
     };
-    let record = |tensor: &mut ReliabilityTensor, progress: &mut Progress, row: &SampleRow| {
-        for (kk, &cell) in row.cells.iter().enumerate().take(k) {
-            let _ = tensor.set(row.input_idx, row.repetition, kk, cell);
-            if cell != Cell::Missing {
-                progress.passes[kk].1 += 1;
-                progress.passes[kk].0 += (cell == Cell::Pass) as u64;
-            }
-        }
-        progress.errors += row.error.is_some() as u64;
-        progress.done += 1;
-    };
-
+    let mut causes = Causes::new(k);
     // The run: resumed or new, in the store; or in memory.
     let mut done = vec![false; n * m];
     let mut resumed = 0;
+    let mut base = RunTotals::default();
+    let mut reused_from = None;
     let mut queue = VecDeque::new();
     let (mut recorder, guard, store) = match sink {
         Sink::Memory => (
@@ -266,23 +350,31 @@ pub async fn run_with(
         ),
         Sink::Store(store) => {
             let resumed_id = if control.resume {
-                store.resumable_run(&hash)?
+                let id = store.resumable_run(&hash)?;
+                if id.is_none() {
+                    return Err(RunError::NothingToResume);
+                }
+                id
             } else {
                 None
             };
             let recording = match resumed_id {
                 Some(id) => {
+                    let record_ = store.run(id)?;
+                    base = record_.totals();
+                    reused_from = record_.reused_from;
                     // What the resumed run already holds.
                     for row in store.samples(id)? {
                         if row.input_idx < n && row.repetition < m && row.cells.len() == k {
                             done[row.input_idx * m + row.repetition] = true;
-                            record(&mut tensor, &mut progress, &row);
+                            record(&mut tensor, &mut progress, &mut causes, &row);
                             resumed += 1;
                         }
                     }
                     Recording::reopen(store, id)?
                 }
                 None => {
+                    reused_from = control.reuse;
                     let config_text = experiment.source.as_ref().map_or("", |s| s.text.as_str());
                     Recording::create(
                         store,
@@ -296,34 +388,36 @@ pub async fn run_with(
                             checks: &infos,
                             settings: &settings,
                             parent_run: None,
+                            reused_from,
                         },
                     )?
                 }
             };
-            // Identical requests already stored: their first answer is
-            // served without a call (judges and retries may still call).
-            let pending: Vec<usize> = (0..n * m).filter(|&c| !done[c]).collect();
-            let pending_keys: Vec<String> = pending
-                .iter()
-                .map(|&c| keys[c / m][c % m].clone())
-                .collect();
-            let mut cache = store.cached_outputs(&pending_keys)?;
-            for c in pending {
-                let (i, j) = (c / m, c % m);
-                if let Some(hit) = cache.remove(&keys[i][j]) {
-                    progress.cached += 1;
-                    queue.push_back((i, j, Some(Answer::from(hit))));
-                    done[c] = true;
+            let mut guard = guard.with_judging(recording.judging(true, reused_from.is_some()));
+            if let Some(from) = reused_from {
+                // Outputs of run `from` for identical requests: their first
+                // answer is served without a call (judges and retries may
+                // still call).
+                let pending: Vec<usize> = (0..n * m).filter(|&c| !done[c]).collect();
+                let pending_keys: Vec<String> = pending
+                    .iter()
+                    .map(|&c| keys[c / m][c % m].clone())
+                    .collect();
+                let mut cache = store.cached_outputs(from, &pending_keys)?;
+                for c in pending {
+                    let (i, j) = (c / m, c % m);
+                    if let Some(hit) = cache.remove(&keys[i][j]) {
+                        progress.cached += 1;
+                        queue.push_back((i, j, Some(Answer::from(hit))));
+                        done[c] = true;
+                    }
+                }
+                // With retries, later attempts answered in run `from` for an
+                // identical request (feedback included) are not asked again.
+                if experiment.retry.is_some() {
+                    guard = guard.with_outputs(Arc::new(store.outputs(from)?));
                 }
             }
-            let guard = guard.with_judging(recording.judging(true));
-            // With retries, later attempts already answered for an
-            // identical request (feedback included) are not asked again.
-            let guard = if experiment.retry.is_some() {
-                guard.with_outputs(Arc::new(store.outputs()?))
-            } else {
-                guard
-            };
             let run_id = recording.run_id;
             (
                 Recorder::Store(recording.writer),
@@ -332,6 +426,7 @@ pub async fn run_with(
             )
         }
     };
+    let pending = queue.len() + done.iter().filter(|d| !**d).count();
     queue.extend(
         (0..n * m)
             .filter(|&c| !done[c])
@@ -389,6 +484,13 @@ pub async fn run_with(
     drop(tx);
 
     let deadline = experiment.deadline.map(|d| tokio::time::Instant::now() + d);
+    let budget = ErrorBudget {
+        share: experiment.error_budget,
+        samples: (n * m) as u64,
+        first_calls: FIRST_CALLS.min(pending as u64),
+    };
+    let (mut session_done, mut session_errors) = (0u64, 0u64);
+    let mut halt = None;
     let mut cancel = cancel;
     let mut interrupted = false;
     loop {
@@ -403,32 +505,44 @@ pub async fn run_with(
             }
         };
         let Some((row, attempts)) = next else { break };
-        record(&mut tensor, &mut progress, &row);
+        session_done += 1;
+        session_errors += row.error.is_some() as u64;
+        record(&mut tensor, &mut progress, &mut causes, &row);
         progress.model_calls = Caller::count(&caller.calls);
         progress.attempts_cached = Caller::count(&caller.outputs_cached);
         for a in attempts {
             recorder.attempt(a)?;
         }
         recorder.sample(row)?;
+        recorder.totals(base + caller.totals())?;
         report(&progress);
+        if halt.is_none() {
+            halt = budget.exceeded(session_done, session_errors, progress.errors, &causes);
+            if halt.is_some() {
+                interrupted = true;
+                for h in &handles {
+                    h.abort();
+                }
+            }
+        }
     }
     for h in handles {
         let _ = h.await;
     }
     let samples = recorder.finish()?;
-    let status = if progress.done == progress.total {
+    let status = if progress.done == progress.total && halt.is_none() {
         RunStatus::Complete
     } else {
         RunStatus::Interrupted
     };
-    let model_calls = Caller::count(&caller.calls);
+    let totals = base + caller.totals();
     let duration = started.elapsed();
     let run_id = match store {
         Some((store, run_id)) => {
             store.finish_run(
                 run_id,
                 status,
-                model_calls,
+                totals,
                 progress.cached,
                 duration.as_secs_f64(),
             )?;
@@ -455,7 +569,11 @@ pub async fn run_with(
         tensor,
         summary,
         status,
-        model_calls,
+        halt,
+        causes: causes.sorted(),
+        totals,
+        reused_from,
+        model_calls: Caller::count(&caller.calls),
         cached: progress.cached,
         attempts_cached: Caller::count(&caller.outputs_cached),
         resumed,

@@ -55,6 +55,7 @@
 //! ```
 
 use crate::call::{CallSettings, Caller};
+use crate::provider::Provider;
 use crate::check::Checks;
 use crate::guard::{Attempt, Guard, GuardOutcome, Stop};
 use crate::openai_wire::{error_body, ChatRequest, ChatResponse, Usage, WireMessage};
@@ -76,7 +77,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -141,6 +142,8 @@ pub struct Loaded {
     pub checks: Checks,
     /// The bearer token, read from `token_env` (never logged or stored).
     pub token: Option<String>,
+    /// The upstream provider, built (its key variables read).
+    pub upstream: Arc<dyn Provider>,
 }
 
 impl std::fmt::Debug for Loaded {
@@ -208,6 +211,18 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
             .unwrap_or_else(|| "guard".into())
     });
     let hash = hex::encode(Sha256::digest(text.as_bytes()));
+    let upstream = config
+        .upstream
+        .build()
+        .map_err(|e| at(format!("[upstream] {e}")))?;
+    // The feedback template compiles (checked by `validate` above too).
+    Guard::new(
+        upstream.clone(),
+        Arc::new(Checks::default()),
+        config.retry.clone(),
+        Arc::new(Caller::default()),
+    )
+    .map_err(|e| at(format!("[retry] {e}")))?;
     Ok(Loaded {
         config,
         name,
@@ -218,6 +233,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
             verifiers,
         },
         token,
+        upstream,
     })
 }
 
@@ -253,18 +269,22 @@ pub struct Served {
     pub stale_interrupted: usize,
 }
 
-/// Serve `loaded` on `listener`, recording into the store at `store_path`,
-/// until `shutdown` completes; then the run is marked complete.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    loaded: Loaded,
-    store_path: &Path,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<Served, String> {
+/// A guard server ready to listen: its run created in the store, its guard
+/// built. Everything that can be wrong with the configuration or the store
+/// is found by [`open`], before anything listens.
+pub struct Server {
+    state: Arc<ServeState>,
+    store_path: PathBuf,
+    stale_interrupted: usize,
+    started: Instant,
+}
+
+/// Open the store at `store_path` and create the run `loaded` records into.
+pub fn open(loaded: Loaded, store_path: &Path) -> Result<Server, String> {
     let store_err = |e: StoreError| e.to_string();
     let mut store = Store::open(store_path).map_err(store_err)?;
     let c = &loaded.config;
-    let upstream = c.upstream.build().map_err(|e| format!("[upstream] {e}"))?;
+    let upstream = loaded.upstream;
     let checks = Arc::new(loaded.checks);
     let infos = checks.infos();
     let settings = StoredSettings {
@@ -287,6 +307,7 @@ pub async fn serve(
             checks: &infos,
             settings: &settings,
             parent_run: None,
+            reused_from: None,
         },
     )
     .map_err(store_err)?;
@@ -304,51 +325,90 @@ pub async fn serve(
     };
     let guard = Guard::new(upstream, checks, c.retry.clone(), calls.caller())
         .map_err(|e| format!("[retry] {e}"))?
-        .with_judging(recording.judging(true));
-    let writer = recording.writer;
-    let started = Instant::now();
+        .with_judging(recording.judging(true, true));
     let state = Arc::new(ServeState {
         guard,
         policy: c.on_nothing_passed,
         token: loaded.token,
-        writer,
+        writer: recording.writer,
         store: Mutex::new(store),
         run_id,
         next_input: AtomicU64::new(0),
         metrics: Metrics::default(),
     });
-    let app = Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .route("/chat/completions", post(chat))
-        .route("/health", get(health))
-        .route("/metrics", get(metrics))
-        .with_state(state.clone());
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
-    let n = state.next_input.load(Ordering::Relaxed);
-    let calls = Caller::count(&state.guard.caller().calls);
-    // Flush every recorded request before the run is closed.
-    state.writer.close().map_err(store_err)?;
-    let store = Store::open(store_path).map_err(store_err)?;
-    store
-        .set_run_inputs(run_id, n as usize)
-        .map_err(store_err)?;
-    store
-        .finish_run(
-            run_id,
-            RunStatus::Complete,
-            calls,
-            0,
-            started.elapsed().as_secs_f64(),
-        )
-        .map_err(store_err)?;
-    result.map_err(|e| format!("server: {e}"))?;
-    Ok(Served {
-        run_id,
-        requests: n,
+    Ok(Server {
+        state,
+        store_path: store_path.to_path_buf(),
         stale_interrupted,
+        started: Instant::now(),
     })
+}
+
+impl Server {
+    /// The run requests are recorded into.
+    pub fn run_id(&self) -> i64 {
+        self.state.run_id
+    }
+
+    /// Earlier runs of the same name left `running`, marked interrupted.
+    pub fn stale_interrupted(&self) -> usize {
+        self.stale_interrupted
+    }
+
+    /// Serve on `listener` until `shutdown` completes; then the run is
+    /// marked complete.
+    pub async fn run(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<Served, String> {
+        let store_err = |e: StoreError| e.to_string();
+        let state = self.state;
+        let run_id = state.run_id;
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .route("/chat/completions", post(chat))
+            .route("/health", get(health))
+            .route("/metrics", get(metrics))
+            .with_state(state.clone());
+        let result = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await;
+        let n = state.next_input.load(Ordering::Relaxed);
+        let totals = state.guard.caller().totals();
+        // Flush every recorded request before the run is closed.
+        state.writer.close().map_err(store_err)?;
+        let store = Store::open(&self.store_path).map_err(store_err)?;
+        store
+            .set_run_inputs(run_id, n as usize)
+            .map_err(store_err)?;
+        store
+            .finish_run(
+                run_id,
+                RunStatus::Complete,
+                totals,
+                0,
+                self.started.elapsed().as_secs_f64(),
+            )
+            .map_err(store_err)?;
+        result.map_err(|e| format!("server: {e}"))?;
+        Ok(Served {
+            run_id,
+            requests: n,
+            stale_interrupted: self.stale_interrupted,
+        })
+    }
+}
+
+/// Serve `loaded` on `listener`, recording into the store at `store_path`,
+/// until `shutdown` completes ([`open`] then [`Server::run`]).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    loaded: Loaded,
+    store_path: &Path,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<Served, String> {
+    open(loaded, store_path)?.run(listener, shutdown).await
 }
 
 fn json_response(status: StatusCode, body: Value) -> Response {

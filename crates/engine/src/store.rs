@@ -28,7 +28,7 @@ use thiserror::Error;
 /// (the output cache of attempts after the first). Every change is additive
 /// (`CREATE TABLE IF NOT EXISTS`, `ALTER TABLE … ADD COLUMN`): an older
 /// store is upgraded in place when opened, and keeps every run readable.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Rows per write transaction at most; a transaction also ends as soon as
 /// the queue is empty, so a slow run still commits every sample promptly.
@@ -149,9 +149,51 @@ pub struct RunRecord {
     /// The analysis settings the run was made with.
     pub settings: StoredSettings,
     pub parent_run: Option<i64>,
+    /// Calls made for this run over all its sessions (to the system and
+    /// to judges, retries included).
     pub model_calls: u64,
+    /// Of `model_calls`, those made to judges.
+    pub judge_calls: u64,
+    /// Tokens reported by providers (prompt + completion), all sessions.
+    pub tokens: u64,
+    /// Samples whose output was reused from run `reused_from` (no call).
     pub cached: u64,
+    /// The run whose stored outputs this run reused (`probity run --reuse`).
+    pub reused_from: Option<i64>,
     pub duration_s: Option<f64>,
+}
+
+/// A run's call counts over all its sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RunTotals {
+    /// Calls to the system and to judges (retries included).
+    pub model_calls: u64,
+    /// Of `model_calls`, those to judges.
+    pub judge_calls: u64,
+    /// Tokens reported (prompt + completion).
+    pub tokens: u64,
+}
+
+impl std::ops::Add for RunTotals {
+    type Output = RunTotals;
+    fn add(self, o: RunTotals) -> RunTotals {
+        RunTotals {
+            model_calls: self.model_calls + o.model_calls,
+            judge_calls: self.judge_calls + o.judge_calls,
+            tokens: self.tokens + o.tokens,
+        }
+    }
+}
+
+impl RunRecord {
+    /// The counts so far.
+    pub fn totals(&self) -> RunTotals {
+        RunTotals {
+            model_calls: self.model_calls,
+            judge_calls: self.judge_calls,
+            tokens: self.tokens,
+        }
+    }
 }
 
 /// Where a run stands.
@@ -195,6 +237,8 @@ pub struct NewRun<'a> {
     pub checks: &'a [CheckInfo],
     pub settings: &'a StoredSettings,
     pub parent_run: Option<i64>,
+    /// The run whose stored outputs this one reuses, if any.
+    pub reused_from: Option<i64>,
 }
 
 /// One stored sample and its verdicts.
@@ -264,6 +308,9 @@ enum WriteOp {
     Attempt(AttemptRow),
     Input(usize, Input),
     Judgement(JudgementRow),
+    /// The run's counts so far, written with the batch (so a killed run
+    /// keeps the calls it made).
+    Totals(RunTotals),
     /// Answered once everything queued before it is committed.
     Flush(tokio::sync::oneshot::Sender<()>),
 }
@@ -331,20 +378,30 @@ impl Store {
         &self.path
     }
 
-    /// Add the columns an older store lacks (schema 4: `attempts.cache_key`).
+    /// Add the columns an older store lacks (schema 4: `attempts.cache_key`;
+    /// schema 5: the runs' judge calls, tokens and the run outputs were
+    /// reused from).
     fn migrate(&self) -> rusqlite::Result<()> {
-        if has_column(&self.conn, "attempts", "cache_key")? {
-            return Ok(());
+        for (table, column, ty) in [
+            ("attempts", "cache_key", "TEXT"),
+            ("runs", "judge_calls", "INTEGER NOT NULL DEFAULT 0"),
+            ("runs", "tokens", "INTEGER NOT NULL DEFAULT 0"),
+            ("runs", "reused_from", "INTEGER"),
+        ] {
+            if has_column(&self.conn, table, column)? {
+                continue;
+            }
+            match self
+                .conn
+                .execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {ty}"))
+            {
+                Ok(()) => {}
+                // Another process opening the same store added it first.
+                Err(_) if has_column(&self.conn, table, column)? => {}
+                Err(e) => return Err(e),
+            }
         }
-        match self
-            .conn
-            .execute_batch("ALTER TABLE attempts ADD COLUMN cache_key TEXT")
-        {
-            Ok(()) => Ok(()),
-            // Another process opening the same store added it first.
-            Err(_) if has_column(&self.conn, "attempts", "cache_key")? => Ok(()),
-            Err(e) => Err(e),
-        }
+        Ok(())
     }
 
     fn err(&self, source: rusqlite::Error) -> StoreError {
@@ -363,8 +420,8 @@ impl Store {
         };
         let tx = self.conn.transaction().map_err(err)?;
         tx.execute(
-            "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input, checks, settings, parent_run)
-             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input, checks, settings, parent_run, reused_from)
+             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 run.name,
                 run.config_hash,
@@ -375,6 +432,7 @@ impl Store {
                 serde_json::to_string(run.checks).unwrap_or_default(),
                 serde_json::to_string(run.settings).unwrap_or_default(),
                 run.parent_run,
+                run.reused_from,
             ],
         )
         .map_err(err)?;
@@ -411,21 +469,32 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Mark a run finished (or interrupted) with its call counts.
+    /// Mark a run finished (or interrupted): its counts over all sessions
+    /// (`totals`), and this session's reused samples and duration, which
+    /// add to the earlier sessions'.
     pub fn finish_run(
         &self,
         run: i64,
         status: RunStatus,
-        model_calls: u64,
+        totals: RunTotals,
         cached: u64,
         duration_s: f64,
     ) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "UPDATE runs SET status = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'),
-                 model_calls = model_calls + ?3, cached = cached + ?4, duration_s = COALESCE(duration_s, 0) + ?5
+                 model_calls = ?3, judge_calls = ?4, tokens = ?5, cached = cached + ?6,
+                 duration_s = COALESCE(duration_s, 0) + ?7
                  WHERE id = ?1",
-                params![run, status.as_str(), model_calls as i64, cached as i64, duration_s],
+                params![
+                    run,
+                    status.as_str(),
+                    totals.model_calls as i64,
+                    totals.judge_calls as i64,
+                    totals.tokens as i64,
+                    cached as i64,
+                    duration_s
+                ],
             )
             .map_err(|e| self.err(e))?;
         Ok(())
@@ -596,19 +665,20 @@ impl Store {
     /// Successful outputs stored under any of `keys`, from any run.
     pub fn cached_outputs(
         &self,
+        from: i64,
         keys: &[String],
     ) -> Result<HashMap<String, CachedOutput>, StoreError> {
         let mut stmt = self
             .conn
             .prepare_cached(
                 "SELECT output, latency_ms, input_tokens, output_tokens FROM samples
-                 WHERE cache_key = ?1 AND error IS NULL LIMIT 1",
+                 WHERE cache_key = ?1 AND run_id = ?2 AND error IS NULL LIMIT 1",
             )
             .map_err(|e| self.err(e))?;
         let mut out = HashMap::new();
         for key in keys {
             let row = stmt
-                .query_row(params![key], |r| {
+                .query_row(params![key, from], |r| {
                     Ok(CachedOutput {
                         output: r.get(0)?,
                         latency_ms: r.get(1)?,
@@ -649,7 +719,8 @@ impl Store {
 
 const RUN_COLUMNS: &str =
     "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
-    outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s FROM runs";
+    outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
+    judge_calls, tokens, reused_from FROM runs";
 
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let checks: String = r.get(10)?;
@@ -673,6 +744,9 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         model_calls: r.get::<_, i64>(13)? as u64,
         cached: r.get::<_, i64>(14)? as u64,
         duration_s: r.get(15)?,
+        judge_calls: r.get::<_, i64>(16)? as u64,
+        tokens: r.get::<_, i64>(17)? as u64,
+        reused_from: r.get(18)?,
     })
 }
 
@@ -736,8 +810,16 @@ fn write_loop(
             )?;
             let mut row = Some(first);
             let mut n = 0;
+            let mut totals = None;
             while let Some(op) = row.take() {
                 let s = match op {
+                    WriteOp::Totals(t) => {
+                        totals = Some(t);
+                        if n < BATCH {
+                            row = rx.try_recv().ok();
+                        }
+                        continue;
+                    }
                     WriteOp::Flush(ack) => {
                         acks.push(ack);
                         if n < BATCH {
@@ -825,6 +907,17 @@ fn write_loop(
                 }
             }
             written += n as u64;
+            if let Some(t) = totals {
+                tx.execute(
+                    "UPDATE runs SET model_calls = ?2, judge_calls = ?3, tokens = ?4 WHERE id = ?1",
+                    params![
+                        run,
+                        t.model_calls as i64,
+                        t.judge_calls as i64,
+                        t.tokens as i64
+                    ],
+                )?;
+            }
         }
         tx.commit()?;
         for ack in acks {
@@ -845,6 +938,11 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// Queue the run's counts so far (written with the next batch).
+    pub fn send_totals(&self, totals: RunTotals) -> Result<(), StoreError> {
+        self.op(WriteOp::Totals(totals))
+    }
+
     /// Queue one sample for writing.
     pub fn send(&self, row: SampleRow) -> Result<(), StoreError> {
         self.op(WriteOp::Sample(row))
@@ -1087,23 +1185,26 @@ impl OutputCache for MemoryOutputs {
 /// the runner stores each attempt row with its key.
 pub struct StoreOutputs {
     conn: Mutex<Connection>,
+    /// The run whose outputs are served.
+    from: i64,
 }
 
 impl Store {
-    /// The output cache of this store (read only).
-    pub fn outputs(&self) -> Result<StoreOutputs, StoreError> {
+    /// The outputs of run `from` (its attempts' and samples'), as a read
+    /// only output cache: `probity run --reuse`.
+    pub fn outputs(&self, from: i64) -> Result<StoreOutputs, StoreError> {
         Ok(StoreOutputs {
             conn: Mutex::new(open_connection(&self.path)?),
+            from,
         })
-    }
-
-    /// A cached output of an attempt or a sample, if any.
-    pub fn cached_output(&self, key: &str) -> Result<Option<CachedOutput>, StoreError> {
-        lookup_output(&self.conn, key).map_err(|e| self.err(e))
     }
 }
 
-fn lookup_output(conn: &Connection, key: &str) -> rusqlite::Result<Option<CachedOutput>> {
+fn lookup_output(
+    conn: &Connection,
+    key: &str,
+    from: i64,
+) -> rusqlite::Result<Option<CachedOutput>> {
     let read = |r: &rusqlite::Row<'_>| {
         Ok(CachedOutput {
             output: r.get(0)?,
@@ -1115,25 +1216,25 @@ fn lookup_output(conn: &Connection, key: &str) -> rusqlite::Result<Option<Cached
     let hit = conn
         .prepare_cached(
             "SELECT output, latency_ms, input_tokens, output_tokens FROM attempts
-             WHERE cache_key = ?1 AND output IS NOT NULL LIMIT 1",
+             WHERE cache_key = ?1 AND run_id = ?2 AND output IS NOT NULL LIMIT 1",
         )?
-        .query_row(params![key], read)
+        .query_row(params![key, from], read)
         .optional()?;
     if hit.is_some() {
         return Ok(hit);
     }
     conn.prepare_cached(
         "SELECT output, latency_ms, input_tokens, output_tokens FROM samples
-         WHERE cache_key = ?1 AND error IS NULL AND output IS NOT NULL LIMIT 1",
+         WHERE cache_key = ?1 AND run_id = ?2 AND error IS NULL AND output IS NOT NULL LIMIT 1",
     )?
-    .query_row(params![key], read)
+    .query_row(params![key, from], read)
     .optional()
 }
 
 impl OutputCache for StoreOutputs {
     fn get(&self, key: &str) -> Option<CachedOutput> {
         let conn = self.conn.lock().ok()?;
-        lookup_output(&conn, key).ok().flatten()
+        lookup_output(&conn, key, self.from).ok().flatten()
     }
 
     fn put(&self, _key: &str, _output: CachedOutput) {}

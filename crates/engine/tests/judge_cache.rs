@@ -242,6 +242,7 @@ fn stale_running_runs_of_a_name_are_marked_interrupted() {
                 checks: &[],
                 settings: &Default::default(),
                 parent_run: None,
+                reused_from: None,
             })
             .unwrap()
     };
@@ -251,7 +252,9 @@ fn stale_running_runs_of_a_name_are_marked_interrupted() {
         new(&mut store, "other"),
         new(&mut store, "live"),
     );
-    store.finish_run(b, RunStatus::Complete, 0, 0, 0.0).unwrap();
+    store
+        .finish_run(b, RunStatus::Complete, Default::default(), 0, 0.0)
+        .unwrap();
     assert_eq!(store.interrupt_running("live", Some(current)).unwrap(), 1);
     let status = |id| store.run(id).unwrap().status;
     assert_eq!(status(a), RunStatus::Interrupted);

@@ -201,6 +201,7 @@ async fn cancel_then_resume_loses_nothing_and_repeats_nothing() {
                     let _ = tx.send(true);
                 }
             })),
+            reuse: None,
         },
     )
     .await

@@ -100,6 +100,10 @@ fn build_engine() -> Engine {
         .set_max_call_levels(MAX_CALL_LEVELS)
         .set_max_expr_depths(MAX_EXPR_DEPTHS.0, MAX_EXPR_DEPTHS.1)
         .set_strict_variables(true)
+        // `input.field` on an input without that field is an error naming
+        // it, not a silent `()` that compares false (test with
+        // `"field" in input`).
+        .set_fail_on_invalid_map_property(true)
         .set_module_resolver(DummyModuleResolver::new())
         .disable_symbol("eval")
         .disable_symbol("import");
@@ -350,7 +354,38 @@ impl Expression {
                     "expression returned a value of type `{ty}`, not a bool"
                 )),
             },
-            Err(e) => Verdict::error(format!("expression failed: {e}")),
+            Err(e) => Verdict::error(match *e {
+                EvalAltResult::ErrorPropertyNotFound(field, _) => format!(
+                    "the input has no field `{field}` (test for it with `\"{field}\" in input`)"
+                ),
+                other => format!("expression failed: {other}"),
+            }),
         }
+    }
+
+    /// The input fields the script reads by name (`input.field`,
+    /// `input["field"]`), in order of first appearance: what the dataset
+    /// must provide. Found in the source text, so a read inside a branch
+    /// that never runs counts too; method calls (`input.keys()`) do not.
+    pub fn input_fields(&self) -> Vec<String> {
+        static READS: OnceLock<Regex> = OnceLock::new();
+        let re = READS.get_or_init(|| {
+            Regex::new(
+                r#"\binput\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)\b(\s*\()?|\[\s*"([^"]*)"\s*\])"#,
+            )
+            .expect("a valid pattern")
+        });
+        let mut out: Vec<String> = Vec::new();
+        for c in re.captures_iter(&self.source) {
+            let field = match (c.get(1), c.get(2), c.get(3)) {
+                (Some(f), None, _) => f.as_str(),
+                (_, _, Some(f)) => f.as_str(),
+                _ => continue,
+            };
+            if !out.iter().any(|o| o == field) {
+                out.push(field.to_string());
+            }
+        }
+        out
     }
 }

@@ -299,6 +299,16 @@ impl Validator {
         Ok(self)
     }
 
+    /// The input fields the check reads by name (expressions only: a
+    /// closure or built-in kind reads none by name), which the dataset must
+    /// provide; see [`Expression::input_fields`].
+    pub fn input_fields(&self) -> Vec<String> {
+        match &self.check {
+            Check::Expression(e) => e.input_fields(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Apply the check to one output of `input`: one cell `R[i][j][k]` of
     /// the reliability tensor (paper §3.6).
     ///

@@ -20,7 +20,7 @@ use crate::openai_wire::{error_body, ChatRequest, ChatResponse, Usage, WireMessa
 use crate::provider::{ConfigError, Message, ProviderError};
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -46,6 +46,7 @@ use std::time::Duration;
 /// timeout = 0.01             # hang for timeout_ms, then answer normally
 /// timeout_ms = 30000
 /// malformed = 0.01           # HTTP 200 with truncated JSON
+/// require_key = "sk-test"     # like a real API: 401 without this bearer key
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -58,6 +59,9 @@ pub struct FaultConfig {
     pub timeout: f64,
     pub timeout_ms: u64,
     pub malformed: f64,
+    /// Answer HTTP 401 (as OpenAI does for a wrong key) to every request
+    /// without `Authorization: Bearer <require_key>`.
+    pub require_key: Option<String>,
 }
 
 impl Default for FaultConfig {
@@ -72,6 +76,7 @@ impl Default for FaultConfig {
             timeout: 0.0,
             timeout_ms: 30_000,
             malformed: 0.0,
+            require_key: None,
         }
     }
 }
@@ -319,8 +324,21 @@ fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
     (status, Json(error_body(status.as_u16(), kind, message))).into_response()
 }
 
-async fn chat(State(st): State<Arc<ServerState>>, body: Bytes) -> Response {
+async fn chat(State(st): State<Arc<ServerState>>, headers: HeaderMap, body: Bytes) -> Response {
     let n = st.counters.requests.fetch_add(1, Ordering::Relaxed);
+    if let Some(key) = &st.faults.require_key {
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if presented != Some(key.as_str()) {
+            return error_response(
+                StatusCode::UNAUTHORIZED,
+                "invalid_request_error",
+                "Incorrect API key provided. You can find your API key in your account settings.",
+            );
+        }
+    }
     match st.draw_fault(n) {
         Some(Fault::RateLimit) => {
             let mut resp = error_response(
