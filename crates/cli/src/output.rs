@@ -33,7 +33,8 @@ pub struct OutputArgs {
 }
 
 fn parse_format(s: &str) -> Result<Format, String> {
-    s.parse()
+    s.trim()
+        .parse()
         .map_err(|e: probity_report::UnknownFormat| e.to_string())
 }
 

@@ -7,7 +7,7 @@
 //! points, positive is better. Names and ids are untrusted and escaped for
 //! each medium.
 
-use crate::numbers::{interval, pct};
+use crate::numbers::{interval, name, pct};
 use crate::sanitize::{html_escape, md_cell, md_inline, terminal_line, xml_attr, xml_text};
 use crate::{Format, RunInfo};
 use probity_core::compare::{Basis, CheckComparison, Comparison, Direction};
@@ -378,8 +378,8 @@ pub fn json_value(r: &ComparisonReport) -> Value {
         .map(|k| {
             json!({
                 "name": k.name,
-                "direction": k.direction.name(),
-                "basis": match k.basis { Basis::Paired => "paired", Basis::Unpaired => "unpaired" },
+                "direction": name(k.direction),
+                "basis": name(k.basis),
                 "difference": num(k.decisive().mean_diff),
                 "lower": num(k.decisive().interval.lower),
                 "upper": num(k.decisive().interval.upper),
@@ -403,7 +403,7 @@ pub fn json_value(r: &ComparisonReport) -> Value {
         "options": {
             "confidence": num(c.options.confidence),
             "power": num(c.options.power),
-            "errors": crate::numbers::errors_name(c.options.errors),
+            "errors": name(c.options.errors),
         },
         "inputs": {
             "shared": c.shared_inputs,

@@ -10,7 +10,7 @@ use probity_core::{CheckSummary, Geometric, RateEstimate};
 /// confidence and method, how outputs are clustered, the verdict mode, the
 /// error policy and the strategy.
 pub fn statistics_line(s: &probity_core::Summary) -> String {
-    use crate::numbers::{interval_name, strategy_name, verdict_mode_name};
+    use crate::numbers::name;
     let o = &s.options;
     let clustering = if s.shape.0 > 1 {
         "clustered by input"
@@ -20,13 +20,13 @@ pub fn statistics_line(s: &probity_core::Summary) -> String {
     format!(
         "{} intervals ({}, {clustering}) · verdict: {} · errors {} · strategy {}",
         threshold_pct(o.confidence),
-        interval_name(o.interval),
-        verdict_mode_name(o.verdict),
+        name(o.interval),
+        name(o.verdict),
         match o.errors {
             ErrorPolicy::AsFailure => "count as failures",
             ErrorPolicy::Exclude => "excluded",
         },
-        strategy_name(s.strategy)
+        name(s.strategy)
     )
 }
 
@@ -202,7 +202,7 @@ pub fn aggregate_line(r: &Report, name: &dyn Fn(&str) -> String) -> String {
     let a = &r.summary.aggregate;
     let mut s = format!(
         "{} {}",
-        crate::numbers::aggregate_name(a.method),
+        crate::numbers::name(a.method),
         rate_with_interval(&a.rate)
     );
     if a.method == probity_core::Aggregate::Min {

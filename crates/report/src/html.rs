@@ -39,11 +39,11 @@ use crate::facts;
 use crate::heatmap::{
     dark_text_on, input_check_counts, inputs_worst_first, order_by_rate, rate_of, rate_rgb,
 };
-use crate::numbers::{
-    decision_name, decision_word, duration, interval, kind_name, pct, pct_num, threshold_pct,
-};
+use crate::numbers::{decision_word, duration, interval, name, pct, pct_num, threshold_pct};
 use crate::sanitize::{html_escape as esc, html_short, truncate_chars};
 use crate::{plural, Report};
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use probity_core::profile::worst_first;
 use probity_core::stats::Decision;
 use probity_core::{Cell, ProfileEntry, RateEstimate, ReliabilityTensor};
@@ -204,28 +204,10 @@ footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
 
 /// `'sha256-…'` of [`SCRIPT`] for the Content-Security-Policy.
 fn script_hash() -> String {
-    format!("'sha256-{}'", base64(&Sha256::digest(SCRIPT.as_bytes())))
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let v = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
-        for (n, shift) in [18, 12, 6, 0].into_iter().enumerate() {
-            if n <= chunk.len() {
-                out.push(A[(v >> shift & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    format!(
+        "'sha256-{}'",
+        STANDARD.encode(Sha256::digest(SCRIPT.as_bytes()))
+    )
 }
 
 /// The Content-Security-Policy of the page: nothing from the network,
@@ -547,10 +529,10 @@ fn checks(h: &mut String, r: &Report) {
             "<tr class=\"filterable\" data-validator=\"{k}\" id=\"check-{k}\"><td><span class=\"badge {}\">{}</span></td>\
              <td><strong>{}</strong> <span class=\"muted\">({})</span><div class=\"msg\">{}</div>{}</td>\
              <td class=\"num\">{}</td><td>{}</td><td class=\"num\">≥ {}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-            decision_name(d),
+            name(d),
             decision_word(d),
             html_short(&c.info.name, 80),
-            kind_name(c.info.kind),
+            name(c.info.kind),
             html_short(&c.info.message, 300),
             if notes.is_empty() {
                 String::new()
@@ -1653,15 +1635,6 @@ fn failures(h: &mut String, r: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_matches_rfc4648() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
-    }
 
     #[test]
     fn script_is_constant_and_hashed() {

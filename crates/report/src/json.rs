@@ -38,10 +38,7 @@
 //! Compatibility: within `v1`, fields are only ever added, never removed,
 //! renamed or changed in meaning; consumers should ignore unknown fields.
 
-use crate::numbers::{
-    aggregate_name, decision_name, errors_name, interval_name, kind_name, strategy_name,
-    verdict_mode_name,
-};
+use crate::numbers::name;
 use crate::Report;
 use probity_core::stats::IntervalMethod;
 use probity_core::{CheckSummary, Geometric, ProfileEntry, RateEstimate, Strategy};
@@ -145,7 +142,7 @@ impl WireRate {
             lower: num(r.interval.lower),
             upper: num(r.interval.upper),
             confidence: num(r.confidence),
-            method: interval_name(method),
+            method: name(method),
             n: r.n,
             pass: r.counts.pass,
             fail: r.counts.fail,
@@ -378,13 +375,13 @@ fn check(r: &Report, index: usize, c: &CheckSummary) -> WireCheck {
     WireCheck {
         index,
         name: c.info.name.clone(),
-        kind: kind_name(c.info.kind),
+        kind: name(c.info.kind),
         message: c.info.message.clone(),
         threshold: num(c.info.minimum_success_percentage),
         weight: num(c.info.weight),
         rate: WireRate::new(&c.rate, method),
         verdict: WireVerdict {
-            decision: decision_name(c.verdict.decision),
+            decision: name(c.verdict.decision),
             threshold: num(c.verdict.threshold),
             established: c.verdict.established,
             samples_needed: c.verdict.samples_needed,
@@ -429,11 +426,11 @@ pub fn wire(r: &Report) -> Wire {
         },
         options: WireOptions {
             confidence: num(o.confidence),
-            interval: interval_name(o.interval),
-            errors: errors_name(o.errors),
-            verdict: verdict_mode_name(o.verdict),
-            strategy: strategy_name(s.strategy),
-            aggregate: aggregate_name(s.aggregate.method),
+            interval: name(o.interval),
+            errors: name(o.errors),
+            verdict: name(o.verdict),
+            strategy: name(s.strategy),
+            aggregate: name(s.aggregate.method),
             retry_target: num(target),
         },
         passed: r.passed(),
@@ -456,7 +453,7 @@ pub fn wire(r: &Report) -> Wire {
             .map(|(k, c)| check(r, k, c))
             .collect(),
         aggregate: WireAggregate {
-            method: aggregate_name(s.aggregate.method),
+            method: name(s.aggregate.method),
             rate: WireRate::new(&s.aggregate.rate, method),
             worst_check: s.aggregate.worst_validator.map(|k| WireNamed {
                 index: k,

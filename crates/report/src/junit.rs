@@ -43,7 +43,7 @@
 //! [`crate::sanitize::xml_text`].
 
 use crate::facts;
-use crate::numbers::decision_name;
+use crate::numbers::name;
 use crate::sanitize::{truncate_chars, xml_attr, xml_text};
 use crate::Report;
 use probity_core::stats::Decision;
@@ -161,7 +161,7 @@ pub fn render_with(r: &Report, baseline: Option<&crate::compare::ComparisonRepor
         let figures = facts::figures(c);
         let established = facts::established(c);
         let headline = if c.info.message.is_empty() {
-            format!("{}: {figures}", decision_name(c.verdict.decision))
+            format!("{}: {figures}", name(c.verdict.decision))
         } else {
             format!("{}: {figures}", c.info.message)
         };
@@ -174,7 +174,7 @@ pub fn render_with(r: &Report, baseline: Option<&crate::compare::ComparisonRepor
             let mut body = vec![format!(
                 "{} (verdict {}, {established})",
                 headline,
-                decision_name(c.verdict.decision)
+                name(c.verdict.decision)
             )];
             if let Some(w) = &c.worst_input {
                 body.push(format!(

@@ -40,7 +40,6 @@ pub use heatmap::heatmap;
 use probity_core::stats::Decision;
 use probity_core::{Cell, ReliabilityTensor, Summary};
 use std::fmt;
-use std::str::FromStr;
 
 /// Metadata of one run, as the run store knows it.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -255,14 +254,39 @@ pub(crate) fn plural(n: usize, word: &str) -> String {
     }
 }
 
-/// An output format of a report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+/// An output format of a report. Its names come from strum: the canonical
+/// name (`text`, `json`, `junit`, `markdown`, `html`) is what [`Format::name`]
+/// and `Display` give; parsing is case-insensitive and also accepts the
+/// aliases `txt`, `xml`, `md`, `gfm` and `htm`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    strum::Display,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantNames,
+)]
+#[strum(
+    serialize_all = "lowercase",
+    ascii_case_insensitive,
+    parse_err_ty = UnknownFormat,
+    parse_err_fn = UnknownFormat::of
+)]
 pub enum Format {
     #[default]
+    #[strum(to_string = "text", serialize = "txt")]
     Text,
     Json,
+    #[strum(to_string = "junit", serialize = "xml")]
     Junit,
+    #[strum(to_string = "markdown", serialize = "md", serialize = "gfm")]
     Markdown,
+    #[strum(to_string = "html", serialize = "htm")]
     Html,
 }
 
@@ -275,30 +299,24 @@ impl Format {
         Format::Markdown,
         Format::Html,
     ];
-    /// The names accepted by [`FromStr`] (for a CLI's possible values).
-    pub const NAMES: [&'static str; 5] = ["text", "json", "junit", "markdown", "html"];
+    /// The canonical names (for a CLI's possible values).
+    pub const NAMES: &'static [&'static str] = <Format as strum::VariantNames>::VARIANTS;
 
     /// The canonical name: `text`, `json`, `junit`, `markdown` or `html`.
     pub fn name(self) -> &'static str {
-        match self {
-            Format::Text => "text",
-            Format::Json => "json",
-            Format::Junit => "junit",
-            Format::Markdown => "markdown",
-            Format::Html => "html",
-        }
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        self.into()
     }
 }
 
 /// Error of parsing a [`Format`] name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownFormat(pub String);
+
+impl UnknownFormat {
+    fn of(name: &str) -> Self {
+        UnknownFormat(name.to_string())
+    }
+}
 
 impl fmt::Display for UnknownFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -312,22 +330,6 @@ impl fmt::Display for UnknownFormat {
 }
 
 impl std::error::Error for UnknownFormat {}
-
-impl FromStr for Format {
-    type Err = UnknownFormat;
-
-    /// Case-insensitive; also accepts `txt`, `xml`, `md`, `gfm` and `htm`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "text" | "txt" => Ok(Format::Text),
-            "json" => Ok(Format::Json),
-            "junit" | "xml" => Ok(Format::Junit),
-            "markdown" | "md" | "gfm" => Ok(Format::Markdown),
-            "html" | "htm" => Ok(Format::Html),
-            _ => Err(UnknownFormat(s.to_string())),
-        }
-    }
-}
 
 /// Render `report` in `format`. `color` adds ANSI colours to the text
 /// format and is ignored by the others (the HTML page is always in

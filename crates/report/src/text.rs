@@ -27,7 +27,7 @@
 //! sequences or control characters to the terminal.
 
 use crate::facts;
-use crate::numbers::{decision_word, duration, interval, pct, strategy_name};
+use crate::numbers::{decision_word, duration, interval, name, pct};
 use crate::sanitize::terminal_line;
 use crate::{plural, Report};
 use probity_core::stats::Decision;
@@ -198,7 +198,7 @@ pub fn render(r: &Report, color: bool) -> String {
             };
             notes.push(format!(
                 "{}: {} of {} {what} below {}",
-                strategy_name(s.strategy),
+                name(s.strategy),
                 c.breakdown_below,
                 c.breakdown.len(),
                 crate::numbers::threshold_pct(c.verdict.threshold)
