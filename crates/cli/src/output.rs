@@ -5,7 +5,7 @@ use crate::Failure;
 use clap::Args;
 use probity_engine::store::{RunStatus, SampleRow, Store};
 use probity_engine::stored::{self, StoredRun};
-use probity_report::{html, render, Example, FailingSample, Format, Report, RunInfo};
+use probity_report::{html, render, Document, Example, FailingSample, Format, RunInfo, RunReport};
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -51,46 +51,21 @@ impl OutputArgs {
         }
     }
 
-    /// Write the report in every requested form.
-    pub fn emit(&self, report: &Report) -> Result<(), Failure> {
-        let main = render(report, self.format, self.color());
+    /// Write a document (a run's report, with its comparison when it has
+    /// a baseline; a comparison) in every requested form: `--format` on
+    /// stdout or in `--output`, and JUnit and Markdown beside it.
+    pub fn emit<'a>(&self, doc: impl Into<Document<'a>>) -> Result<(), Failure> {
+        let doc = doc.into();
+        let main = render(doc, self.format, self.color());
         match &self.output {
             Some(path) => write(path, &main)?,
             None => print!("{main}"),
         }
         if let Some(path) = &self.junit {
-            write(path, &render(report, Format::Junit, false))?;
+            write(path, &render(doc, Format::Junit, false))?;
         }
         if let Some(path) = &self.markdown {
-            append(path, &render(report, Format::Markdown, false))?;
-        }
-        Ok(())
-    }
-
-    /// Write the report with its comparison against a baseline in every
-    /// requested form (JUnit gets `regression: CHECK` test cases).
-    pub fn emit_with_baseline(
-        &self,
-        report: &Report,
-        cmp: &probity_report::compare::ComparisonReport,
-    ) -> Result<(), Failure> {
-        use probity_report::compare::render_with_baseline;
-        let main = render_with_baseline(report, cmp, self.format, self.color());
-        match &self.output {
-            Some(path) => write(path, &main)?,
-            None => print!("{main}"),
-        }
-        if let Some(path) = &self.junit {
-            write(
-                path,
-                &render_with_baseline(report, cmp, Format::Junit, false),
-            )?;
-        }
-        if let Some(path) = &self.markdown {
-            append(
-                path,
-                &render_with_baseline(report, cmp, Format::Markdown, false),
-            )?;
+            append(path, &render(doc, Format::Markdown, false))?;
         }
         Ok(())
     }
@@ -116,7 +91,7 @@ pub(crate) fn append(path: &PathBuf, text: &str) -> Result<(), Failure> {
 /// the failing outputs (one quoted per failing check in text formats,
 /// up to [`html::FAILURES_SHOWN`] in the HTML browser), and for a run with
 /// a retry policy the guarded system beside its prediction.
-pub fn report_for(store: &Store, run: StoredRun) -> Result<Report, Failure> {
+pub fn report_for(store: &Store, run: StoredRun) -> Result<RunReport, Failure> {
     let inputs = store
         .inputs(run.record.id)
         .map_err(|e| Failure::incomplete(e.to_string()))?;
@@ -157,7 +132,7 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<Report, Failure> {
         }
     }
     let record = run.record;
-    Ok(Report {
+    Ok(RunReport {
         run: RunInfo {
             id: record.id,
             name: record.name,
@@ -176,11 +151,12 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<Report, Failure> {
         tensor: Some(run.tensor),
         failures,
         guarded,
+        baseline: None,
     })
 }
 
 /// Load run `id` from the store and build its report.
-pub fn load_report(store: &Store, id: i64) -> Result<Report, Failure> {
+pub fn load_report(store: &Store, id: i64) -> Result<RunReport, Failure> {
     let run = stored::load(store, id).map_err(|e| Failure::usage(e.to_string()))?;
     report_for(store, run)
 }

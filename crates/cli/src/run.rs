@@ -88,17 +88,14 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     })?;
     display.finish();
 
-    let report = load_report(&store, outcome.run_id)?;
+    let mut report = load_report(&store, outcome.run_id)?;
     let passed = report.passed();
-    let comparison = match &args.baseline {
+    report.baseline = match &args.baseline {
         Some(spec) => crate::compare::against_baseline(&store, spec, outcome.run_id)?,
         None => None,
     };
-    match &comparison {
-        Some(c) => args.out.emit_with_baseline(&report, c)?,
-        None => args.out.emit(&report)?,
-    }
-    let passed = passed && !comparison.as_ref().is_some_and(|c| c.regressed());
+    args.out.emit(&report)?;
+    let passed = passed && !report.baseline.as_ref().is_some_and(|c| c.regressed());
     if outcome.status != RunStatus::Complete {
         return Err(Failure::incomplete(format!(
             "run {} stopped before every sample was taken ({} of {}); `probity run --resume {}` continues it",

@@ -79,6 +79,15 @@ pub fn duration(s: f64) -> String {
     }
 }
 
+/// `word`, or its plural `words` when `n` is not 1.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
+}
+
 /// The name of one of the core's enums (a decision, an interval method,
 /// an error policy, …) as reports print it: the name the enum derives from
 /// strum, spelled as serde spells it (and as `SCHEMA.md` documents it).
