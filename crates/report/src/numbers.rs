@@ -1,4 +1,5 @@
-//! Number formatting shared by the human-readable formats.
+//! Numbers, plurals and the names of the core's enums, written the same
+//! way by every format.
 
 use probity_core::stats::Decision;
 
