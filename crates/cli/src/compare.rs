@@ -8,8 +8,7 @@ use clap::Args;
 use probity_core::compare::CompareOptions;
 use probity_engine::compare::{compare_stored, RunComparison};
 use probity_engine::store::{RunRecord, RunStatus};
-use probity_report::compare::{render, ComparisonReport};
-use probity_report::{Format, RunInfo};
+use probity_report::{ComparisonReport, RunInfo};
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -39,7 +38,7 @@ pub fn comparison_report(c: RunComparison) -> ComparisonReport {
     }
 }
 
-fn run_info(r: &RunRecord) -> RunInfo {
+pub(crate) fn run_info(r: &RunRecord) -> RunInfo {
     RunInfo {
         id: r.id,
         name: r.name.clone(),
@@ -79,24 +78,8 @@ pub fn run(args: &CompareArgs) -> Result<u8, Failure> {
     let cmp =
         compare_stored(&store, a, b, Some(opts)).map_err(|e| Failure::usage(e.to_string()))?;
     let report = comparison_report(cmp);
-    emit(&args.out, &report)?;
+    args.out.emit(&report)?;
     Ok(u8::from(report.regressed()))
-}
-
-/// Write a comparison in every requested form.
-fn emit(out: &OutputArgs, r: &ComparisonReport) -> Result<(), Failure> {
-    let main = render(r, out.format, out.color());
-    match &out.output {
-        Some(path) => crate::output::write(path, &main)?,
-        None => print!("{main}"),
-    }
-    if let Some(path) = &out.junit {
-        crate::output::write(path, &render(r, Format::Junit, false))?;
-    }
-    if let Some(path) = &out.markdown {
-        crate::output::append(path, &render(r, Format::Markdown, false))?;
-    }
-    Ok(())
 }
 
 /// The comparison of run `current` with the baseline `spec` names, for

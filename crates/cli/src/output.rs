@@ -6,7 +6,7 @@ use clap::Args;
 use probity_core::{ReliabilityTensor, Summary};
 use probity_engine::store::{RunRecord, RunStatus, SampleRow, Store};
 use probity_engine::stored;
-use probity_report::{html, render, Example, FailingSample, Format, Report, RunInfo};
+use probity_report::{html, render, Document, Example, FailingSample, Format, RunInfo, RunReport};
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -34,7 +34,8 @@ pub struct OutputArgs {
 }
 
 fn parse_format(s: &str) -> Result<Format, String> {
-    s.parse()
+    s.trim()
+        .parse()
         .map_err(|e: probity_report::UnknownFormat| e.to_string())
 }
 
@@ -51,46 +52,21 @@ impl OutputArgs {
         }
     }
 
-    /// Write the report in every requested form.
-    pub fn emit(&self, report: &Report) -> Result<(), Failure> {
-        let main = render(report, self.format, self.color());
+    /// Write a document (a run's report, with its comparison when it has
+    /// a baseline; a comparison) in every requested form: `--format` on
+    /// stdout or in `--output`, and JUnit and Markdown beside it.
+    pub fn emit<'a>(&self, doc: impl Into<Document<'a>>) -> Result<(), Failure> {
+        let doc = doc.into();
+        let main = render(doc, self.format, self.color());
         match &self.output {
             Some(path) => write(path, &main)?,
             None => print!("{main}"),
         }
         if let Some(path) = &self.junit {
-            write(path, &render(report, Format::Junit, false))?;
+            write(path, &render(doc, Format::Junit, false))?;
         }
         if let Some(path) = &self.markdown {
-            append(path, &render(report, Format::Markdown, false))?;
-        }
-        Ok(())
-    }
-
-    /// Write the report with its comparison against a baseline in every
-    /// requested form (JUnit gets `regression: CHECK` test cases).
-    pub fn emit_with_baseline(
-        &self,
-        report: &Report,
-        cmp: &probity_report::compare::ComparisonReport,
-    ) -> Result<(), Failure> {
-        use probity_report::compare::render_with_baseline;
-        let main = render_with_baseline(report, cmp, self.format, self.color());
-        match &self.output {
-            Some(path) => write(path, &main)?,
-            None => print!("{main}"),
-        }
-        if let Some(path) = &self.junit {
-            write(
-                path,
-                &render_with_baseline(report, cmp, Format::Junit, false),
-            )?;
-        }
-        if let Some(path) = &self.markdown {
-            append(
-                path,
-                &render_with_baseline(report, cmp, Format::Markdown, false),
-            )?;
+            append(path, &render(doc, Format::Markdown, false))?;
         }
         Ok(())
     }
@@ -122,7 +98,7 @@ pub fn report_for(
     tensor: ReliabilityTensor,
     summary: Summary,
     samples: &[SampleRow],
-) -> Result<Report, Failure> {
+) -> Result<RunReport, Failure> {
     let inputs = store
         .inputs(record.id)
         .map_err(|e| Failure::incomplete(e.to_string()))?;
@@ -162,7 +138,7 @@ pub fn report_for(
         }
     }
     let retry_target = record.settings.retry_target;
-    Ok(Report {
+    Ok(RunReport {
         run: RunInfo {
             id: record.id,
             name: record.name,
@@ -181,11 +157,12 @@ pub fn report_for(
         tensor: Some(tensor),
         failures,
         guarded,
+        baseline: None,
     })
 }
 
 /// Load run `id` from the store and build its report.
-pub fn load_report(store: &Store, id: i64) -> Result<Report, Failure> {
+pub fn load_report(store: &Store, id: i64) -> Result<RunReport, Failure> {
     let run = stored::load(store, id).map_err(|e| Failure::usage(e.to_string()))?;
     report_for(store, run.record, run.tensor, run.summary, &run.samples)
 }

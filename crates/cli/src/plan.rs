@@ -1,11 +1,13 @@
 //! `probity plan`: the retry plan of paper §4.2 from assumed pass rates
 //! (`--rates`) or from a stored run (`probity plan RUN`: global and per
-//! input, §4.2.3).
+//! input, §4.2.3). This computes the plan; probity-report shows it (the
+//! `plan` document, as text).
 
 use crate::store_arg::StoreArg;
 use crate::Failure;
 use clap::Args;
 use probity_core::retry::{check_target, RetryPlan};
+use probity_report::{render, Format, PlanReport, PlanRun};
 
 #[derive(Args)]
 pub struct PlanArgs {
@@ -37,17 +39,21 @@ pub fn run(args: &PlanArgs) -> Result<u8, Failure> {
         RetryPlan::from_rates(&args.rates).map_err(|e| Failure::usage(format!("--rates: {e}")))?;
     let target =
         check_target(args.confidence).map_err(|e| Failure::usage(format!("--confidence: {e}")))?;
-    print!("{}", render(&plan, target));
+    let report = PlanReport {
+        plan,
+        target,
+        run: None,
+    };
+    print!("{}", render(&report, Format::Text, false));
     Ok(0)
 }
 
-/// The plan of a stored run: m globally (at the joint rate and at its lower
-/// bound) and per input, flagging inputs whose m differs; with the guarded
+/// The plan of a stored run, over the checks that decide whether an
+/// attempt passes (its retry policy's, or every check), with the guarded
 /// measurement when the run had a retry policy.
 fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
     use probity_core::guarded::columns_of;
     use probity_engine::stored;
-    use std::fmt::Write;
     let store = args.store.open()?;
     let id = args.store.resolve(&store, run)?;
     let loaded = stored::load(&store, id).map_err(|e| Failure::usage(e.to_string()))?;
@@ -64,195 +70,29 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
         .unwrap_or_else(|| (0..k).collect());
     let tensor = columns_of(&loaded.tensor, &columns);
     let plan = RetryPlan::from_tensor(&tensor, &loaded.record.settings.analysis);
-    let mut s = String::new();
-    let names: Vec<&str> = columns
+    let checks = columns
         .iter()
-        .filter_map(|&c| loaded.record.checks.get(c).map(|c| c.name.as_str()))
+        .filter_map(|&c| loaded.record.checks.get(c).map(|c| c.name.clone()))
         .collect();
-    let (n, m_reps, _) = loaded.tensor.shape();
-    let _ = writeln!(
-        s,
-        "Retry plan (paper §4.2) from run {id} ({}): {n} inputs × {m_reps} outputs",
-        probity_report::sanitize::terminal_line(&loaded.record.name, 60)
-    );
-    let _ = writeln!(s, "  deciding checks        {}", names.join(", "));
-    let rates: Vec<String> = plan.rates.iter().map(|r| format!("{r:.4}")).collect();
-    let _ = writeln!(s, "  pass rates p_k         {}", rates.join(" × "));
-    let ind = plan.independent();
-    let _ = writeln!(s, "  P_pass = Π p_k         {:.5}  (independence)", ind.p);
-    let pct = target * 100.0;
-    let show_m = |g: probity_core::Geometric| match g.attempts_for(target) {
-        Some(m) => format!("{m} attempt{}", if m == 1 { "" } else { "s" }),
-        None => "none suffices (P = 0)".into(),
+    let (n, m, _) = loaded.tensor.shape();
+    // Only a plan with measured joint rates shows the guarded system.
+    let guarded = match plan.empirical {
+        Some(_) => stored::retry_check(&store, &loaded.record, &loaded.tensor)
+            .map_err(|e| Failure::incomplete(e.to_string()))?,
+        None => None,
     };
-    let _ = writeln!(
-        s,
-        "  attempts for {pct}%      {} (independence)",
-        show_m(ind)
-    );
-    let Some(e) = &plan.empirical else {
-        print!("{s}");
-        return Ok(0);
+    let report = PlanReport {
+        plan,
+        target,
+        run: Some(PlanRun {
+            run: crate::compare::run_info(&loaded.record),
+            shape: (n, m),
+            checks,
+            input_labels: inputs.into_iter().map(|i| i.id).collect(),
+            analysis: loaded.record.settings.analysis,
+            guarded,
+        }),
     };
-    let joint = plan.measured().unwrap_or(ind);
-    let _ = writeln!(
-        s,
-        "  joint pass rate        {:.5}  [{:.5}, {:.5}]  (measured; ratio to Π p_k {})",
-        e.overall.estimate,
-        e.overall.interval.lower,
-        e.overall.interval.upper,
-        plan.dependence_ratio()
-            .map(|r| format!("{r:.3}"))
-            .unwrap_or_else(|| "–".into())
-    );
-    if let Some(a) = joint.expected_attempts() {
-        let _ = writeln!(
-            s,
-            "  E[attempts] = 1/P      {a:.3}  (E[retries] {:.3})",
-            a - 1.0
-        );
-    }
-    let global = joint.attempts_for(target);
-    let _ = writeln!(
-        s,
-        "  attempts for {pct}%      {} (joint rate)",
-        show_m(joint)
-    );
-    if let Some(c) = plan.conservative() {
-        let _ = writeln!(
-            s,
-            "                         {} (lower {:.0}% bound of the joint rate: the target holds with that confidence)",
-            show_m(c),
-            loaded.record.settings.analysis.confidence * 100.0
-        );
-    }
-    let per = plan.attempts_per_input(target);
-    let differ = per.iter().filter(|m| **m != global).count();
-    let _ = writeln!(
-        s,
-        "\n  Per input (§4.2.3): {differ} of {} inputs need a different m than {}",
-        per.len(),
-        global.map(|m| m.to_string()).unwrap_or_else(|| "–".into())
-    );
-    let _ = writeln!(
-        s,
-        "  {:<28} {:>10}  {:>22}  {:>9}",
-        "input", "P_pass,i", "interval", "m"
-    );
-    for (i, (r, m)) in e.per_input.iter().zip(&per).enumerate() {
-        let label = inputs
-            .get(i)
-            .map(|x| probity_report::sanitize::terminal_line(&x.id, 28))
-            .unwrap_or_else(|| format!("#{}", i + 1));
-        let outside =
-            r.interval.lower > e.overall.estimate || r.interval.upper < e.overall.estimate;
-        let mark = match (*m != global, outside) {
-            (true, true) => "  ← differs (its interval excludes the joint rate)",
-            (true, false) => "  ← differs",
-            _ => "",
-        };
-        let _ = writeln!(
-            s,
-            "  {label:<28} {:>10.4}  [{:>8.4}, {:>8.4}]  {:>9}{mark}",
-            r.estimate,
-            r.interval.lower,
-            r.interval.upper,
-            m.map(|m| m.to_string()).unwrap_or_else(|| "none".into())
-        );
-    }
-    if let Some(check) = stored::retry_check(&store, &loaded.record, &loaded.tensor)
-        .map_err(|e| Failure::incomplete(e.to_string()))?
-    {
-        s.push('\n');
-        s.push_str(&probity_report::guarded::text(&check, false));
-    }
-    print!("{s}");
+    print!("{}", render(&report, Format::Text, false));
     Ok(0)
-}
-
-/// Rows of the attempts table: 1..=max(m, 3) up to this many, then m.
-const TABLE_ROWS: u32 = 10;
-
-fn render(plan: &RetryPlan, target: f64) -> String {
-    use std::fmt::Write;
-    let g = plan.independent();
-    let mut s = String::new();
-    let rates: Vec<String> = plan.rates.iter().map(|r| r.to_string()).collect();
-    let _ = writeln!(s, "Retry plan (paper §4.2), validators assumed independent");
-    let _ = writeln!(s, "  pass rates p_k         {}", rates.join(" × "));
-    let _ = writeln!(s, "  P_pass = Π p_k         {:.5}", g.p);
-    match (g.expected_attempts(), g.expected_retries()) {
-        (Some(a), Some(r)) => {
-            let _ = writeln!(s, "  E[attempts] = 1/P      {a:.3}");
-            let _ = writeln!(s, "  E[retries] = 1/P − 1   {r:.3}");
-        }
-        _ => {
-            let _ = writeln!(
-                s,
-                "  E[attempts]            unbounded: no attempt ever passes (P_pass = 0)"
-            );
-        }
-    }
-    let pct = target * 100.0;
-    let Some((exact, m)) = g.attempts_exact(target).zip(g.attempts_for(target)) else {
-        let _ = writeln!(s, "  attempts for {pct}%      none suffices: P_pass = 0");
-        return s;
-    };
-    let retries = m - 1;
-    let _ = writeln!(
-        s,
-        "  attempts for {pct}%      m = ln(1 − {target}) / ln(1 − P_pass) = {exact:.2} → {m} attempt{} ({retries} retr{})",
-        if m == 1 { "" } else { "s" },
-        if retries == 1 { "y" } else { "ies" }
-    );
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "  attempts  retries  P(success within m)  P(no output)  expected calls"
-    );
-    let shown = (1..=m.clamp(3, TABLE_ROWS)).chain((m > TABLE_ROWS).then_some(m));
-    for k in shown {
-        if k == m && m > TABLE_ROWS {
-            let _ = writeln!(s, "  {:>8}", "…");
-        }
-        let mark = if k == m { "  ← m" } else { "" };
-        let _ = writeln!(
-            s,
-            "  {k:>8}  {:>7}  {:>19.5}  {:>12.5}  {:>14.3}{mark}",
-            k - 1,
-            g.success_within(k),
-            g.no_output(k),
-            g.expected_calls(k)
-        );
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn worked_example_is_printed_with_correct_figures() {
-        let plan = RetryPlan::from_rates(&[0.95, 0.90, 0.85]).unwrap();
-        let out = render(&plan, 0.99);
-        assert!(out.contains("P_pass = Π p_k         0.72675"), "{out}");
-        assert!(out.contains("E[attempts] = 1/P      1.376"), "{out}");
-        assert!(out.contains("E[retries] = 1/P − 1   0.376"), "{out}");
-        // The paper prints m ≈ 2.74 → 3; the quotient is 3.55, and three
-        // attempts reach only 97.96% (see probity_core::retry tests).
-        assert!(out.contains("= 3.55 → 4 attempts (3 retries)"), "{out}");
-        assert!(
-            out.contains("        3        2              0.97960"),
-            "{out}"
-        );
-    }
-
-    #[test]
-    fn zero_rate_is_explained_not_divided() {
-        let plan = RetryPlan::from_rates(&[0.0, 0.5]).unwrap();
-        let out = render(&plan, 0.99);
-        assert!(out.contains("unbounded"), "{out}");
-        assert!(out.contains("none suffices"), "{out}");
-    }
 }

@@ -5,7 +5,7 @@ use crate::store_arg::StoreArg;
 use crate::{verdict_code, Failure};
 use clap::Args;
 use probity_engine::stored;
-use probity_report::compare::system_label;
+use probity_report::system_label;
 
 #[derive(Args)]
 pub struct ReportArgs {

@@ -148,13 +148,11 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let taken = samples.len();
     let broken = outcome.broken();
     print_causes(&outcome);
-    let report = report_for(&store, record, outcome.tensor, outcome.summary, &samples)?;
+    let mut report = report_for(&store, record, outcome.tensor, outcome.summary, &samples)?;
     let passed = report.passed();
-    match &comparison {
-        Some(c) => args.out.emit_with_baseline(&report, c)?,
-        None => args.out.emit(&report)?,
-    }
-    let passed = passed && !comparison.as_ref().is_some_and(|c| c.regressed());
+    report.baseline = comparison;
+    args.out.emit(&report)?;
+    let passed = passed && !report.baseline.as_ref().is_some_and(|c| c.regressed());
     if !broken.is_empty() {
         let lines: Vec<String> = broken
             .iter()

@@ -5,8 +5,7 @@ use crate::output::OutputArgs;
 use crate::Failure;
 use probity_engine::store::{RunStatus, Store};
 use probity_engine::stored;
-use probity_report::trend::{self, Trend, TrendRun};
-use probity_report::{Format, RunInfo};
+use probity_report::{render, Format, RunInfo, TrendReport, TrendRun};
 
 /// Most runs a trend shows (the latest ones).
 pub const MAX_RUNS: usize = 200;
@@ -32,9 +31,9 @@ pub fn trend(
         )));
     }
     records.reverse();
-    let mut t = Trend {
+    let mut t = TrendReport {
         name: name.to_string(),
-        ..Trend::default()
+        ..TrendReport::default()
     };
     let mut loaded = Vec::new();
     for r in records {
@@ -83,22 +82,21 @@ pub fn trend(
             rates,
         });
     }
-    let text = match out.format {
-        Format::Html => trend::html(&t),
-        Format::Json => {
-            let mut s = serde_json::to_string_pretty(&trend::json_value(&t)).unwrap_or_default();
-            s.push('\n');
-            s
-        }
-        _ => trend::text(&t),
+    // On stdout a trend is a page, JSON, or else the text table (as
+    // `--format markdown` and `--format junit` have always printed it);
+    // --markdown gets the Markdown section; a trend checks nothing, so
+    // --junit is not written.
+    let shown = match out.format {
+        Format::Html | Format::Json => out.format,
+        Format::Text | Format::Junit | Format::Markdown => Format::Text,
     };
+    let text = render(&t, shown, false);
     match &out.output {
         Some(path) => crate::output::write(path, &text)?,
         None => print!("{text}"),
     }
     if let Some(path) = &out.markdown {
-        let md = probity_report::sanitize::md_code_block(&trend::text(&t), "text");
-        crate::output::append(path, &format!("### probity trend\n\n{md}\n"))?;
+        crate::output::append(path, &render(&t, Format::Markdown, false))?;
     }
     Ok(0)
 }

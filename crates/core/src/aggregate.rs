@@ -19,6 +19,8 @@ use thiserror::Error;
 /// How the K validator rates combine into one (§3.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum Aggregate {
     /// §3.3.1: every validator counts the same.
     Mean,

@@ -74,6 +74,8 @@ pub const DEFAULT_POWER: f64 = 0.8;
 /// What the comparison says about one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum Direction {
     /// The whole interval of `B − A` lies above 0.
     Improved,
@@ -112,6 +114,8 @@ impl Direction {
 /// Which interval the verdict was taken from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum Basis {
     Paired,
     Unpaired,

@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 /// over (§2.2.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum Strategy {
     /// One rate per input `i`, over its outputs `j` ("validating rows").
     Rows,

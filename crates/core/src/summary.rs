@@ -16,6 +16,8 @@ use serde::{Deserialize, Serialize};
 /// judge (paper §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum CheckKind {
     #[default]
     Validator,

@@ -55,10 +55,10 @@
 //! ```
 
 use crate::call::{CallSettings, Caller};
-use crate::provider::Provider;
 use crate::check::Checks;
 use crate::guard::{Attempt, Guard, GuardOutcome, Stop};
 use crate::openai_wire::{error_body, ChatRequest, ChatResponse, Usage, WireMessage};
+use crate::provider::Provider;
 use crate::provider::{Message, ProviderConfig, Role};
 use crate::recording::Recording;
 use crate::retry_policy::RetryPolicy;

@@ -1,8 +1,14 @@
-//! The JUnit XML report, for CI test reporters (GitLab's `artifacts:
+//! The JUnit XML format, for CI test reporters (GitLab's `artifacts:
 //! reports: junit`, GitHub actions such as `dorny/test-reporter` or
 //! `mikepenz/action-junit-report`).
 //!
-//! Layout: a `<testsuites>` root holding one `<testsuite name="probity:
+//! | document | test cases |
+//! | --- | --- |
+//! | run | one per check, `guard prediction` for a run with a retry policy, `regression: CHECK` per check compared with a baseline |
+//! | comparison | `regression: CHECK` per compared check |
+//! | trend, plan | none: a trend or a plan checks nothing, so JUnit gets its text ([`crate::text`]), as `probity report --trend --format junit` always printed |
+//!
+//! Layout of a run: a `<testsuites>` root holding one `<testsuite name="probity:
 //! RUN">`, which holds one `<testcase classname="probity.RUN" name="CHECK">`
 //! per check. Both carry `tests`, `failures`, `errors`, `skipped` and `time`.
 //!
@@ -21,7 +27,7 @@
 //! case holds the figures, errors counted apart from failures, the design
 //! effect and whether the verdict was established.
 //!
-//! A run made with a `[retry]` policy ([`Report::guarded`]) gets one more
+//! A run made with a `[retry]` policy ([`RunReport::guarded`]) gets one more
 //! test case, `guard prediction` (same classname): it checks the retry
 //! plan's prediction against the guarded system as measured.
 //!
@@ -38,14 +44,28 @@
 //! wrong for the guarded system. It does not change the run's verdict or
 //! the CLI's exit code, which are about the checks.
 //!
+//! A run with a baseline ([`RunReport::baseline`]) gets one test case
+//! `regression: CHECK` per compared check, failing with
+//! `type="regression"` when the check regressed significantly; a
+//! comparison alone is a test suite of those.
+//!
 //! Everything is XML-escaped, and characters that XML 1.0 does not allow
 //! (most control characters, escape sequences) are removed; see
 //! [`crate::sanitize::xml_text`].
 
-use crate::facts;
-use crate::numbers::decision_name;
+use crate::document::comparison::ComparisonReport;
+use crate::document::run::RunReport;
+use crate::document::Document;
+use crate::facts::comparison::{check_lines, points, points_interval};
+use crate::facts::guarded::{
+    attempts_band, joint, measured_success, outcome as prediction_outcome,
+};
+use crate::facts::guarded::{pct_band, Outcome as GuardOutcome};
+use crate::facts::run as facts;
+use crate::numbers::{decision_word, name};
 use crate::sanitize::{truncate_chars, xml_attr, xml_text};
-use crate::Report;
+use probity_core::compare::Direction;
+use probity_core::guarded::RetryCheck;
 use probity_core::stats::Decision;
 
 /// Longest model output included in a failure's text, in characters.
@@ -60,7 +80,7 @@ pub enum Outcome {
 }
 
 /// The JUnit outcome of check `k`.
-pub fn outcome(r: &Report, k: usize) -> Outcome {
+pub fn outcome(r: &RunReport, k: usize) -> Outcome {
     let c = &r.summary.checks[k];
     match c.verdict.decision {
         Decision::Pass => Outcome::Passed,
@@ -69,20 +89,24 @@ pub fn outcome(r: &Report, k: usize) -> Outcome {
     }
 }
 
-/// Render the JUnit XML report.
-pub fn render(r: &Report) -> String {
-    render_with(r, None)
+/// Render `doc` as JUnit XML (a trend or a plan: its text).
+pub(crate) fn render(doc: Document<'_>) -> String {
+    match doc {
+        Document::Run(r) => run(r),
+        Document::Comparison(c) => comparison(c),
+        Document::Trend(t) => crate::text::trend::render(t),
+        Document::Plan(p) => crate::text::plan::render(p),
+    }
 }
 
-/// Render the JUnit XML report, with one more test case
-/// `regression: CHECK` per check compared with a baseline (failing with
-/// `type="regression"` when the check regressed significantly), when
-/// `baseline` is given.
-pub fn render_with(r: &Report, baseline: Option<&crate::compare::ComparisonReport>) -> String {
+/// The report of a run: one test case per check, `guard prediction`, and
+/// `regression: CHECK` per check compared with its baseline.
+fn run(r: &RunReport) -> String {
+    let baseline = r.baseline.as_ref();
     let s = &r.summary;
     let classname = format!("probity.{}", r.run.name);
     let (extra, extra_failures) = baseline
-        .map(|c| crate::compare::junit_cases(c, &classname, "    "))
+        .map(|c| comparison_cases(c, &classname, "    "))
         .unwrap_or_default();
     let extra_tests = baseline.map_or(0, |c| c.comparison.checks.len());
     let guard = r
@@ -161,7 +185,7 @@ pub fn render_with(r: &Report, baseline: Option<&crate::compare::ComparisonRepor
         let figures = facts::figures(c);
         let established = facts::established(c);
         let headline = if c.info.message.is_empty() {
-            format!("{}: {figures}", decision_name(c.verdict.decision))
+            format!("{}: {figures}", name(c.verdict.decision))
         } else {
             format!("{}: {figures}", c.info.message)
         };
@@ -174,7 +198,7 @@ pub fn render_with(r: &Report, baseline: Option<&crate::compare::ComparisonRepor
             let mut body = vec![format!(
                 "{} (verdict {}, {established})",
                 headline,
-                decision_name(c.verdict.decision)
+                name(c.verdict.decision)
             )];
             if let Some(w) = &c.worst_input {
                 body.push(format!(
@@ -201,10 +225,7 @@ pub fn render_with(r: &Report, baseline: Option<&crate::compare::ComparisonRepor
             ));
         }
         let mut out = vec![
-            format!(
-                "{}: {figures}",
-                crate::numbers::decision_word(c.verdict.decision)
-            ),
+            format!("{}: {figures}", decision_word(c.verdict.decision)),
             established,
         ];
         if let Some(e) = facts::errors(&c.rate, s.options.errors) {
@@ -229,8 +250,7 @@ pub const GUARD_CASE: &str = "guard prediction";
 
 /// The `guard prediction` test case of a run with a retry policy, and its
 /// outcome.
-fn guard_case(check: &probity_core::guarded::RetryCheck, classname: &str) -> (String, Outcome) {
-    use crate::guarded::{attempts_band, joint, measured_success, outcome, pct_band, Outcome as G};
+fn guard_case(check: &RetryCheck, classname: &str) -> (String, Outcome) {
     let g = &check.measured;
     let figures = match joint(check) {
         Some(j) => format!(
@@ -248,10 +268,10 @@ fn guard_case(check: &probity_core::guarded::RetryCheck, classname: &str) -> (St
             m = g.m
         ),
     };
-    let table = crate::guarded::text(check, false);
-    let (o, element) = match outcome(check) {
-        G::Held => (Outcome::Passed, String::new()),
-        G::NotHeld => (
+    let table = crate::text::guarded::block(check, false);
+    let (o, element) = match prediction_outcome(check) {
+        GuardOutcome::Held => (Outcome::Passed, String::new()),
+        GuardOutcome::NotHeld => (
             Outcome::Failure,
             format!(
                 "      <failure message=\"{}\" type=\"prediction\">{}</failure>\n",
@@ -259,7 +279,7 @@ fn guard_case(check: &probity_core::guarded::RetryCheck, classname: &str) -> (St
                 xml_text(&table)
             ),
         ),
-        G::Untested => (
+        GuardOutcome::Untested => (
             Outcome::Error,
             format!(
                 "      <error message=\"{}\" type=\"no-data\">{}</error>\n",
@@ -276,4 +296,52 @@ fn guard_case(check: &probity_core::guarded::RetryCheck, classname: &str) -> (St
         xml_text(&format!("{figures}\n{table}"))
     );
     (case, o)
+}
+
+/// JUnit `<testcase>` elements `regression: CHECK`, one per compared
+/// check, failing (`type="regression"`) when the check regressed; and the
+/// number of failures.
+fn comparison_cases(r: &ComparisonReport, classname: &str, indent: &str) -> (String, usize) {
+    let mut x = String::new();
+    let mut failures = 0;
+    for k in &r.comparison.checks {
+        x.push_str(&format!(
+            "{indent}<testcase classname=\"{}\" name=\"{}\" time=\"0\">\n",
+            xml_attr(classname),
+            xml_attr(&format!("regression: {}", k.name))
+        ));
+        let lines = check_lines(k).join("\n");
+        let headline = format!(
+            "{} against baseline run {}: change {} pts, interval {}",
+            k.direction.words(),
+            r.baseline.id,
+            points(k.decisive().mean_diff),
+            points_interval(k.decisive())
+        );
+        if k.direction == Direction::Regressed {
+            failures += 1;
+            x.push_str(&format!(
+                "{indent}  <failure message=\"{}\" type=\"regression\">{}</failure>\n",
+                xml_attr(&headline),
+                xml_text(&lines)
+            ));
+        }
+        x.push_str(&format!(
+            "{indent}  <system-out>{}</system-out>\n{indent}</testcase>\n",
+            xml_text(&format!("{headline}\n{lines}"))
+        ));
+    }
+    (x, failures)
+}
+
+/// The comparison alone as a JUnit XML document.
+fn comparison(r: &ComparisonReport) -> String {
+    let name = format!("probity compare: {} -> {}", r.baseline.id, r.candidate.id);
+    let (cases, failures) = comparison_cases(r, &format!("probity.{}", r.candidate.name), "    ");
+    let k = r.comparison.checks.len();
+    let counts = format!(r#"tests="{k}" failures="{failures}" errors="0" skipped="0" time="0""#);
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"probity\" {counts}>\n  <testsuite name=\"{}\" {counts}>\n{cases}  </testsuite>\n</testsuites>\n",
+        xml_attr(&name)
+    )
 }

@@ -1,17 +1,31 @@
-//! The Markdown report (GitHub-flavoured), for `$GITHUB_STEP_SUMMARY` or a
-//! pull-request comment: a heading with the overall PASS/FAIL, a table of
-//! checks, the aggregate, the worst inputs, the failing checks with one
-//! example output each in a fenced code block, the guarded system beside
-//! its prediction (a run with a retry policy), and the retry plan.
+//! The Markdown format (GitHub-flavoured), for `$GITHUB_STEP_SUMMARY` or a
+//! pull-request comment.
+//!
+//! | document | shows |
+//! | --- | --- |
+//! | run | a heading with the overall PASS/FAIL, a table of checks, the aggregate, the worst inputs, the failing checks with one example output each in a fenced code block, the guarded system beside its prediction (a run with a retry policy), the retry plan, then the comparison with a baseline |
+//! | comparison | a `###` section: the conclusion, the runs, a table of changes per check |
+//! | trend | a `### probity trend` section holding the text table ([`crate::text`]) in a code block |
+//! | plan | a `### probity retry plan` section holding the text plan in a code block |
 //!
 //! Text from the run is escaped with [`md_cell`] / [`md_inline`] (pipes,
 //! backticks, markup, HTML, newlines) and outputs are put in code blocks
 //! whose fence no output can close ([`md_code_block`]).
 
-use crate::facts;
-use crate::numbers::{decision_word, duration, interval, pct};
-use crate::sanitize::{md_cell, md_code_block, md_inline, truncate_chars};
-use crate::{plural, Report};
+use crate::document::comparison::ComparisonReport;
+use crate::document::info::system_label;
+use crate::document::run::RunReport;
+use crate::document::Document;
+use crate::facts::comparison::{inputs_line, points, points_abs, points_interval, settings_line};
+use crate::facts::guarded::{
+    attempts_band, headline, histogram_line, outcome, pct_band, rows, spent_line, verdict_line,
+    Outcome,
+};
+use crate::facts::run as facts;
+use crate::numbers::{decision_word, duration, interval, pct, plural};
+use crate::sanitize::{md_cell, md_code_block, md_inline, terminal_line, truncate_chars};
+use probity_core::compare::Direction;
+use probity_core::guarded::RetryCheck;
 use probity_core::stats::Decision;
 
 /// Longest model output shown in a code block, in characters.
@@ -25,8 +39,27 @@ fn badge(d: Decision) -> &'static str {
     }
 }
 
-/// Render the Markdown report.
-pub fn render(r: &Report) -> String {
+/// Render `doc` as Markdown.
+pub(crate) fn render(doc: Document<'_>) -> String {
+    match doc {
+        Document::Run(r) => match &r.baseline {
+            Some(c) => format!("{}\n{}", run(r), comparison(c)),
+            None => run(r),
+        },
+        Document::Comparison(c) => comparison(c),
+        Document::Trend(t) => quoted("probity trend", &crate::text::trend::render(t)),
+        Document::Plan(p) => quoted("probity retry plan", &crate::text::plan::render(p)),
+    }
+}
+
+/// A `###` section holding `text` (probity's plain text of a document) in
+/// a code block.
+fn quoted(heading: &str, text: &str) -> String {
+    format!("### {heading}\n\n{}\n", md_code_block(text, "text"))
+}
+
+/// The report of a run (without its comparison).
+fn run(r: &RunReport) -> String {
     let s = &r.summary;
     let (n, m, k) = s.shape;
     let mut md = String::new();
@@ -74,7 +107,7 @@ pub fn render(r: &Report) -> String {
     }
     md.push_str(&facts_line.join(" · "));
     md.push_str("  \n");
-    md.push_str(&crate::facts::statistics_line(s));
+    md.push_str(&facts::statistics_line(s));
     md.push_str("\n\n");
 
     // Checks table.
@@ -199,17 +232,13 @@ pub fn render(r: &Report) -> String {
 /// Text for inside a single-backtick code span: backticks cannot be
 /// escaped there, so they are replaced by `ʼ`; controls are dropped.
 fn md_code_span(s: &str) -> String {
-    crate::sanitize::terminal_line(s, 80).replace('`', "ʼ")
+    terminal_line(s, 80).replace('`', "ʼ")
 }
 
 /// The guarded system (§4.2): headline, the measured-vs-predicted table,
 /// calls and tokens, and the verdict with its rule. Every figure is
 /// probity's own; nothing here comes from the run's text.
-fn guarded_section(check: &probity_core::guarded::RetryCheck) -> String {
-    use crate::guarded::{
-        attempts_band, headline, histogram_line, outcome, pct_band, rows, spent_line, verdict_line,
-        Outcome,
-    };
+fn guarded_section(check: &RetryCheck) -> String {
     let g = &check.measured;
     let mut md = String::from("### Guarded system (§4.2)\n\n");
     md.push_str(&format!(
@@ -239,5 +268,71 @@ fn guarded_section(check: &probity_core::guarded::RetryCheck) -> String {
         Outcome::Untested => badge(Decision::Inconclusive),
     };
     md.push_str(&format!("\n{b} {}\n\n", md_inline(&verdict_line(check))));
+    md
+}
+
+/// The comparison as Markdown (a section: `###` heading).
+fn comparison(r: &ComparisonReport) -> String {
+    let c = &r.comparison;
+    let badge = if r.regressed() { "❌" } else { "✅" };
+    let mut md = format!(
+        "### {badge} Comparison with baseline run #{} ({})\n\n**{}**\n\n",
+        r.baseline.id,
+        md_inline(&r.baseline.name),
+        md_inline(&r.conclusion())
+    );
+    md.push_str(&format!(
+        "Baseline (A): run #{} · {} · {}  \nCandidate (B): run #{} · {} · {}  \n{}  \n{}\n\n",
+        r.baseline.id,
+        md_inline(&r.baseline.created_at),
+        md_inline(&system_label(&r.baseline.system)),
+        r.candidate.id,
+        md_inline(&r.candidate.created_at),
+        md_inline(&system_label(&r.candidate.system)),
+        md_inline(&settings_line(c)),
+        md_inline(&inputs_line(c)),
+    ));
+    if !c.checks.is_empty() {
+        md.push_str("| check | verdict | baseline | candidate | change (pts) | paired interval | unpaired interval | smallest detectable |\n");
+        md.push_str("| --- | --- | ---: | ---: | ---: | --- | --- | ---: |\n");
+        for k in &c.checks {
+            let icon = match k.direction {
+                Direction::Regressed => "❌ regressed",
+                Direction::Improved => "⬆️ improved",
+                Direction::NoDetectableChange => "➖ no detectable change",
+                Direction::NoData => "⚠️ no data",
+            };
+            md.push_str(&format!(
+                "| {} | {icon} | {} | {} | {} | {} | {} | {} |\n",
+                md_cell(&k.name),
+                pct(k.baseline.estimate),
+                pct(k.candidate.estimate),
+                points(k.decisive().mean_diff),
+                k.paired.as_ref().map_or("–".to_string(), points_interval),
+                points_interval(&k.unpaired),
+                points_abs(k.mde),
+            ));
+        }
+        md.push('\n');
+    }
+    for (names, side) in [
+        (&c.only_baseline_checks, "baseline"),
+        (&c.only_candidate_checks, "candidate"),
+    ] {
+        if !names.is_empty() {
+            let list: Vec<String> = names.iter().map(|n| md_inline(n)).collect();
+            md.push_str(&format!(
+                "Only in the {side} (not compared): {}\n\n",
+                list.join(", ")
+            ));
+        }
+    }
+    if !r.changed_inputs.is_empty() {
+        md.push_str(&format!(
+            "⚠️ {} shared {} changed content between the runs.\n\n",
+            r.changed_inputs.len(),
+            plural(r.changed_inputs.len(), "input")
+        ));
+    }
     md
 }

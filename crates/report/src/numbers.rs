@@ -1,7 +1,7 @@
-//! Number formatting shared by the human-readable formats.
+//! Numbers, plurals and the names of the core's enums, written the same
+//! way by every format.
 
-use probity_core::stats::{Decision, ErrorPolicy, IntervalMethod, VerdictMode};
-use probity_core::{Aggregate, CheckKind, Strategy};
+use probity_core::stats::Decision;
 
 /// Percentage figure of a rate, without the `%` sign: one decimal, more
 /// when one decimal would round a rate below 100 % up to `100.0` (or one
@@ -80,71 +80,26 @@ pub fn duration(s: f64) -> String {
     }
 }
 
-// Stable names of the core's enums: used by every format and by the JSON
-// schema, so they are spelled out here rather than taken from serde.
-
-pub fn decision_name(d: Decision) -> &'static str {
-    match d {
-        Decision::Pass => "pass",
-        Decision::Fail => "fail",
-        Decision::Inconclusive => "inconclusive",
+/// `word`, or its plural `words` when `n` is not 1.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
     }
 }
 
-pub fn decision_word(d: Decision) -> &'static str {
-    match d {
-        Decision::Pass => "PASS",
-        Decision::Fail => "FAIL",
-        Decision::Inconclusive => "INCONCLUSIVE",
-    }
+/// The name of one of the core's enums (a decision, an interval method,
+/// an error policy, …) as reports print it: the name the enum derives from
+/// strum, spelled as serde spells it (and as `SCHEMA.md` documents it).
+pub fn name<T: Into<&'static str>>(v: T) -> &'static str {
+    v.into()
 }
 
-pub fn interval_name(m: IntervalMethod) -> &'static str {
-    match m {
-        IntervalMethod::Wald => "wald",
-        IntervalMethod::Wilson => "wilson",
-        IntervalMethod::ClopperPearson => "clopper-pearson",
-        IntervalMethod::Jeffreys => "jeffreys",
-        IntervalMethod::AgrestiCoull => "agresti-coull",
-    }
-}
-
-pub fn errors_name(e: ErrorPolicy) -> &'static str {
-    match e {
-        ErrorPolicy::AsFailure => "as-failure",
-        ErrorPolicy::Exclude => "exclude",
-    }
-}
-
-pub fn verdict_mode_name(v: VerdictMode) -> &'static str {
-    match v {
-        VerdictMode::Point => "point",
-        VerdictMode::LowerBound => "lower-bound",
-        VerdictMode::ThreeWay => "three-way",
-    }
-}
-
-pub fn strategy_name(s: Strategy) -> &'static str {
-    match s {
-        Strategy::Rows => "rows",
-        Strategy::Columns => "columns",
-        Strategy::All => "all",
-    }
-}
-
-pub fn aggregate_name(a: Aggregate) -> &'static str {
-    match a {
-        Aggregate::Mean => "mean",
-        Aggregate::Weighted => "weighted",
-        Aggregate::Min => "min",
-    }
-}
-
-pub fn kind_name(k: CheckKind) -> &'static str {
-    match k {
-        CheckKind::Validator => "validator",
-        CheckKind::Verifier => "verifier",
-    }
+/// A decision in capitals, as verdicts are shown: `PASS`, `FAIL`,
+/// `INCONCLUSIVE`.
+pub fn decision_word(d: Decision) -> String {
+    name(d).to_ascii_uppercase()
 }
 
 #[cfg(test)]

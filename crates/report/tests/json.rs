@@ -3,7 +3,7 @@ mod common;
 use probity_report::{render, Format};
 use serde_json::Value;
 
-fn parse(r: &probity_report::Report) -> Value {
+fn parse(r: &probity_report::RunReport) -> Value {
     let s = render(r, Format::Json, false);
     serde_json::from_str(&s).unwrap_or_else(|e| panic!("invalid JSON ({e}):\n{s}"))
 }

@@ -1,7 +1,7 @@
 mod common;
 
 use probity_core::stats::Decision;
-use probity_report::{render, Format, Report};
+use probity_report::{render, Format, RunReport};
 use quick_xml::events::Event;
 use quick_xml::Reader;
 
@@ -96,7 +96,7 @@ fn parse(xml: &str) -> Node {
     doc.children.pop().unwrap()
 }
 
-fn suite(r: &Report) -> (Node, String) {
+fn suite(r: &RunReport) -> (Node, String) {
     let xml = render(r, Format::Junit, false);
     let root = parse(&xml);
     assert_eq!(root.name, "testsuites");

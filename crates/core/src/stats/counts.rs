@@ -8,6 +8,8 @@ use std::ops::{Add, AddAssign};
 /// `Exclude` drops errors from the denominator instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "kebab-case")]
 pub enum ErrorPolicy {
     #[default]
     AsFailure,

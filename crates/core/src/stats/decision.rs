@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 /// How a rate is compared with its threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "kebab-case")]
 pub enum VerdictMode {
     /// The paper: pass iff p̂ ≥ threshold.
     #[default]
@@ -23,6 +25,8 @@ pub enum VerdictMode {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum Decision {
     Pass,
     Fail,

@@ -24,6 +24,8 @@ use statrs::function::{erf, gamma};
 /// Interval method (DESIGN.md, Statistics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "kebab-case")]
 pub enum IntervalMethod {
     /// The paper's §3.4 formula p ± z·sqrt(p(1−p)/n), clamped to [0, 1].
     Wald,

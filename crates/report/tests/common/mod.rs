@@ -9,7 +9,7 @@ use probity_core::{
     Aggregate, AnalysisOptions, CheckInfo, CheckKind, CheckSummary, Counts, ProfileEntry,
     RateEstimate, RetryPlan, Strategy, Summary,
 };
-use probity_report::{Example, Report, RunInfo};
+use probity_report::{Example, RunInfo, RunReport};
 
 /// A rate of `pass` out of `pass + fail + error` with the given interval
 /// and design effect.
@@ -160,8 +160,8 @@ pub fn summary() -> Summary {
     }
 }
 
-pub fn report() -> Report {
-    Report {
+pub fn report() -> RunReport {
+    RunReport {
         run: RunInfo {
             id: 12,
             name: "greeting-bot".to_string(),
@@ -191,11 +191,12 @@ pub fn report() -> Report {
         tensor: None,
         failures: Vec::new(),
         guarded: None,
+        baseline: None,
     }
 }
 
 /// The same report with every check passing.
-pub fn passing_report() -> Report {
+pub fn passing_report() -> RunReport {
     let mut r = report();
     let c = &mut r.summary.checks[1];
     c.rate = rate(190, 10, 0, 0.91, 0.975, 1.0);
@@ -243,7 +244,7 @@ pub fn synthetic_cell(i: usize, j: usize, k: usize) -> probity_core::Cell {
 /// outputs × 3 checks (see [`synthetic_cell`], repeated every 5 inputs),
 /// with hostile text in the run name, input ids, check names, messages,
 /// outputs and reasons, and every failing output listed.
-pub fn tensor_report(n: usize, m: usize) -> Report {
+pub fn tensor_report(n: usize, m: usize) -> RunReport {
     use probity_core::{ReliabilityTensor, Summary};
     use probity_report::FailingSample;
     let mut t = ReliabilityTensor::new(n, m, 3).unwrap();
@@ -307,7 +308,7 @@ pub fn tensor_report(n: usize, m: usize) -> Report {
             .map(|&k| (k, format!("reason {k}: {HOSTILE}")))
             .collect();
     }
-    Report {
+    RunReport {
         run: RunInfo {
             id: 7,
             name: format!("run {HOSTILE}"),
@@ -326,6 +327,7 @@ pub fn tensor_report(n: usize, m: usize) -> Report {
         tensor: Some(t),
         failures,
         guarded: None,
+        baseline: None,
     }
 }
 
@@ -380,7 +382,7 @@ pub fn retry_check(held: bool) -> probity_core::guarded::RetryCheck {
 }
 
 /// [`report`] of a run with a retry policy.
-pub fn guarded_report(held: bool) -> Report {
+pub fn guarded_report(held: bool) -> RunReport {
     let mut r = report();
     r.guarded = Some(retry_check(held));
     r

@@ -1,4 +1,4 @@
-//! The terminal report.
+//! The terminal report of a run.
 //!
 //! ```text
 //! probity  run #12 greeting-bot: 20 inputs × 10 outputs × 2 checks, 14 model calls, 186 served from cache, 12.3s
@@ -17,19 +17,23 @@
 //!  retry plan   …
 //!
 //! Guarded system (§4.2): at most 3 attempts per request (2 retries), 200 requests
-//!   …  (runs with a retry policy: see crate::guarded::text)
+//!   …  (runs with a retry policy: see crate::text::guarded)
 //!
 //! FAIL: 1 of 2 checks below minimum
 //! ```
+//!
+//! A run with a baseline ends with the comparison
+//! ([`crate::text::comparison`]).
 //!
 //! Every piece of text that comes from the run (names, messages, input ids,
 //! model outputs) goes through [`terminal_line`], so it cannot carry escape
 //! sequences or control characters to the terminal.
 
-use crate::facts;
-use crate::numbers::{decision_word, duration, interval, pct, strategy_name};
+use crate::document::run::RunReport;
+use crate::facts::run as facts;
+use crate::numbers::{decision_word, duration, interval, name, pct, plural, threshold_pct};
 use crate::sanitize::terminal_line;
-use crate::{plural, Report};
+use crate::text::paint::{Paint, LEFT};
 use probity_core::stats::Decision;
 use probity_core::Strategy;
 
@@ -40,44 +44,12 @@ pub const NAME_MAX_CHARS: usize = 48;
 /// Longest message, reason or input label shown.
 pub const LINE_MAX_CHARS: usize = 160;
 
-const LEFT: usize = 12;
-
-struct Paint {
-    on: bool,
-}
-
-impl Paint {
-    fn wrap(&self, code: &str, s: &str) -> String {
-        if self.on && !s.is_empty() {
-            format!("\x1b[{code}m{s}\x1b[0m")
-        } else {
-            s.to_string()
-        }
-    }
-    fn bold(&self, s: &str) -> String {
-        self.wrap("1", s)
-    }
-    fn dim(&self, s: &str) -> String {
-        self.wrap("2", s)
-    }
-    fn decision(&self, d: Decision, s: &str) -> String {
-        match d {
-            Decision::Pass => self.wrap("1;32", s),
-            Decision::Fail => self.wrap("1;31", s),
-            Decision::Inconclusive => self.wrap("1;33", s),
-        }
-    }
-    fn label(&self, s: &str) -> String {
-        self.wrap("1;36", &format!("{s:>LEFT$}"))
-    }
-}
-
 fn safe(s: &str) -> String {
     terminal_line(s, LINE_MAX_CHARS)
 }
 
 /// Render the terminal report; `color` adds ANSI colours and bold.
-pub fn render(r: &Report, color: bool) -> String {
+pub(crate) fn render(r: &RunReport, color: bool) -> String {
     let p = Paint { on: color };
     let s = &r.summary;
     let (n, m, k) = s.shape;
@@ -126,10 +98,7 @@ pub fn render(r: &Report, color: bool) -> String {
     if !meta.is_empty() {
         out.push_str(&format!("{indent}{}\n", p.dim(&meta.join(" · "))));
     }
-    out.push_str(&format!(
-        "{indent}{}\n",
-        p.dim(&crate::facts::statistics_line(s))
-    ));
+    out.push_str(&format!("{indent}{}\n", p.dim(&facts::statistics_line(s))));
     out.push('\n');
 
     // The checks table.
@@ -198,10 +167,10 @@ pub fn render(r: &Report, color: bool) -> String {
             };
             notes.push(format!(
                 "{}: {} of {} {what} below {}",
-                strategy_name(s.strategy),
+                name(s.strategy),
                 c.breakdown_below,
                 c.breakdown.len(),
-                crate::numbers::threshold_pct(c.verdict.threshold)
+                threshold_pct(c.verdict.threshold)
             ));
         }
         if !notes.is_empty() {
@@ -277,7 +246,7 @@ pub fn render(r: &Report, color: bool) -> String {
 
     // The guarded system beside its prediction (a run with a retry policy).
     if let Some(g) = &r.guarded {
-        out.push_str(&crate::guarded::text(g, color));
+        out.push_str(&crate::text::guarded::block(g, color));
         out.push('\n');
     }
 
@@ -290,5 +259,11 @@ pub fn render(r: &Report, color: bool) -> String {
     };
     out.push_str(&p.decision(d, &concl));
     out.push('\n');
+
+    // The comparison with the baseline, when there is one.
+    if let Some(c) = &r.baseline {
+        out.push('\n');
+        out.push_str(&crate::text::comparison::render(c, color));
+    }
     out
 }

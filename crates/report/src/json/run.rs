@@ -1,4 +1,4 @@
-//! The JSON report (`--format json`): schema `probity.report.v1`.
+//! The JSON report of a run (`--format json`): schema `probity.report.v1`.
 //!
 //! The wire format is made of dedicated structs ([`Wire`] and friends) so
 //! that refactoring the core's types does not change it. The schema is
@@ -35,23 +35,28 @@
 //! finite (NaN, ±∞) is written as `null`, as is every value that does not
 //! exist (no worst input, a pass rate of 0 for the number of attempts).
 //!
+//! A run compared with a baseline (`probity run --baseline`) gets one more
+//! field, `comparison`: the [`crate::json::comparison`] document
+//! (`probity.compare.v1`). That document's keys are written in
+//! alphabetical order, as probity has always written it.
+//!
 //! Compatibility: within `v1`, fields are only ever added, never removed,
 //! renamed or changed in meaning; consumers should ignore unknown fields.
 
-use crate::numbers::{
-    aggregate_name, decision_name, errors_name, interval_name, kind_name, strategy_name,
-    verdict_mode_name,
-};
-use crate::Report;
+use crate::document::run::RunReport;
+use crate::facts::guarded::{calls_per_request, outcome, Outcome, RULE};
+use crate::facts::run::more_samples;
+use crate::numbers::name;
+use probity_core::guarded::{Band, RetryCheck};
 use probity_core::stats::IntervalMethod;
-use probity_core::{CheckSummary, Geometric, ProfileEntry, RateEstimate, Strategy};
+use probity_core::{CheckSummary, Geometric, ProfileEntry, RateEstimate, RetryPlan, Strategy};
 use serde::Serialize;
 
 /// The value of the `schema` field.
 pub const SCHEMA: &str = "probity.report.v1";
 
 /// A finite float, or `None` (written as `null`).
-fn num(x: f64) -> Option<f64> {
+pub(crate) fn num(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 
@@ -139,13 +144,13 @@ pub struct WireRate {
 }
 
 impl WireRate {
-    fn new(r: &RateEstimate, method: IntervalMethod) -> Self {
+    pub(crate) fn new(r: &RateEstimate, method: IntervalMethod) -> Self {
         WireRate {
             estimate: num(r.estimate),
             lower: num(r.interval.lower),
             upper: num(r.interval.upper),
             confidence: num(r.confidence),
-            method: interval_name(method),
+            method: name(method),
             n: r.n,
             pass: r.counts.pass,
             fail: r.counts.fail,
@@ -267,7 +272,7 @@ pub struct WireBand {
 }
 
 impl WireBand {
-    fn new(b: &probity_core::guarded::Band) -> Self {
+    fn new(b: &Band) -> Self {
         WireBand {
             estimate: num(b.estimate),
             lower: num(b.lower),
@@ -308,8 +313,7 @@ pub struct WireGuarded {
 }
 
 impl WireGuarded {
-    fn new(c: &probity_core::guarded::RetryCheck, method: IntervalMethod) -> Self {
-        use crate::guarded::{calls_per_request, outcome, Outcome, RULE};
+    pub(crate) fn new(c: &RetryCheck, method: IntervalMethod) -> Self {
         let g = &c.measured;
         WireGuarded {
             attempts: g.m,
@@ -356,11 +360,11 @@ pub struct WireExample {
     pub reason: Option<String>,
 }
 
-fn label(r: &Report, i: usize) -> Option<String> {
+fn label(r: &RunReport, i: usize) -> Option<String> {
     r.input_labels.get(i).filter(|l| !l.is_empty()).cloned()
 }
 
-fn entry(r: &Report, e: &ProfileEntry, labelled: bool, method: IntervalMethod) -> WireEntry {
+fn entry(r: &RunReport, e: &ProfileEntry, labelled: bool, method: IntervalMethod) -> WireEntry {
     WireEntry {
         index: e.index,
         label: if labelled { label(r, e.index) } else { None },
@@ -368,7 +372,7 @@ fn entry(r: &Report, e: &ProfileEntry, labelled: bool, method: IntervalMethod) -
     }
 }
 
-fn check(r: &Report, index: usize, c: &CheckSummary) -> WireCheck {
+fn check(r: &RunReport, index: usize, c: &CheckSummary) -> WireCheck {
     let s = &r.summary;
     let method = s.options.interval;
     let breakdown_by = (!c.breakdown.is_empty()).then_some(match s.strategy {
@@ -378,17 +382,17 @@ fn check(r: &Report, index: usize, c: &CheckSummary) -> WireCheck {
     WireCheck {
         index,
         name: c.info.name.clone(),
-        kind: kind_name(c.info.kind),
+        kind: name(c.info.kind),
         message: c.info.message.clone(),
         threshold: num(c.info.minimum_success_percentage),
         weight: num(c.info.weight),
         rate: WireRate::new(&c.rate, method),
         verdict: WireVerdict {
-            decision: decision_name(c.verdict.decision),
+            decision: name(c.verdict.decision),
             threshold: num(c.verdict.threshold),
             established: c.verdict.established,
             samples_needed: c.verdict.samples_needed,
-            more_samples_needed: crate::facts::more_samples(c),
+            more_samples_needed: more_samples(c),
         },
         worst_input: c.worst_input.as_ref().map(|w| entry(r, w, true, method)),
         breakdown_by,
@@ -401,13 +405,65 @@ fn check(r: &Report, index: usize, c: &CheckSummary) -> WireCheck {
     }
 }
 
-/// Build the wire document of `r`.
-pub fn wire(r: &Report) -> Wire {
+/// The retry plan as a wire struct: the run's, or a plan's
+/// (`probity.plan.v1`). `label` gives input `i`'s id.
+pub(crate) fn retry(
+    plan: &RetryPlan,
+    target: f64,
+    method: IntervalMethod,
+    label: &dyn Fn(usize) -> Option<String>,
+) -> WireRetry {
+    WireRetry {
+        target: num(target),
+        rates: plan.rates.iter().map(|&x| num(x)).collect(),
+        p_independent: num(plan.p_independent),
+        independent: WirePlan::new(plan.independent(), target),
+        measured: plan.measured().map(|g| WirePlan::new(g, target)),
+        conservative: plan.conservative().map(|g| WirePlan::new(g, target)),
+        measured_rate: plan
+            .empirical
+            .as_ref()
+            .map(|e| WireRate::new(&e.overall, method)),
+        dependence_ratio: plan.dependence_ratio().and_then(num),
+        phi: plan
+            .empirical
+            .as_ref()
+            .map(|e| {
+                e.phi
+                    .iter()
+                    .map(|row| row.iter().map(|v| v.and_then(num)).collect())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        per_input: plan
+            .empirical
+            .as_ref()
+            .map(|e| {
+                e.per_input
+                    .iter()
+                    .enumerate()
+                    .map(|(i, rate)| {
+                        let attempts = Geometric { p: rate.estimate }.attempts_for(target);
+                        WireInputPlan {
+                            index: i,
+                            label: label(i),
+                            rate: WireRate::new(rate, method),
+                            attempts,
+                            retries: attempts.map(|m| m.saturating_sub(1)),
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// Build the wire document of `r` (without its comparison).
+pub fn wire(r: &RunReport) -> Wire {
     let s = &r.summary;
     let o = &s.options;
     let method = o.interval;
     let (pass, fail, inconclusive) = r.tally();
-    let plan = &s.retry;
     let target = r.retry_target;
     Wire {
         schema: SCHEMA,
@@ -429,11 +485,11 @@ pub fn wire(r: &Report) -> Wire {
         },
         options: WireOptions {
             confidence: num(o.confidence),
-            interval: interval_name(o.interval),
-            errors: errors_name(o.errors),
-            verdict: verdict_mode_name(o.verdict),
-            strategy: strategy_name(s.strategy),
-            aggregate: aggregate_name(s.aggregate.method),
+            interval: name(o.interval),
+            errors: name(o.errors),
+            verdict: name(o.verdict),
+            strategy: name(s.strategy),
+            aggregate: name(s.aggregate.method),
             retry_target: num(target),
         },
         passed: r.passed(),
@@ -456,7 +512,7 @@ pub fn wire(r: &Report) -> Wire {
             .map(|(k, c)| check(r, k, c))
             .collect(),
         aggregate: WireAggregate {
-            method: aggregate_name(s.aggregate.method),
+            method: name(s.aggregate.method),
             rate: WireRate::new(&s.aggregate.rate, method),
             worst_check: s.aggregate.worst_validator.map(|k| WireNamed {
                 index: k,
@@ -481,49 +537,7 @@ pub fn wire(r: &Report) -> Wire {
                 .map(|e| entry(r, e, false, method))
                 .collect(),
         },
-        retry: WireRetry {
-            target: num(target),
-            rates: plan.rates.iter().map(|&x| num(x)).collect(),
-            p_independent: num(plan.p_independent),
-            independent: WirePlan::new(plan.independent(), target),
-            measured: plan.measured().map(|g| WirePlan::new(g, target)),
-            conservative: plan.conservative().map(|g| WirePlan::new(g, target)),
-            measured_rate: plan
-                .empirical
-                .as_ref()
-                .map(|e| WireRate::new(&e.overall, method)),
-            dependence_ratio: plan.dependence_ratio().and_then(num),
-            phi: plan
-                .empirical
-                .as_ref()
-                .map(|e| {
-                    e.phi
-                        .iter()
-                        .map(|row| row.iter().map(|v| v.and_then(num)).collect())
-                        .collect()
-                })
-                .unwrap_or_default(),
-            per_input: plan
-                .empirical
-                .as_ref()
-                .map(|e| {
-                    e.per_input
-                        .iter()
-                        .enumerate()
-                        .map(|(i, rate)| {
-                            let attempts = Geometric { p: rate.estimate }.attempts_for(target);
-                            WireInputPlan {
-                                index: i,
-                                label: label(r, i),
-                                rate: WireRate::new(rate, method),
-                                attempts,
-                                retries: attempts.map(|m| m.saturating_sub(1)),
-                            }
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-        },
+        retry: retry(&s.retry, target, method, &|i| label(r, i)),
         examples: r
             .examples
             .iter()
@@ -541,16 +555,21 @@ pub fn wire(r: &Report) -> Wire {
     }
 }
 
-/// Render the JSON report, pretty-printed, with a trailing newline.
-pub fn render(r: &Report) -> String {
-    let mut s = serde_json::to_string_pretty(&wire(r))
-        .expect("the wire structs serialise: string keys, no non-finite floats");
+/// Render the JSON report, pretty-printed, with a trailing newline; with
+/// its comparison as the `comparison` field when the run has a baseline.
+pub(crate) fn render(r: &RunReport) -> String {
+    let mut s = match &r.baseline {
+        None => serde_json::to_string_pretty(&wire(r)),
+        Some(c) => {
+            // As a map, so the keys are in the order probity has always
+            // written a run with its comparison: alphabetical.
+            let mut v = serde_json::to_value(wire(r))
+                .expect("the wire structs serialise: string keys, no non-finite floats");
+            v["comparison"] = crate::json::comparison::value(c);
+            serde_json::to_string_pretty(&v)
+        }
+    }
+    .expect("the wire structs serialise: string keys, no non-finite floats");
     s.push('\n');
     s
-}
-
-/// The JSON report as a `serde_json::Value` (for embedding in other
-/// documents).
-pub fn value(r: &Report) -> serde_json::Value {
-    serde_json::to_value(wire(r)).expect("the wire structs serialise")
 }

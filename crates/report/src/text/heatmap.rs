@@ -16,14 +16,16 @@
 //!
 //! Input ids and check names go through [`terminal_line`].
 //!
-//! The helpers here (row order, per-cell counts, the colour scale) are
-//! shared with the HTML report so both draw the same picture.
+//! Rows are ordered and counted as in the HTML report's heatmaps
+//! (`facts::tensor`), so both draw the same picture.
 
-use crate::numbers::pct;
+use crate::document::run::RunReport;
+use crate::facts::run::rate_with_interval;
+use crate::facts::tensor::{input_check_counts, inputs_worst_first, order_by_rate, rate_of};
+use crate::numbers::{pct, plural};
 use crate::sanitize::terminal_line;
-use crate::Report;
-use probity_core::stats::{Counts, ErrorPolicy};
-use probity_core::{Cell, ReliabilityTensor};
+use probity_core::stats::Counts;
+use probity_core::Cell;
 
 /// Inputs shown as rows of the terminal heatmap (the worst first).
 pub const TERMINAL_MAX_INPUTS: usize = 40;
@@ -32,90 +34,6 @@ pub const TERMINAL_PATTERN_INPUTS: usize = 5;
 /// Repetitions shown per line in the terminal's input × repetition lines.
 pub const TERMINAL_MAX_REPETITIONS: usize = 100;
 const LABEL_CHARS: usize = 24;
-
-/// `(successes, trials)` of `c` under `policy`, as a rate; `None` when
-/// nothing was judged.
-pub(crate) fn rate_of(c: &Counts, policy: ErrorPolicy) -> Option<f64> {
-    let (x, n) = c.successes_of(policy);
-    (n > 0).then(|| x as f64 / n as f64)
-}
-
-/// Per input, the counts of each check: `cells[i][k]`.
-pub(crate) fn input_check_counts(t: &ReliabilityTensor) -> Vec<Vec<Counts>> {
-    let (n, _, k) = t.shape();
-    let mut cells = vec![vec![Counts::default(); k]; n];
-    t.for_each(|i, _, kk, cell| cell.tally(&mut cells[i][kk]));
-    cells
-}
-
-/// Input indices, the worst first: by the Input Reliability Profile of
-/// the summary when it covers every input, else by the rate over all of
-/// an input's cells. Inputs with nothing judged come last.
-pub(crate) fn inputs_worst_first(r: &Report, t: &ReliabilityTensor) -> Vec<usize> {
-    let n = t.inputs();
-    let profile = &r.summary.input_profile;
-    if profile.len() == n && profile.iter().enumerate().all(|(i, e)| e.index == i) {
-        return probity_core::profile::worst_first(profile)
-            .iter()
-            .map(|e| e.index)
-            .collect();
-    }
-    let policy = r.summary.options.errors;
-    let totals: Vec<Counts> = input_check_counts(t)
-        .into_iter()
-        .map(|row| row.into_iter().fold(Counts::default(), |a, b| a + b))
-        .collect();
-    order_by_rate(&totals, policy)
-}
-
-/// Indices of `counts` by rate, lowest first; nothing judged last.
-pub(crate) fn order_by_rate(counts: &[Counts], policy: ErrorPolicy) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..counts.len()).collect();
-    idx.sort_by(|&a, &b| {
-        let ra = rate_of(&counts[a], policy);
-        let rb = rate_of(&counts[b], policy);
-        ra.is_none()
-            .cmp(&rb.is_none())
-            .then(ra.unwrap_or(2.0).total_cmp(&rb.unwrap_or(2.0)))
-            .then(a.cmp(&b))
-    });
-    idx
-}
-
-/// The colour of a success rate: dark red at 0, red, amber at 80 %,
-/// yellow at 90 %, light green at 97 %, green at 100 %. Most of the scale
-/// is spent above 80 %, where reliability targets live.
-pub(crate) fn rate_rgb(p: f64) -> (u8, u8, u8) {
-    const STOPS: [(f64, (f64, f64, f64)); 6] = [
-        (0.0, (127.0, 29.0, 29.0)),
-        (0.5, (220.0, 38.0, 38.0)),
-        (0.8, (245.0, 158.0, 11.0)),
-        (0.9, (250.0, 204.0, 21.0)),
-        (0.97, (134.0, 239.0, 172.0)),
-        (1.0, (22.0, 163.0, 74.0)),
-    ];
-    let p = if p.is_finite() {
-        p.clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    for w in STOPS.windows(2) {
-        let (a, ca) = w[0];
-        let (b, cb) = w[1];
-        if p <= b {
-            let t = if b > a { (p - a) / (b - a) } else { 0.0 };
-            let mix = |x: f64, y: f64| (x + (y - x) * t).round() as u8;
-            return (mix(ca.0, cb.0), mix(ca.1, cb.1), mix(ca.2, cb.2));
-        }
-    }
-    (22, 163, 74)
-}
-
-/// Whether dark text reads better than white on `rgb`.
-pub(crate) fn dark_text_on(rgb: (u8, u8, u8)) -> bool {
-    let l = 0.2126 * rgb.0 as f64 + 0.7152 * rgb.1 as f64 + 0.0722 * rgb.2 as f64;
-    l > 140.0
-}
 
 fn shade(p: Option<f64>) -> char {
     match p {
@@ -163,7 +81,7 @@ fn label(s: &str) -> String {
 /// when `color`. Then, per check, the pass/fail pattern over repetitions
 /// of its worst inputs. Plain text (no escape sequences) when `color` is
 /// false. Needs `report.tensor`; without it, says so in one line.
-pub fn heatmap(report: &Report, color: bool) -> String {
+pub fn heatmap(report: &RunReport, color: bool) -> String {
     let Some(t) = &report.tensor else {
         return "no heatmap: this report carries no tensor of results\n".to_string();
     };
@@ -185,7 +103,7 @@ pub fn heatmap(report: &Report, color: bool) -> String {
     } else {
         out.push_str(&format!(
             "input × check success rate · {n} {}, worst first\n",
-            crate::plural(n, "input")
+            plural(n, "input")
         ));
     }
     // Column header: check numbers, right-aligned in 2 of 3 characters.
@@ -210,7 +128,7 @@ pub fn heatmap(report: &Report, color: bool) -> String {
         }
         let total = counts[i].iter().fold(Counts::default(), |a, b| a + *b);
         let rate = match irp.get(i).filter(|e| e.index == i) {
-            Some(e) => crate::facts::rate_with_interval(&e.rate),
+            Some(e) => rate_with_interval(&e.rate),
             None => rate_of(&total, policy).map_or_else(|| "–".to_string(), pct),
         };
         line.push_str(&format!("  {rate}"));
@@ -221,7 +139,7 @@ pub fn heatmap(report: &Report, color: bool) -> String {
         out.push_str(&format!(
             "… {} more {} not shown\n",
             n - shown,
-            crate::plural(n - shown, "input")
+            plural(n - shown, "input")
         ));
     }
     let names: Vec<String> = (0..k)
@@ -306,16 +224,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn colour_scale_ends_and_is_monotone_in_green() {
-        assert_eq!(rate_rgb(0.0), (127, 29, 29));
-        assert_eq!(rate_rgb(1.0), (22, 163, 74));
-        assert_eq!(rate_rgb(0.8), (245, 158, 11));
-        assert_eq!(rate_rgb(f64::NAN), (127, 29, 29));
-        assert!(dark_text_on(rate_rgb(0.9)));
-        assert!(!dark_text_on(rate_rgb(0.1)));
-    }
-
-    #[test]
     fn shades() {
         assert_eq!(shade(None), ' ');
         assert_eq!(shade(Some(1.0)), '█');
@@ -323,17 +231,5 @@ mod tests {
         assert_eq!(shade(Some(0.8)), '▒');
         assert_eq!(shade(Some(0.5)), '░');
         assert_eq!(shade(Some(0.1)), '·');
-    }
-
-    #[test]
-    fn ordering_puts_unjudged_last() {
-        let c = |pass, fail| Counts {
-            pass,
-            fail,
-            error: 0,
-            missing: 0,
-        };
-        let v = [c(5, 5), c(0, 0), c(1, 9), c(10, 0)];
-        assert_eq!(order_by_rate(&v, ErrorPolicy::AsFailure), vec![2, 0, 3, 1]);
     }
 }

@@ -1,8 +1,8 @@
-//! Sentences about a check or the retry plan, shared by the text, Markdown
-//! and JUnit formats so they say the same thing the same way.
+//! Sentences about a run's checks, its aggregate and its retry plan,
+//! shared by the formats so they say the same thing the same way.
 
-use crate::numbers::{interval, pct, threshold_pct, trim_number};
-use crate::Report;
+use crate::document::run::RunReport;
+use crate::numbers::{interval, name, pct, threshold_pct, trim_number};
 use probity_core::stats::{Decision, ErrorPolicy};
 use probity_core::{CheckSummary, Geometric, RateEstimate};
 
@@ -10,7 +10,6 @@ use probity_core::{CheckSummary, Geometric, RateEstimate};
 /// confidence and method, how outputs are clustered, the verdict mode, the
 /// error policy and the strategy.
 pub fn statistics_line(s: &probity_core::Summary) -> String {
-    use crate::numbers::{interval_name, strategy_name, verdict_mode_name};
     let o = &s.options;
     let clustering = if s.shape.0 > 1 {
         "clustered by input"
@@ -20,13 +19,13 @@ pub fn statistics_line(s: &probity_core::Summary) -> String {
     format!(
         "{} intervals ({}, {clustering}) · verdict: {} · errors {} · strategy {}",
         threshold_pct(o.confidence),
-        interval_name(o.interval),
-        verdict_mode_name(o.verdict),
+        name(o.interval),
+        name(o.verdict),
         match o.errors {
             ErrorPolicy::AsFailure => "count as failures",
             ErrorPolicy::Exclude => "excluded",
         },
-        strategy_name(s.strategy)
+        name(s.strategy)
     )
 }
 
@@ -144,7 +143,7 @@ pub fn attempts(g: Option<Geometric>, target: f64) -> String {
 
 /// The retry plan as lines of text (no markup), or empty when there is
 /// nothing to plan (no checks).
-pub fn retry_lines(r: &Report) -> Vec<String> {
+pub fn retry_lines(r: &RunReport) -> Vec<String> {
     let plan = &r.summary.retry;
     if r.summary.checks.is_empty() && plan.rates.is_empty() {
         return Vec::new();
@@ -196,18 +195,14 @@ pub fn retry_lines(r: &Report) -> Vec<String> {
 }
 
 /// The aggregate on one line: `min 85.0% [78.0, 90.1], worst check
-/// politeness_validator (each at 97.5% confidence)`. `name` renders a
+/// politeness_validator (each at 97.5% confidence)`. `check` renders a
 /// check name for the medium.
-pub fn aggregate_line(r: &Report, name: &dyn Fn(&str) -> String) -> String {
+pub fn aggregate_line(r: &RunReport, check: &dyn Fn(&str) -> String) -> String {
     let a = &r.summary.aggregate;
-    let mut s = format!(
-        "{} {}",
-        crate::numbers::aggregate_name(a.method),
-        rate_with_interval(&a.rate)
-    );
+    let mut s = format!("{} {}", name(a.method), rate_with_interval(&a.rate));
     if a.method == probity_core::Aggregate::Min {
         if let Some(w) = a.worst_validator {
-            s.push_str(&format!(", worst check {}", name(&r.check_name(w))));
+            s.push_str(&format!(", worst check {}", check(&r.check_name(w))));
         }
         if let Some(c) = a.per_validator.first().map(|p| p.confidence) {
             if r.summary.checks.len() > 1 {
@@ -227,7 +222,7 @@ pub fn aggregate_line(r: &Report, name: &dyn Fn(&str) -> String) -> String {
 
 /// The `count` inputs with the lowest success rate in the Input
 /// Reliability Profile (inputs with nothing judged left out).
-pub fn worst_inputs(r: &Report, count: usize) -> Vec<probity_core::ProfileEntry> {
+pub fn worst_inputs(r: &RunReport, count: usize) -> Vec<probity_core::ProfileEntry> {
     probity_core::profile::worst_first(&r.summary.input_profile)
         .into_iter()
         .filter(|e| e.rate.n > 0)

@@ -1,0 +1,196 @@
+//! The report of a run ([`RunReport`]): the run, the core's [`Summary`],
+//! input labels, failing outputs, for the HTML report and the heatmap the
+//! tensor, for a run with a retry policy the guarded system beside its
+//! prediction, and for a run with a baseline its comparison.
+
+use crate::document::comparison::ComparisonReport;
+use crate::document::info::RunInfo;
+use crate::numbers::plural;
+use probity_core::stats::Decision;
+use probity_core::{Cell, ReliabilityTensor, Summary};
+
+/// A failing output to show in a report.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Example {
+    /// Index `k` of the check (into `summary.checks`).
+    pub check: usize,
+    /// Index `i` of the input (into `input_labels`).
+    pub input: usize,
+    /// Index `j` of the repetition.
+    pub repetition: usize,
+    /// The model's output, verbatim (untrusted).
+    pub output: String,
+    /// Why the check failed, when it says (e.g. a judge's reasons).
+    pub reason: Option<String>,
+}
+
+/// One output that failed (or errored on) at least one check, for the
+/// HTML report's browser of failing outputs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FailingSample {
+    /// Index `i` of the input (into `input_labels`).
+    pub input: usize,
+    /// Index `j` of the repetition.
+    pub repetition: usize,
+    /// The model's output, verbatim (untrusted); `None` when the call
+    /// produced none (e.g. a provider error).
+    pub output: Option<String>,
+    /// Why there is no output, or the provider's error, when known.
+    pub error: Option<String>,
+    /// Checks `k` whose verdict on this output is a failure.
+    pub failed: Vec<usize>,
+    /// Checks `k` that could not judge this output (predicate, judge or
+    /// provider error).
+    pub errored: Vec<usize>,
+    /// Reasons given by checks, as `(k, reason)` (e.g. a judge's reasons or
+    /// an error message).
+    pub reasons: Vec<(usize, String)>,
+}
+
+impl FailingSample {
+    /// The outputs of `t` with at least one `Fail` or `Error` cell, in
+    /// input then repetition order, at most `limit` of them (0: no limit),
+    /// with `failed` and `errored` filled in; `output`, `error` and
+    /// `reasons` are left for the caller to fill from the run store.
+    pub fn from_tensor(t: &ReliabilityTensor, limit: usize) -> Vec<FailingSample> {
+        let (n, m, _) = t.shape();
+        let mut out = Vec::new();
+        let mut cells = Vec::new();
+        for i in 0..n {
+            for j in 0..m {
+                if limit > 0 && out.len() >= limit {
+                    return out;
+                }
+                t.output_cells(i, j, &mut cells);
+                let pick = |want: Cell| -> Vec<usize> {
+                    cells
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| **c == want)
+                        .map(|(k, _)| k)
+                        .collect()
+                };
+                let failed = pick(Cell::Fail);
+                let errored = pick(Cell::Error);
+                if !failed.is_empty() || !errored.is_empty() {
+                    out.push(FailingSample {
+                        input: i,
+                        repetition: j,
+                        failed,
+                        errored,
+                        ..FailingSample::default()
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Everything the report of a run shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    pub run: RunInfo,
+    pub summary: Summary,
+    /// Input ids, index `i`; inputs without a label are shown as `#i`.
+    pub input_labels: Vec<String>,
+    /// Failing outputs to show: the first one per check is used by the
+    /// text and Markdown reports; JSON lists them all.
+    pub examples: Vec<Example>,
+    /// Target probability that a guarded call publishes an output, for the
+    /// retry plan (e.g. 0.99).
+    pub retry_target: f64,
+    /// The reliability tensor the summary was computed from. The HTML
+    /// report and [`crate::heatmap()`] draw their heatmaps from it; without it they
+    /// say the heatmaps are unavailable. Other formats ignore it.
+    pub tensor: Option<ReliabilityTensor>,
+    /// Failing outputs for the HTML report's browser, in the order to
+    /// show them; the page shows the first [`crate::html::FAILURES_SHOWN`], so a
+    /// caller may stop collecting there (the page counts the total on the
+    /// tensor). Start from [`FailingSample::from_tensor`]. Other formats
+    /// ignore it.
+    pub failures: Vec<FailingSample>,
+    /// The guarded system measured beside its retry plan's prediction
+    /// (paper §4.2), for a run made with a `[retry]` policy; `None`
+    /// otherwise. Every format shows it.
+    pub guarded: Option<probity_core::guarded::RetryCheck>,
+    /// The run compared with a baseline run (`probity run --baseline`):
+    /// every format shows it as a section of the run's report (the JSON
+    /// report as a `comparison` field, JUnit as `regression: CHECK` test
+    /// cases); `None` for a run without a baseline.
+    pub baseline: Option<ComparisonReport>,
+}
+
+impl RunReport {
+    /// True when every check's verdict is `Pass` (inconclusive does not
+    /// pass). The CLI's exit code follows this.
+    pub fn passed(&self) -> bool {
+        self.summary.passed()
+    }
+
+    /// The label of input `i`: its id, or `#i` when it has none.
+    pub fn input_label(&self, i: usize) -> String {
+        match self.input_labels.get(i) {
+            Some(l) if !l.is_empty() => l.clone(),
+            _ => format!("#{i}"),
+        }
+    }
+
+    /// The name of check `k`, or `#k` when out of range.
+    pub fn check_name(&self, k: usize) -> String {
+        self.summary
+            .checks
+            .get(k)
+            .map_or_else(|| format!("#{k}"), |c| c.info.name.clone())
+    }
+
+    /// The first example failing output of check `k`.
+    pub fn example_for(&self, k: usize) -> Option<&Example> {
+        self.examples.iter().find(|e| e.check == k)
+    }
+
+    /// Counts of checks by decision: `(pass, fail, inconclusive)`.
+    pub fn tally(&self) -> (usize, usize, usize) {
+        let mut t = (0, 0, 0);
+        for c in &self.summary.checks {
+            match c.verdict.decision {
+                Decision::Pass => t.0 += 1,
+                Decision::Fail => t.1 += 1,
+                Decision::Inconclusive => t.2 += 1,
+            }
+        }
+        t
+    }
+
+    /// The one-line conclusion shared by the text and Markdown reports,
+    /// e.g. `PASS: 2 of 2 checks meet their minimum`.
+    pub fn conclusion(&self) -> String {
+        let (pass, fail, inconclusive) = self.tally();
+        let k = self.summary.checks.len();
+        let mut s = if self.passed() {
+            if k == 0 {
+                "PASS: no checks to judge".to_string()
+            } else {
+                format!(
+                    "PASS: {pass} of {k} {} meet their minimum",
+                    plural(k, "check")
+                )
+            }
+        } else if fail > 0 {
+            let mut s = format!("FAIL: {fail} of {k} {} below minimum", plural(k, "check"));
+            if inconclusive > 0 {
+                s.push_str(&format!(", {inconclusive} inconclusive"));
+            }
+            s
+        } else {
+            format!(
+                "FAIL: {inconclusive} of {k} {} inconclusive (compliance not established)",
+                plural(k, "check")
+            )
+        };
+        if !self.run.complete {
+            s.push_str(" (run incomplete)");
+        }
+        s
+    }
+}

@@ -1,0 +1,148 @@
+//! A comparison's figures as every format says them: changes in
+//! percentage points (`B − A`, positive is better), the settings and
+//! inputs it was made with, and each check's figures.
+
+use crate::document::info::{system_label, RunInfo};
+use crate::numbers::{interval, pct, plural, threshold_pct, trim_number};
+use probity_core::compare::{Basis, CheckComparison, Comparison, Direction};
+use probity_core::stats::Difference;
+
+/// A change in percentage points, signed: `+1.2`, `-14.7`, `0.0`.
+pub fn points(d: f64) -> String {
+    if !d.is_finite() {
+        return "–".to_string();
+    }
+    let v = d * 100.0;
+    let s = format!("{v:+.1}");
+    if s == "+0.0" || s == "-0.0" {
+        "0.0".to_string()
+    } else {
+        s
+    }
+}
+
+/// `[-18.0, -11.4]` in points.
+pub fn points_interval(d: &Difference) -> String {
+    format!(
+        "[{}, {}]",
+        points(d.interval.lower),
+        points(d.interval.upper)
+    )
+}
+
+/// The verdict on a check, as the terminal shows it: `IMPROVED`,
+/// `REGRESSED`, `no detectable change`, `no data`.
+pub fn word(d: Direction) -> &'static str {
+    match d {
+        Direction::Improved => "IMPROVED",
+        Direction::Regressed => "REGRESSED",
+        Direction::NoDetectableChange => "no detectable change",
+        Direction::NoData => "no data",
+    }
+}
+
+/// `baseline (A)  run 3 name (created, system)`; `clean` escapes the run's
+/// text for the medium.
+pub fn run_line(label: &str, r: &RunInfo, clean: &dyn Fn(&str) -> String) -> String {
+    let sys = system_label(&r.system);
+    format!(
+        "{label} run {} {} ({}{}{})",
+        r.id,
+        clean(&r.name),
+        clean(&r.created_at),
+        if sys.is_empty() { "" } else { ", " },
+        clean(&sys)
+    )
+}
+
+/// How the inputs of the two runs pair up, as one sentence.
+pub fn inputs_line(c: &Comparison) -> String {
+    format!(
+        "{} shared {} paired by id; {} only in baseline, {} only in candidate (left out of the paired part)",
+        c.shared_inputs,
+        plural(c.shared_inputs, "input"),
+        c.only_baseline_inputs,
+        c.only_candidate_inputs
+    )
+}
+
+/// What a change is and the settings of its intervals, as one sentence.
+pub fn settings_line(c: &Comparison) -> String {
+    format!(
+        "change = candidate − baseline in percentage points; {} intervals; smallest detectable change at α = {} and {} power",
+        threshold_pct(c.options.confidence),
+        trim_number(1.0 - c.options.confidence, 4),
+        threshold_pct(c.options.power)
+    )
+}
+
+/// The figures of one check, one line each (no escaping needed but the
+/// name, which is not included).
+pub fn check_lines(c: &CheckComparison) -> Vec<String> {
+    let mut lines = vec![format!(
+        "baseline {} {} → candidate {} {}",
+        pct(c.baseline.estimate),
+        interval(c.baseline.interval.lower, c.baseline.interval.upper),
+        pct(c.candidate.estimate),
+        interval(c.candidate.interval.lower, c.candidate.interval.upper)
+    )];
+    let d = c.decisive();
+    let mut change = format!("change {} pts", points(d.mean_diff));
+    match &c.paired {
+        Some(p) => change.push_str(&format!(
+            "; paired over {} {} {}{}; unpaired {}",
+            c.paired_inputs,
+            plural(c.paired_inputs, "input"),
+            points_interval(p),
+            if c.basis == Basis::Paired {
+                " (decides)"
+            } else {
+                ""
+            },
+            points_interval(&c.unpaired)
+        )),
+        None => change.push_str(&format!(
+            "; unpaired {} (no shared inputs)",
+            points_interval(&c.unpaired)
+        )),
+    }
+    lines.push(change);
+    let mut mde = format!("smallest detectable change {} pts", points_abs(c.mde));
+    if let Some(mp) = c.mde_paired {
+        mde.push_str(&format!(
+            " (paired {}, unpaired {})",
+            points_abs(mp),
+            points_abs(c.mde_unpaired)
+        ));
+    }
+    if c.paired_excluded > 0 {
+        mde.push_str(&format!(
+            "; {} shared {} without judged outputs left out",
+            c.paired_excluded,
+            plural(c.paired_excluded, "input")
+        ));
+    }
+    lines.push(mde);
+    lines
+}
+
+/// A size in percentage points, unsigned: `4.2`.
+pub fn points_abs(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    format!("{:.1}", x * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_are_signed() {
+        assert_eq!(points(-0.147), "-14.7");
+        assert_eq!(points(0.012), "+1.2");
+        assert_eq!(points(-0.0001), "0.0");
+        assert_eq!(points(f64::NAN), "–");
+    }
+}

@@ -1,0 +1,13 @@
+//! Sentences and figures that every format says the same way, taken from
+//! the documents: no markup, no escaping (each format escapes what it
+//! takes from here for its medium).
+//!
+//! * [`run`]: a run's checks, aggregate and retry plan;
+//! * [`tensor`]: the order and counts of the tensor's heatmaps;
+//! * [`guarded`]: the guarded system beside its prediction (§4.2);
+//! * [`comparison`]: a comparison's changes in percentage points.
+
+pub mod comparison;
+pub mod guarded;
+pub mod run;
+pub mod tensor;

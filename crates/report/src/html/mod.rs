@@ -1,0 +1,39 @@
+//! The HTML format (`--format html`): every document as one
+//! self-contained page (no network, no CDN, no external fonts), charts in
+//! inline SVG (`svg`).
+//!
+//! | document | module | page |
+//! | --- | --- | --- |
+//! | run | [`run`] ([`tensor`], [`guarded`], [`comparison`]) | verdicts, heatmaps, profiles, retry plan, guarded system, failing outputs, filters; the comparison with a baseline as a section |
+//! | comparison | [`comparison`] | a table of changes with interval bars around zero |
+//! | trend | [`trend`] | one chart and one table per check |
+//! | plan | [`plan`] | the plan's text in a `<pre>` |
+//!
+//! [`page`] holds what the pages share: the run page's style, script and
+//! Content-Security-Policy, and the small pages' shell. Every piece of
+//! run data goes through [`crate::sanitize::html_escape`]; no run data is
+//! put inside `<script>` or `<style>`.
+
+pub mod comparison;
+pub mod guarded;
+pub mod page;
+pub mod plan;
+pub mod run;
+pub mod tensor;
+pub mod trend;
+
+use crate::document::Document;
+
+pub use page::{content_security_policy, SCRIPT};
+pub use run::{FAILURES_SHOWN, OUTPUT_MAX_CHARS, PROFILE_MAX_ROWS};
+pub use tensor::{HEATMAP_MAX_INPUTS, HEATMAP_MAX_REPETITIONS};
+
+/// Render `doc` as an HTML page.
+pub(crate) fn render(doc: Document<'_>) -> String {
+    match doc {
+        Document::Run(r) => run::page(r),
+        Document::Comparison(c) => comparison::page(c),
+        Document::Trend(t) => trend::page(t),
+        Document::Plan(p) => plan::page(p),
+    }
+}

@@ -1,0 +1,39 @@
+//! The terminal format (`--format text`, the default): every document as
+//! plain text, coloured with ANSI codes when asked.
+//!
+//! | document | module | shows |
+//! | --- | --- | --- |
+//! | run | [`run`] | header, one line per check with its figures, aggregate, worst inputs, retry plan, the guarded system ([`guarded`]), the conclusion, then the comparison with a baseline ([`comparison`]) |
+//! | comparison | [`comparison`] | the runs, one line per check with its change in points, the conclusion |
+//! | trend | [`trend`] | a table: one row per run, one column per check |
+//! | plan | [`plan`] | the retry plan, its table of attempts or per input |
+//!
+//! [`heatmap()`] draws a run's tensor as a heatmap in the terminal.
+//!
+//! Text is the plain base of the other formats: it imports none of them,
+//! and they may quote it (Markdown and HTML quote a trend or a plan
+//! verbatim, JUnit the guarded block). Every piece of text from a run goes
+//! through [`crate::sanitize::terminal_line`].
+
+pub mod comparison;
+pub mod guarded;
+pub mod heatmap;
+mod paint;
+pub mod plan;
+pub mod run;
+pub mod trend;
+
+use crate::document::Document;
+
+pub use heatmap::heatmap;
+pub use run::{EXAMPLE_MAX_CHARS, LINE_MAX_CHARS, NAME_MAX_CHARS};
+
+/// Render `doc` as terminal text; `color` adds ANSI colours and bold.
+pub(crate) fn render(doc: Document<'_>, color: bool) -> String {
+    match doc {
+        Document::Run(r) => run::render(r, color),
+        Document::Comparison(c) => comparison::render(c, color),
+        Document::Trend(t) => trend::render(t),
+        Document::Plan(p) => plan::render(p),
+    }
+}

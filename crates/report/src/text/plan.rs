@@ -1,0 +1,225 @@
+//! A retry plan in the terminal (`probity plan`, paper §4.2).
+//!
+//! From assumed rates: the rates, `P_pass`, the expected attempts, the
+//! attempts for the target with the formula, and a table of attempts
+//! against P(success within m), P(no output) and expected calls.
+//!
+//! From a stored run: the deciding checks, their rates, `P_pass` under
+//! independence, the measured joint rate and its ratio to independence,
+//! the attempts for the target at the joint rate and at its lower bound,
+//! then per input (§4.2.3) the joint rate, its interval and the attempts,
+//! flagging inputs that need a different number; and for a run with a
+//! retry policy the guarded system ([`crate::text::guarded`]). Run names and
+//! input ids go through [`terminal_line`].
+
+use crate::document::plan::{PlanReport, PlanRun};
+use crate::sanitize::terminal_line;
+use probity_core::{Geometric, RetryPlan};
+use std::fmt::Write;
+
+/// Rows of the attempts table: 1..=max(m, 3) up to this many, then m.
+const TABLE_ROWS: u32 = 10;
+
+/// Render the plan as terminal text.
+pub(crate) fn render(p: &PlanReport) -> String {
+    match &p.run {
+        Some(run) => measured(&p.plan, p.target, run),
+        None => assumed(&p.plan, p.target),
+    }
+}
+
+/// The plan from assumed rates, with its table of attempts.
+fn assumed(plan: &RetryPlan, target: f64) -> String {
+    let g = plan.independent();
+    let mut s = String::new();
+    let rates: Vec<String> = plan.rates.iter().map(|r| r.to_string()).collect();
+    let _ = writeln!(s, "Retry plan (paper §4.2), validators assumed independent");
+    let _ = writeln!(s, "  pass rates p_k         {}", rates.join(" × "));
+    let _ = writeln!(s, "  P_pass = Π p_k         {:.5}", g.p);
+    match (g.expected_attempts(), g.expected_retries()) {
+        (Some(a), Some(r)) => {
+            let _ = writeln!(s, "  E[attempts] = 1/P      {a:.3}");
+            let _ = writeln!(s, "  E[retries] = 1/P − 1   {r:.3}");
+        }
+        _ => {
+            let _ = writeln!(
+                s,
+                "  E[attempts]            unbounded: no attempt ever passes (P_pass = 0)"
+            );
+        }
+    }
+    let pct = target * 100.0;
+    let Some((exact, m)) = g.attempts_exact(target).zip(g.attempts_for(target)) else {
+        let _ = writeln!(s, "  attempts for {pct}%      none suffices: P_pass = 0");
+        return s;
+    };
+    let retries = m - 1;
+    let _ = writeln!(
+        s,
+        "  attempts for {pct}%      m = ln(1 − {target}) / ln(1 − P_pass) = {exact:.2} → {m} attempt{} ({retries} retr{})",
+        if m == 1 { "" } else { "s" },
+        if retries == 1 { "y" } else { "ies" }
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "  attempts  retries  P(success within m)  P(no output)  expected calls"
+    );
+    let shown = (1..=m.clamp(3, TABLE_ROWS)).chain((m > TABLE_ROWS).then_some(m));
+    for k in shown {
+        if k == m && m > TABLE_ROWS {
+            let _ = writeln!(s, "  {:>8}", "…");
+        }
+        let mark = if k == m { "  ← m" } else { "" };
+        let _ = writeln!(
+            s,
+            "  {k:>8}  {:>7}  {:>19.5}  {:>12.5}  {:>14.3}{mark}",
+            k - 1,
+            g.success_within(k),
+            g.no_output(k),
+            g.expected_calls(k)
+        );
+    }
+    s
+}
+
+/// The plan of a stored run: m globally (at the joint rate and at its
+/// lower bound) and per input, flagging inputs whose m differs; with the
+/// guarded measurement when the run had a retry policy.
+fn measured(plan: &RetryPlan, target: f64, run: &PlanRun) -> String {
+    let mut s = String::new();
+    let (n, m_reps) = run.shape;
+    let _ = writeln!(
+        s,
+        "Retry plan (paper §4.2) from run {} ({}): {n} inputs × {m_reps} outputs",
+        run.run.id,
+        terminal_line(&run.run.name, 60)
+    );
+    let _ = writeln!(s, "  deciding checks        {}", run.checks.join(", "));
+    let rates: Vec<String> = plan.rates.iter().map(|r| format!("{r:.4}")).collect();
+    let _ = writeln!(s, "  pass rates p_k         {}", rates.join(" × "));
+    let ind = plan.independent();
+    let _ = writeln!(s, "  P_pass = Π p_k         {:.5}  (independence)", ind.p);
+    let pct = target * 100.0;
+    let show_m = |g: Geometric| match g.attempts_for(target) {
+        Some(m) => format!("{m} attempt{}", if m == 1 { "" } else { "s" }),
+        None => "none suffices (P = 0)".into(),
+    };
+    let _ = writeln!(
+        s,
+        "  attempts for {pct}%      {} (independence)",
+        show_m(ind)
+    );
+    let Some(e) = &plan.empirical else {
+        return s;
+    };
+    let joint = plan.measured().unwrap_or(ind);
+    let _ = writeln!(
+        s,
+        "  joint pass rate        {:.5}  [{:.5}, {:.5}]  (measured; ratio to Π p_k {})",
+        e.overall.estimate,
+        e.overall.interval.lower,
+        e.overall.interval.upper,
+        plan.dependence_ratio()
+            .map(|r| format!("{r:.3}"))
+            .unwrap_or_else(|| "–".into())
+    );
+    if let Some(a) = joint.expected_attempts() {
+        let _ = writeln!(
+            s,
+            "  E[attempts] = 1/P      {a:.3}  (E[retries] {:.3})",
+            a - 1.0
+        );
+    }
+    let global = joint.attempts_for(target);
+    let _ = writeln!(
+        s,
+        "  attempts for {pct}%      {} (joint rate)",
+        show_m(joint)
+    );
+    if let Some(c) = plan.conservative() {
+        let _ = writeln!(
+            s,
+            "                         {} (lower {:.0}% bound of the joint rate: the target holds with that confidence)",
+            show_m(c),
+            run.analysis.confidence * 100.0
+        );
+    }
+    let per = plan.attempts_per_input(target);
+    let differ = per.iter().filter(|m| **m != global).count();
+    let _ = writeln!(
+        s,
+        "\n  Per input (§4.2.3): {differ} of {} inputs need a different m than {}",
+        per.len(),
+        global.map(|m| m.to_string()).unwrap_or_else(|| "–".into())
+    );
+    let _ = writeln!(
+        s,
+        "  {:<28} {:>10}  {:>22}  {:>9}",
+        "input", "P_pass,i", "interval", "m"
+    );
+    for (i, (r, m)) in e.per_input.iter().zip(&per).enumerate() {
+        let label = run
+            .input_labels
+            .get(i)
+            .map(|x| terminal_line(x, 28))
+            .unwrap_or_else(|| format!("#{}", i + 1));
+        let outside =
+            r.interval.lower > e.overall.estimate || r.interval.upper < e.overall.estimate;
+        let mark = match (*m != global, outside) {
+            (true, true) => "  ← differs (its interval excludes the joint rate)",
+            (true, false) => "  ← differs",
+            _ => "",
+        };
+        let _ = writeln!(
+            s,
+            "  {label:<28} {:>10.4}  [{:>8.4}, {:>8.4}]  {:>9}{mark}",
+            r.estimate,
+            r.interval.lower,
+            r.interval.upper,
+            m.map(|m| m.to_string()).unwrap_or_else(|| "none".into())
+        );
+    }
+    if let Some(check) = &run.guarded {
+        s.push('\n');
+        s.push_str(&crate::text::guarded::block(check, false));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(plan: &RetryPlan, target: f64) -> String {
+        super::render(&PlanReport {
+            plan: plan.clone(),
+            target,
+            run: None,
+        })
+    }
+
+    #[test]
+    fn worked_example_is_printed_with_correct_figures() {
+        let plan = RetryPlan::from_rates(&[0.95, 0.90, 0.85]).unwrap();
+        let out = render(&plan, 0.99);
+        assert!(out.contains("P_pass = Π p_k         0.72675"), "{out}");
+        assert!(out.contains("E[attempts] = 1/P      1.376"), "{out}");
+        assert!(out.contains("E[retries] = 1/P − 1   0.376"), "{out}");
+        // The paper prints m ≈ 2.74 → 3; the quotient is 3.55, and three
+        // attempts reach only 97.96% (see probity_core::retry tests).
+        assert!(out.contains("= 3.55 → 4 attempts (3 retries)"), "{out}");
+        assert!(
+            out.contains("        3        2              0.97960"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn zero_rate_is_explained_not_divided() {
+        let plan = RetryPlan::from_rates(&[0.0, 0.5]).unwrap();
+        let out = render(&plan, 0.99);
+        assert!(out.contains("unbounded"), "{out}");
+        assert!(out.contains("none suffices"), "{out}");
+    }
+}
