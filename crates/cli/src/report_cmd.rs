@@ -18,7 +18,11 @@ pub struct ReportArgs {
     trend: Option<String>,
     /// With --trend: only this check.
     #[arg(long, value_name = "CHECK", requires = "trend")]
-    check: Option<String>,
+    only: Option<String>,
+    /// Exit with the run's verdict (0 pass, 1 fail, 3 incomplete) instead
+    /// of 0 once the report is rendered.
+    #[arg(long)]
+    check: bool,
     /// Print a terminal heatmap of the tensor (input × check) instead.
     #[arg(long)]
     heatmap: bool,
@@ -28,22 +32,28 @@ pub struct ReportArgs {
     out: OutputArgs,
 }
 
-/// Print a stored run's report; the exit code is its verdict.
+/// Print a stored run's report: exit 0 once rendered, or with `--check`
+/// the run's verdict (1 when a check fails, 3 when the run is incomplete).
 pub fn report(args: &ReportArgs) -> Result<u8, Failure> {
     let store = args.store.open()?;
     if let Some(name) = &args.trend {
-        return crate::trend::trend(&store, name, args.check.as_deref(), &args.out);
+        return crate::trend::trend(&store, name, args.only.as_deref(), &args.out);
     }
     let run = args.run.as_deref().unwrap_or_default();
     let id = args.store.resolve(&store, run)?;
     let report = load_report(&store, id)?;
     if args.heatmap {
         print!("{}", probity_report::heatmap(&report, args.out.color()));
-        return Ok(verdict_code(report.passed()));
+    } else {
+        args.out.emit(&report)?;
     }
-    args.out.emit(&report)?;
-    let passed = report.passed();
-    Ok(verdict_code(passed))
+    if !args.check {
+        return Ok(0);
+    }
+    if !report.run.complete {
+        return Ok(3);
+    }
+    Ok(verdict_code(report.passed()))
 }
 
 #[derive(Args)]

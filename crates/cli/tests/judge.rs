@@ -54,7 +54,7 @@ fn rerun_and_revalidate_with_verifiers_use_the_judge_cache() {
         "{}",
         text(&first.stderr)
     );
-    let again = probity(d, &["run", "--quiet", "--format", "json"]);
+    let again = probity(d, &["run", "--quiet", "--format", "json", "--reuse", "1"]);
     assert!(matches!(again.status.code(), Some(0 | 1)));
     let runs = json_runs(d);
     // One system call and one judge call per output, then none at all.

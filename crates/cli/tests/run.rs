@@ -45,23 +45,37 @@ fn init_then_run_reports_the_papers_validators_and_exits_on_the_verdict() {
         "interval [{lo}, {hi}] should cover the simulator's true 0.90"
     );
 
-    // The text report of the stored run gives the same verdict.
+    // The text report of the stored run renders (exit 0); with --check it
+    // gives the same verdict.
     let out = probity(dir.path(), &["report", "polite-assistant"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0));
     let t = text(&out.stdout);
     assert!(
         t.contains("contraction_validator") && t.contains("politeness_validator"),
         "{t}"
     );
+    let out = probity(dir.path(), &["report", "polite-assistant", "--check"]);
+    assert_eq!(out.status.code(), Some(1));
 
-    // A second run of the same config is served from the store: no model call.
+    // A second run of the same config samples afresh: 400 calls, none reused.
     let out = probity(dir.path(), &["run", "--quiet", "--format", "json"]);
     assert_eq!(out.status.code(), Some(1));
     let runs = json_runs(dir.path());
     assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["model_calls"], 400, "{:?}", runs[0]);
+    assert_eq!(runs[0]["cached"], 0);
+    // Told to reuse run 1, a third makes no model call and says so.
+    let out = probity(
+        dir.path(),
+        &["run", "--quiet", "--format", "json", "--reuse", "1"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let runs = json_runs(dir.path());
+    assert_eq!(runs.len(), 3);
     assert_eq!(runs[0]["model_calls"], 0, "{:?}", runs[0]);
     assert_eq!(runs[0]["cached"], 400);
-    assert!(runs[1]["model_calls"].as_u64().unwrap() >= 400);
+    assert_eq!(runs[0]["reused_from"], 1);
+    assert!(runs[2]["model_calls"].as_u64().unwrap() >= 400);
 
     // Loosen the contraction rule and revalidate: still no model call.
     let cfg = std::fs::read_to_string(dir.path().join("probity.toml")).unwrap();

@@ -64,7 +64,8 @@ pub struct Attempt {
     /// What was (or would be) fed back after this attempt.
     pub feedback: Vec<String>,
     /// The request's cache key (see [`crate::cache_key::attempt_key`])
-    /// when the guard has an output cache and the attempt has an output.
+    /// when the guard keys its attempts ([`Guard::keyed`], or it has an
+    /// output cache) and the attempt has an output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_key: Option<String>,
 }
@@ -176,6 +177,8 @@ pub struct Guard {
     outputs: Option<Arc<dyn OutputCache>>,
     /// The provider's fingerprint, for the attempts' cache keys.
     fingerprint: String,
+    /// Key every attempt, so a later run can reuse its output.
+    keyed: bool,
 }
 
 impl Guard {
@@ -192,6 +195,7 @@ impl Guard {
         let fingerprint = provider.fingerprint();
         Ok(Guard {
             fingerprint,
+            keyed: false,
             outputs: None,
             provider,
             checks,
@@ -215,6 +219,13 @@ impl Guard {
     /// put into it. Without it (the default) every attempt is a call.
     pub fn with_outputs(mut self, outputs: Arc<dyn OutputCache>) -> Self {
         self.outputs = Some(outputs);
+        self
+    }
+
+    /// Key every attempt's request (see [`Attempt::cache_key`]), so a later
+    /// run can reuse its output, without reading any cache.
+    pub fn keyed(mut self) -> Self {
+        self.keyed = true;
         self
     }
 
@@ -353,10 +364,8 @@ impl Guard {
         number: u32,
         known: Option<Result<Answer, CallFailure>>,
     ) -> Attempt {
-        let key = self
-            .outputs
-            .as_ref()
-            .map(|_| attempt_key(&self.fingerprint, messages, repetition as usize, number - 1));
+        let key = (self.keyed || self.outputs.is_some())
+            .then(|| attempt_key(&self.fingerprint, messages, repetition as usize, number - 1));
         let hit = match (&self.outputs, &key, &known) {
             (Some(cache), Some(key), None) => cache.get(key),
             _ => None,

@@ -318,13 +318,17 @@ pub async fn run_with(
     let settings = experiment.stored_settings();
     let policy = experiment.retry.clone().unwrap_or_else(RetryPolicy::single);
     let caller: Arc<Caller> = experiment.calls.caller();
-    let guard = Guard::new(
+    let mut guard = Guard::new(
         experiment.system.clone(),
         Arc::new(experiment.checks.clone()),
         policy,
         caller.clone(),
     )
     .map_err(|e| RunError::Config(at(format!("[retry] {e}"))))?;
+    if experiment.retry.is_some() {
+        // Recorded attempts carry their request's key, for `--reuse`.
+        guard = guard.keyed();
+    }
 
     let mut progress = Progress {
         done: 0,

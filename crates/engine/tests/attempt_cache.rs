@@ -14,7 +14,7 @@ use probity_engine::config::Config;
 use probity_engine::provider::{Completion, FnProvider, Message, Provider, Role};
 use probity_engine::store::{AttemptRow, MemoryOutputs, Store, SCHEMA_VERSION};
 use probity_engine::stored;
-use probity_engine::{run, RunOutcome, Sink};
+use probity_engine::{run_with, Control, RunOutcome, Sink};
 use probity_engine::{Caller, Checks, Guard, GuardOutcome, RetryPolicy};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,10 +84,20 @@ fn setup(dir: &Path, system: &str) -> Setup {
     }
 }
 
-async fn go(s: &Setup, store: &mut Store) -> RunOutcome {
+/// Run `s` into `store`; `reuse`: serve identical requests from that run's
+/// outputs (`probity run --reuse`) instead of calling.
+async fn go(s: &Setup, store: &mut Store, reuse: Option<i64>) -> RunOutcome {
     let mut experiment = s.config.experiment().unwrap();
     experiment.system = s.provider.clone();
-    run(&experiment, Sink::Store(store)).await.unwrap()
+    // Failed calls are counted here, not stopped at an error budget.
+    experiment.error_budget = 1.0;
+    let control = Control {
+        reuse,
+        ..Control::default()
+    };
+    run_with(&experiment, Sink::Store(store), control)
+        .await
+        .unwrap()
 }
 
 const SAMPLES: u64 = 6 * 5;
@@ -111,7 +121,7 @@ async fn an_identical_guarded_rerun_calls_nothing_and_measures_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
     let s = setup(dir.path(), "");
-    let first = go(&s, &mut store).await;
+    let first = go(&s, &mut store, None).await;
     let a = store.attempts(first.stored_id()).unwrap();
     let retried = later(&a);
     // Many retries, some with the judge's reasons fed back.
@@ -138,7 +148,7 @@ async fn an_identical_guarded_rerun_calls_nothing_and_measures_the_same() {
     }
 
     let again_setup = setup(dir.path(), "");
-    let again = go(&again_setup, &mut store).await;
+    let again = go(&again_setup, &mut store, Some(first.stored_id())).await;
     assert_eq!(
         again_setup.system_calls.load(Ordering::SeqCst),
         0,
@@ -195,7 +205,7 @@ async fn failed_attempts_are_asked_again() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
     let s = setup(dir.path(), "error_rate = 0.3");
-    let first = go(&s, &mut store).await;
+    let first = go(&s, &mut store, None).await;
     let a = store.attempts(first.stored_id()).unwrap();
     let failed = a.iter().filter(|r| r.error.is_some()).count() as u64;
     assert!(failed > 0 && later(&a) > 0);
@@ -203,7 +213,7 @@ async fn failed_attempts_are_asked_again() {
         assert_eq!(r.cache_key.is_some(), r.output.is_some(), "{r:?}");
     }
     let again_setup = setup(dir.path(), "error_rate = 0.3");
-    let again = go(&again_setup, &mut store).await;
+    let again = go(&again_setup, &mut store, Some(first.stored_id())).await;
     // The simulator fails the same requests again: only they are asked.
     assert_eq!(again_setup.system_calls.load(Ordering::SeqCst), failed);
     assert_eq!(again_setup.judge_calls.load(Ordering::SeqCst), 0);
@@ -225,7 +235,7 @@ async fn a_previous_schema_store_opens_migrates_and_caches() {
     let s = setup(dir.path(), "");
     let first = {
         let mut store = Store::open(&path).unwrap();
-        go(&s, &mut store).await
+        go(&s, &mut store, None).await
     };
     {
         // Back to what schema 3 wrote: the attempts table made by hand
@@ -295,11 +305,11 @@ async fn a_previous_schema_store_opens_migrates_and_caches() {
     // First attempts come from `samples`; later ones, stored without keys,
     // are asked once more, then cached.
     let s = setup(dir.path(), "");
-    let out = go(&s, &mut store).await;
-    assert_eq!(out.cached, SAMPLES);
+    let second = go(&s, &mut store, Some(first.stored_id())).await;
+    assert_eq!(second.cached, SAMPLES);
     assert_eq!(s.system_calls.load(Ordering::SeqCst), later(&old));
     let s = setup(dir.path(), "");
-    let out = go(&s, &mut store).await;
+    let out = go(&s, &mut store, Some(second.stored_id())).await;
     assert_eq!(s.system_calls.load(Ordering::SeqCst), 0);
     assert_eq!(s.judge_calls.load(Ordering::SeqCst), 0);
     assert_eq!((out.model_calls, out.attempts_cached), (0, later(&old)));

@@ -12,7 +12,7 @@ use probity_engine::config::Config;
 use probity_engine::revalidate::revalidate;
 use probity_engine::store::{RunStatus, Store, SCHEMA_VERSION};
 use probity_engine::stored;
-use probity_engine::{run, RunOutcome, Sink};
+use probity_engine::{run_with, Control, RunOutcome, Sink};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -59,8 +59,14 @@ fn config(
     (c, calls)
 }
 
-async fn go(config: &Config, store: &mut Store) -> RunOutcome {
-    run(&config.experiment().unwrap(), Sink::Store(store))
+/// Run `config` into `store`; `reuse`: serve identical requests (and their
+/// judgements) from that run instead of calling (`probity run --reuse`).
+async fn go(config: &Config, store: &mut Store, reuse: Option<i64>) -> RunOutcome {
+    let control = Control {
+        reuse,
+        ..Control::default()
+    };
+    run_with(&config.experiment().unwrap(), Sink::Store(store), control)
         .await
         .unwrap()
 }
@@ -72,14 +78,27 @@ async fn an_identical_rerun_makes_no_model_call_and_no_judge_call() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
     let (c, judge_calls) = config(dir.path(), "a.toml", VALIDATOR, "be polite", "");
-    let first = go(&c, &mut store).await;
+    let first = go(&c, &mut store, None).await;
     assert_eq!(judge_calls.load(Ordering::SeqCst), SAMPLES);
     assert_eq!((first.judge_calls, first.judge_cached), (SAMPLES, 0));
     assert_eq!(first.model_calls, 2 * SAMPLES);
     assert_eq!(store.judgement_count().unwrap(), SAMPLES);
 
+    // Without --reuse a re-run samples and judges afresh.
     let (c, judge_calls) = config(dir.path(), "a.toml", VALIDATOR, "be polite", "");
-    let again = go(&c, &mut store).await;
+    let fresh = go(&c, &mut store, None).await;
+    assert_eq!(judge_calls.load(Ordering::SeqCst), SAMPLES);
+    assert_eq!((fresh.model_calls, fresh.cached), (2 * SAMPLES, 0));
+    assert_eq!((fresh.judge_calls, fresh.judge_cached), (SAMPLES, 0));
+    assert_eq!(fresh.reused_from, None);
+
+    let (c, judge_calls) = config(dir.path(), "a.toml", VALIDATOR, "be polite", "");
+    let again = go(&c, &mut store, Some(first.stored_id())).await;
+    assert_eq!(again.reused_from, Some(first.stored_id()));
+    assert_eq!(
+        store.run(again.stored_id()).unwrap().reused_from,
+        Some(first.stored_id())
+    );
     assert_eq!(
         judge_calls.load(Ordering::SeqCst),
         0,
@@ -109,13 +128,14 @@ async fn failed_and_unreadable_judgements_are_not_cached() {
         ("m.toml", "malformed = 1.0"),
     ] {
         let (c, _) = config(dir.path(), file, VALIDATOR, "x", judge);
-        let out = go(&c, &mut store).await;
+        let out = go(&c, &mut store, None).await;
         assert_eq!(out.tensor.counts().error, SAMPLES, "{judge}");
     }
     assert_eq!(store.judgement_count().unwrap(), 0);
     // Asked again on a re-run.
     let (c, calls) = config(dir.path(), "m.toml", VALIDATOR, "x", "malformed = 1.0");
-    go(&c, &mut store).await;
+    let last = store.runs(None).unwrap()[0].id;
+    go(&c, &mut store, Some(last)).await;
     assert_eq!(calls.load(Ordering::SeqCst), SAMPLES);
 }
 
@@ -124,7 +144,7 @@ async fn revalidate_rejudges_only_what_changed() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
     let (c, _) = config(dir.path(), "a.toml", VALIDATOR, "be polite", "");
-    let first = go(&c, &mut store).await;
+    let first = go(&c, &mut store, None).await;
 
     // Changed validators, same verifier: every judgement from the cache.
     let loose = VALIDATOR.replace("<= 3", "<= 100");
@@ -191,7 +211,7 @@ async fn a_previous_schema_store_opens_and_works() {
     let (c, _) = config(dir.path(), "a.toml", VALIDATOR, "be polite", "");
     let first = {
         let mut store = Store::open(&path).unwrap();
-        go(&c, &mut store).await
+        go(&c, &mut store, None).await
     };
     {
         // Back to what schema 2 wrote.
@@ -217,12 +237,12 @@ async fn a_previous_schema_store_opens_and_works() {
 
     // Outputs come from the store; judges are asked once, then cached.
     let (c, calls) = config(dir.path(), "a.toml", VALIDATOR, "be polite", "");
-    let out = go(&c, &mut store).await;
+    let out = go(&c, &mut store, Some(first.stored_id())).await;
     assert_eq!(out.cached, SAMPLES);
     assert_eq!(calls.load(Ordering::SeqCst), SAMPLES);
     assert_eq!(store.judgement_count().unwrap(), SAMPLES);
     let (c, calls) = config(dir.path(), "a.toml", VALIDATOR, "be polite", "");
-    let out = go(&c, &mut store).await;
+    let out = go(&c, &mut store, Some(first.stored_id())).await;
     assert_eq!((calls.load(Ordering::SeqCst), out.model_calls), (0, 0));
 }
 

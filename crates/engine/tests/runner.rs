@@ -120,6 +120,8 @@ async fn faults_become_error_cells_and_retries_absorb_transient_ones() {
 
     let mut exp = experiment(self::system(&system), 25, 40).concurrency(16);
     exp.calls.call_attempts = 1;
+    // Every failed call is counted here, not stopped at a budget.
+    exp.error_budget = 1.0;
     let out = go(&exp, &mut store, false).await;
     assert_eq!(out.status, RunStatus::Complete);
     let total = 1000;
@@ -140,6 +142,7 @@ async fn faults_become_error_cells_and_retries_absorb_transient_ones() {
     )
     .concurrency(16);
     exp.calls.call_attempts = 5;
+    exp.error_budget = 1.0;
     let before = server.stats().requests;
     let out = go(&exp, &mut store, false).await;
     let share = out.errors as f64 / total as f64;
@@ -148,22 +151,40 @@ async fn faults_become_error_cells_and_retries_absorb_transient_ones() {
     assert_eq!(server.stats().requests - before, out.model_calls);
 }
 
-/// A second run of the same configuration is served from the store; a
-/// resumed run that is already complete makes no call either.
+/// A second run of the same experiment samples afresh: every sample is a
+/// call. Asked to reuse the first run, it makes no call and says so; with
+/// more repetitions only the new ones are called.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn identical_requests_are_served_from_the_store() {
+async fn a_new_run_samples_afresh_unless_told_to_reuse() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
     let exp = experiment(system("provider = \"sim\""), 5, 10);
     let first = go(&exp, &mut store, false).await;
     assert_eq!((first.model_calls, first.cached), (50, 0));
-    let second = go(&exp, &mut store, false).await;
+    let fresh = go(&exp, &mut store, false).await;
+    assert_eq!((fresh.model_calls, fresh.cached), (50, 0));
+    assert_eq!(fresh.reused_from, None);
+    let reuse = |from: i64| Control {
+        reuse: Some(from),
+        ..Control::default()
+    };
+    let second = run_with(&exp, Sink::Store(&mut store), reuse(first.stored_id()))
+        .await
+        .unwrap();
     assert_eq!((second.model_calls, second.cached), (0, 50));
+    assert_eq!(second.reused_from, Some(first.stored_id()));
+    let record = store.run(second.stored_id()).unwrap();
+    assert_eq!(
+        (record.cached, record.reused_from),
+        (50, Some(first.stored_id()))
+    );
     assert_ne!(first.run_id, second.run_id);
     assert_eq!(first.tensor, second.tensor);
     // More repetitions: only the new ones are called.
     let more = experiment(system("provider = \"sim\""), 8, 10);
-    let third = go(&more, &mut store, false).await;
+    let third = run_with(&more, Sink::Store(&mut store), reuse(first.stored_id()))
+        .await
+        .unwrap();
     assert_eq!((third.model_calls, third.cached), (30, 50));
 }
 

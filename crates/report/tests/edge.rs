@@ -28,7 +28,8 @@ fn empty_run_renders_everywhere() {
     }
     let t = render(&r, Format::Text, false);
     assert!(
-        t.contains("PASS: no checks to judge (run incomplete)"),
+        // A summary with no checks shows nothing: never a pass.
+        t.contains("NO VERDICT: no checks to judge (run incomplete)"),
         "{t}"
     );
     let v: serde_json::Value = serde_json::from_str(&render(&r, Format::Json, false)).unwrap();

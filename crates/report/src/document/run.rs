@@ -167,15 +167,14 @@ impl RunReport {
     pub fn conclusion(&self) -> String {
         let (pass, fail, inconclusive) = self.tally();
         let k = self.summary.checks.len();
-        let mut s = if self.passed() {
-            if k == 0 {
-                "PASS: no checks to judge".to_string()
-            } else {
-                format!(
-                    "PASS: {pass} of {k} {} meet their minimum",
-                    plural(k, "check")
-                )
-            }
+        let mut s = if k == 0 {
+            // Nothing was judged: no verdict, and not a pass.
+            "NO VERDICT: no checks to judge".to_string()
+        } else if self.passed() {
+            format!(
+                "PASS: {pass} of {k} {} meet their minimum",
+                plural(k, "check")
+            )
         } else if fail > 0 {
             let mut s = format!("FAIL: {fail} of {k} {} below minimum", plural(k, "check"));
             if inconclusive > 0 {
