@@ -249,17 +249,7 @@ fn record(
             progress.passes[kk].0 += (cell == Cell::Pass) as u64;
         }
     }
-    let at = (row.input_idx, row.repetition);
-    match &row.error {
-        Some(e) => causes.add_call_error(at, e),
-        None => causes.add_output(
-            at,
-            row.reasons
-                .iter()
-                .filter(|(kk, _)| row.cells.get(*kk) == Some(&Cell::Error))
-                .map(|(kk, r)| (*kk, r.as_str())),
-        ),
-    }
+    row.note_causes(causes);
     progress.errors += row.error.is_some() as u64;
     progress.done += 1;
 }

@@ -12,6 +12,7 @@
 //! variable that holds an API key, never the key.
 
 use crate::settings::StoredSettings;
+use probity_core::causes::Causes;
 use probity_core::{Cell, CheckInfo, Input};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -259,6 +260,24 @@ pub struct SampleRow {
     pub cells: Vec<Cell>,
     /// Reasons for Error (and verifier) cells: `(k, reason)`.
     pub reasons: Vec<(usize, String)>,
+}
+
+impl SampleRow {
+    /// Count this sample's errors into `causes`: a failed call's error, or
+    /// the reasons of the checks that could not judge its output.
+    pub fn note_causes(&self, causes: &mut Causes) {
+        let at = (self.input_idx, self.repetition);
+        match &self.error {
+            Some(e) => causes.add_call_error(at, e),
+            None => causes.add_output(
+                at,
+                self.reasons
+                    .iter()
+                    .filter(|(k, _)| self.cells.get(*k) == Some(&Cell::Error))
+                    .map(|(k, r)| (*k, r.as_str())),
+            ),
+        }
+    }
 }
 
 /// One attempt of a guarded sample (a run with a retry policy, or live
