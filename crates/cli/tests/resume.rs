@@ -3,66 +3,13 @@
 //! as `probity sim serve` on 127.0.0.1 and is reached through the
 //! OpenAI-compatible provider.
 
+mod common;
+
+use common::{probity_cmd as probity, requests, sim_serve};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-struct Server(Child, String);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn probity() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_probity"));
-    c.env("NO_COLOR", "1");
-    c
-}
-
-/// Start `probity sim serve` on a free port; returns it with its address.
-fn sim_serve(args: &[&str]) -> Server {
-    let mut child = probity()
-        .args(["sim", "serve", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("address line")
-        .to_string();
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_string();
-    Server(child, addr)
-}
-
-/// `GET /stats` at the simulator: how many requests it has seen.
-fn requests(addr: &str) -> u64 {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "GET /stats HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut body = String::new();
-    s.read_to_string(&mut body).unwrap();
-    let json = &body[body.find("\r\n\r\n").unwrap() + 4..];
-    let v: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
-    v["requests"].as_u64().unwrap()
-}
 
 fn write_config(dir: &Path, addr: &str) {
     let cfg = probity_engine::example::CONFIG
@@ -146,4 +93,14 @@ fn kill_nine_then_resume_loses_nothing_and_asks_nothing_twice() {
     assert_eq!(resumed["run"]["complete"], true);
     assert_eq!(resumed["counts"]["missing"], 0);
     assert_eq!(resumed["checks"][0]["rate"]["n"], 400);
+    // The run's calls count both sessions, the killed one included: every
+    // sample was called once at least, and no more calls than the
+    // simulator saw.
+    let runs = common::json_runs(dir.path());
+    let calls = runs[0]["model_calls"].as_u64().unwrap();
+    assert!(
+        (400..=requests(&server.1)).contains(&calls),
+        "model_calls {calls}, simulator saw {}",
+        requests(&server.1)
+    );
 }

@@ -310,3 +310,51 @@ async fn assert_passed_explains_a_failure() {
     );
     run(&passing, Sink::Memory).await.unwrap().assert_passed();
 }
+
+/// A server that dies mid-run: the calls after it fail, the error budget
+/// is spent, and the run stops with no verdict, keeping what it stored
+/// (resumable), the cause named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_dies_mid_run_stops_it_without_a_verdict() {
+    let model = SimModel::new(SimConfig {
+        latency_ms: 5,
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let (_, server) = spawn_test_server(model, FaultConfig::default())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
+    let table = format!(
+        "provider = \"openai\"\nmodel = \"sim\"\nbase_url = \"{}\"\nseed = 3",
+        server.base_url()
+    );
+    let mut exp = experiment(system(&table), 20, 20).concurrency(4);
+    exp.calls.call_attempts = 1;
+    let kill = async move {
+        while server.stats().requests < 60 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        server.shutdown().await.unwrap();
+    };
+    let (out, ()) = tokio::join!(go(&exp, &mut store, false), kill);
+    assert_eq!(out.status, RunStatus::Interrupted);
+    let halt = out.halt.clone().expect("the run halted");
+    assert!(
+        matches!(&halt, probity_engine::outcome::Halt::ErrorBudget { share, .. } if *share == 0.05),
+        "{halt:?}"
+    );
+    assert!(halt.to_string().contains("error budget"), "{halt}");
+    assert!(out.causes.system.total > 20, "{:?}", out.causes.system);
+    assert!(
+        out.causes.system.causes[0]
+            .message
+            .contains("transport error"),
+        "{:?}",
+        out.causes.system.causes
+    );
+    let stored = store.samples(out.stored_id()).unwrap().len();
+    assert!((60..400).contains(&stored), "stored {stored}");
+    assert!(!out.passed());
+}

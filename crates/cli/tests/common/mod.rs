@@ -3,8 +3,10 @@
 #![allow(dead_code)]
 
 use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// `probity ARGS` in `dir`, with the run store in `dir/runs.db` and no colour.
 pub fn probity(dir: &Path, args: &[&str]) -> Output {
@@ -29,4 +31,60 @@ pub fn json_runs(dir: &Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// A `probity sim serve` child process and its address; killed on drop.
+pub struct Server(pub Child, pub String);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The `probity` binary as a command, without colour.
+pub fn probity_cmd() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_probity"));
+    c.env("NO_COLOR", "1");
+    c
+}
+
+/// Start `probity sim serve` on a free port; returns it with its address.
+pub fn sim_serve(args: &[&str]) -> Server {
+    let mut child = probity_cmd()
+        .args(["sim", "serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("address line")
+        .to_string();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_string();
+    Server(child, addr)
+}
+
+/// `GET /stats` at the simulator: how many requests it has seen.
+pub fn requests(addr: &str) -> u64 {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET /stats HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    let json = &body[body.find("\r\n\r\n").unwrap() + 4..];
+    let v: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    v["requests"].as_u64().unwrap()
 }

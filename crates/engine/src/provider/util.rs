@@ -184,16 +184,31 @@ pub(crate) fn status_error(status: u16, headers: &HeaderMap, body: &str) -> Prov
 }
 
 /// Maps a reqwest error (never a status error: those are handled by
-/// [`status_error`]) to `Timeout` or `Transport`. The URL is left out, since
-/// it may carry secrets substituted from the environment.
+/// [`status_error`]) to `Timeout` or `Transport`. Of the URL only the
+/// origin (scheme, host, port) is kept, so the user sees where the call
+/// went; its path, query and credentials may carry secrets substituted from
+/// the environment and are left out.
 pub(crate) fn transport_error(e: reqwest::Error, limit: Duration) -> ProviderError {
     if e.is_timeout() {
         ProviderError::Timeout(limit)
     } else if e.is_decode() {
         ProviderError::BadResponse(e.without_url().to_string())
     } else {
+        // Where it failed, without path, query or credentials (which may
+        // carry a secret): scheme, host and port.
+        let origin = e.url().map(|u| {
+            format!(
+                "{}://{}{}",
+                u.scheme(),
+                u.host_str().unwrap_or(""),
+                u.port().map(|p| format!(":{p}")).unwrap_or_default()
+            )
+        });
         let e = e.without_url();
         let mut msg = e.to_string();
+        if let Some(origin) = origin {
+            msg = format!("{msg} ({origin})");
+        }
         let mut source = std::error::Error::source(&e);
         while let Some(s) = source {
             msg.push_str(": ");

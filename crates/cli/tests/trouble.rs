@@ -1,0 +1,232 @@
+//! A bad day, as a user meets it: a wrong key, an unreachable server, a
+//! command that fails, a broken check, nothing to resume, a server that
+//! cannot start. Each time `probity` names the cause, exits with a code
+//! that is not a verdict (2: fix the configuration; 3: the run could not be
+//! measured), and never prints a verdict about the model.
+
+mod common;
+
+use common::{probity, probity_cmd, requests, sim_serve, text};
+use std::path::Path;
+use std::process::Output;
+
+const CHECKS: &str = r#"
+[[validator]]
+name = "contraction_validator"
+message = "Output contains too many contractions"
+check = '''count(output, "'") <= 3'''
+minimum_success_percentage = 0.95
+"#;
+
+/// A configuration of 20 inputs × 20 outputs with `system` as its
+/// `[system]` table and `extra` appended (more checks, settings).
+fn write_config(dir: &Path, system: &str, extra: &str) {
+    let inputs: String = (0..20)
+        .map(|i| format!("[[input]]\nid = \"q{i}\"\ntext = \"Thank you for tip {i}!\"\n"))
+        .collect();
+    let cfg = format!(
+        "name = \"trouble\"\n[system]\n{system}\n[experiment]\noutputs_per_input = 20\n{extra}\n{CHECKS}\n{inputs}"
+    );
+    std::fs::write(dir.join("probity.toml"), cfg).unwrap();
+}
+
+/// `probity run` in `dir` with `OPENAI_KEY_FOR_TEST` set to `key`.
+fn run_with_key(dir: &Path, key: &str) -> Output {
+    probity_cmd()
+        .current_dir(dir)
+        .args(["run", "--quiet"])
+        .env("PROBITY_STORE", dir.join("runs.db"))
+        .env("OPENAI_KEY_FOR_TEST", key)
+        .output()
+        .unwrap()
+}
+
+/// No verdict reached stdout: no PASS/FAIL line of a check.
+fn assert_no_verdict(out: &Output) {
+    let stdout = text(&out.stdout);
+    assert!(
+        !stdout.contains("FAIL") && !stdout.contains("PASS"),
+        "a verdict was printed:\n{stdout}"
+    );
+}
+
+#[test]
+fn a_wrong_key_stops_the_run_with_its_cause_not_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("sim.toml"),
+        "[faults]\nrequire_key = \"sk-right\"\n",
+    )
+    .unwrap();
+    let server = sim_serve(&["--config", dir.path().join("sim.toml").to_str().unwrap()]);
+    let system = format!(
+        "provider = \"openai\"\nmodel = \"sim\"\nbase_url = \"http://{}/v1\"\napi_key_env = \"OPENAI_KEY_FOR_TEST\"",
+        server.1
+    );
+    write_config(dir.path(), &system, "");
+
+    let out = run_with_key(dir.path(), "sk-wrong");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("HTTP 401"), "{err}");
+    assert!(
+        err.contains("the first 10 calls to the system all failed with the same cause"),
+        "{err}"
+    );
+    assert!(err.contains("--resume"), "{err}");
+    assert!(!err.contains("sk-wrong"), "the key leaked: {err}");
+    assert_no_verdict(&out);
+    // It stopped early instead of spending 400 calls on a wrong key.
+    let seen = requests(&server.1);
+    assert!(seen < 100, "{seen} requests");
+
+    // With the right key the same configuration gives a verdict.
+    let out = run_with_key(dir.path(), "sk-right");
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn an_unreachable_server_stops_the_run_with_its_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on port 1.
+    write_config(
+        dir.path(),
+        "provider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"",
+        "call_attempts = 2",
+    );
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("transport error"), "{err}");
+    assert!(err.contains("127.0.0.1:1"), "{err}");
+    assert!(err.contains("nothing was measured"), "{err}");
+    assert_no_verdict(&out);
+}
+
+#[test]
+fn a_command_that_fails_shows_its_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(
+        dir.path(),
+        r#"provider = "command"
+command = ["sh", "-c", "echo 'Traceback: ModuleNotFoundError: No module named app' >&2; exit 3"]"#,
+        "",
+    );
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("No module named app"), "{err}");
+    assert!(err.contains("exit"), "{err}");
+    assert_no_verdict(&out);
+}
+
+#[test]
+fn too_many_failed_calls_spend_the_error_budget_and_give_no_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    // 30% of calls fail: far more than the default budget of 5%.
+    write_config(dir.path(), "provider = \"sim\"\nerror_rate = 0.3", "");
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("error budget of 5% of 400 samples"), "{err}");
+    assert!(err.contains("errors:"), "{err}");
+    assert_no_verdict(&out);
+    // Counted as failures by choice, with no budget: a verdict.
+    write_config(
+        dir.path(),
+        "provider = \"sim\"\nerror_rate = 0.3",
+        "errors = \"as-failure\"\nerror_budget = 1.0",
+    );
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_check_reading_a_field_no_input_has_is_a_configuration_error() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(
+        dir.path(),
+        "provider = \"sim\"",
+        r#"
+[[validator]]
+name = "right_category"
+check = '''input.category == "billing"'''
+"#,
+    );
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("right_category") && err.contains("`category`") && err.contains("text"),
+        "{err}"
+    );
+    // Refused before anything was called or stored.
+    assert!(!dir.path().join("runs.db").exists());
+}
+
+#[test]
+fn a_check_that_errs_on_every_output_is_broken_not_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(
+        dir.path(),
+        "provider = \"sim\"",
+        r#"
+[[validator]]
+name = "length_check"
+check = '''lenght(output) > 0'''
+"#,
+    );
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("could not judge any output") && err.contains("length_check"),
+        "{err}"
+    );
+    assert!(err.contains("lenght"), "{err}");
+}
+
+#[test]
+fn resume_with_nothing_to_resume_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "provider = \"sim\"", "");
+    let out = probity(dir.path(), &["run", "--quiet", "--resume"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("nothing to resume"), "{err}");
+    // A run that completed is not resumable either; an interrupted one is
+    // named when resumed (see resume.rs).
+    assert!(matches!(
+        probity(dir.path(), &["run", "--quiet"]).status.code(),
+        Some(0 | 1)
+    ));
+    let out = probity(dir.path(), &["run", "--quiet", "--resume"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+#[test]
+fn serve_checks_its_configuration_before_it_listens() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("guard.toml"),
+        format!(
+            "[upstream]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi_key_env = \"PROBITY_TEST_UNSET_KEY\"\n{CHECKS}"
+        ),
+    )
+    .unwrap();
+    let out = probity_cmd()
+        .current_dir(dir.path())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("PROBITY_STORE", dir.path().join("runs.db"))
+        .env_remove("PROBITY_TEST_UNSET_KEY")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("PROBITY_TEST_UNSET_KEY"), "{err}");
+    assert!(!text(&out.stdout).contains("listening"));
+}
