@@ -2,7 +2,9 @@
 # End-to-end throughput of `probity run` against `probity sim serve` over
 # HTTP (the OpenAI-compatible provider), every sample stored durably.
 #
-#   bench/run.sh            # both scenarios
+#   bench/run.sh                          # both scenarios, this tree's build
+#   BASELINE=/path/to/old/probity bench/run.sh   # and the same for an older
+#                                         # build, side by side, with ratios
 #
 # Scenario 1: 0 ms model latency, 2,000 samples × 3 validators, concurrency
 #   32: samples/s (wall) and CPU per sample for the client and the server.
@@ -13,8 +15,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v /usr/bin/time >/dev/null || { echo "bench/run.sh needs GNU time (apt-get install time)" >&2; exit 2; }
-cargo build --release -q -p probity-cli
-BIN="$PWD/target/release/probity"
+if [ -z "${BIN:-}" ]; then
+  cargo build --release -q -p probity-cli
+  BIN="$PWD/target/release/probity"
+fi
 WORK="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
@@ -60,8 +64,8 @@ TOML
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-scenario() { # $1 = latency ms
-  local latency=$1 dir="$WORK/lat$1"
+scenario() { # $1 = latency ms, $2 = binary, $3 = label
+  local latency=$1 BIN=$2 label=$3 dir="$WORK/$3-lat$1"
   mkdir -p "$dir"; cp "$WORK/inputs.jsonl" "$dir/"
   "$BIN" sim serve --listen 127.0.0.1:0 --latency-ms "$latency" >"$dir/server.out" &
   local spid=$!
@@ -75,15 +79,16 @@ scenario() { # $1 = latency ms
   local s1; s1=$(cpu_ticks $spid)
   kill $spid; wait $spid 2>/dev/null || true
   local hz; hz=$(getconf CLK_TCK)
-  python3 - "$latency" "$t0" "$t1" "$s0" "$s1" "$hz" "$dir" <<'PY'
+  python3 - "$latency" "$t0" "$t1" "$s0" "$s1" "$hz" "$dir" "$label" <<'PY'
 import json, sys
-lat, t0, t1, s0, s1, hz, d = int(sys.argv[1]), *map(float, sys.argv[2:7]), sys.argv[7]
+lat, t0, t1, s0, s1, hz, d, label = int(sys.argv[1]), *map(float, sys.argv[2:7]), sys.argv[7], sys.argv[8]
 user, sys_ = map(float, open(f"{d}/time").read().split()[-2:])
 rep = json.load(open(f"{d}/report.json"))
 n = rep["shape"]["inputs"] * rep["shape"]["outputs_per_input"]
 calls, wall = rep["run"]["model_calls"], t1 - t0
 stored = sum(c["rate"]["pass"] + c["rate"]["fail"] + c["rate"]["error"] for c in rep["checks"][:1])
-print(f"latency {lat} ms: {n} samples × {rep['shape']['checks']} validators, {calls} calls, {stored} stored, wall {wall:.3f} s")
+print(f"[{label}] latency {lat} ms: {n} samples × {rep['shape']['checks']} validators, {calls} calls, {stored} stored, wall {wall:.3f} s")
+open(f"{d}/../{label}-{lat}.wall", "w").write(f"{wall}")
 if lat == 0:
     print(f"  throughput        {n / wall:,.0f} samples/s (whole command: start, load, run, store, report)")
     print(f"  client CPU        {(user + sys_) / n * 1e6:.1f} µs/sample")
@@ -94,5 +99,15 @@ else:
 PY
 }
 
-scenario 0
-scenario 200
+ratio() { # $1 = latency: this build's wall time over the baseline's
+  python3 -c "import sys; a, b = (float(open(p).read()) for p in sys.argv[1:]); print(f'  ratio this/baseline at {sys.argv[3]} ms: wall {a / b:.3f} (below 1: faster)')" \
+    "$WORK/this-$1.wall" "$WORK/baseline-$1.wall" "$1"
+}
+
+for latency in 0 200; do
+  scenario "$latency" "$BIN" this
+  if [ -n "${BASELINE:-}" ]; then
+    scenario "$latency" "$BASELINE" baseline
+    ratio "$latency"
+  fi
+done

@@ -1,9 +1,9 @@
 //! `probity compare RUN_A RUN_B`: did the candidate (B) regress against
 //! the baseline (A)? Exit 1 on a significant regression of any check.
 
+use crate::failure::Failure;
 use crate::output::OutputArgs;
 use crate::store_arg::StoreArg;
-use crate::Failure;
 use clap::Args;
 use probity_core::compare::CompareOptions;
 use probity_engine::compare::{compare_stored, RunComparison};

@@ -1,6 +1,6 @@
 //! `probity init`: a working example to start from.
 
-use crate::Failure;
+use crate::failure::Failure;
 use clap::Args;
 use probity_engine::example;
 use std::path::PathBuf;

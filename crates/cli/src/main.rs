@@ -4,6 +4,7 @@
 //! configuration, 3 the run could not complete.
 
 mod compare;
+mod failure;
 mod init;
 mod output;
 mod plan;
@@ -16,6 +17,7 @@ mod store_arg;
 mod trend;
 
 use clap::{Parser, Subcommand};
+use failure::runtime;
 use std::process::ExitCode;
 
 /// Reliability testing for LLM-based systems, with error bars.
@@ -52,47 +54,6 @@ enum Command {
     /// The built-in simulated model.
     #[command(subcommand)]
     Sim(sim::SimCommand),
-}
-
-/// A failure that ends the command, with its exit code.
-#[derive(Debug)]
-pub struct Failure {
-    pub code: u8,
-    pub message: String,
-}
-
-impl Failure {
-    /// Bad usage or configuration: exit code 2.
-    pub fn usage(message: impl Into<String>) -> Self {
-        Failure {
-            code: 2,
-            message: message.into(),
-        }
-    }
-
-    /// The run could not complete: exit code 3.
-    pub fn incomplete(message: impl Into<String>) -> Self {
-        Failure {
-            code: 3,
-            message: message.into(),
-        }
-    }
-}
-
-/// Exit code of a finished test: 0 when every verdict passes, 1 otherwise.
-pub fn verdict_code(passed: bool) -> u8 {
-    if passed {
-        0
-    } else {
-        1
-    }
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::incomplete(format!("cannot start the async runtime: {e}")))
 }
 
 fn main() -> ExitCode {

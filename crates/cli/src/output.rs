@@ -1,7 +1,7 @@
 //! Rendering a stored run: the `--format`/`--output` options and the report
 //! context built from the store.
 
-use crate::Failure;
+use crate::failure::Failure;
 use clap::Args;
 use probity_core::{ReliabilityTensor, Summary};
 use probity_engine::store::{RunRecord, RunStatus, SampleRow, Store};

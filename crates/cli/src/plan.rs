@@ -3,8 +3,8 @@
 //! input, §4.2.3). This computes the plan; probity-report shows it (the
 //! `plan` document, as text).
 
+use crate::failure::Failure;
 use crate::store_arg::StoreArg;
-use crate::Failure;
 use clap::Args;
 use probity_core::retry::{check_target, RetryPlan};
 use probity_report::{render, Format, PlanReport, PlanRun};

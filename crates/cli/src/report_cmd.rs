@@ -1,8 +1,8 @@
 //! `probity report` and `probity runs`: stored runs read back.
 
+use crate::failure::{verdict_code, Failure};
 use crate::output::{load_report, OutputArgs};
 use crate::store_arg::StoreArg;
-use crate::{verdict_code, Failure};
 use clap::Args;
 use probity_engine::stored;
 use probity_report::system_label;

@@ -4,9 +4,9 @@
 //! output) before, and from the judge otherwise (or not at all with
 //! `--no-calls`).
 
+use crate::failure::{verdict_code, Failure};
 use crate::output::{load_report, OutputArgs};
 use crate::store_arg::StoreArg;
-use crate::{verdict_code, Failure};
 use clap::Args;
 use probity_engine::config::Config;
 use probity_engine::revalidate::revalidate;
@@ -33,7 +33,7 @@ pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
     let config = Config::load(&args.config).map_err(|e| Failure::usage(e.to_string()))?;
     let mut store = args.store.open()?;
     let id = args.store.resolve(&store, &args.run)?;
-    let done = crate::runtime()?
+    let done = crate::failure::runtime()?
         .block_on(revalidate(
             &mut store,
             id,

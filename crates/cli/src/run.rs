@@ -1,8 +1,8 @@
 //! `probity run`: the main job.
 
+use crate::failure::{verdict_code, Failure};
 use crate::output::{report_for, OutputArgs};
 use crate::store_arg::StoreArg;
-use crate::{verdict_code, Failure};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use probity_engine::compare::RunTensor;

@@ -1,8 +1,8 @@
 //! `probity serve`: the guard at runtime, as an OpenAI-compatible endpoint
 //! (see `probity_engine::serve` for the configuration file).
 
+use crate::failure::Failure;
 use crate::store_arg::StoreArg;
-use crate::Failure;
 use clap::Args;
 use std::path::PathBuf;
 

@@ -1,7 +1,7 @@
 //! `probity sim serve`: the built-in simulated model as an OpenAI-compatible
 //! HTTP endpoint, with fault injection, for tests and benchmarks.
 
-use crate::Failure;
+use crate::failure::Failure;
 use clap::{Args, Subcommand};
 use probity_engine::sim::server::{serve, FaultConfig};
 use probity_engine::sim::{SimConfig, SimModel};

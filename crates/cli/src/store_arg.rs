@@ -1,6 +1,6 @@
 //! The `--store` option shared by every command that reads or writes runs.
 
-use crate::Failure;
+use crate::failure::Failure;
 use clap::Args;
 use probity_engine::store::Store;
 use std::path::PathBuf;

@@ -1,8 +1,8 @@
 //! `probity report --trend NAME`: each check's success rate over the
 //! complete runs of one name, oldest first.
 
+use crate::failure::Failure;
 use crate::output::OutputArgs;
-use crate::Failure;
 use probity_engine::store::{RunStatus, Store};
 use probity_engine::stored;
 use probity_report::{render, Format, RunInfo, TrendReport, TrendRun};

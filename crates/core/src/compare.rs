@@ -665,8 +665,8 @@ mod tests {
         let mut tb = ReliabilityTensor::new(2, 1, 2).unwrap();
         for i in 0..2 {
             for k in 0..2 {
-                ta.set(i, 0, k, crate::Cell::Pass).unwrap();
-                tb.set(i, 0, k, crate::Cell::Pass).unwrap();
+                ta.set(i, 0, k, crate::tensor::Cell::Pass).unwrap();
+                tb.set(i, 0, k, crate::tensor::Cell::Pass).unwrap();
             }
         }
         let info = |n: &str| CheckInfo {

@@ -248,7 +248,7 @@ pub(crate) fn check_clusters(clusters: &[ClusterSum]) -> Result<(), StatsError> 
 /// ([`StatsError::Empty`]). A single cluster is valid input (G = 1 gives no
 /// t reference: the interval is then the binomial Wilson interval over its
 /// outputs, which is about that input only — callers mark such a rate's
-/// [`Scope`](super::Scope)).
+/// [`Scope`](super::rate::Scope)).
 pub fn beta_binomial_score(
     clusters: &[ClusterSum],
     confidence: f64,

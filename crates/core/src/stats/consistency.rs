@@ -23,9 +23,10 @@
 
 use super::betabin::beta_binomial_score;
 use super::cluster::ClusterSum;
+use super::counts::Counts;
 use super::error::{check_confidence, StatsError};
 use super::interval::{try_proportion_interval, Interval, IntervalMethod};
-use super::{Counts, RateEstimate, Scope, MIN_INPUTS};
+use super::rate::{RateEstimate, Scope, MIN_INPUTS};
 use serde::{Deserialize, Serialize};
 
 /// C(c, k) / C(n, k) as a product (no overflow): Π_{t<k} (c − t)/(n − t).

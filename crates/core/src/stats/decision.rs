@@ -4,7 +4,7 @@
 
 use super::error::{check_confidence, check_threshold, StatsError};
 use super::interval::{normal_quantile, proportion_interval, z_value, IntervalMethod};
-use super::{RateEstimate, Scope};
+use super::rate::{RateEstimate, Scope};
 use serde::{Deserialize, Serialize};
 
 /// How a rate is compared with its threshold.
@@ -85,7 +85,7 @@ pub const MAX_SAMPLES: u64 = 1_000_000_000_000;
 ///
 /// Scope: a verdict is established only when the interval it rests on is
 /// about the population of inputs ([`Scope::Population`]); a rate about
-/// these inputs only (one input, fewer than [`super::MIN_INPUTS`]) can pass
+/// these inputs only (one input, fewer than [`super::rate::MIN_INPUTS`]) can pass
 /// or fail in point mode but is never established, and in lower-bound and
 /// three-way mode it is Inconclusive (three-way) or a not-established Fail.
 ///

@@ -9,8 +9,8 @@
 //! arrive in. Validators are pure, so results do not depend on chunking or
 //! on the number of threads.
 
+use super::check::Validator;
 use super::prepared::PreparedInput;
-use super::Validator;
 use crate::model::{Input, Sample};
 use crate::verdict::Verdict;
 use rayon::prelude::*;

@@ -295,7 +295,7 @@ impl Expression {
     }
 
     /// Evaluate on one output of `input` (converting the input each call;
-    /// see [`super::Validator::evaluate_prepared`]).
+    /// see [`super::check::Validator::evaluate_prepared`]).
     pub fn evaluate(&self, input: &Input, output: &str) -> Verdict {
         if self.uses_input {
             self.run(Some(&RhaiInput::new(input)), output)
@@ -311,7 +311,7 @@ impl Expression {
     }
 
     /// Evaluate with the input already converted (`None` when the script
-    /// does not use it); see [`super::PreparedInput`].
+    /// does not use it); see [`super::prepared::PreparedInput`].
     pub(crate) fn evaluate_converted(&self, input: Option<&RhaiInput>, output: &str) -> Verdict {
         self.run(input.filter(|_| self.uses_input), output)
     }

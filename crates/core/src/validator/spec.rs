@@ -28,7 +28,9 @@
 //! keys that do not apply to the chosen kind.
 
 use super::builtin::{Builtin, BuiltinError};
-use super::{Validator, ValidatorError, DEFAULT_MINIMUM_SUCCESS_PERCENTAGE, DEFAULT_WEIGHT};
+use super::check::{
+    Check, Validator, ValidatorError, DEFAULT_MINIMUM_SUCCESS_PERCENTAGE, DEFAULT_WEIGHT,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -117,7 +119,7 @@ pub enum SchemaSpec {
 /// minimum_success_percentage; §3.3: weight).
 ///
 /// Exactly one of `check` (a Rhai expression, see
-/// [`Expression`](super::Expression)) and `kind` (a [`BuiltinKind`] with its
+/// [`Expression`](super::expr::Expression)) and `kind` (a [`BuiltinKind`] with its
 /// fields) must be given. `negate = true` inverts any check (errors stay
 /// errors). Defaults: `message` = `name`, `minimum_success_percentage` = 1.0,
 /// `weight` = 1.0. Unknown keys are rejected when deserializing; keys that
@@ -247,11 +249,11 @@ impl ValidatorSpec {
                 if !self.negate {
                     return Ok(v);
                 }
-                let super::Check::Expression(e) = v.check else {
+                let Check::Expression(e) = v.check else {
                     unreachable!("expression() builds an expression check")
                 };
                 return Ok(Validator {
-                    check: super::Check::Expression(e.negate()),
+                    check: Check::Expression(e.negate()),
                     ..v
                 });
             }
