@@ -6,7 +6,7 @@
 //! every cell is evaluated, but only the second gives an honest interval:
 //! the K verdicts on one output are correlated, and scoring each output
 //! first, then taking the clustered mean of the scores over inputs, absorbs
-//! that correlation without estimating it (DESIGN.md, Statistics).
+//! that correlation without estimating it (docs/architecture.md, Design decisions).
 
 use crate::options::AnalysisOptions;
 use crate::profile::{profile, Profile};

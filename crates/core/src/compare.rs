@@ -1,4 +1,4 @@
-//! Comparing two runs (DESIGN.md, Statistics: "Comparing two runs on the
+//! Comparing two runs (docs/architecture.md, Design decisions: "Comparing two runs on the
 //! same inputs"): per check, the change in success rate from a **baseline**
 //! run A to a **candidate** run B, with an interval, a verdict (improved /
 //! regressed / no detectable change) and the smallest change the runs could

@@ -3,7 +3,7 @@
 use crate::stats::{ClusterMethod, ErrorPolicy, IntervalMethod, VerdictMode};
 use serde::{Deserialize, Serialize};
 
-/// How rates are estimated and judged (DESIGN.md, Statistics).
+/// How rates are estimated and judged (docs/architecture.md, Design decisions).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AnalysisOptions {

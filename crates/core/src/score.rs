@@ -93,7 +93,7 @@ impl ClusterAccumulator {
         self.counts
     }
 
-    /// The clustered rate over everything added (DESIGN.md: cluster-robust
+    /// The clustered rate over everything added (docs/architecture.md: cluster-robust
     /// standard error, interval at the effective sample size).
     pub fn estimate(&self, opts: &AnalysisOptions) -> RateEstimate {
         RateEstimate::clustered_or_empty(

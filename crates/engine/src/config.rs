@@ -1,4 +1,4 @@
-//! The run configuration: a TOML file (docs/architecture.md, Configuration),
+//! The run configuration: a TOML file (docs/config.md),
 //! loaded into an [`Experiment`].
 //!
 //! ```toml

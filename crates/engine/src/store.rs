@@ -1,4 +1,4 @@
-//! The run store: SQLite in WAL mode, the source of truth (DESIGN.md,
+//! The run store: SQLite in WAL mode, the source of truth (docs/architecture.md,
 //! Architecture).
 //!
 //! Every sample is written with its verdicts as it completes, in batched

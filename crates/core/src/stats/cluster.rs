@@ -1,5 +1,5 @@
 //! Cluster-robust mean of per-output scores, inputs as clusters
-//! (DESIGN.md, Statistics: "Repeated outputs of one input are correlated").
+//! (docs/architecture.md, Design decisions: "Repeated outputs of one input are correlated").
 
 use serde::{Deserialize, Serialize};
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use std::ops::{Add, AddAssign};
 
-/// How error cells enter a rate (DESIGN.md, Statistics): by default an error
+/// How error cells enter a rate (docs/architecture.md, Design decisions): by default an error
 /// counts as a failure, so a flaky provider cannot make a system look better;
 /// `Exclude` drops errors from the denominator instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

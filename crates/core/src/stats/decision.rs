@@ -1,5 +1,5 @@
 //! Verdicts against a minimum success percentage, and sample sizes
-//! (DESIGN.md, Statistics: "Verdict per validator against its minimum
+//! (docs/architecture.md, Design decisions: "Verdict per validator against its minimum
 //! success percentage").
 
 use super::error::{check_confidence, check_threshold, StatsError};

@@ -1,4 +1,4 @@
-//! Confidence intervals for a binomial proportion (paper §3.4; DESIGN.md,
+//! Confidence intervals for a binomial proportion (paper §3.4; docs/architecture.md,
 //! Statistics).
 //!
 //! All functions here are total: they never panic. Invalid inputs are
@@ -21,7 +21,7 @@ use super::error::{check_confidence, StatsError};
 use serde::{Deserialize, Serialize};
 use statrs::function::{erf, gamma};
 
-/// Interval method (DESIGN.md, Statistics).
+/// Interval method (docs/architecture.md, Design decisions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[derive(strum::IntoStaticStr, strum::Display)]

@@ -1,4 +1,4 @@
-//! Comparing two runs (DESIGN.md, Statistics: "Comparing two runs on the
+//! Comparing two runs (docs/architecture.md, Design decisions: "Comparing two runs on the
 //! same inputs").
 //!
 //! Differences are always `a − b`. Their intervals use [`Interval`] with

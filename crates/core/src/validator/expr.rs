@@ -13,7 +13,7 @@
 //!   that doubles forever ends quickly in an error instead of a hang or an
 //!   out-of-memory abort — without any wall-clock timeout (the core reads no
 //!   clock).
-//! * **Rust-like syntax** that reads like the DESIGN.md examples
+//! * **Rust-like syntax** that reads like the docs/validators.md examples
 //!   (`if input.text.contains("Thank you") { … } else { true }`), with
 //!   `"x" in s` as in the paper's Python.
 //! * **Pure Rust, maintained, thread-safe** (`sync` feature): one compiled

@@ -1,4 +1,4 @@
-//! Validators as configuration: a `[[validator]]` table (DESIGN.md) is a
+//! Validators as configuration: a `[[validator]]` table (docs/validators.md) is a
 //! [`ValidatorSpec`]; [`ValidatorSpec::compile`] turns it into a
 //! [`Validator`].
 //!
