@@ -2,7 +2,7 @@
 //! recognised in the store. Every key is a SHA-256 in hex; none includes a
 //! secret (provider fingerprints never do).
 
-use crate::provider::Message;
+use crate::provider::types::Message;
 use probity_core::Input;
 use serde_json::Value;
 use sha2::{Digest, Sha256};

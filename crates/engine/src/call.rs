@@ -4,7 +4,7 @@
 //! its counters are the run's.
 
 use crate::limits::{Backoff, RateLimiter};
-use crate::provider::{Provider, ProviderError, Request};
+use crate::provider::types::{Provider, ProviderError, Request};
 use crate::store::{CachedOutput, RunTotals};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -29,7 +29,7 @@ use crate::call::CallSettings;
 use crate::check::Checks;
 use crate::experiment::{Experiment, Source};
 use crate::inputs::{load_inputs, InputError};
-use crate::provider::ProviderConfig;
+use crate::provider::config::ProviderConfig;
 use crate::retry_policy::RetryPolicy;
 use crate::revalidate::Recheck;
 use crate::settings::{Analysis, StoredSettings};

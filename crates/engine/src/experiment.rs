@@ -24,7 +24,7 @@
 
 use crate::call::CallSettings;
 use crate::check::Checks;
-use crate::provider::Provider;
+use crate::provider::types::Provider;
 use crate::retry_policy::RetryPolicy;
 use crate::settings::{Analysis, StoredRetry, StoredSettings};
 use crate::template::{PromptTemplate, TemplateError};

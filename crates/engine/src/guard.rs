@@ -30,7 +30,7 @@
 use crate::cache_key::attempt_key;
 use crate::call::{Answer, CallFailure, Caller};
 use crate::check::{Checks, Judging};
-use crate::provider::{Message, Provider, Request};
+use crate::provider::types::{Message, Provider, Request};
 use crate::retry_policy::{Feedback, RetryPolicy};
 use crate::store::{AttemptRow, CachedOutput, OutputCache, SampleRow};
 use crate::template::TemplateError;

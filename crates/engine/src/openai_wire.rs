@@ -2,7 +2,7 @@
 //! by the `openai` provider, `probity serve` (the guard as an endpoint) and
 //! the simulator's server.
 
-use crate::provider::{Message, Role};
+use crate::provider::types::{Message, Role};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 

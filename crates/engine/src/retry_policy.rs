@@ -1,7 +1,7 @@
 //! The retry policy (paper §4.1, §4.2.6): how many attempts, which checks
 //! decide whether an attempt passes, and what is fed back after a failure.
 
-use crate::provider::{Message, Role};
+use crate::provider::types::{Message, Role};
 use crate::template::{self, TemplateError, DEFAULT_FEEDBACK_TEMPLATE};
 use minijinja::Environment;
 use probity_core::Input;

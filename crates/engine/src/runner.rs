@@ -22,7 +22,7 @@ use crate::check::Judging;
 use crate::experiment::Experiment;
 use crate::guard::{Guard, GuardOutcome};
 use crate::outcome::{Halt, Progress, RunOutcome};
-use crate::provider::Message;
+use crate::provider::types::Message;
 use crate::recording::Recording;
 use crate::retry_policy::RetryPolicy;
 use crate::store::{

@@ -15,7 +15,7 @@
 //! Feedback templates (for retries that feed validator reasons back, paper
 //! §4.1) additionally see `previous_output` and `reasons` (a list of strings).
 
-use crate::provider::{Message, Role};
+use crate::provider::types::{Message, Role};
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use probity_core::Input;
 use serde_json::{Map, Value};

@@ -32,10 +32,10 @@
 //! truth.
 
 use crate::cache_key::{judgement_key, JudgeQuestion};
-use crate::provider::{
-    Completion, ConfigError, Message, OpenAiConfig, Provider, ProviderConfig, ProviderError,
-    Request, Role,
-};
+use crate::provider::config::ProviderConfig;
+use crate::provider::error::ConfigError;
+use crate::provider::openai::OpenAiConfig;
+use crate::provider::types::{Completion, Message, Provider, ProviderError, Request, Role};
 use crate::sim::rng::{Fnv, SplitMix64};
 use probity_core::{CheckInfo, CheckKind, Input};
 use serde::{Deserialize, Serialize};

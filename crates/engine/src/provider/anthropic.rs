@@ -1,7 +1,8 @@
 //! Anthropic messages API.
 
+use super::error::ConfigError;
+use super::types::{Completion, Provider, ProviderError, Request, Role};
 use super::util::{self, Secret};
-use super::{Completion, ConfigError, Provider, ProviderError, Request, Role};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -104,7 +105,7 @@ impl AnthropicProvider {
     pub fn body(&self, request: &Request) -> Value {
         let c = &self.config;
         let system = util::system_texts(&request.messages);
-        let messages: Vec<&super::Message> = request
+        let messages: Vec<&super::types::Message> = request
             .messages
             .iter()
             .filter(|m| m.role != Role::System)

@@ -1,7 +1,8 @@
 //! Command provider: one process per call, prompt on stdin, output on stdout.
 
+use super::error::ConfigError;
+use super::types::{Completion, Provider, ProviderError, Request};
 use super::util;
-use super::{Completion, ConfigError, Provider, ProviderError, Request};
 use serde::{Deserialize, Serialize};
 use std::process::Stdio;
 use std::time::Duration;

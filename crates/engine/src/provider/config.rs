@@ -1,11 +1,12 @@
 //! `ProviderConfig`: which provider to build, from the `[system]` table.
 
+use super::anthropic::{AnthropicConfig, AnthropicProvider};
+use super::command::{CommandConfig, CommandProvider};
 use super::error::ConfigError;
-use super::{
-    AnthropicConfig, AnthropicProvider, CommandConfig, CommandProvider, HttpConfig, HttpProvider,
-    OpenAiConfig, OpenAiProvider, Provider,
-};
-use crate::sim::{SimConfig, SimModel};
+use super::http::{HttpConfig, HttpProvider};
+use super::openai::{OpenAiConfig, OpenAiProvider};
+use super::types::Provider;
+use crate::sim::model::{SimConfig, SimModel};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 

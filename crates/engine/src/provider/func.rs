@@ -1,6 +1,6 @@
 //! `FnProvider`: a Rust closure as the system under test (library use).
 
-use super::{Completion, Provider, ProviderError, Request};
+use super::types::{Completion, Provider, ProviderError, Request};
 
 /// Wraps a synchronous closure `Fn(&Request) -> Result<Completion, ProviderError>`
 /// as a [`Provider`]. The closure runs on the calling task, so it should be

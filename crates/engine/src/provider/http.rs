@@ -1,8 +1,9 @@
 //! Generic HTTP provider: a JSON request template and a JSON pointer to the
 //! output text.
 
+use super::error::ConfigError;
+use super::types::{Completion, Provider, ProviderError, Request, Role};
 use super::util::{self, Secret};
-use super::{Completion, ConfigError, Provider, ProviderError, Request, Role};
 use crate::template::{self, TemplateError};
 use minijinja::Environment;
 use serde::{Deserialize, Serialize};

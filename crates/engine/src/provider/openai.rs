@@ -1,8 +1,9 @@
 //! OpenAI-compatible chat completions (OpenAI, vLLM, Ollama, llama.cpp,
 //! LM Studio, the `probity sim serve` endpoint, …).
 
+use super::error::ConfigError;
+use super::types::{Completion, Provider, ProviderError, Request};
 use super::util::{self, Secret};
-use super::{Completion, ConfigError, Provider, ProviderError, Request};
 use crate::openai_wire::ChatResponse;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};

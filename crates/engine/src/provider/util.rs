@@ -1,6 +1,7 @@
 //! Helpers shared by the HTTP-based providers.
 
-use super::{ConfigError, ProviderError};
+use super::error::ConfigError;
+use super::types::ProviderError;
 use reqwest::header::HeaderMap;
 use std::time::{Duration, SystemTime};
 
@@ -95,10 +96,10 @@ pub(crate) fn headers(
 }
 
 /// The contents of a request's system messages, in order.
-pub(crate) fn system_texts(messages: &[super::Message]) -> Vec<&str> {
+pub(crate) fn system_texts(messages: &[super::types::Message]) -> Vec<&str> {
     messages
         .iter()
-        .filter(|m| m.role == super::Role::System)
+        .filter(|m| m.role == super::types::Role::System)
         .map(|m| m.content.as_str())
         .collect()
 }

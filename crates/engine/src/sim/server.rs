@@ -14,10 +14,11 @@
 //! request, from a generator seeded by the fault seed and the request's
 //! arrival number.
 
+use super::model::SimModel;
 use super::rng::{Fnv, SplitMix64};
-use super::SimModel;
 use crate::openai_wire::{error_body, ChatRequest, ChatResponse, Usage, WireMessage};
-use crate::provider::{ConfigError, Message, ProviderError};
+use crate::provider::error::ConfigError;
+use crate::provider::types::{Message, ProviderError};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};

@@ -7,8 +7,8 @@
 //! * contracted replies contain at least four apostrophes besides it;
 //! * the echoed topic never contains an apostrophe.
 
+use super::rates::{SimEvents, TrueRates};
 use super::rng::SplitMix64;
-use super::{SimEvents, TrueRates};
 
 const WELCOME: &[&str] = &[
     "You're welcome!",
