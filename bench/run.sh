@@ -40,7 +40,7 @@ provider = "openai"
 model = "sim"
 base_url = "http://$1/v1"
 seed = 1
-timeout_secs = 30
+timeout_s = 30
 [experiment]
 inputs = "inputs.jsonl"
 outputs_per_input = $OUTPUTS

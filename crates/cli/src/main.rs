@@ -35,7 +35,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Write a working example configuration and dataset (runs on the simulator).
+    /// Write a working, commented example configuration and dataset (--provider sim, the default, runs with no key).
     Init(init::InitArgs),
     /// Run a reliability test: sample the system N×M times and check every output.
     Run(run::RunArgs),

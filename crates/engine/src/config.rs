@@ -213,6 +213,18 @@ pub struct ConfigFile {
     pub inputs: Vec<serde_json::Map<String, serde_json::Value>>,
 }
 
+impl ConfigFile {
+    /// Resolves every relative path of the providers (`[system]`, the
+    /// judges' `[verifier.system]`) against `dir`, the file's directory, as
+    /// `[experiment] inputs` is (docs/config.md, Paths).
+    pub fn resolve_paths(&mut self, dir: &Path) {
+        self.system.resolve_paths(dir);
+        for v in &mut self.verifiers {
+            v.resolve_paths(dir);
+        }
+    }
+}
+
 /// A loaded, checked configuration: everything a run needs but the system
 /// under test itself, which [`Config::experiment`] builds.
 pub struct Config {
@@ -244,10 +256,11 @@ impl Config {
     /// Parse and check `text` as if read from `path` (relative input files
     /// resolve against `path`'s directory).
     pub fn from_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let mut file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             message: describe_toml_error(&e, text),
         })?;
+        file.resolve_paths(path.parent().unwrap_or(Path::new(".")));
         let invalid = |message: String| ConfigError::Invalid {
             path: path.to_path_buf(),
             message,

@@ -161,7 +161,13 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let at = |m: String| format!("{}: {m}", path.display());
-    let config: ServeConfig = toml::from_str(&text).map_err(|e| at(e.to_string()))?;
+    let mut config: ServeConfig = toml::from_str(&text).map_err(|e| at(e.to_string()))?;
+    // Relative paths in provider tables resolve against the file's directory.
+    let dir = path.parent().unwrap_or(Path::new("."));
+    config.upstream.resolve_paths(dir);
+    for v in &mut config.verifiers {
+        v.resolve_paths(dir);
+    }
     if config.validators.is_empty() && config.verifiers.is_empty() {
         return Err(at(
             "no [[validator]] or [[verifier]] tables: the guard needs at least one check".into(),

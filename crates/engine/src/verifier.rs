@@ -324,6 +324,14 @@ fn verdict_schema() -> Value {
 }
 
 impl VerifierSpec {
+    /// Resolves the judge's relative paths against `dir`, the directory of
+    /// the configuration file (see [`ProviderConfig::resolve_paths`]).
+    pub fn resolve_paths(&mut self, dir: &std::path::Path) {
+        if let Some(JudgeConfig::Provider(p)) = &mut self.system {
+            p.resolve_paths(dir);
+        }
+    }
+
     /// Build the verifier; `system` is the system under test's provider,
     /// the judge's default.
     pub fn compile(&self, system: &ProviderConfig) -> Result<Verifier, String> {

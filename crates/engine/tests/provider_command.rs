@@ -94,7 +94,7 @@ async fn non_zero_exit_reports_status_and_stderr_tail() {
 #[tokio::test]
 async fn timeout_kills_the_child() {
     let mut c = sh("sleep 5; echo late");
-    c.timeout_secs = 0.3;
+    c.timeout_s = 0.3;
     let t0 = std::time::Instant::now();
     let err = CommandProvider::new(c)
         .unwrap()
@@ -124,7 +124,7 @@ fn config_from_toml_and_validation() {
     let empty: ProviderConfig = toml::from_str("provider = \"command\"\ncommand = []").unwrap();
     assert!(empty.build().is_err());
     let mut c = CommandConfig::new(["cat"]);
-    c.timeout_secs = 0.0;
+    c.timeout_s = 0.0;
     assert!(CommandProvider::new(c).is_err());
 }
 

@@ -152,7 +152,7 @@ async fn openai_server_error_malformed_and_timeout() {
     .await
     .unwrap();
     let t0 = std::time::Instant::now();
-    let err = openai(server.base_url(), |c| c.timeout_secs = 0.2)
+    let err = openai(server.base_url(), |c| c.timeout_s = 0.2)
         .complete(&request("hi", 0))
         .await
         .unwrap_err();

@@ -32,7 +32,7 @@ fn default_timeout() -> f64 {
 /// api_key_env = "ANTHROPIC_API_KEY"        # default
 /// max_tokens = 1024                        # default (the API requires it)
 /// temperature = 0.7                        # optional
-/// timeout_secs = 60
+/// timeout_s = 60                         # per call
 /// anthropic_version = "2023-06-01"
 /// extra = { top_k = 40 }
 /// ```
@@ -48,8 +48,10 @@ pub struct AnthropicConfig {
     pub max_tokens: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
-    #[serde(default = "default_timeout")]
-    pub timeout_secs: f64,
+    /// Per-call timeout in seconds (`timeout_secs`, the older name, is
+    /// still accepted).
+    #[serde(default = "default_timeout", alias = "timeout_secs")]
+    pub timeout_s: f64,
     #[serde(default = "default_version")]
     pub anthropic_version: String,
     #[serde(default, skip_serializing_if = "Map::is_empty")]
@@ -65,7 +67,7 @@ impl AnthropicConfig {
             api_key_env: default_key_env(),
             max_tokens: default_max_tokens(),
             temperature: None,
-            timeout_secs: default_timeout(),
+            timeout_s: default_timeout(),
             anthropic_version: default_version(),
             extra: Map::new(),
         }
@@ -88,7 +90,7 @@ pub struct AnthropicProvider {
 impl AnthropicProvider {
     /// Validates the configuration and reads the API key from the environment.
     pub fn new(config: AnthropicConfig) -> Result<Self, ConfigError> {
-        let timeout = util::timeout(config.timeout_secs, "timeout_secs")?;
+        let timeout = util::timeout(config.timeout_s, "timeout_s")?;
         let base = config.base_url.trim_end_matches('/');
         util::check_http_url(base, "base_url", &config.base_url)?;
         let key = util::read_env(&config.api_key_env, "the anthropic provider's API key")?;

@@ -4,6 +4,7 @@ use super::error::ConfigError;
 use super::types::{Completion, Provider, ProviderError, Request};
 use super::util;
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -34,22 +35,39 @@ fn default_trim() -> bool {
 /// provider = "command"
 /// command = ["python3", "my_system.py", "--flag"]   # argv; no shell
 /// stdin = "prompt"                                  # prompt | json
-/// timeout_secs = 60                                 # per call; the child is killed
+/// timeout_s = 60                                    # per call; the child is killed
 /// trim = true                                       # strip trailing whitespace of stdout
 /// env = { MODE = "test" }                           # extra environment variables
 /// ```
+///
+/// Paths, when the configuration comes from a file
+/// ([`ProviderConfig::resolve_paths`](super::ProviderConfig::resolve_paths)
+/// sets [`base_dir`](Self::base_dir) to the file's directory): a program
+/// written with a `/` and not absolute (`./system.sh`, `bin/system`) is
+/// taken relative to that directory; a bare name (`python3`) is looked up
+/// on `PATH`; an absolute path stays as it is. The command runs in that
+/// directory, so relative arguments (`my_system.py`) resolve against it too.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CommandConfig {
     pub command: Vec<String>,
     #[serde(default)]
     pub stdin: StdinMode,
-    #[serde(default = "default_timeout")]
-    pub timeout_secs: f64,
+    /// Per-call timeout in seconds (`timeout_secs`, the older name, is
+    /// still accepted).
+    #[serde(default = "default_timeout", alias = "timeout_secs")]
+    pub timeout_s: f64,
     #[serde(default = "default_trim")]
     pub trim: bool,
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub env: std::collections::BTreeMap<String, String>,
+    /// The directory relative paths resolve against and the command runs
+    /// in: the configuration file's directory (absolute), set by
+    /// [`ProviderConfig::resolve_paths`](super::ProviderConfig::resolve_paths).
+    /// `None` (a configuration built in code): the process's working
+    /// directory. Never read from or written to configuration.
+    #[serde(skip)]
+    pub base_dir: Option<PathBuf>,
 }
 
 impl CommandConfig {
@@ -58,9 +76,21 @@ impl CommandConfig {
         CommandConfig {
             command: argv.into_iter().map(Into::into).collect(),
             stdin: StdinMode::Prompt,
-            timeout_secs: default_timeout(),
+            timeout_s: default_timeout(),
             trim: default_trim(),
             env: Default::default(),
+            base_dir: None,
+        }
+    }
+
+    /// The program to start: `command[0]`, relative to
+    /// [`base_dir`](Self::base_dir) when it is a relative path with a `/`.
+    pub fn program(&self) -> PathBuf {
+        let written = self.command.first().map(String::as_str).unwrap_or("");
+        let p = Path::new(written);
+        match &self.base_dir {
+            Some(base) if p.is_relative() && written.contains('/') => base.join(p),
+            _ => p.to_path_buf(),
         }
     }
 }
@@ -74,6 +104,7 @@ impl CommandConfig {
 #[derive(Debug)]
 pub struct CommandProvider {
     config: CommandConfig,
+    program: PathBuf,
     timeout: Duration,
 }
 
@@ -88,8 +119,12 @@ impl CommandProvider {
                 "command must be a non-empty list: program and arguments".into(),
             ));
         }
-        let timeout = util::timeout(config.timeout_secs, "timeout_secs")?;
-        Ok(CommandProvider { config, timeout })
+        let timeout = util::timeout(config.timeout_s, "timeout_s")?;
+        Ok(CommandProvider {
+            program: config.program(),
+            config,
+            timeout,
+        })
     }
 
     fn stdin_bytes(&self, request: &Request) -> Result<Vec<u8>, ProviderError> {
@@ -107,8 +142,12 @@ impl CommandProvider {
     }
 
     async fn run(&self, input: Vec<u8>) -> Result<Completion, ProviderError> {
-        let program = &self.config.command[0];
-        let mut child = tokio::process::Command::new(program)
+        let program = &self.program;
+        let mut command = tokio::process::Command::new(program);
+        if let Some(dir) = &self.config.base_dir {
+            command.current_dir(dir);
+        }
+        let mut child = command
             .args(&self.config.command[1..])
             .envs(&self.config.env)
             .stdin(Stdio::piped())
@@ -116,7 +155,13 @@ impl CommandProvider {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| ProviderError::Command(format!("cannot start {program:?}: {e}")))?;
+            .map_err(|e| {
+                let dir = match &self.config.base_dir {
+                    Some(d) => format!(" in {}", d.display()),
+                    None => String::new(),
+                };
+                ProviderError::Command(format!("cannot start {program:?}{dir}: {e}"))
+            })?;
         let mut stdin = child.stdin.take();
         let writer = async move {
             if let Some(stdin) = stdin.as_mut() {

@@ -8,6 +8,7 @@ use super::openai::{OpenAiConfig, OpenAiProvider};
 use super::types::Provider;
 use crate::sim::model::{SimConfig, SimModel};
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Which provider runs the system under test, and its settings.
@@ -77,6 +78,17 @@ impl ProviderConfig {
         }
     }
 
+    /// Resolves the provider's relative paths against `dir`, the directory
+    /// of the configuration file it was read from (made absolute here; an
+    /// empty `dir` is the working directory). Call it once, when loading a
+    /// file. Only the `command` provider has paths (see [`CommandConfig`]):
+    /// its program when written with a `/`, and its working directory.
+    pub fn resolve_paths(&mut self, dir: &Path) {
+        if let ProviderConfig::Command(c) = self {
+            c.base_dir = Some(absolute_dir(dir));
+        }
+    }
+
     /// Builds the provider: reads the environment variables it names,
     /// compiles its templates and validates its values.
     pub fn build(&self) -> Result<Arc<dyn Provider>, ConfigError> {
@@ -88,4 +100,14 @@ impl ProviderConfig {
             ProviderConfig::Sim(c) => Arc::new(SimModel::new(c.clone())?),
         })
     }
+}
+
+/// `dir` made absolute (against the working directory); `""` is `.`.
+pub(crate) fn absolute_dir(dir: &Path) -> PathBuf {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())
 }

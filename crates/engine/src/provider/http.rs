@@ -50,7 +50,7 @@ fn default_timeout() -> f64 {
 /// headers = { Authorization = "Bearer ${ENV:MY_KEY}" }
 /// body = { model = "m", messages = "{{ messages }}", seed = "{{ repetition }}" }
 /// output_pointer = "/choices/0/message/content"     # default
-/// timeout_secs = 60
+/// timeout_s = 60                         # per call
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -64,8 +64,10 @@ pub struct HttpConfig {
     pub body: Value,
     #[serde(default = "default_pointer")]
     pub output_pointer: String,
-    #[serde(default = "default_timeout")]
-    pub timeout_secs: f64,
+    /// Per-call timeout in seconds (`timeout_secs`, the older name, is
+    /// still accepted).
+    #[serde(default = "default_timeout", alias = "timeout_secs")]
+    pub timeout_s: f64,
 }
 
 impl HttpConfig {
@@ -78,7 +80,7 @@ impl HttpConfig {
             headers: BTreeMap::new(),
             body: default_body(),
             output_pointer: default_pointer(),
-            timeout_secs: default_timeout(),
+            timeout_s: default_timeout(),
         }
     }
 }
@@ -109,7 +111,7 @@ impl HttpProvider {
     /// Compiles the body template, reads `${ENV:…}` references and validates
     /// the method and pointer.
     pub fn new(config: HttpConfig) -> Result<Self, ConfigError> {
-        let timeout = util::timeout(config.timeout_secs, "timeout_secs")?;
+        let timeout = util::timeout(config.timeout_s, "timeout_s")?;
         let method = match config.method.to_ascii_uppercase().as_str() {
             "POST" => reqwest::Method::POST,
             "PUT" => reqwest::Method::PUT,

@@ -30,7 +30,7 @@ fn default_timeout() -> f64 {
 /// temperature = 0.7                        # optional
 /// max_tokens = 512                         # optional
 /// seed = 42                                # optional: sends seed + repetition
-/// timeout_secs = 60                        # per call
+/// timeout_s = 60                           # per call
 /// extra = { top_p = 0.9 }                  # merged into the request body
 /// headers = { "OpenAI-Organization" = "${ENV:OPENAI_ORG}" }
 /// ```
@@ -53,9 +53,10 @@ pub struct OpenAiConfig {
     /// are reproducible.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
-    /// Per-call timeout in seconds (fractions allowed).
-    #[serde(default = "default_timeout")]
-    pub timeout_secs: f64,
+    /// Per-call timeout in seconds, fractions allowed (`timeout_secs`, the
+    /// older name, is still accepted).
+    #[serde(default = "default_timeout", alias = "timeout_secs")]
+    pub timeout_s: f64,
     /// Extra body parameters, merged into the request body last (they win).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
@@ -74,7 +75,7 @@ impl OpenAiConfig {
             temperature: None,
             max_tokens: None,
             seed: None,
-            timeout_secs: default_timeout(),
+            timeout_s: default_timeout(),
             extra: Map::new(),
             headers: BTreeMap::new(),
         }
@@ -102,7 +103,7 @@ impl OpenAiProvider {
     /// Validates the configuration and reads the API key from the
     /// environment; a missing variable is an error naming it.
     pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
-        let timeout = util::timeout(config.timeout_secs, "timeout_secs")?;
+        let timeout = util::timeout(config.timeout_s, "timeout_s")?;
         let base = config.base_url.trim_end_matches('/');
         util::check_http_url(base, "base_url", &config.base_url)?;
         let key_env = config.api_key_env.clone().or_else(|| {

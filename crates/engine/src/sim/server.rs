@@ -40,8 +40,8 @@ use std::time::Duration;
 ///
 /// ```toml
 /// seed = 0
-/// rate_limit = 0.05          # HTTP 429 with `Retry-After: <retry_after_secs>`
-/// retry_after_secs = 1
+/// rate_limit = 0.05          # HTTP 429 with `Retry-After: <retry_after_s>`
+/// retry_after_s = 1          # seconds (`retry_after_secs`, the older name, is accepted)
 /// retry_after_ms = 250       # optional: also send `retry-after-ms` (as OpenAI does)
 /// server_error = 0.02        # HTTP 500
 /// timeout = 0.01             # hang for timeout_ms, then answer normally
@@ -54,6 +54,10 @@ use std::time::Duration;
 pub struct FaultConfig {
     pub seed: u64,
     pub rate_limit: f64,
+    /// Seconds sent in `Retry-After`; written `retry_after_s` (one name
+    /// for seconds across configuration tables), `retry_after_secs` is
+    /// still accepted.
+    #[serde(rename = "retry_after_s", alias = "retry_after_secs")]
     pub retry_after_secs: u64,
     pub retry_after_ms: Option<u64>,
     pub server_error: f64,
@@ -66,7 +70,7 @@ pub struct FaultConfig {
 }
 
 impl Default for FaultConfig {
-    /// No faults; `retry_after_secs = 1`, `timeout_ms = 30000`.
+    /// No faults; `retry_after_s = 1`, `timeout_ms = 30000`.
     fn default() -> Self {
         FaultConfig {
             seed: 0,
