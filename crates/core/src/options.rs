@@ -11,7 +11,8 @@ pub struct AnalysisOptions {
     pub confidence: f64,
     /// Interval method; Wilson by default.
     pub interval: IntervalMethod,
-    /// Whether error cells count as failures (default) or are excluded.
+    /// Whether error cells are excluded (not measured; the default) or
+    /// count as failures.
     pub errors: ErrorPolicy,
     /// How a rate is judged against its minimum success percentage.
     pub verdict: VerdictMode,
@@ -28,7 +29,7 @@ impl Default for AnalysisOptions {
         AnalysisOptions {
             confidence: 0.95,
             interval: IntervalMethod::Wilson,
-            errors: ErrorPolicy::AsFailure,
+            errors: ErrorPolicy::Exclude,
             verdict: VerdictMode::Point,
             cluster: ClusterMethod::BetaBinomial,
             pass_k: None,

@@ -3,16 +3,18 @@
 use serde::{Deserialize, Serialize};
 use std::ops::{Add, AddAssign};
 
-/// How error cells enter a rate (docs/architecture.md, Design decisions): by default an error
-/// counts as a failure, so a flaky provider cannot make a system look better;
-/// `Exclude` drops errors from the denominator instead.
+/// How error cells enter a rate (docs/architecture.md, Design decisions):
+/// by default an error is not measured — it leaves the denominator, and the
+/// run's error budget bounds how many there may be, so failures cannot hide
+/// behind a flaky provider; `AsFailure` counts it as a failure, for systems
+/// whose errors are failures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[derive(strum::IntoStaticStr, strum::Display)]
 #[strum(serialize_all = "kebab-case")]
 pub enum ErrorPolicy {
-    #[default]
     AsFailure,
+    #[default]
     Exclude,
 }
 
