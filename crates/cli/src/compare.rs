@@ -48,6 +48,9 @@ pub(crate) fn run_info(r: &RunRecord) -> RunInfo {
         duration_s: r.duration_s,
         model_calls: r.model_calls,
         cached: r.cached,
+        judge_calls: r.judge_calls,
+        tokens: r.tokens,
+        reused_from: r.reused_from,
         complete: r.status == RunStatus::Complete,
     }
 }

@@ -3,10 +3,11 @@
 
 use crate::Failure;
 use clap::Args;
+use probity_core::causes::Causes;
 use probity_core::{ReliabilityTensor, Summary};
-use probity_engine::store::{RunRecord, RunStatus, SampleRow, Store};
+use probity_engine::store::{RunRecord, SampleRow, Store};
 use probity_engine::stored;
-use probity_report::{html, render, Document, Example, FailingSample, Format, RunInfo, RunReport};
+use probity_report::{html, render, Document, Example, FailingSample, Format, RunReport};
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -88,10 +89,12 @@ pub(crate) fn append(path: &PathBuf, text: &str) -> Result<(), Failure> {
         .map_err(|e| Failure::incomplete(format!("cannot write {}: {e}", path.display())))
 }
 
-/// The report context of a stored run: its header, input ids, the tensor,
-/// the failing outputs (one quoted per failing check in text formats,
-/// up to [`html::FAILURES_SHOWN`] in the HTML browser), and for a run with
-/// a retry policy the guarded system beside its prediction.
+/// The report context of a stored run: its header (calls, tokens, reuse),
+/// input ids and fields, the tensor, the failing outputs (one quoted per
+/// failing check in text formats, up to [`html::FAILURES_SHOWN`] in the
+/// HTML browser), the causes of its errors (counted from every stored
+/// sample, most common first), and for a run with a retry policy the
+/// guarded system beside its prediction.
 pub fn report_for(
     store: &Store,
     record: RunRecord,
@@ -137,21 +140,18 @@ pub fn report_for(
             f.reasons = s.reasons.clone();
         }
     }
+    let mut causes = Causes::new(summary.checks.len());
+    for s in samples {
+        s.note_causes(&mut causes);
+    }
     let retry_target = record.settings.retry_target;
+    let (input_labels, input_fields) = inputs.into_iter().map(|i| (i.id, i.fields)).unzip();
     Ok(RunReport {
-        run: RunInfo {
-            id: record.id,
-            name: record.name,
-            created_at: record.created_at,
-            config_hash: record.config_hash,
-            system: record.system,
-            duration_s: record.duration_s,
-            model_calls: record.model_calls,
-            cached: record.cached,
-            complete: record.status == RunStatus::Complete,
-        },
+        run: crate::compare::run_info(&record),
         summary,
-        input_labels: inputs.into_iter().map(|i| i.id).collect(),
+        input_labels,
+        input_fields,
+        causes: causes.sorted(),
         examples,
         retry_target,
         tensor: Some(tensor),
