@@ -18,7 +18,7 @@ const EXAMPLES_PER_CHECK: usize = 1;
 #[derive(Args, Clone)]
 pub struct OutputArgs {
     /// Report format on stdout (or in --output).
-    #[arg(long, default_value = "text", value_parser = parse_format)]
+    #[arg(long, default_value = "text", ignore_case = true, value_parser = format_parser())]
     pub format: Format,
     /// Write the report to this file instead of stdout.
     #[arg(short, long)]
@@ -34,10 +34,27 @@ pub struct OutputArgs {
     pub color: String,
 }
 
-fn parse_format(s: &str) -> Result<Format, String> {
-    s.trim()
-        .parse()
-        .map_err(|e: probity_report::UnknownFormat| e.to_string())
+/// The formats' canonical names as possible values (listed by `--help`),
+/// each with its aliases (`txt`, `xml`, `md`, `gfm`, `htm`), accepted but
+/// not listed.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let aliases = |f: Format| -> &'static [&'static str] {
+        match f {
+            Format::Text => &["txt"],
+            Format::Json => &[],
+            Format::Junit => &["xml"],
+            Format::Markdown => &["md", "gfm"],
+            Format::Html => &["htm"],
+        }
+    };
+    PossibleValuesParser::new(
+        Format::ALL.map(|f| PossibleValue::new(f.name()).aliases(aliases(f).iter().copied())),
+    )
+    .map(|s| {
+        s.parse::<Format>()
+            .expect("every possible value is a format name or alias")
+    })
 }
 
 impl OutputArgs {
