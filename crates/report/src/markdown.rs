@@ -72,10 +72,13 @@ fn run(r: &RunReport) -> String {
     } else {
         Decision::Fail
     };
+    let (icon, word) = if r.broken().is_empty() {
+        (badge(overall), decision_word(overall))
+    } else {
+        ("⛔", "NO VERDICT".to_string())
+    };
     md.push_str(&format!(
-        "## {} probity: {} — {} (run #{})\n\n",
-        badge(overall),
-        decision_word(overall),
+        "## {icon} probity: {word} — {} (run #{})\n\n",
         md_inline(&r.run.name),
         r.run.id
     ));
@@ -255,8 +258,9 @@ fn statistics_table(md: &mut String, r: &RunReport) {
     let s = &r.summary;
     md.push_str("| check | inputs | interval is about | pass^k | pass@k |\n");
     md.push_str("| --- | ---: | --- | --- | --- |\n");
-    for c in &s.checks {
+    for (k, c) in s.checks.iter().enumerate() {
         let about = match facts::scope_note(&c.rate) {
+            _ if r.broken_cause(k).is_some() => "no verdict: broken".to_string(),
             Some(note) => format!("⚠️ {note}"),
             None if c.rate.n == 0 => "–".to_string(),
             None => "the system (inputs drawn from a population)".to_string(),

@@ -230,7 +230,15 @@ fn a_check_that_could_not_judge_any_output_is_broken_in_every_format() {
     let md = render(&r, Format::Markdown, false);
     println!("{md}");
     assert!(
+        md.starts_with("## ⛔ probity: NO VERDICT — greeting-bot (run #12)\n"),
+        "{md}"
+    );
+    assert!(
         md.contains("| ⛔ BROKEN | no verdict about the system |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| politeness\\_validator | 20 | no verdict: broken |"),
         "{md}"
     );
     assert!(
