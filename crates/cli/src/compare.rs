@@ -6,6 +6,7 @@ use crate::output::OutputArgs;
 use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_core::compare::CompareOptions;
+use probity_core::stats::MultipleTesting;
 use probity_engine::compare::{compare_stored, RunComparison};
 use probity_engine::store::{RunRecord, RunStatus};
 use probity_report::{ComparisonReport, RunInfo};
@@ -22,6 +23,13 @@ pub struct CompareArgs {
     /// Power of the smallest detectable change.
     #[arg(long, default_value_t = 0.8)]
     power: f64,
+    /// Judge each check at level α on its own, without the Holm
+    /// adjustment of the p-values across the checks compared: control of
+    /// the false-regression rate across K checks is off (with K checks,
+    /// some check is flagged by chance with probability up to
+    /// 1 − (1 − α)^K).
+    #[arg(long)]
+    no_correction: bool,
     #[command(flatten)]
     store: StoreArg,
     #[command(flatten)]
@@ -48,6 +56,9 @@ pub(crate) fn run_info(r: &RunRecord) -> RunInfo {
         duration_s: r.duration_s,
         model_calls: r.model_calls,
         cached: r.cached,
+        judge_calls: r.judge_calls,
+        tokens: r.tokens,
+        reused_from: r.reused_from,
         complete: r.status == RunStatus::Complete,
     }
 }
@@ -75,6 +86,9 @@ pub fn run(args: &CompareArgs) -> Result<u8, Failure> {
         opts.confidence = c;
     }
     opts.power = args.power;
+    if args.no_correction {
+        opts.multiple = MultipleTesting::None;
+    }
     let cmp =
         compare_stored(&store, a, b, Some(opts)).map_err(|e| Failure::usage(e.to_string()))?;
     let report = comparison_report(cmp);

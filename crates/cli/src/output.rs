@@ -3,10 +3,11 @@
 
 use crate::failure::Failure;
 use clap::Args;
+use probity_core::causes::Causes;
 use probity_core::{ReliabilityTensor, Summary};
-use probity_engine::store::{RunRecord, RunStatus, SampleRow, Store};
+use probity_engine::store::{RunRecord, SampleRow, Store};
 use probity_engine::stored;
-use probity_report::{html, render, Document, Example, FailingSample, Format, RunInfo, RunReport};
+use probity_report::{html, render, Document, Example, FailingSample, Format, RunReport};
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -17,7 +18,7 @@ const EXAMPLES_PER_CHECK: usize = 1;
 #[derive(Args, Clone)]
 pub struct OutputArgs {
     /// Report format on stdout (or in --output).
-    #[arg(long, default_value = "text", value_parser = parse_format)]
+    #[arg(long, default_value = "text", ignore_case = true, value_parser = format_parser())]
     pub format: Format,
     /// Write the report to this file instead of stdout.
     #[arg(short, long)]
@@ -33,10 +34,27 @@ pub struct OutputArgs {
     pub color: String,
 }
 
-fn parse_format(s: &str) -> Result<Format, String> {
-    s.trim()
-        .parse()
-        .map_err(|e: probity_report::UnknownFormat| e.to_string())
+/// The formats' canonical names as possible values (listed by `--help`),
+/// each with its aliases (`txt`, `xml`, `md`, `gfm`, `htm`), accepted but
+/// not listed.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let aliases = |f: Format| -> &'static [&'static str] {
+        match f {
+            Format::Text => &["txt"],
+            Format::Json => &[],
+            Format::Junit => &["xml"],
+            Format::Markdown => &["md", "gfm"],
+            Format::Html => &["htm"],
+        }
+    };
+    PossibleValuesParser::new(
+        Format::ALL.map(|f| PossibleValue::new(f.name()).aliases(aliases(f).iter().copied())),
+    )
+    .map(|s| {
+        s.parse::<Format>()
+            .expect("every possible value is a format name or alias")
+    })
 }
 
 impl OutputArgs {
@@ -88,10 +106,12 @@ pub(crate) fn append(path: &PathBuf, text: &str) -> Result<(), Failure> {
         .map_err(|e| Failure::incomplete(format!("cannot write {}: {e}", path.display())))
 }
 
-/// The report context of a stored run: its header, input ids, the tensor,
-/// the failing outputs (one quoted per failing check in text formats,
-/// up to [`html::FAILURES_SHOWN`] in the HTML browser), and for a run with
-/// a retry policy the guarded system beside its prediction.
+/// The report context of a stored run: its header (calls, tokens, reuse),
+/// input ids and fields, the tensor, the failing outputs (one quoted per
+/// failing check in text formats, up to [`html::FAILURES_SHOWN`] in the
+/// HTML browser), the causes of its errors (counted from every stored
+/// sample, most common first), and for a run with a retry policy the
+/// guarded system beside its prediction.
 pub fn report_for(
     store: &Store,
     record: RunRecord,
@@ -137,21 +157,18 @@ pub fn report_for(
             f.reasons = s.reasons.clone();
         }
     }
+    let mut causes = Causes::new(summary.checks.len());
+    for s in samples {
+        s.note_causes(&mut causes);
+    }
     let retry_target = record.settings.retry_target;
+    let (input_labels, input_fields) = inputs.into_iter().map(|i| (i.id, i.fields)).unzip();
     Ok(RunReport {
-        run: RunInfo {
-            id: record.id,
-            name: record.name,
-            created_at: record.created_at,
-            config_hash: record.config_hash,
-            system: record.system,
-            duration_s: record.duration_s,
-            model_calls: record.model_calls,
-            cached: record.cached,
-            complete: record.status == RunStatus::Complete,
-        },
+        run: crate::compare::run_info(&record),
         summary,
-        input_labels: inputs.into_iter().map(|i| i.id).collect(),
+        input_labels,
+        input_fields,
+        causes: causes.sorted(),
         examples,
         retry_target,
         tensor: Some(tensor),

@@ -66,18 +66,10 @@ pub fn trend(
                     .map(|c| (c.rate, c.info.minimum_success_percentage))
             })
             .collect();
-        let r = run.record;
         t.runs.push(TrendRun {
             run: RunInfo {
-                id: r.id,
-                name: r.name,
-                created_at: r.created_at,
-                config_hash: r.config_hash,
-                system: r.system,
-                duration_s: r.duration_s,
-                model_calls: r.model_calls,
-                cached: r.cached,
                 complete: true,
+                ..crate::compare::run_info(&run.record)
             },
             rates,
         });

@@ -20,12 +20,20 @@
 //! | fail | `<failure type="below-minimum">` | |
 //! | inconclusive | `<failure type="inconclusive">` | CI must not go green on a compliance the sample did not establish; `<skipped>` would let it |
 //! | any non-pass with no output judged (`n = 0`) | `<error type="no-data">` | nothing was measured: a broken run, not a measured failure |
+//! | a broken check (it could not judge any output) | `<error type="broken">` | its message says why; no verdict about the system |
 //!
 //! The `message` attribute holds the check's message and the figures
 //! (rate, interval, threshold, n); the element's text repeats them with
-//! the worst input and one failing output. `<system-out>` of every test
-//! case holds the figures, errors counted apart from failures, the design
-//! effect and whether the verdict was established.
+//! the worst input and one failing output beside its input's fields.
+//! `<system-out>` of every test case holds the figures, the inputs the
+//! rate is over and what its interval is about, errors counted apart from
+//! failures with their causes, the design effect, the consistency
+//! (pass^k, pass@k) and whether the verdict was established.
+//!
+//! The suite's properties give the run's calls, judge calls, tokens and
+//! reuse; its `<system-out>` (after the test cases) the calls to the
+//! system that failed after their retries (not measured), with their
+//! causes.
 //!
 //! A run made with a `[retry]` policy ([`RunReport::guarded`]) gets one more
 //! test case, `guard prediction` (same classname): it checks the retry
@@ -56,6 +64,7 @@
 use crate::document::comparison::ComparisonReport;
 use crate::document::run::RunReport;
 use crate::document::Document;
+use crate::facts::causes;
 use crate::facts::comparison::{check_lines, points, points_interval};
 use crate::facts::guarded::{
     attempts_band, joint, measured_success, outcome as prediction_outcome,
@@ -82,6 +91,9 @@ pub enum Outcome {
 /// The JUnit outcome of check `k`.
 pub fn outcome(r: &RunReport, k: usize) -> Outcome {
     let c = &r.summary.checks[k];
+    if r.broken_cause(k).is_some() {
+        return Outcome::Error;
+    }
     match c.verdict.decision {
         Decision::Pass => Outcome::Passed,
         _ if c.rate.n == 0 => Outcome::Error,
@@ -151,13 +163,31 @@ fn run(r: &RunReport) -> String {
     }
     x.push_str(">\n    <properties>\n");
     let (n, m, kk) = s.shape;
-    let props: [(&str, String); 9] = [
+    let props: [(&str, String); 15] = [
         ("probity.run.id", r.run.id.to_string()),
         ("probity.run.system", r.run.system.clone()),
         ("probity.run.config_hash", r.run.config_hash.clone()),
         ("probity.run.complete", r.run.complete.to_string()),
         ("probity.run.model_calls", r.run.model_calls.to_string()),
         ("probity.run.cached", r.run.cached.to_string()),
+        ("probity.run.judge_calls", r.run.judge_calls.to_string()),
+        ("probity.run.tokens", r.run.tokens.to_string()),
+        (
+            "probity.run.reused_from",
+            r.run
+                .reused_from
+                .map_or_else(String::new, |x| x.to_string()),
+        ),
+        ("probity.run.calls", facts::calls_line(&r.run)),
+        ("probity.errors.system", r.causes.system.total.to_string()),
+        (
+            "probity.broken",
+            r.broken()
+                .iter()
+                .map(|(k, _)| r.check_name(*k))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
         (
             "probity.shape",
             format!("{n} inputs x {m} outputs x {kk} checks"),
@@ -189,8 +219,14 @@ fn run(r: &RunReport) -> String {
         } else {
             format!("{}: {figures}", c.info.message)
         };
+        let broken = r.broken_cause(idx);
+        let headline = match broken {
+            Some(cause) => causes::broken_line(r, cause, &|s| s.to_string()),
+            None => headline,
+        };
         if outcomes[idx] != Outcome::Passed {
             let (tag, kind) = match (outcomes[idx], c.verdict.decision) {
+                (Outcome::Error, _) if broken.is_some() => ("error", "broken"),
                 (Outcome::Error, _) => ("error", "no-data"),
                 (_, Decision::Inconclusive) => ("failure", "inconclusive"),
                 _ => ("failure", "below-minimum"),
@@ -217,6 +253,16 @@ fn run(r: &RunReport) -> String {
                 if let Some(reason) = &ex.reason {
                     body.push(format!("reason: {reason}"));
                 }
+                if let Some(fields) = r.input_fields_of(ex.input) {
+                    body.push(format!(
+                        "its input {}: {}",
+                        r.input_label(ex.input),
+                        truncate_chars(
+                            &serde_json::to_string(fields).unwrap_or_default(),
+                            EXAMPLE_MAX_CHARS
+                        )
+                    ));
+                }
             }
             x.push_str(&format!(
                 "      <{tag} message=\"{}\" type=\"{kind}\">{}</{tag}>\n",
@@ -228,8 +274,23 @@ fn run(r: &RunReport) -> String {
             format!("{}: {figures}", decision_word(c.verdict.decision)),
             established,
         ];
+        if let Some(b) = broken {
+            out.insert(0, causes::broken_line(r, b, &|s| s.to_string()));
+        }
+        if let Some(i) = facts::inputs_note(&c.rate) {
+            out.push(i);
+        }
+        if let Some(scope) = facts::scope_note(&c.rate) {
+            out.push(scope);
+        }
         if let Some(e) = facts::errors(&c.rate, s.options.errors) {
             out.push(e);
+        }
+        if let Some(g) = r.causes.checks.get(idx).filter(|g| g.total > 0) {
+            out.push(cause_lines(r, g, &causes::check_head(g)));
+        }
+        if let Some(k) = &c.consistency {
+            out.push(facts::consistency_line(k));
         }
         x.push_str(&format!(
             "      <system-out>{}</system-out>\n",
@@ -241,8 +302,30 @@ fn run(r: &RunReport) -> String {
         x.push_str(case);
     }
     x.push_str(&extra);
+    let system = &r.causes.system;
+    if system.total > 0 {
+        x.push_str(&format!(
+            "    <system-out>{}</system-out>\n",
+            xml_text(&cause_lines(r, system, &causes::system_head(system)))
+        ));
+    }
     x.push_str("  </testsuite>\n</testsuites>\n");
     x
+}
+
+/// A group of errors as lines: the head, then every cause kept.
+fn cause_lines(r: &RunReport, g: &probity_core::causes::CauseGroup, head: &str) -> String {
+    let mut lines = vec![format!("{head}:")];
+    for c in &g.causes {
+        lines.push(format!(
+            "  {}",
+            causes::cause_line(r, c, &|s| s.to_string())
+        ));
+    }
+    if let Some(rest) = causes::rest(g, g.causes.len()) {
+        lines.push(format!("  {rest}"));
+    }
+    lines.join("\n")
 }
 
 /// The name of the guarded system's test case.
@@ -310,7 +393,7 @@ fn comparison_cases(r: &ComparisonReport, classname: &str, indent: &str) -> (Str
             xml_attr(classname),
             xml_attr(&format!("regression: {}", k.name))
         ));
-        let lines = check_lines(k).join("\n");
+        let lines = check_lines(k, r.comparison.options.multiple).join("\n");
         let headline = format!(
             "{} against baseline run {}: change {} pts, interval {}",
             k.direction.words(),

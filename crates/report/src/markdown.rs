@@ -3,8 +3,8 @@
 //!
 //! | document | shows |
 //! | --- | --- |
-//! | run | a heading with the overall PASS/FAIL, a table of checks, the aggregate, the worst inputs, the failing checks with one example output each in a fenced code block, the guarded system beside its prediction (a run with a retry policy), the retry plan, then the comparison with a baseline |
-//! | comparison | a `###` section: the conclusion, the runs, a table of changes per check |
+//! | run | a heading with the overall PASS/FAIL, the calls, tokens and reuse, a table of checks (BROKEN for a check that could not judge any output), the inputs, scope and consistency of each check's rate, the errors apart from failures with their causes, the aggregate, the worst inputs, the failing checks with one example output each in a fenced code block beside its input's fields, the guarded system beside its prediction (a run with a retry policy), the retry plan, then the comparison with a baseline |
+//! | comparison | a `###` section: the conclusion, the runs, the correction across checks, a table of changes per check with p-values |
 //! | trend | a `### probity trend` section holding the text table ([`crate::text`]) in a code block |
 //! | plan | a `### probity retry plan` section holding the text plan in a code block |
 //!
@@ -16,7 +16,10 @@ use crate::document::comparison::ComparisonReport;
 use crate::document::info::system_label;
 use crate::document::run::RunReport;
 use crate::document::Document;
-use crate::facts::comparison::{inputs_line, points, points_abs, points_interval, settings_line};
+use crate::facts::causes;
+use crate::facts::comparison::{
+    inputs_line, p_value, points, points_abs, points_interval, settings_line,
+};
 use crate::facts::guarded::{
     attempts_band, headline, histogram_line, outcome, pct_band, rows, spent_line, verdict_line,
     Outcome,
@@ -27,6 +30,7 @@ use crate::sanitize::{md_cell, md_code_block, md_inline, terminal_line, truncate
 use probity_core::compare::Direction;
 use probity_core::guarded::RetryCheck;
 use probity_core::stats::Decision;
+use probity_core::stats::MultipleTesting;
 
 /// Longest model output shown in a code block, in characters.
 pub const EXAMPLE_MAX_CHARS: usize = 1000;
@@ -68,10 +72,13 @@ fn run(r: &RunReport) -> String {
     } else {
         Decision::Fail
     };
+    let (icon, word) = if r.broken().is_empty() {
+        (badge(overall), decision_word(overall))
+    } else {
+        ("⛔", "NO VERDICT".to_string())
+    };
     md.push_str(&format!(
-        "## {} probity: {} — {} (run #{})\n\n",
-        badge(overall),
-        decision_word(overall),
+        "## {icon} probity: {word} — {} (run #{})\n\n",
         md_inline(&r.run.name),
         r.run.id
     ));
@@ -83,16 +90,7 @@ fn run(r: &RunReport) -> String {
         plural(m, "output"),
         plural(k, "check")
     )];
-    facts_line.push(format!(
-        "{} model {}, {} served from cache",
-        r.run.model_calls,
-        if r.run.model_calls == 1 {
-            "call"
-        } else {
-            "calls"
-        },
-        r.run.cached
-    ));
+    facts_line.push(facts::calls_line(&r.run));
     if let Some(d) = r.run.duration_s {
         facts_line.push(duration(d));
     }
@@ -114,7 +112,7 @@ fn run(r: &RunReport) -> String {
     if !s.checks.is_empty() {
         md.push_str("| check | success | interval | threshold | verdict | established |\n");
         md.push_str("| --- | ---: | --- | --- | --- | --- |\n");
-        for c in &s.checks {
+        for (idx, c) in s.checks.iter().enumerate() {
             let (rate, iv) = if c.rate.n == 0 {
                 ("–".to_string(), "no outputs judged".to_string())
             } else {
@@ -123,18 +121,31 @@ fn run(r: &RunReport) -> String {
                     interval(c.rate.interval.lower, c.rate.interval.upper),
                 )
             };
+            let (verdict, established) = match r.broken_cause(idx) {
+                Some(_) => (
+                    "⛔ BROKEN".to_string(),
+                    "no verdict about the system".to_string(),
+                ),
+                None => (
+                    format!(
+                        "{} {}",
+                        badge(c.verdict.decision),
+                        decision_word(c.verdict.decision)
+                    ),
+                    md_cell(&facts::established(c)),
+                ),
+            };
             md.push_str(&format!(
-                "| {} | {} | {} | {} | {} {} | {} |\n",
+                "| {} | {} | {} | {} | {verdict} | {established} |\n",
                 md_cell(&c.info.name),
                 rate,
                 iv,
                 facts::threshold(c),
-                badge(c.verdict.decision),
-                decision_word(c.verdict.decision),
-                md_cell(&facts::established(c))
             ));
         }
         md.push('\n');
+        statistics_table(&mut md, r);
+        errors_section(&mut md, r);
         // Aggregate: probity's figures; the check name is escaped.
         md.push_str(&format!(
             "**Aggregate:** {}\n\n",
@@ -209,6 +220,18 @@ fn run(r: &RunReport) -> String {
             if let Some(reason) = &ex.reason {
                 md.push_str(&format!("Reason: {}\n\n", md_inline(reason)));
             }
+            if let Some(fields) = r.input_fields_of(ex.input) {
+                md.push_str(&format!(
+                    "Its input {}:\n\n",
+                    md_inline(&r.input_label(ex.input))
+                ));
+                let json = serde_json::to_string_pretty(fields).unwrap_or_default();
+                md.push_str(&md_code_block(
+                    &truncate_chars(&json, EXAMPLE_MAX_CHARS),
+                    "json",
+                ));
+                md.push('\n');
+            }
         }
     }
 
@@ -227,6 +250,95 @@ fn run(r: &RunReport) -> String {
         md.push_str("\n</details>\n");
     }
     md
+}
+
+/// Per check: the inputs its rate is over, what its interval is about,
+/// and its consistency (pass^k, pass@k).
+fn statistics_table(md: &mut String, r: &RunReport) {
+    let s = &r.summary;
+    md.push_str("| check | inputs | interval is about | pass^k | pass@k |\n");
+    md.push_str("| --- | ---: | --- | --- | --- |\n");
+    for (k, c) in s.checks.iter().enumerate() {
+        let about = match facts::scope_note(&c.rate) {
+            _ if r.broken_cause(k).is_some() => "no verdict: broken".to_string(),
+            Some(note) => format!("⚠️ {note}"),
+            None if c.rate.n == 0 => "–".to_string(),
+            None => "the system (inputs drawn from a population)".to_string(),
+        };
+        let (all, any) = match &c.consistency {
+            Some(k) if k.mean_pass_all_k.n > 0 => (
+                format!(
+                    "k = {}: {}",
+                    k.k,
+                    facts::rate_with_interval(&k.mean_pass_all_k)
+                ),
+                format!(
+                    "k = {}: {}",
+                    k.k,
+                    facts::rate_with_interval(&k.mean_pass_any_k)
+                ),
+            ),
+            Some(k) => (
+                format!("k = {}: no input with {} judged outputs", k.k, k.k),
+                "–".to_string(),
+            ),
+            None => ("–".to_string(), "–".to_string()),
+        };
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            md_cell(&c.info.name),
+            c.rate.inputs,
+            md_cell(&about),
+            md_cell(&all),
+            md_cell(&any)
+        ));
+    }
+    md.push('\n');
+    if let Some(scope) = facts::scope_note(&s.aggregate.rate) {
+        md.push_str(&format!("⚠️ Aggregate: {}\n\n", md_inline(&scope)));
+    }
+}
+
+/// Errors apart from failures: broken checks, calls to the system that
+/// failed (not measured), outputs a check could not judge; each group with
+/// its most common causes.
+fn errors_section(md: &mut String, r: &RunReport) {
+    let groups = causes::groups(r);
+    if groups.is_empty() {
+        return;
+    }
+    md.push_str("### Errors (not failures)\n\n");
+    let clean = |s: &str| md_inline(s);
+    for (k, cause) in r.broken() {
+        md.push_str(&format!(
+            "⛔ **{}** {}\n\n",
+            md_inline(&r.check_name(k)),
+            causes::broken_line(r, cause, &clean)
+        ));
+    }
+    for (k, g) in groups {
+        let head = match k {
+            None => causes::system_head(g),
+            Some(k) => format!(
+                "{} {}",
+                md_code_span_quoted(&r.check_name(k)),
+                causes::check_head(g)
+            ),
+        };
+        md.push_str(&format!("{head}:\n\n"));
+        for c in g.causes.iter().take(causes::CAUSES_SHOWN) {
+            md.push_str(&format!("- {}\n", causes::cause_line(r, c, &clean)));
+        }
+        if let Some(rest) = causes::rest(g, causes::CAUSES_SHOWN) {
+            md.push_str(&format!("- {rest}\n"));
+        }
+        md.push('\n');
+    }
+}
+
+/// A check name in a code span.
+fn md_code_span_quoted(s: &str) -> String {
+    format!("`{}`", md_code_span(s))
 }
 
 /// Text for inside a single-backtick code span: backticks cannot be
@@ -293,8 +405,12 @@ fn comparison(r: &ComparisonReport) -> String {
         md_inline(&inputs_line(c)),
     ));
     if !c.checks.is_empty() {
-        md.push_str("| check | verdict | baseline | candidate | change (pts) | paired interval | unpaired interval | smallest detectable |\n");
-        md.push_str("| --- | --- | ---: | ---: | ---: | --- | --- | ---: |\n");
+        let adjusted = match c.options.multiple {
+            MultipleTesting::Holm => "Holm-adjusted p",
+            MultipleTesting::None => "adjusted p (no correction)",
+        };
+        md.push_str(&format!("| check | verdict | baseline | candidate | change (pts) | paired interval | unpaired interval | smallest detectable | p | {adjusted} |\n"));
+        md.push_str("| --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |\n");
         for k in &c.checks {
             let icon = match k.direction {
                 Direction::Regressed => "❌ regressed",
@@ -303,7 +419,7 @@ fn comparison(r: &ComparisonReport) -> String {
                 Direction::NoData => "⚠️ no data",
             };
             md.push_str(&format!(
-                "| {} | {icon} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {icon} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 md_cell(&k.name),
                 pct(k.baseline.estimate),
                 pct(k.candidate.estimate),
@@ -311,6 +427,8 @@ fn comparison(r: &ComparisonReport) -> String {
                 k.paired.as_ref().map_or("–".to_string(), points_interval),
                 points_interval(&k.unpaired),
                 points_abs(k.mde),
+                md_cell(&p_value(k.p_value)),
+                md_cell(&p_value(k.p_adjusted)),
             ));
         }
         md.push('\n');

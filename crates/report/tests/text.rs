@@ -13,7 +13,12 @@ fn shows_figures_verdicts_and_conclusion() {
         t.contains("run #12 greeting-bot: 4 inputs × 50 outputs × 2 checks"),
         "{t}"
     );
-    assert!(t.contains("14 model calls, 186 served from cache"), "{t}");
+    // The calls, judge calls, tokens and reuse of the run (was "14 model
+    // calls, 186 served from cache", which called reused outputs a cache).
+    assert!(
+        t.contains("12.3s · 14 calls (4 to judges), 5120 tokens; 186 outputs reused from run #11"),
+        "{t}"
+    );
     // The checks table.
     assert!(t.contains("contraction_validator"), "{t}");
     assert!(t.contains("96.2%  [94.1, 97.6]  ≥ 95%  established"), "{t}");

@@ -19,10 +19,19 @@ pub struct RunInfo {
     pub system: String,
     /// Wall-clock duration of the run in seconds, when known.
     pub duration_s: Option<f64>,
-    /// Calls made to the model for this run.
+    /// Calls made for this run over all its sessions: to the system and
+    /// to judges, retries included.
     pub model_calls: u64,
-    /// Outputs served from the cache instead of a model call.
+    /// Outputs reused from run [`RunInfo::reused_from`] instead of a call
+    /// (`probity run --reuse`); 0 when every sample was a fresh call.
     pub cached: u64,
+    /// Of `model_calls`, those made to judges.
+    pub judge_calls: u64,
+    /// Tokens reported by providers (prompt + completion), all sessions; 0
+    /// when no provider reports them.
+    pub tokens: u64,
+    /// The run whose stored outputs this run reused, when it reused some.
+    pub reused_from: Option<i64>,
     /// False when the run stopped before every output was sampled and
     /// validated.
     pub complete: bool,

@@ -1,13 +1,16 @@
 //! The report of a run ([`RunReport`]): the run, the core's [`Summary`],
-//! input labels, failing outputs, for the HTML report and the heatmap the
+//! input labels and fields, failing outputs, the causes of errors (apart
+//! from failures: not measured), for the HTML report and the heatmap the
 //! tensor, for a run with a retry policy the guarded system beside its
 //! prediction, and for a run with a baseline its comparison.
 
 use crate::document::comparison::ComparisonReport;
 use crate::document::info::RunInfo;
 use crate::numbers::plural;
+use probity_core::causes::{Cause, Causes};
 use probity_core::stats::Decision;
 use probity_core::{Cell, ReliabilityTensor, Summary};
+use serde_json::{Map, Value};
 
 /// A failing output to show in a report.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -119,13 +122,48 @@ pub struct RunReport {
     /// report as a `comparison` field, JUnit as `regression: CHECK` test
     /// cases); `None` for a run without a baseline.
     pub baseline: Option<ComparisonReport>,
+    /// Why cells are errors, grouped (sorted, most common cause first):
+    /// calls to the system that failed after their retries (`system`, not
+    /// measured), and per check the outputs it could not judge. A check
+    /// that erred on every output is broken ([`RunReport::broken`]): every
+    /// format shows it as BROKEN with its message, not as a verdict about
+    /// the system. `Causes::default()` when unknown: no errors shown.
+    pub causes: Causes,
+    /// The fields of input `i`, index `i`, as the dataset gave them
+    /// (untrusted text: every format escapes them); shown beside the
+    /// failing outputs of the input. Empty when unknown.
+    pub input_fields: Vec<Map<String, Value>>,
 }
 
 impl RunReport {
     /// True when every check's verdict is `Pass` (inconclusive does not
-    /// pass). The CLI's exit code follows this.
+    /// pass) and no check is broken. The CLI's exit code follows this.
     pub fn passed(&self) -> bool {
-        self.summary.passed()
+        self.summary.passed() && self.broken().is_empty()
+    }
+
+    /// Broken checks: those that could not judge any output (they erred
+    /// on every output there was), with their most common message. Their
+    /// verdict is no verdict about the system.
+    pub fn broken(&self) -> Vec<(usize, &Cause)> {
+        self.causes
+            .broken()
+            .into_iter()
+            .filter(|(k, _)| *k < self.summary.checks.len())
+            .collect()
+    }
+
+    /// The most common message of check `k` when it is broken.
+    pub fn broken_cause(&self, k: usize) -> Option<&Cause> {
+        self.broken()
+            .into_iter()
+            .find(|(kk, _)| *kk == k)
+            .map(|(_, c)| c)
+    }
+
+    /// The fields of input `i`, when known and not empty.
+    pub fn input_fields_of(&self, i: usize) -> Option<&Map<String, Value>> {
+        self.input_fields.get(i).filter(|f| !f.is_empty())
     }
 
     /// The label of input `i`: its id, or `#i` when it has none.
@@ -149,10 +187,17 @@ impl RunReport {
         self.examples.iter().find(|e| e.check == k)
     }
 
-    /// Counts of checks by decision: `(pass, fail, inconclusive)`.
+    /// Counts of checks by decision: `(pass, fail, inconclusive)`, broken
+    /// checks included (by the decision their rate was given).
     pub fn tally(&self) -> (usize, usize, usize) {
+        Self::count(self.summary.checks.iter())
+    }
+
+    fn count<'a>(
+        checks: impl Iterator<Item = &'a probity_core::CheckSummary>,
+    ) -> (usize, usize, usize) {
         let mut t = (0, 0, 0);
-        for c in &self.summary.checks {
+        for c in checks {
             match c.verdict.decision {
                 Decision::Pass => t.0 += 1,
                 Decision::Fail => t.1 += 1,
@@ -164,10 +209,42 @@ impl RunReport {
 
     /// The one-line conclusion shared by the text and Markdown reports,
     /// e.g. `PASS: 2 of 2 checks meet their minimum`.
+    ///
+    /// With broken checks: `NO VERDICT: 1 of 2 checks broken (could not
+    /// judge any output); of the others, 1 pass`.
     pub fn conclusion(&self) -> String {
         let (pass, fail, inconclusive) = self.tally();
         let k = self.summary.checks.len();
-        let mut s = if k == 0 {
+        let broken: Vec<usize> = self.broken().into_iter().map(|(k, _)| k).collect();
+        let mut s = if !broken.is_empty() {
+            let b = broken.len();
+            let mut s = format!(
+                "NO VERDICT: {b} of {k} {} broken (could not judge any output)",
+                plural(k, "check")
+            );
+            let rest = Self::count(
+                self.summary
+                    .checks
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !broken.contains(i))
+                    .map(|(_, c)| c),
+            );
+            let mut parts = Vec::new();
+            if rest.0 > 0 {
+                parts.push(format!("{} pass", rest.0));
+            }
+            if rest.1 > 0 {
+                parts.push(format!("{} below minimum", rest.1));
+            }
+            if rest.2 > 0 {
+                parts.push(format!("{} inconclusive", rest.2));
+            }
+            if !parts.is_empty() {
+                s.push_str(&format!("; of the others, {}", parts.join(", ")));
+            }
+            s
+        } else if k == 0 {
             // Nothing was judged: no verdict, and not a pass.
             "NO VERDICT: no checks to judge".to_string()
         } else if self.passed() {

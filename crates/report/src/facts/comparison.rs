@@ -5,7 +5,7 @@
 use crate::document::info::{system_label, RunInfo};
 use crate::numbers::{interval, pct, plural, threshold_pct, trim_number};
 use probity_core::compare::{Basis, CheckComparison, Comparison, Direction};
-use probity_core::stats::Difference;
+use probity_core::stats::{Difference, MultipleTesting};
 
 /// A change in percentage points, signed: `+1.2`, `-14.7`, `0.0`.
 pub fn points(d: f64) -> String {
@@ -66,19 +66,71 @@ pub fn inputs_line(c: &Comparison) -> String {
     )
 }
 
-/// What a change is and the settings of its intervals, as one sentence.
+/// What a change is and the settings of its intervals, as one sentence,
+/// ending with the correction across checks ([`correction_line`]).
 pub fn settings_line(c: &Comparison) -> String {
     format!(
-        "change = candidate − baseline in percentage points; {} intervals; smallest detectable change at α = {} and {} power",
+        "change = candidate − baseline in percentage points; {} intervals; smallest detectable change at α = {} and {} power; {}",
         threshold_pct(c.options.confidence),
         trim_number(1.0 - c.options.confidence, 4),
-        threshold_pct(c.options.power)
+        threshold_pct(c.options.power),
+        correction_line(c)
     )
 }
 
+/// The correction applied across the checks compared: `p-values
+/// Holm-adjusted across 3 checks (the chance that any check is flagged
+/// when nothing changed is at most α)`, or `no correction across 3 checks:
+/// control of the false-regression rate across K checks is off`.
+pub fn correction_line(c: &Comparison) -> String {
+    let k = c.checks.len();
+    match c.options.multiple {
+        MultipleTesting::Holm => format!(
+            "p-values Holm-adjusted across {k} {} (the chance that any check is flagged when nothing changed is at most α)",
+            plural(k, "check")
+        ),
+        MultipleTesting::None => format!(
+            "no correction across {k} {}: control of the false-regression rate across K checks is off",
+            plural(k, "check")
+        ),
+    }
+}
+
+/// The correction's name as JSON writes it: `holm` or `none`.
+pub fn correction_name(m: MultipleTesting) -> &'static str {
+    match m {
+        MultipleTesting::Holm => "holm",
+        MultipleTesting::None => "none",
+    }
+}
+
+/// A p-value: `0.012`, `<0.0001`, `1`.
+pub fn p_value(p: f64) -> String {
+    if !p.is_finite() {
+        "–".to_string()
+    } else if p < 0.0001 {
+        "<0.0001".to_string()
+    } else {
+        trim_number(p, 4)
+    }
+}
+
+/// `p = 0.012, Holm-adjusted 0.036` (or `uncorrected` under
+/// `MultipleTesting::None`).
+pub fn p_line(c: &CheckComparison, m: MultipleTesting) -> String {
+    match m {
+        MultipleTesting::Holm => format!(
+            "p = {}, Holm-adjusted {}",
+            p_value(c.p_value),
+            p_value(c.p_adjusted)
+        ),
+        MultipleTesting::None => format!("p = {} (uncorrected)", p_value(c.p_value)),
+    }
+}
+
 /// The figures of one check, one line each (no escaping needed but the
-/// name, which is not included).
-pub fn check_lines(c: &CheckComparison) -> Vec<String> {
+/// name, which is not included), the last its p-values under `m`.
+pub fn check_lines(c: &CheckComparison, m: MultipleTesting) -> Vec<String> {
     let mut lines = vec![format!(
         "baseline {} {} → candidate {} {}",
         pct(c.baseline.estimate),
@@ -123,6 +175,7 @@ pub fn check_lines(c: &CheckComparison) -> Vec<String> {
         ));
     }
     lines.push(mde);
+    lines.push(p_line(c, m));
     lines
 }
 

@@ -2,11 +2,14 @@
 //! the documents: no markup, no escaping (each format escapes what it
 //! takes from here for its medium).
 //!
-//! * [`run`]: a run's checks, aggregate and retry plan;
+//! * [`run`]: a run's checks, aggregate and retry plan, its calls, the
+//!   scope of its rates and the consistency of its checks;
+//! * [`causes`]: errors apart from failures, with their causes;
 //! * [`tensor`]: the order and counts of the tensor's heatmaps;
 //! * [`guarded`]: the guarded system beside its prediction (§4.2);
 //! * [`comparison`]: a comparison's changes in percentage points.
 
+pub mod causes;
 pub mod comparison;
 pub mod guarded;
 pub mod run;

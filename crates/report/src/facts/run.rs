@@ -1,10 +1,12 @@
 //! Sentences about a run's checks, its aggregate and its retry plan,
 //! shared by the formats so they say the same thing the same way.
 
+use crate::document::info::RunInfo;
 use crate::document::run::RunReport;
-use crate::numbers::{interval, name, pct, threshold_pct, trim_number};
-use probity_core::stats::{Decision, ErrorPolicy};
+use crate::numbers::{interval, name, pct, plural, threshold_pct, trim_number};
+use probity_core::stats::{Consistency, Decision, ErrorPolicy, Scope, MIN_INPUTS};
 use probity_core::{CheckSummary, Geometric, RateEstimate};
+use serde_json::{Map, Value};
 
 /// The settings every rate of the report was computed with, as one line:
 /// confidence and method, how outputs are clustered, the verdict mode, the
@@ -228,4 +230,120 @@ pub fn worst_inputs(r: &RunReport, count: usize) -> Vec<probity_core::ProfileEnt
         .filter(|e| e.rate.n > 0)
         .take(count)
         .collect()
+}
+
+/// The calls and tokens of a run, and whether its outputs were sampled
+/// afresh: `400 calls (0 to judges), 51200 tokens; every sample called
+/// afresh`, or `…; 186 outputs reused from run #11`.
+pub fn calls_line(r: &RunInfo) -> String {
+    let mut s = format!(
+        "{} {} ({} to judges), ",
+        r.model_calls,
+        plural(r.model_calls as usize, "call"),
+        r.judge_calls
+    );
+    if r.tokens == 0 {
+        s.push_str("no tokens reported");
+    } else {
+        s.push_str(&format!(
+            "{} {}",
+            r.tokens,
+            plural(r.tokens as usize, "token")
+        ));
+    }
+    s.push_str("; ");
+    s.push_str(&reuse_phrase(r));
+    s
+}
+
+/// `every sample called afresh`, `186 outputs reused from run #11`, or
+/// `186 outputs reused (no call)` when the run they came from is unknown.
+pub fn reuse_phrase(r: &RunInfo) -> String {
+    match (r.cached, r.reused_from) {
+        (0, _) => "every sample called afresh".to_string(),
+        (m, Some(x)) => format!("{m} {} reused from run #{x}", plural(m as usize, "output")),
+        (m, None) => format!("{m} {} reused (no call)", plural(m as usize, "output")),
+    }
+}
+
+/// `over 20 inputs`, for a rate with something judged.
+pub fn inputs_note(rate: &RateEstimate) -> Option<String> {
+    (rate.n > 0).then(|| {
+        format!(
+            "over {} {}",
+            rate.inputs,
+            plural(rate.inputs as usize, "input")
+        )
+    })
+}
+
+/// What a rate's interval is about, when it is not the population of
+/// inputs (`Scope::TheseInputs`): `interval about these 3 inputs only
+/// (fewer than 5): no verdict about the system is established`.
+pub fn scope_note(rate: &RateEstimate) -> Option<String> {
+    if rate.scope != Scope::TheseInputs || rate.n == 0 {
+        return None;
+    }
+    let about = match rate.inputs {
+        1 => "interval about this one input only".to_string(),
+        g if g < MIN_INPUTS => {
+            format!("interval about these {g} inputs only (fewer than {MIN_INPUTS})")
+        }
+        g => format!("interval about these {g} inputs only (outputs not clustered by input)"),
+    };
+    Some(format!(
+        "{about}: no verdict about the system is established"
+    ))
+}
+
+/// A scope's name as JSON writes it: `population` or `these_inputs`.
+pub fn scope_name(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Population => "population",
+        Scope::TheseInputs => "these_inputs",
+    }
+}
+
+/// `pass^3 72.1% [60.2, 81.5] · pass@3 99.0% [95.1, 99.8] (means over 20
+/// inputs)`: a check's consistency over k outputs of one input.
+pub fn consistency_line(c: &Consistency) -> String {
+    let (all, any) = (&c.mean_pass_all_k, &c.mean_pass_any_k);
+    if all.n == 0 {
+        return format!(
+            "pass^{k}, pass@{k}: no input has {k} judged outputs",
+            k = c.k
+        );
+    }
+    let mut s = format!(
+        "pass^{k} {} · pass@{k} {} (means over {} {} with ≥ {k} judged outputs)",
+        rate_with_interval(all),
+        rate_with_interval(any),
+        all.inputs,
+        plural(all.inputs as usize, "input"),
+        k = c.k
+    );
+    if let Some(scope) = scope_note(all) {
+        s.push_str(&format!("; {scope}"));
+    }
+    s
+}
+
+/// An input field's value as text: a string as it is, anything else in
+/// its JSON form.
+pub fn field_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// An input's fields on one line: `text: Thank you! · lang: en`, each
+/// name and value through `clean` (the medium's escaping, with a length
+/// limit).
+pub fn fields_line(fields: &Map<String, Value>, clean: &dyn Fn(&str) -> String) -> String {
+    fields
+        .iter()
+        .map(|(k, v)| format!("{}: {}", clean(k), clean(&field_value(v))))
+        .collect::<Vec<_>>()
+        .join(" · ")
 }

@@ -6,7 +6,9 @@
 
 use crate::document::comparison::ComparisonReport;
 use crate::document::info::system_label;
-use crate::facts::comparison::{inputs_line, points, points_abs, points_interval, settings_line};
+use crate::facts::comparison::{
+    inputs_line, p_value, points, points_abs, points_interval, settings_line,
+};
 use crate::html::page::small_page;
 use crate::numbers::pct;
 use crate::sanitize::{html_escape, html_short};
@@ -32,7 +34,10 @@ pub(crate) fn section(r: &ComparisonReport) -> String {
         html_escape(&inputs_line(c)),
     ));
     let span = diff_span(c);
-    h.push_str(&format!("<div class=\"scroll\"><table class=\"cmp\">\n<tr><th>check</th><th>verdict</th><th class=\"num\">baseline</th><th class=\"num\">candidate</th><th class=\"num\">change<br>(pts)</th><th>deciding interval<br>{}</th><th>paired interval</th><th>unpaired interval</th><th class=\"num\">smallest<br>detectable</th></tr>\n", diff_axis(span)));
+    h.push_str(&format!("<div class=\"scroll\"><table class=\"cmp\">\n<tr><th>check</th><th>verdict</th><th class=\"num\">baseline</th><th class=\"num\">candidate</th><th class=\"num\">change<br>(pts)</th><th>deciding interval<br>{}</th><th>paired interval</th><th>unpaired interval</th><th class=\"num\">smallest<br>detectable</th><th class=\"num\">p</th><th class=\"num\">{}</th></tr>\n", diff_axis(span), match c.options.multiple {
+        probity_core::stats::MultipleTesting::Holm => "Holm-<br>adjusted p",
+        probity_core::stats::MultipleTesting::None => "adjusted p<br>(no correction)",
+    }));
     for k in &c.checks {
         let cls = match k.direction {
             Direction::Regressed => "fail",
@@ -40,7 +45,7 @@ pub(crate) fn section(r: &ComparisonReport) -> String {
             _ => "neutral",
         };
         h.push_str(&format!(
-            "<tr><td>{}</td><td><span class=\"badge {cls}\">{}</span></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
+            "<tr><td>{}</td><td><span class=\"badge {cls}\">{}</span></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
             html_short(&k.name, 80),
             html_escape(k.direction.words()),
             pct(k.baseline.estimate),
@@ -50,6 +55,8 @@ pub(crate) fn section(r: &ComparisonReport) -> String {
             k.paired.as_ref().map_or("–".to_string(), points_interval),
             points_interval(&k.unpaired),
             points_abs(k.mde),
+            html_escape(&p_value(k.p_value)),
+            html_escape(&p_value(k.p_adjusted)),
         ));
     }
     h.push_str("</table></div>\n</section>\n");

@@ -4,7 +4,7 @@
 //!
 //! | document | module | page |
 //! | --- | --- | --- |
-//! | run | [`run`] ([`tensor`], [`guarded`], [`comparison`]) | verdicts, heatmaps, profiles, retry plan, guarded system, failing outputs, filters; the comparison with a baseline as a section |
+//! | run | [`run`] ([`tensor`], [`guarded`], [`comparison`]) | calls and reuse, verdicts (BROKEN checks), each rate's inputs and scope, errors with their causes, consistency per input, heatmaps, profiles, retry plan, guarded system, failing outputs beside their inputs, filters; the comparison with a baseline as a section |
 //! | comparison | [`comparison`] | a table of changes with interval bars around zero |
 //! | trend | [`trend`] | one chart and one table per check |
 //! | plan | [`plan`] | the plan's text in a `<pre>` |

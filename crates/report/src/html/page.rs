@@ -127,6 +127,10 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-sp
 .badge.pass { background: #15803d; } .badge.fail { background: #b91c1c; } .badge.inconclusive { background: #b45309; }
 .badge.neutral { background: #6b7280; }
 .msg { color: var(--muted); font-size: .9em; }
+.scope { color: #78350f; font-size: .9em; }
+details.input { margin: .3rem 0; }
+dl.fields { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem; margin: .3rem 0; }
+dl.fields dd { margin: 0; }
 .scroll { overflow-x: auto; max-width: 100%; }
 figure { margin: .8rem 0 1.4rem; }
 figcaption { color: var(--muted); margin-bottom: .3rem; }

@@ -1,8 +1,13 @@
 //! The HTML report of a run: one self-contained page (no network, no CDN,
 //! no external fonts) with
 //!
+//! * the run's calls, judge calls, tokens and reuse;
 //! * the verdict of every check, its interval drawn as a bar against its
-//!   minimum;
+//!   minimum, the inputs it is over and what it is about (BROKEN for a
+//!   check that could not judge any output);
+//! * errors apart from failures, with their causes (`#errors`);
+//! * each check's consistency, pass^k and pass@k, per input
+//!   (`#consistency`);
 //! * heatmaps of the reliability tensor ([`crate::html::tensor`]);
 //! * the input, output and validator reliability profiles (IRP, ORP, VRP),
 //!   worst first, with interval bars;
@@ -10,7 +15,8 @@
 //!   joint rate, attempts for the target, attempts per input;
 //! * for a run with a retry policy, the guarded system
 //!   ([`crate::html::guarded`]);
-//! * a browser of failing outputs with the checks that failed and why;
+//! * a browser of failing outputs with the checks that failed and why,
+//!   each beside its input's fields (in a `<details>`);
 //! * for a run with a baseline, the comparison
 //!   ([`crate::html::comparison`]);
 //! * filters by check and by input: a few lines of vanilla JavaScript
@@ -22,6 +28,7 @@
 //! reasons, run names) goes through [`esc`] (`html_escape`).
 
 use crate::document::run::RunReport;
+use crate::facts::causes;
 use crate::facts::run as facts;
 use crate::html::page::{capped_note, content_security_policy, LABEL_CHARS, SCRIPT, STYLE};
 use crate::numbers::{decision_word, duration, interval, name, pct, plural, threshold_pct};
@@ -57,6 +64,8 @@ pub(crate) fn page(r: &RunReport) -> String {
     nav(&mut h, r);
     filters(&mut h, r);
     checks(&mut h, r);
+    errors(&mut h, r);
+    consistency(&mut h, r);
     crate::html::tensor::heatmaps(&mut h, r);
     profiles(&mut h, r);
     retry(&mut h, r);
@@ -111,12 +120,7 @@ fn header(h: &mut String, r: &RunReport) {
     if !r.run.created_at.is_empty() {
         row("created", esc(&r.run.created_at));
     }
-    let mut calls = format!(
-        "{} model {}, {} served from cache",
-        r.run.model_calls,
-        plural(r.run.model_calls as usize, "call"),
-        r.run.cached
-    );
+    let mut calls = esc(&facts::calls_line(&r.run));
     if let Some(d) = r.run.duration_s {
         calls.push_str(&format!(", {}", duration(d)));
     }
@@ -133,15 +137,30 @@ fn header(h: &mut String, r: &RunReport) {
             c.pass, c.fail, c.error, c.missing
         ),
     );
-    row(
-        "aggregate",
-        esc(&facts::aggregate_line(r, &|s| s.to_string())),
-    );
+    let mut aggregate = esc(&facts::aggregate_line(r, &|s| s.to_string()));
+    if let Some(scope) = facts::scope_note(&s.aggregate.rate) {
+        aggregate.push_str(&format!(
+            " <strong class=\"scope\">{}</strong>",
+            esc(&scope)
+        ));
+    }
+    row("aggregate", aggregate);
     h.push_str("</dl>\n</header>\n");
 }
 
 fn nav(h: &mut String, r: &RunReport) {
-    h.push_str("<nav aria-label=\"sections\"><a href=\"#checks\">Checks</a><a href=\"#tensor\">Heatmaps</a><a href=\"#profiles\">Profiles</a><a href=\"#retry\">Retry plan</a>");
+    h.push_str("<nav aria-label=\"sections\"><a href=\"#checks\">Checks</a>");
+    if has_errors(r) {
+        let _ = write!(
+            h,
+            "<a href=\"#errors\">Errors ({})</a>",
+            r.causes.system.total + r.causes.checks.iter().map(|g| g.total).sum::<u64>()
+        );
+    }
+    if has_consistency(r) {
+        h.push_str("<a href=\"#consistency\">Consistency</a>");
+    }
+    h.push_str("<a href=\"#tensor\">Heatmaps</a><a href=\"#profiles\">Profiles</a><a href=\"#retry\">Retry plan</a>");
     if r.guarded.is_some() {
         h.push_str("<a href=\"#guarded\">Guarded system</a>");
     }
@@ -213,7 +232,11 @@ fn checks(h: &mut String, r: &RunReport) {
     );
     for (k, c) in s.checks.iter().enumerate() {
         let d = c.verdict.decision;
+        let broken = r.broken_cause(k);
         let mut notes = Vec::new();
+        if let Some(i) = facts::inputs_note(&c.rate) {
+            notes.push(i);
+        }
         if let Some(e) = facts::errors(&c.rate, s.options.errors) {
             notes.push(e);
         }
@@ -238,13 +261,39 @@ fn checks(h: &mut String, r: &RunReport) {
                 }
             ));
         }
+        if let Some(k) = &c.consistency {
+            notes.push(facts::consistency_line(k));
+        }
+        let mut warnings = String::new();
+        if let Some(cause) = broken {
+            let _ = write!(
+                warnings,
+                "<div class=\"scope\"><strong>{}</strong></div>",
+                esc(&causes::broken_line(r, cause, &|s| s.to_string()))
+            );
+        }
+        if let Some(scope) = facts::scope_note(&c.rate) {
+            let _ = write!(
+                warnings,
+                "<div class=\"scope\"><strong>{}</strong></div>",
+                esc(&scope)
+            );
+        }
+        let (badge_class, word, settled) = match broken {
+            Some(_) => (
+                "fail",
+                "BROKEN".to_string(),
+                "no verdict about the system".to_string(),
+            ),
+            None => (name(d), decision_word(d), facts::established(c)),
+        };
         let _ = writeln!(
             h,
             "<tr class=\"filterable\" data-validator=\"{k}\" id=\"check-{k}\"><td><span class=\"badge {}\">{}</span></td>\
-             <td><strong>{}</strong> <span class=\"muted\">({})</span><div class=\"msg\">{}</div>{}</td>\
+             <td><strong>{}</strong> <span class=\"muted\">({})</span><div class=\"msg\">{}</div>{}{warnings}</td>\
              <td class=\"num\">{}</td><td>{}</td><td class=\"num\">≥ {}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-            name(d),
-            decision_word(d),
+            badge_class,
+            word,
             html_short(&c.info.name, 80),
             name(c.info.kind),
             html_short(&c.info.message, 300),
@@ -265,7 +314,7 @@ fn checks(h: &mut String, r: &RunReport) {
             bar(&c.rate, Some(c.verdict.threshold), lo, decision_colour(d)),
             threshold_pct(c.verdict.threshold),
             c.rate.n,
-            esc(&facts::established(c))
+            esc(&settled)
         );
     }
     h.push_str("</tbody></table></div>\n</section>\n");
@@ -633,6 +682,9 @@ fn failures(h: &mut String, r: &RunReport) {
             h.push_str("</li>\n");
         }
         h.push_str("</ul>\n");
+        if let Some(fields) = r.input_fields_of(f.input) {
+            input_fields(h, r, f.input, fields);
+        }
         if let Some(e) = &f.error {
             let _ = writeln!(h, "<p class=\"msg\">error: {}</p>", html_short(e, 2000));
         }
@@ -654,6 +706,165 @@ fn failures(h: &mut String, r: &RunReport) {
             None => h.push_str("<p class=\"msg\">(no output)</p>\n"),
         }
         h.push_str("</article>\n");
+    }
+    h.push_str("</section>\n");
+}
+
+/// The fields of input `i` beside one of its failing outputs, folded in a
+/// `<details>`: each name and value escaped, values cut at
+/// [`OUTPUT_MAX_CHARS`].
+fn input_fields(
+    h: &mut String,
+    r: &RunReport,
+    i: usize,
+    fields: &serde_json::Map<String, serde_json::Value>,
+) {
+    let _ = write!(
+        h,
+        "<details class=\"input\"><summary>input {} ({} {})</summary>\n<dl class=\"fields\">\n",
+        html_short(&r.input_label(i), 120),
+        fields.len(),
+        plural(fields.len(), "field")
+    );
+    for (k, v) in fields {
+        let _ = writeln!(
+            h,
+            "<dt>{}</dt><dd><pre class=\"output\">{}</pre></dd>",
+            html_short(k, 120),
+            esc(&truncate_chars(&facts::field_value(v), OUTPUT_MAX_CHARS))
+        );
+    }
+    h.push_str("</dl>\n</details>\n");
+}
+
+// ---------------------------------------------------------------- errors
+
+fn has_errors(r: &RunReport) -> bool {
+    !causes::groups(r).is_empty()
+}
+
+fn cause_table(h: &mut String, r: &RunReport, g: &probity_core::causes::CauseGroup) {
+    h.push_str("<div class=\"scroll\"><table class=\"causes\"><thead><tr><th class=\"num\">errors</th><th>cause</th><th>first seen</th></tr></thead><tbody>\n");
+    for c in &g.causes {
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td></tr>",
+            c.count,
+            html_short(&c.message, 2000),
+            causes::first_seen(r, c, &|s| html_short(s, LABEL_CHARS))
+        );
+    }
+    h.push_str("</tbody></table></div>\n");
+    if let Some(rest) = causes::rest(g, g.causes.len()) {
+        let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(&rest));
+    }
+}
+
+/// Errors apart from failures: broken checks, calls to the system that
+/// failed after their retries (not measured), and per check the outputs
+/// it could not judge, each with every cause kept.
+fn errors(h: &mut String, r: &RunReport) {
+    if !has_errors(r) {
+        return;
+    }
+    h.push_str("<section id=\"errors\">\n<h2>Errors (not failures)</h2>\n<p class=\"note\">An error is not measured: a call that failed after its retries has no output to judge, and an output a check could not judge has no verdict. Each cause with its count and the first sample it struck.</p>\n");
+    for (k, cause) in r.broken() {
+        let _ = writeln!(
+            h,
+            "<p class=\"verdict fail filterable\" data-validator=\"{k}\">{}: {}</p>",
+            html_short(&r.check_name(k), 80),
+            esc(&causes::broken_line(r, cause, &|s| s.to_string()))
+        );
+    }
+    for (k, g) in causes::groups(r) {
+        match k {
+            None => {
+                let _ = writeln!(
+                    h,
+                    "<div id=\"errors-system\">\n<h3>The system: {}</h3>",
+                    esc(&causes::system_head(g))
+                );
+            }
+            Some(k) => {
+                let _ = writeln!(
+                    h,
+                    "<div class=\"filterable\" data-validator=\"{k}\" id=\"errors-check-{k}\">\n<h3>{}. {}: {}</h3>",
+                    k + 1,
+                    html_short(&r.check_name(k), 80),
+                    esc(&causes::check_head(g))
+                );
+            }
+        }
+        cause_table(h, r, g);
+        h.push_str("</div>\n");
+    }
+    h.push_str("</section>\n");
+}
+
+// ---------------------------------------------------------------- consistency
+
+fn has_consistency(r: &RunReport) -> bool {
+    r.summary.checks.iter().any(|c| c.consistency.is_some())
+}
+
+fn band_text(v: &Option<(f64, probity_core::stats::Interval)>) -> String {
+    match v {
+        Some((e, i)) => format!("{} {}", pct(*e), interval(i.lower, i.upper)),
+        None => "–".to_string(),
+    }
+}
+
+/// Each check's consistency: pass^k (all k outputs of an input pass) and
+/// pass@k (at least one does), their means over inputs with intervals,
+/// and per input (worst pass^k first, folded).
+fn consistency(h: &mut String, r: &RunReport) {
+    if !has_consistency(r) {
+        return;
+    }
+    h.push_str("<section id=\"consistency\">\n<h2>Consistency: pass^k and pass@k</h2>\n<p class=\"note\">pass^k: the chance that k outputs of one input all pass the check; pass@k: that at least one of k does (success within k attempts). Unbiased per input from its outputs; the mean over inputs with its interval.</p>\n");
+    for (k, c) in r.summary.checks.iter().enumerate() {
+        let Some(cons) = &c.consistency else {
+            continue;
+        };
+        let _ = writeln!(
+            h,
+            "<div class=\"filterable\" data-validator=\"{k}\" id=\"consistency-{k}\">\n<h3>{}. {} (k = {})</h3>\n<p>{}</p>",
+            k + 1,
+            html_short(&c.info.name, 80),
+            cons.k,
+            esc(&facts::consistency_line(cons))
+        );
+        let mut rows: Vec<&probity_core::stats::InputConsistency> = cons.per_input.iter().collect();
+        rows.sort_by(|a, b| {
+            let v = |x: &probity_core::stats::InputConsistency| {
+                x.pass_all_k.map_or(f64::INFINITY, |p| p.0)
+            };
+            v(a).total_cmp(&v(b)).then(a.index.cmp(&b.index))
+        });
+        let shown = rows.len().min(PROFILE_MAX_ROWS);
+        let _ = writeln!(
+            h,
+            "<details><summary>per input ({} {}, worst pass^{} first){}</summary>\n<div class=\"scroll\"><table class=\"profile\"><thead><tr><th>input</th><th class=\"num\">passed</th><th>pass^{}</th><th>pass@{}</th></tr></thead><tbody>",
+            rows.len(),
+            plural(rows.len(), "input"),
+            cons.k,
+            esc(&capped_note(shown, rows.len(), "inputs", "")),
+            cons.k,
+            cons.k
+        );
+        for p in rows.into_iter().take(shown) {
+            let _ = writeln!(
+                h,
+                "<tr class=\"filterable\" data-input=\"{}\"><td>{}</td><td class=\"num\">{} of {}</td><td>{}</td><td>{}</td></tr>",
+                p.index,
+                html_short(&r.input_label(p.index), LABEL_CHARS),
+                p.passes,
+                p.outputs,
+                esc(&band_text(&p.pass_all_k)),
+                esc(&band_text(&p.pass_any_k))
+            );
+        }
+        h.push_str("</tbody></table></div>\n</details>\n</div>\n");
     }
     h.push_str("</section>\n");
 }

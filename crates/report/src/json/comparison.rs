@@ -7,6 +7,8 @@
 
 use crate::document::comparison::ComparisonReport;
 use crate::document::info::{system_label, RunInfo};
+use crate::facts::comparison::correction_name;
+use crate::facts::run::scope_name;
 use crate::numbers::name;
 use probity_core::stats::Difference;
 use serde_json::{json, Value};
@@ -52,6 +54,8 @@ fn rate_json(r: &probity_core::RateEstimate) -> Value {
         "upper": num(r.interval.upper),
         "n": r.n,
         "effective_n": num(r.effective_n),
+        "inputs": r.inputs,
+        "scope": scope_name(r.scope),
     })
 }
 
@@ -78,6 +82,8 @@ pub(crate) fn value(r: &ComparisonReport) -> Value {
                 "mde": num(k.mde),
                 "mde_paired": k.mde_paired.map(num),
                 "mde_unpaired": num(k.mde_unpaired),
+                "p_value": num(k.p_value),
+                "p_adjusted": num(k.p_adjusted),
             })
         })
         .collect();
@@ -90,6 +96,7 @@ pub(crate) fn value(r: &ComparisonReport) -> Value {
             "confidence": num(c.options.confidence),
             "power": num(c.options.power),
             "errors": name(c.options.errors),
+            "multiple": correction_name(c.options.multiple),
         },
         "inputs": {
             "shared": c.shared_inputs,

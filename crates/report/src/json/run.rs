@@ -7,26 +7,34 @@
 //! ```text
 //! {
 //!   "schema": "probity.report.v1",
-//!   "run": {id, name, created_at, config_hash, system, duration_s, model_calls, cached, complete},
+//!   "run": {id, name, created_at, config_hash, system, duration_s, model_calls, cached, complete,
+//!           judge_calls, tokens, reused_from},
 //!   "shape": {inputs, outputs_per_input, checks},
 //!   "options": {confidence, interval, errors, verdict, strategy, aggregate, retry_target},
 //!   "passed": bool,
-//!   "summary": {pass, fail, inconclusive, conclusion},
+//!   "summary": {pass, fail, inconclusive, conclusion, broken},
 //!   "counts": {pass, fail, error, missing},
 //!   "checks": [{index, name, kind, message, threshold, weight, rate, verdict,
-//!               worst_input, breakdown_by, breakdown_below, breakdown}],
+//!               worst_input, breakdown_by, breakdown_below, breakdown,
+//!               broken, errors: causes, consistency}],
 //!   "aggregate": {method, rate, worst_check, per_check},
 //!   "profiles": {inputs: [entry], outputs: [entry]},
 //!   "retry": {target, rates, p_independent, independent, measured, conservative,
 //!             measured_rate, dependence_ratio, phi, per_input},
-//!   "examples": [{check, check_name, input, input_label, repetition, output, reason}],
+//!   "examples": [{check, check_name, input, input_label, repetition, output, reason, input_fields}],
 //!   "guarded": null | {attempts, retries, held, outcome, rule,
 //!               measured: {requests, histogram, nothing_published, success_within: rate,
 //!                          attempts_used: band, calls, calls_per_request, tokens},
-//!               predictions: [{model, p: band, success_within: band, attempts_used: band}]}
+//!               predictions: [{model, p: band, success_within: band, attempts_used: band}]},
+//!   "errors": {system: causes, outputs},
+//!   "failures": [{input, input_label, input_fields, repetition, output, error, failed, errored,
+//!                 reasons: [{check, reason}]}]
 //! }
 //! rate  = {estimate, lower, upper, confidence, method, n, pass, fail, error, missing,
-//!          design_effect, effective_n}
+//!          design_effect, effective_n, inputs, scope}
+//! causes = {total, other, causes: [{message, count, input, input_label, repetition}]}
+//! consistency = null | {k, mean_pass_all_k: rate, mean_pass_any_k: rate,
+//!                       per_input: [{index, label, passes, outputs, pass_all_k: band, pass_any_k: band}]}
 //! entry = {index, label, rate}
 //! band  = {estimate, lower, upper}
 //! ```
@@ -45,12 +53,14 @@
 
 use crate::document::run::RunReport;
 use crate::facts::guarded::{calls_per_request, outcome, Outcome, RULE};
-use crate::facts::run::more_samples;
+use crate::facts::run::{more_samples, scope_name};
 use crate::numbers::name;
+use probity_core::causes::CauseGroup;
 use probity_core::guarded::{Band, RetryCheck};
-use probity_core::stats::IntervalMethod;
+use probity_core::stats::{Consistency, Interval, IntervalMethod};
 use probity_core::{CheckSummary, Geometric, ProfileEntry, RateEstimate, RetryPlan, Strategy};
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// The value of the `schema` field.
 pub const SCHEMA: &str = "probity.report.v1";
@@ -78,6 +88,126 @@ pub struct Wire {
     /// The guarded system beside its prediction; `null` for a run without
     /// a retry policy.
     pub guarded: Option<WireGuarded>,
+    /// Calls to the system that failed after their retries (not
+    /// measured), with their causes (added within v1).
+    pub errors: WireErrors,
+    /// Outputs that failed or errored on some check, with their inputs
+    /// (added within v1).
+    pub failures: Vec<WireFailure>,
+}
+
+/// Errors of the system, apart from failures.
+#[derive(Debug, Serialize)]
+pub struct WireErrors {
+    pub system: WireCauses,
+    /// Samples with an output (what a check could have judged).
+    pub outputs: u64,
+}
+
+/// A group of errors and their most common causes.
+#[derive(Debug, Serialize)]
+pub struct WireCauses {
+    pub total: u64,
+    pub other: u64,
+    pub causes: Vec<WireCause>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireCause {
+    pub message: String,
+    pub count: u64,
+    pub input: usize,
+    pub input_label: Option<String>,
+    pub repetition: usize,
+}
+
+impl WireCauses {
+    fn new(r: &RunReport, g: &CauseGroup) -> Self {
+        WireCauses {
+            total: g.total,
+            other: g.other,
+            causes: g
+                .causes
+                .iter()
+                .map(|c| WireCause {
+                    message: c.message.clone(),
+                    count: c.count,
+                    input: c.first.0,
+                    input_label: label(r, c.first.0),
+                    repetition: c.first.1,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireReason {
+    pub check: usize,
+    pub reason: String,
+}
+
+/// One failing output with its input.
+#[derive(Debug, Serialize)]
+pub struct WireFailure {
+    pub input: usize,
+    pub input_label: Option<String>,
+    pub input_fields: Option<Map<String, Value>>,
+    pub repetition: usize,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub failed: Vec<usize>,
+    pub errored: Vec<usize>,
+    pub reasons: Vec<WireReason>,
+}
+
+/// pass^k and pass@k of one check.
+#[derive(Debug, Serialize)]
+pub struct WireConsistency {
+    pub k: u32,
+    pub mean_pass_all_k: WireRate,
+    pub mean_pass_any_k: WireRate,
+    pub per_input: Vec<WireInputConsistency>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireInputConsistency {
+    pub index: usize,
+    pub label: Option<String>,
+    pub passes: u64,
+    pub outputs: u64,
+    pub pass_all_k: Option<WireBand>,
+    pub pass_any_k: Option<WireBand>,
+}
+
+fn band_of(v: &Option<(f64, Interval)>) -> Option<WireBand> {
+    v.as_ref().map(|(e, i)| WireBand {
+        estimate: num(*e),
+        lower: num(i.lower),
+        upper: num(i.upper),
+    })
+}
+
+impl WireConsistency {
+    fn new(r: &RunReport, c: &Consistency, method: IntervalMethod) -> Self {
+        WireConsistency {
+            k: c.k,
+            mean_pass_all_k: WireRate::new(&c.mean_pass_all_k, method),
+            mean_pass_any_k: WireRate::new(&c.mean_pass_any_k, method),
+            per_input: c
+                .per_input
+                .iter()
+                .map(|p| WireInputConsistency {
+                    index: p.index,
+                    label: label(r, p.index),
+                    passes: p.passes,
+                    outputs: p.outputs,
+                    pass_all_k: band_of(&p.pass_all_k),
+                    pass_any_k: band_of(&p.pass_any_k),
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -91,6 +221,9 @@ pub struct WireRun {
     pub model_calls: u64,
     pub cached: u64,
     pub complete: bool,
+    pub judge_calls: u64,
+    pub tokens: u64,
+    pub reused_from: Option<i64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -117,6 +250,7 @@ pub struct WireTally {
     pub fail: usize,
     pub inconclusive: usize,
     pub conclusion: String,
+    pub broken: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -141,6 +275,8 @@ pub struct WireRate {
     pub missing: u64,
     pub design_effect: Option<f64>,
     pub effective_n: Option<f64>,
+    pub inputs: u64,
+    pub scope: &'static str,
 }
 
 impl WireRate {
@@ -158,6 +294,8 @@ impl WireRate {
             missing: r.counts.missing,
             design_effect: num(r.design_effect),
             effective_n: num(r.effective_n),
+            inputs: r.inputs,
+            scope: scope_name(r.scope),
         }
     }
 }
@@ -192,6 +330,9 @@ pub struct WireCheck {
     pub breakdown_by: Option<&'static str>,
     pub breakdown_below: usize,
     pub breakdown: Vec<WireEntry>,
+    pub broken: bool,
+    pub errors: WireCauses,
+    pub consistency: Option<WireConsistency>,
 }
 
 #[derive(Debug, Serialize)]
@@ -358,6 +499,7 @@ pub struct WireExample {
     pub repetition: usize,
     pub output: String,
     pub reason: Option<String>,
+    pub input_fields: Option<Map<String, Value>>,
 }
 
 fn label(r: &RunReport, i: usize) -> Option<String> {
@@ -402,6 +544,12 @@ fn check(r: &RunReport, index: usize, c: &CheckSummary) -> WireCheck {
             .iter()
             .map(|e| entry(r, e, breakdown_by == Some("inputs"), method))
             .collect(),
+        broken: r.broken_cause(index).is_some(),
+        errors: WireCauses::new(r, &r.causes.checks.get(index).cloned().unwrap_or_default()),
+        consistency: c
+            .consistency
+            .as_ref()
+            .map(|k| WireConsistency::new(r, k, method)),
     }
 }
 
@@ -477,6 +625,9 @@ pub fn wire(r: &RunReport) -> Wire {
             model_calls: r.run.model_calls,
             cached: r.run.cached,
             complete: r.run.complete,
+            judge_calls: r.run.judge_calls,
+            tokens: r.run.tokens,
+            reused_from: r.run.reused_from,
         },
         shape: WireShape {
             inputs: s.shape.0,
@@ -498,6 +649,7 @@ pub fn wire(r: &RunReport) -> Wire {
             fail,
             inconclusive,
             conclusion: r.conclusion(),
+            broken: r.broken().len(),
         },
         counts: WireCounts {
             pass: s.counts.pass,
@@ -549,9 +701,36 @@ pub fn wire(r: &RunReport) -> Wire {
                 repetition: e.repetition,
                 output: e.output.clone(),
                 reason: e.reason.clone(),
+                input_fields: r.input_fields_of(e.input).cloned(),
             })
             .collect(),
         guarded: r.guarded.as_ref().map(|c| WireGuarded::new(c, method)),
+        errors: WireErrors {
+            system: WireCauses::new(r, &r.causes.system),
+            outputs: r.causes.outputs,
+        },
+        failures: r
+            .failures
+            .iter()
+            .map(|f| WireFailure {
+                input: f.input,
+                input_label: label(r, f.input),
+                input_fields: r.input_fields_of(f.input).cloned(),
+                repetition: f.repetition,
+                output: f.output.clone(),
+                error: f.error.clone(),
+                failed: f.failed.clone(),
+                errored: f.errored.clone(),
+                reasons: f
+                    .reasons
+                    .iter()
+                    .map(|(k, reason)| WireReason {
+                        check: *k,
+                        reason: reason.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
 }
 

@@ -56,7 +56,7 @@ pub(crate) fn render(r: &ComparisonReport, color: bool) -> String {
             points(k.decisive().mean_diff),
             points_interval(k.decisive())
         ));
-        for line in check_lines(k) {
+        for line in check_lines(k, c.options.multiple) {
             t.push_str(&format!("{:22}{}\n", "", paint("2", &line)));
         }
     }

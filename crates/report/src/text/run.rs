@@ -1,16 +1,24 @@
 //! The terminal report of a run.
 //!
 //! ```text
-//! probity  run #12 greeting-bot: 20 inputs × 10 outputs × 2 checks, 14 model calls, 186 served from cache, 12.3s
+//! probity  run #12 greeting-bot: 20 inputs × 10 outputs × 2 checks, 12.3s · 14 calls (0 to judges), 5120 tokens; 186 outputs reused from run #11
 //!          system openai/gpt-4o-mini · config 1a2b3c4d · created 2024-08-30T12:00:00Z
 //!          95% intervals (wilson, clustered by input) · verdict: point · errors count as failures
 //!
 //!         PASS  contraction_validator  96.2%  [94.1, 97.6]  ≥ 95%  established
+//!               over 20 inputs
 //!         FAIL  politeness_validator   85.0%  [80.1, 88.9]  ≥ 90%  not established: ~120 more samples would settle it
 //!               System seems to have forgotten its manners
-//!               3 errors counted as failures · design effect 2.10, effective n 95 of 200
+//!               over 20 inputs · 3 errors counted as failures · design effect 2.10, effective n 95 of 200
+//!               pass^3 61.0% [50.2, 70.8] · pass@3 97.0% [90.1, 99.2] (means over 20 inputs with ≥ 3 judged outputs)
+//!               could not judge 3 outputs (errors, not failures):
+//!                 3 × judge answered neither PASS nor FAIL (first: input thanks-3 · output #4)
 //!               worst input thanks-3: 40.0% [16.8, 68.7]
 //!               example (thanks-3, output #2): Sure, no problem.
+//!               input thanks-3: text: Thanks a lot!
+//!
+//!       errors 2 calls to the system failed after their retries (not measured):
+//!                 2 × HTTP 503 (first: input hello · output #7)
 //!
 //!    aggregate  min 85.0% [78.0, 90.1], worst check politeness_validator
 //! worst inputs  thanks-3 56.0% [..] · …
@@ -22,6 +30,10 @@
 //! FAIL: 1 of 2 checks below minimum
 //! ```
 //!
+//! A check that could not judge any output is `BROKEN`, with its message,
+//! instead of a verdict; a rate whose interval is about the observed
+//! inputs only (fewer than `MIN_INPUTS`) says so under it.
+//!
 //! A run with a baseline ends with the comparison
 //! ([`crate::text::comparison`]).
 //!
@@ -30,6 +42,7 @@
 //! sequences or control characters to the terminal.
 
 use crate::document::run::RunReport;
+use crate::facts::causes;
 use crate::facts::run as facts;
 use crate::numbers::{decision_word, duration, interval, name, pct, plural, threshold_pct};
 use crate::sanitize::terminal_line;
@@ -43,6 +56,8 @@ pub const EXAMPLE_MAX_CHARS: usize = 200;
 pub const NAME_MAX_CHARS: usize = 48;
 /// Longest message, reason or input label shown.
 pub const LINE_MAX_CHARS: usize = 160;
+/// Longest input field value shown beside an example.
+pub const FIELD_MAX_CHARS: usize = 120;
 
 fn safe(s: &str) -> String {
     terminal_line(s, LINE_MAX_CHARS)
@@ -68,19 +83,10 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
         k,
         plural(k, "check")
     );
-    head.push_str(&format!(
-        ", {} model {}, {} served from cache",
-        r.run.model_calls,
-        if r.run.model_calls == 1 {
-            "call"
-        } else {
-            "calls"
-        },
-        r.run.cached
-    ));
     if let Some(d) = r.run.duration_s {
         head.push_str(&format!(", {}", duration(d)));
     }
+    head.push_str(&format!(" · {}", facts::calls_line(&r.run)));
     if !r.run.complete {
         head.push_str(", INCOMPLETE");
     }
@@ -134,25 +140,40 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
     let (wn, wr, wi, wt) = (w(&names), w(&rates), w(&intervals), w(&thresholds));
     for (idx, c) in s.checks.iter().enumerate() {
         let d = c.verdict.decision;
-        let word = format!("{:>LEFT$}", decision_word(d));
-        let est = facts::established(c);
-        let est = if c.verdict.established {
-            p.dim(&est)
-        } else {
-            p.wrap("33", &est)
+        let broken = r.broken_cause(idx);
+        let (word, est) = match broken {
+            Some(_) => (
+                p.decision(Decision::Fail, &format!("{:>LEFT$}", "BROKEN")),
+                p.wrap("33", "no verdict about the system"),
+            ),
+            None => {
+                let est = facts::established(c);
+                (
+                    p.decision(d, &format!("{:>LEFT$}", decision_word(d))),
+                    if c.verdict.established {
+                        p.dim(&est)
+                    } else {
+                        p.wrap("33", &est)
+                    },
+                )
+            }
         };
         out.push_str(&format!(
             "{} {:<wn$}  {:>wr$}  {:<wi$}  {:<wt$}  {}\n",
-            p.decision(d, &word),
-            names[idx],
-            rates[idx],
-            intervals[idx],
-            thresholds[idx],
-            est
+            word, names[idx], rates[idx], intervals[idx], thresholds[idx], est
         ));
+        if let Some(cause) = broken {
+            out.push_str(&format!(
+                "{indent}{}\n",
+                p.wrap("1;31", &causes::broken_line(r, cause, &safe))
+            ));
+        }
         let mut notes = Vec::new();
         if facts::not_passing(c) && !c.info.message.is_empty() {
             out.push_str(&format!("{indent}{}\n", safe(&c.info.message)));
+        }
+        if let Some(i) = facts::inputs_note(&c.rate) {
+            notes.push(i);
         }
         if let Some(e) = facts::errors(&c.rate, s.options.errors) {
             notes.push(e);
@@ -175,6 +196,20 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
         }
         if !notes.is_empty() {
             out.push_str(&format!("{indent}{}\n", p.dim(&notes.join(" · "))));
+        }
+        if let Some(scope) = facts::scope_note(&c.rate) {
+            out.push_str(&format!("{indent}{}\n", p.wrap("33", &scope)));
+        }
+        if let Some(cons) = &c.consistency {
+            out.push_str(&format!(
+                "{indent}{}\n",
+                p.dim(&facts::consistency_line(cons))
+            ));
+        }
+        if let Some(g) = r.causes.checks.get(idx).filter(|g| g.total > 0) {
+            if broken.is_none() {
+                out.push_str(&cause_block(r, g, &causes::check_head(g), &indent));
+            }
         }
         if facts::not_passing(c) {
             if let Some(wi) = &c.worst_input {
@@ -199,6 +234,13 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
                         p.dim(&format!("reason: {}", safe(reason)))
                     ));
                 }
+                if let Some(fields) = r.input_fields_of(ex.input) {
+                    out.push_str(&format!(
+                        "{indent}input {}: {}\n",
+                        safe(&r.input_label(ex.input)),
+                        facts::fields_line(fields, &|f| terminal_line(f, FIELD_MAX_CHARS))
+                    ));
+                }
             }
         }
     }
@@ -207,6 +249,17 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
     }
     out.push('\n');
 
+    // Calls to the system that failed: not measured.
+    let system = &r.causes.system;
+    if system.total > 0 {
+        out.push_str(&format!(
+            "{} {}",
+            p.label("errors"),
+            cause_block(r, system, &causes::system_head(system), &indent).trim_start()
+        ));
+        out.push('\n');
+    }
+
     // Aggregate, worst inputs, retry plan.
     if !s.checks.is_empty() {
         out.push_str(&format!(
@@ -214,6 +267,9 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
             p.label("aggregate"),
             facts::aggregate_line(r, &|name| terminal_line(name, NAME_MAX_CHARS))
         ));
+        if let Some(scope) = facts::scope_note(&s.aggregate.rate) {
+            out.push_str(&format!("{indent}{}\n", p.wrap("33", &scope)));
+        }
     }
     let worst = facts::worst_inputs(r, 3);
     if n > 1 && !worst.is_empty() {
@@ -264,6 +320,24 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
     if let Some(c) = &r.baseline {
         out.push('\n');
         out.push_str(&crate::text::comparison::render(c, color));
+    }
+    out
+}
+
+/// A group of errors: its head line, then its most common causes, one a
+/// line (at most [`causes::CAUSES_SHOWN`]), each starting with `indent`.
+fn cause_block(
+    r: &RunReport,
+    g: &probity_core::causes::CauseGroup,
+    head: &str,
+    indent: &str,
+) -> String {
+    let mut out = format!("{indent}{head}:\n");
+    for c in g.causes.iter().take(causes::CAUSES_SHOWN) {
+        out.push_str(&format!("{indent}  {}\n", causes::cause_line(r, c, &safe)));
+    }
+    if let Some(rest) = causes::rest(g, causes::CAUSES_SHOWN) {
+        out.push_str(&format!("{indent}  {rest}\n"));
     }
     out
 }

@@ -171,6 +171,9 @@ pub fn report() -> RunReport {
             duration_s: Some(12.34),
             model_calls: 14,
             cached: 186,
+            judge_calls: 4,
+            tokens: 5120,
+            reused_from: Some(11),
             complete: true,
         },
         summary: summary(),
@@ -192,7 +195,20 @@ pub fn report() -> RunReport {
         failures: Vec::new(),
         guarded: None,
         baseline: None,
+        causes: probity_core::causes::Causes::default(),
+        input_fields: ["Hello!", "Bye now", "Thanks a lot!", "What time is it?"]
+            .iter()
+            .map(|t| fields(&[("text", t)]))
+            .collect(),
     }
+}
+
+/// Input fields from `(name, value)` pairs of strings.
+pub fn fields(pairs: &[(&str, &str)]) -> serde_json::Map<String, serde_json::Value> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
+        .collect()
 }
 
 /// The same report with every check passing.
@@ -298,6 +314,22 @@ pub fn tensor_report(n: usize, m: usize) -> RunReport {
             }
         })
         .collect();
+    // The one Error cell pattern of the tensor: check 2 on output 3 of
+    // every input i with i % 5 == 1, with a hostile message.
+    let mut causes = probity_core::causes::Causes::new(3);
+    for i in 0..n {
+        for j in 0..m {
+            let errs: Vec<(usize, String)> = (0..3)
+                .filter(|&k| synthetic_cell(i % 5, j, k) == probity_core::Cell::Error)
+                .map(|k| (k, format!("predicate error {HOSTILE}")))
+                .collect();
+            causes.add_output((i, j), errs.iter().map(|(k, s)| (*k, s.as_str())));
+        }
+    }
+    let causes = causes.sorted();
+    let input_fields = (0..n)
+        .map(|i| fields(&[("text", &format!("input {i}: {HOSTILE}")), (HOSTILE, "x")]))
+        .collect();
     let mut failures = FailingSample::from_tensor(&t, 0);
     for f in &mut failures {
         f.output = Some(format!("output {}/{}: {HOSTILE}", f.input, f.repetition));
@@ -318,6 +350,9 @@ pub fn tensor_report(n: usize, m: usize) -> RunReport {
             duration_s: Some(3.2),
             model_calls: (n * m) as u64,
             cached: 0,
+            judge_calls: 0,
+            tokens: 0,
+            reused_from: None,
             complete: true,
         },
         summary,
@@ -328,6 +363,8 @@ pub fn tensor_report(n: usize, m: usize) -> RunReport {
         failures,
         guarded: None,
         baseline: None,
+        causes,
+        input_fields,
     }
 }
 
