@@ -41,8 +41,9 @@ fn commands(readme: &str) -> Vec<String> {
 
 #[test]
 fn the_readme_commands_run_as_written() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-        .unwrap();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
     let commands = commands(&readme);
     assert!(commands.len() >= 10, "{commands:?}");
     let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,7 @@
 //! Property tests: the tensor stores what it is given, and its marginals
 //! add up to its totals.
 
-use probity_core::{profile, AnalysisOptions, Cell, Profile, ReliabilityTensor};
+use probity_core::{profile, AnalysisOptions, Cell, ErrorPolicy, Profile, ReliabilityTensor};
 use proptest::prelude::*;
 
 fn cell(b: u8) -> Cell {
@@ -29,18 +29,22 @@ proptest! {
             let sum = axis.iter().fold(probity_core::Counts::default(), |a, &c| a + c);
             prop_assert_eq!(sum, total);
         }
-        let opts = AnalysisOptions::default();
+        for errors in [ErrorPolicy::AsFailure, ErrorPolicy::Exclude] {
+        let opts = AnalysisOptions { errors, ..AnalysisOptions::default() };
+        // Errors are trials as failures, or not measured.
+        let trials = total.pass + total.fail + if errors == ErrorPolicy::AsFailure { total.error } else { 0 };
         for which in [Profile::Input, Profile::Output, Profile::Validator] {
             let entries = profile(&t, which, &opts);
             let passes: u64 = entries.iter().map(|e| e.rate.counts.pass).sum();
             let evaluated: u64 = entries.iter().map(|e| e.rate.n).sum();
             prop_assert_eq!(passes, total.pass);
-            prop_assert_eq!(evaluated, total.pass + total.fail + total.error);
+            prop_assert_eq!(evaluated, trials);
             for e in &entries {
                 prop_assert!(e.rate.interval.lower >= 0.0 && e.rate.interval.upper <= 1.0);
                 prop_assert!(e.rate.interval.lower <= e.rate.estimate + 1e-12);
                 prop_assert!(e.rate.estimate <= e.rate.interval.upper + 1e-12);
             }
+        }
         }
     }
 }
