@@ -8,8 +8,7 @@ use clap::Args;
 use probity_core::compare::CompareOptions;
 use probity_core::stats::MultipleTesting;
 use probity_engine::compare::{compare_stored, RunComparison};
-use probity_engine::store::{RunRecord, RunStatus};
-use probity_report::{ComparisonReport, RunInfo};
+use probity_report::ComparisonReport;
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -39,27 +38,10 @@ pub struct CompareArgs {
 /// Build the report of a comparison.
 pub fn comparison_report(c: RunComparison) -> ComparisonReport {
     ComparisonReport {
-        baseline: run_info(&c.baseline),
-        candidate: run_info(&c.candidate),
+        baseline: crate::run_info::run_info(&c.baseline),
+        candidate: crate::run_info::run_info(&c.candidate),
         comparison: c.comparison,
         changed_inputs: c.changed_inputs,
-    }
-}
-
-pub(crate) fn run_info(r: &RunRecord) -> RunInfo {
-    RunInfo {
-        id: r.id,
-        name: r.name.clone(),
-        created_at: r.created_at.clone(),
-        config_hash: r.config_hash.clone(),
-        system: r.system.clone(),
-        duration_s: r.duration_s,
-        model_calls: r.model_calls,
-        cached: r.cached,
-        judge_calls: r.judge_calls,
-        tokens: r.tokens,
-        reused_from: r.reused_from,
-        complete: r.status == RunStatus::Complete,
     }
 }
 

@@ -11,6 +11,7 @@ mod plan;
 mod report_cmd;
 mod revalidate;
 mod run;
+mod run_info;
 mod serve;
 mod sim;
 mod store_arg;

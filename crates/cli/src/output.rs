@@ -164,7 +164,7 @@ pub fn report_for(
     let retry_target = record.settings.retry_target;
     let (input_labels, input_fields) = inputs.into_iter().map(|i| (i.id, i.fields)).unzip();
     Ok(RunReport {
-        run: crate::compare::run_info(&record),
+        run: crate::run_info::run_info(&record),
         summary,
         input_labels,
         input_fields,

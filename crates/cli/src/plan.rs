@@ -85,7 +85,7 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
         plan,
         target,
         run: Some(PlanRun {
-            run: crate::compare::run_info(&loaded.record),
+            run: crate::run_info::run_info(&loaded.record),
             shape: (n, m),
             checks,
             input_labels: inputs.into_iter().map(|i| i.id).collect(),

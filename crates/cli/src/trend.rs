@@ -69,7 +69,7 @@ pub fn trend(
         t.runs.push(TrendRun {
             run: RunInfo {
                 complete: true,
-                ..crate::compare::run_info(&run.record)
+                ..crate::run_info::run_info(&run.record)
             },
             rates,
         });

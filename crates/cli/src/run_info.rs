@@ -1,0 +1,22 @@
+//! A stored run's header as the reports show it.
+
+use probity_engine::store::{RunRecord, RunStatus};
+use probity_report::RunInfo;
+
+/// The report header of stored run `r`.
+pub(crate) fn run_info(r: &RunRecord) -> RunInfo {
+    RunInfo {
+        id: r.id,
+        name: r.name.clone(),
+        created_at: r.created_at.clone(),
+        config_hash: r.config_hash.clone(),
+        system: r.system.clone(),
+        duration_s: r.duration_s,
+        model_calls: r.model_calls,
+        cached: r.cached,
+        judge_calls: r.judge_calls,
+        tokens: r.tokens,
+        reused_from: r.reused_from,
+        complete: r.status == RunStatus::Complete,
+    }
+}
