@@ -200,6 +200,8 @@ impl RunRecord {
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum RunStatus {
     /// Being written (or killed while being written: resumable).
     Running,
@@ -209,20 +211,10 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Running => "running",
-            RunStatus::Interrupted => "interrupted",
-            RunStatus::Complete => "complete",
-        }
-    }
-
+    /// The stored name; a status this version does not know reads as
+    /// `Running` (resumable, never complete).
     fn parse(s: &str) -> RunStatus {
-        match s {
-            "complete" => RunStatus::Complete,
-            "interrupted" => RunStatus::Interrupted,
-            _ => RunStatus::Running,
-        }
+        s.parse().unwrap_or(RunStatus::Running)
     }
 }
 
@@ -507,7 +499,7 @@ impl Store {
                  WHERE id = ?1",
                 params![
                     run,
-                    status.as_str(),
+                    <&str>::from(status),
                     totals.model_calls as i64,
                     totals.judge_calls as i64,
                     totals.tokens as i64,

@@ -22,6 +22,8 @@ use std::sync::Arc;
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "provider", rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum ProviderConfig {
     Openai(OpenAiConfig),
     Anthropic(AnthropicConfig),
@@ -69,13 +71,7 @@ impl<'de> Deserialize<'de> for ProviderConfig {
 impl ProviderConfig {
     /// The provider's kind as written in configuration (`"openai"`, …).
     pub fn kind(&self) -> &'static str {
-        match self {
-            ProviderConfig::Openai(_) => "openai",
-            ProviderConfig::Anthropic(_) => "anthropic",
-            ProviderConfig::Http(_) => "http",
-            ProviderConfig::Command(_) => "command",
-            ProviderConfig::Sim(_) => "sim",
-        }
+        self.into()
     }
 
     /// Resolves the provider's relative paths against `dir`, the directory
