@@ -117,7 +117,7 @@ pub fn summary() -> Summary {
     };
     Summary {
         shape: (4, 50, 2),
-        options: AnalysisOptions::default(),
+        options: options(),
         strategy: Strategy::All,
         counts: Counts {
             pass: 1132,
@@ -291,13 +291,7 @@ pub fn tensor_report(n: usize, m: usize) -> RunReport {
         ),
         info(HOSTILE, HOSTILE, 0.95),
     ];
-    let summary = Summary::build(
-        &t,
-        &checks,
-        Strategy::All,
-        Aggregate::Min,
-        &AnalysisOptions::default(),
-    );
+    let summary = Summary::build(&t, &checks, Strategy::All, Aggregate::Min, &options());
     let labels = [
         "hello",
         HOSTILE,
@@ -423,4 +417,13 @@ pub fn guarded_report(held: bool) -> RunReport {
     let mut r = report();
     r.guarded = Some(retry_check(held));
     r
+}
+
+/// The fixtures' analysis settings: errors count as failures (the figures
+/// the tests expect were written so; the default is to exclude them).
+pub fn options() -> AnalysisOptions {
+    AnalysisOptions {
+        errors: probity_core::ErrorPolicy::AsFailure,
+        ..AnalysisOptions::default()
+    }
 }
