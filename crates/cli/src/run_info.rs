@@ -1,5 +1,6 @@
 //! A stored run's header as the reports show it.
 
+use probity_core::CheckKind;
 use probity_engine::store::{RunRecord, RunStatus};
 use probity_report::RunInfo;
 
@@ -17,6 +18,13 @@ pub(crate) fn run_info(r: &RunRecord) -> RunInfo {
         judge_calls: r.judge_calls,
         tokens: r.tokens,
         reused_from: r.reused_from,
+        judge_calls_by_check: r
+            .checks
+            .iter()
+            .zip(&r.judge_calls_by_check)
+            .filter(|(c, _)| c.kind == CheckKind::Verifier)
+            .map(|(c, &calls)| (c.name.clone(), calls))
+            .collect(),
         complete: r.status == RunStatus::Complete,
     }
 }

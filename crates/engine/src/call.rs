@@ -179,12 +179,14 @@ impl Caller {
         }
     }
 
-    /// This caller's counts: calls (judges' included), judge calls, tokens.
+    /// This caller's counts: calls (judges' included), judge calls, tokens
+    /// (per check: see [`crate::check::Checks::judge_calls`]).
     pub fn totals(&self) -> RunTotals {
         RunTotals {
             model_calls: Caller::count(&self.calls),
             judge_calls: Caller::count(&self.judge_calls),
             tokens: Caller::count(&self.tokens),
+            judge_calls_by_check: Vec::new(),
         }
     }
 

@@ -102,6 +102,20 @@ impl Checks {
             .collect()
     }
 
+    /// Calls made to each check's judge so far, in column order
+    /// (validators make none).
+    pub fn judge_calls(&self) -> Vec<u64> {
+        self.validators
+            .iter()
+            .map(|_| 0)
+            .chain(
+                self.verifiers
+                    .iter()
+                    .map(|v| v.calls.load(Ordering::Relaxed)),
+            )
+            .collect()
+    }
+
     /// The validator columns for one output: cells, and the reasons of the
     /// cells that are errors. Synchronous: validators make no call.
     pub fn validate(
@@ -165,6 +179,7 @@ impl Checks {
             });
             judge_calls += made;
             caller.judge_calls.fetch_add(made, Ordering::Relaxed);
+            v.calls.fetch_add(made, Ordering::Relaxed);
             let j = v.judgement(answer.as_ref().map(|a| a.text.as_str()).map_err(|(e, _)| e));
             let pass = match j.verdict {
                 JudgeVerdict::Pass => Some(true),

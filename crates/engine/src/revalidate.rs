@@ -7,7 +7,7 @@ use crate::check::{Checks, NOT_JUDGED};
 use crate::experiment::{Experiment, Source};
 use crate::recording::Recording;
 use crate::settings::StoredSettings;
-use crate::store::{NewRun, RunStatus, SampleRow, Store, StoreError};
+use crate::store::{NewRun, RunStatus, RunTotals, SampleRow, Store, StoreError};
 use probity_core::validator::PreparedInput;
 use probity_core::Cell;
 use std::sync::Arc;
@@ -181,7 +181,10 @@ pub async fn revalidate(
     store.finish_run(
         new_id,
         status,
-        caller.totals(),
+        RunTotals {
+            judge_calls_by_check: checks.judge_calls(),
+            ..caller.totals()
+        },
         n,
         started.elapsed().as_secs_f64(),
     )?;

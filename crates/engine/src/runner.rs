@@ -234,6 +234,14 @@ impl Shared {
     }
 }
 
+/// This session's counts: the caller's, and each check's judge calls.
+fn session_totals(caller: &Caller, shared: &Shared) -> RunTotals {
+    RunTotals {
+        judge_calls_by_check: shared.guard.checks().judge_calls(),
+        ..caller.totals()
+    }
+}
+
 /// Count one sample: its cells into the tensor and the progress, its
 /// errors into their causes.
 fn record(
@@ -508,7 +516,7 @@ pub async fn run_with(
             recorder.attempt(a)?;
         }
         recorder.sample(row)?;
-        recorder.totals(base + caller.totals())?;
+        recorder.totals(base.clone() + session_totals(&caller, &shared))?;
         report(&progress);
         if halt.is_none() {
             halt = budget.exceeded(session_done, session_errors, progress.errors, &causes);
@@ -529,14 +537,14 @@ pub async fn run_with(
     } else {
         RunStatus::Interrupted
     };
-    let totals = base + caller.totals();
+    let totals = base + session_totals(&caller, &shared);
     let duration = started.elapsed();
     let run_id = match store {
         Some((store, run_id)) => {
             store.finish_run(
                 run_id,
                 status,
-                totals,
+                totals.clone(),
                 progress.cached,
                 duration.as_secs_f64(),
             )?;

@@ -64,7 +64,7 @@ use crate::provider::types::{Message, Role};
 use crate::recording::Recording;
 use crate::retry_policy::RetryPolicy;
 use crate::settings::{StoredRetry, StoredSettings};
-use crate::store::{NewRun, RunStatus, Store, StoreError, Writer};
+use crate::store::{NewRun, RunStatus, RunTotals, Store, StoreError, Writer};
 use crate::verifier::VerifierSpec;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -382,7 +382,10 @@ impl Server {
             .with_graceful_shutdown(shutdown)
             .await;
         let n = state.next_input.load(Ordering::Relaxed);
-        let totals = state.guard.caller().totals();
+        let totals = RunTotals {
+            judge_calls_by_check: state.guard.checks().judge_calls(),
+            ..state.guard.caller().totals()
+        };
         // Flush every recorded request before the run is closed.
         state.writer.close().map_err(store_err)?;
         let store = Store::open(&self.store_path).map_err(store_err)?;

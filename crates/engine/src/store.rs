@@ -157,6 +157,9 @@ pub struct RunRecord {
     pub judge_calls: u64,
     /// Tokens reported by providers (prompt + completion), all sessions.
     pub tokens: u64,
+    /// Judge calls per check, in column order (0 for validators), all
+    /// sessions.
+    pub judge_calls_by_check: Vec<u64>,
     /// Samples whose output was reused from run `reused_from` (no call).
     pub cached: u64,
     /// The run whose stored outputs this run reused (`probity run --reuse`).
@@ -165,7 +168,7 @@ pub struct RunRecord {
 }
 
 /// A run's call counts over all its sessions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct RunTotals {
     /// Calls to the system and to judges (retries included).
     pub model_calls: u64,
@@ -173,15 +176,25 @@ pub struct RunTotals {
     pub judge_calls: u64,
     /// Tokens reported (prompt + completion).
     pub tokens: u64,
+    /// Judge calls per check, in column order (0 for validators).
+    pub judge_calls_by_check: Vec<u64>,
 }
 
 impl std::ops::Add for RunTotals {
     type Output = RunTotals;
     fn add(self, o: RunTotals) -> RunTotals {
+        let k = self
+            .judge_calls_by_check
+            .len()
+            .max(o.judge_calls_by_check.len());
+        let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
         RunTotals {
             model_calls: self.model_calls + o.model_calls,
             judge_calls: self.judge_calls + o.judge_calls,
             tokens: self.tokens + o.tokens,
+            judge_calls_by_check: (0..k)
+                .map(|i| at(&self.judge_calls_by_check, i) + at(&o.judge_calls_by_check, i))
+                .collect(),
         }
     }
 }
@@ -193,6 +206,7 @@ impl RunRecord {
             model_calls: self.model_calls,
             judge_calls: self.judge_calls,
             tokens: self.tokens,
+            judge_calls_by_check: self.judge_calls_by_check.clone(),
         }
     }
 }
@@ -398,6 +412,7 @@ impl Store {
             ("runs", "judge_calls", "INTEGER NOT NULL DEFAULT 0"),
             ("runs", "tokens", "INTEGER NOT NULL DEFAULT 0"),
             ("runs", "reused_from", "INTEGER"),
+            ("runs", "judge_calls_by_check", "TEXT"),
         ] {
             if has_column(&self.conn, table, column)? {
                 continue;
@@ -495,7 +510,7 @@ impl Store {
             .execute(
                 "UPDATE runs SET status = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'),
                  model_calls = ?3, judge_calls = ?4, tokens = ?5, cached = cached + ?6,
-                 duration_s = COALESCE(duration_s, 0) + ?7
+                 duration_s = COALESCE(duration_s, 0) + ?7, judge_calls_by_check = ?8
                  WHERE id = ?1",
                 params![
                     run,
@@ -504,7 +519,8 @@ impl Store {
                     totals.judge_calls as i64,
                     totals.tokens as i64,
                     cached as i64,
-                    duration_s
+                    duration_s,
+                    serde_json::to_string(&totals.judge_calls_by_check).unwrap_or_default()
                 ],
             )
             .map_err(|e| self.err(e))?;
@@ -731,7 +747,7 @@ impl Store {
 const RUN_COLUMNS: &str =
     "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
     outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
-    judge_calls, tokens, reused_from FROM runs";
+    judge_calls, tokens, reused_from, judge_calls_by_check FROM runs";
 
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let checks: String = r.get(10)?;
@@ -758,6 +774,10 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         judge_calls: r.get::<_, i64>(16)? as u64,
         tokens: r.get::<_, i64>(17)? as u64,
         reused_from: r.get(18)?,
+        judge_calls_by_check: r
+            .get::<_, Option<String>>(19)?
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
     })
 }
 
@@ -920,12 +940,14 @@ fn write_loop(
             written += n as u64;
             if let Some(t) = totals {
                 tx.execute(
-                    "UPDATE runs SET model_calls = ?2, judge_calls = ?3, tokens = ?4 WHERE id = ?1",
+                    "UPDATE runs SET model_calls = ?2, judge_calls = ?3, tokens = ?4,
+                     judge_calls_by_check = ?5 WHERE id = ?1",
                     params![
                         run,
                         t.model_calls as i64,
                         t.judge_calls as i64,
-                        t.tokens as i64
+                        t.tokens as i64,
+                        serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default()
                     ],
                 )?;
             }

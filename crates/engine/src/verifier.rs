@@ -40,6 +40,7 @@ use crate::sim::rng::{Fnv, SplitMix64};
 use probity_core::{CheckInfo, CheckKind, Input};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -292,6 +293,9 @@ pub struct Verifier {
     /// judgement's cache key).
     pub structured: Structured,
     pub judge: Arc<dyn Provider>,
+    /// Calls made to this verifier's judge (retries included), shared by
+    /// its clones: the check's own count in a run's totals.
+    pub calls: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -376,6 +380,7 @@ impl VerifierSpec {
             weight: self.weight,
             structured: self.structured,
             judge,
+            calls: Arc::default(),
         })
     }
 

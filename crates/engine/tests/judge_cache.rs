@@ -83,6 +83,13 @@ async fn an_identical_rerun_makes_no_model_call_and_no_judge_call() {
     assert_eq!((first.judge_calls, first.judge_cached), (SAMPLES, 0));
     assert_eq!(first.model_calls, 2 * SAMPLES);
     assert_eq!(store.judgement_count().unwrap(), SAMPLES);
+    // Judge calls per check: none for the validator, one per sample for
+    // the verifier, in the outcome and in the store.
+    assert_eq!(first.totals.judge_calls_by_check, vec![0, SAMPLES]);
+    assert_eq!(
+        store.run(first.stored_id()).unwrap().judge_calls_by_check,
+        vec![0, SAMPLES]
+    );
 
     // Without --reuse a re-run samples and judges afresh.
     let (c, judge_calls) = config(dir.path(), "a.toml", VALIDATOR, "be polite", "");

@@ -90,7 +90,12 @@ fn run(r: &RunReport) -> String {
         plural(m, "output"),
         plural(k, "check")
     )];
-    facts_line.push(facts::calls_line(&r.run));
+    // The check names are run data: escaped; the rest is probity's own.
+    let mut run = r.run.clone();
+    for (name, _) in &mut run.judge_calls_by_check {
+        *name = md_inline(name);
+    }
+    facts_line.push(facts::calls_line(&run));
     if let Some(d) = r.run.duration_s {
         facts_line.push(duration(d));
     }

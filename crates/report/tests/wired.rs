@@ -603,3 +603,24 @@ fn comparisons_show_adjusted_p_values_and_the_correction() {
     assert!(render(&r, Format::Text, false).contains("Holm-adjusted 0.008"));
     assert_eq!(json(&r)["comparison"]["checks"][0]["p_adjusted"], 0.008);
 }
+
+/// Each verifier's judge calls appear beside the run's calls, in every
+/// format.
+#[test]
+fn judge_calls_per_check_in_every_format() {
+    let mut r = common::report();
+    r.run.judge_calls_by_check = vec![("helpful".into(), 3), ("topical".into(), 1)];
+    for f in Format::ALL {
+        let out = render(&r, f, false);
+        if f == Format::Json {
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(v["run"]["judge_calls_by_check"]["helpful"], 3);
+            assert_eq!(v["run"]["judge_calls_by_check"]["topical"], 1);
+        } else {
+            assert!(
+                out.contains("4 to judges: helpful 3, topical 1"),
+                "{f}: {out}"
+            );
+        }
+    }
+}

@@ -32,6 +32,9 @@ pub struct RunInfo {
     pub tokens: u64,
     /// The run whose stored outputs this run reused, when it reused some.
     pub reused_from: Option<i64>,
+    /// Of `judge_calls`, each verifier's: `(check name, calls)`, in column
+    /// order.
+    pub judge_calls_by_check: Vec<(String, u64)>,
     /// False when the run stopped before every output was sampled and
     /// validated.
     pub complete: bool,

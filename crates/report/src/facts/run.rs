@@ -234,13 +234,24 @@ pub fn worst_inputs(r: &RunReport, count: usize) -> Vec<probity_core::ProfileEnt
 
 /// The calls and tokens of a run, and whether its outputs were sampled
 /// afresh: `400 calls (0 to judges), 51200 tokens; every sample called
-/// afresh`, or `…; 186 outputs reused from run #11`.
+/// afresh`, `800 calls (400 to judges: helpful 400), …`, or `…; 186
+/// outputs reused from run #11`. Not escaped: escape for the medium.
 pub fn calls_line(r: &RunInfo) -> String {
+    let by_check: Vec<String> = r
+        .judge_calls_by_check
+        .iter()
+        .map(|(name, calls)| format!("{name} {calls}"))
+        .collect();
     let mut s = format!(
-        "{} {} ({} to judges), ",
+        "{} {} ({} to judges{}), ",
         r.model_calls,
         plural(r.model_calls as usize, "call"),
-        r.judge_calls
+        r.judge_calls,
+        if by_check.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", by_check.join(", "))
+        }
     );
     if r.tokens == 0 {
         s.push_str("no tokens reported");

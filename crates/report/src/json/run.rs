@@ -224,6 +224,8 @@ pub struct WireRun {
     pub judge_calls: u64,
     pub tokens: u64,
     pub reused_from: Option<i64>,
+    /// Each verifier's judge calls, by check name.
+    pub judge_calls_by_check: std::collections::BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -628,6 +630,7 @@ pub fn wire(r: &RunReport) -> Wire {
             judge_calls: r.run.judge_calls,
             tokens: r.run.tokens,
             reused_from: r.run.reused_from,
+            judge_calls_by_check: r.run.judge_calls_by_check.iter().cloned().collect(),
         },
         shape: WireShape {
             inputs: s.shape.0,

@@ -86,7 +86,7 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
     if let Some(d) = r.run.duration_s {
         head.push_str(&format!(", {}", duration(d)));
     }
-    head.push_str(&format!(" · {}", facts::calls_line(&r.run)));
+    head.push_str(&format!(" · {}", safe(&facts::calls_line(&r.run))));
     if !r.run.complete {
         head.push_str(", INCOMPLETE");
     }
