@@ -76,6 +76,9 @@ struct Groups {
     /// When every x and m is an integer and m ≤ 256: the largest m
     /// (log-likelihoods are then sums of logs, no ln Γ).
     small_int: Option<usize>,
+    /// With `small_int`: the largest pass count and the largest fail count
+    /// of any input (how far the prefix sums of `loglik` must reach).
+    reach: (usize, usize),
 }
 
 impl Groups {
@@ -97,7 +100,19 @@ impl Groups {
             .iter()
             .all(|&(x, m, _)| x.fract() == 0.0 && m.fract() == 0.0 && m <= 256.0)
             .then(|| g.iter().map(|&(_, m, _)| m as usize).max().unwrap_or(0));
-        Groups { g, small_int }
+        // The largest pass count and fail count of any input.
+        let reach = (
+            g.iter().map(|&(x, _, _)| x as usize).max().unwrap_or(0),
+            g.iter()
+                .map(|&(x, m, _)| (m - x) as usize)
+                .max()
+                .unwrap_or(0),
+        );
+        Groups {
+            g,
+            small_int,
+            reach,
+        }
     }
 
     /// Beta-binomial log-likelihood (without binomial coefficients) at mean
@@ -107,15 +122,22 @@ impl Groups {
         let b = (1.0 - mu) * kappa;
         match self.small_int {
             Some(mmax) => {
-                // prefix sums: A[t] = Σ_{s<t} ln(a+s), B[t], K[t] likewise.
+                // prefix sums: A[t] = Σ_{s<t} ln(a+s), B[t], K[t] likewise,
+                // each only as far as some input needs it (near an all-pass
+                // run, B is short).
                 scratch.clear();
                 scratch.resize(3 * (mmax + 1), 0.0);
                 let (pa, rest) = scratch.split_at_mut(mmax + 1);
                 let (pb, pk) = rest.split_at_mut(mmax + 1);
+                let (xa, xb) = self.reach;
                 for t in 0..mmax {
                     let tf = t as f64;
-                    pa[t + 1] = pa[t] + (a + tf).ln();
-                    pb[t + 1] = pb[t] + (b + tf).ln();
+                    if t < xa {
+                        pa[t + 1] = pa[t] + (a + tf).ln();
+                    }
+                    if t < xb {
+                        pb[t + 1] = pb[t] + (b + tf).ln();
+                    }
                     pk[t + 1] = pk[t] + (kappa + tf).ln();
                 }
                 self.g
