@@ -178,30 +178,33 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
 
 /// The most common causes of errors (not measured), on stderr.
 fn print_causes(outcome: &probity_engine::RunOutcome) {
+    use probity_report::sanitize::terminal_line;
     const SHOWN: usize = 3;
     let c = &outcome.causes;
-    let label = |i: usize| {
-        outcome
-            .input_ids
-            .get(i)
-            .cloned()
-            .unwrap_or_else(|| format!("#{i}"))
-    };
-    if c.system.total > 0 {
-        eprintln!(
-            "errors: {} {} to the system failed (not measured):",
-            c.system.total,
-            if c.system.total == 1 { "call" } else { "calls" }
-        );
-        for cause in c.system.causes.iter().take(SHOWN) {
+    let print = |heading: String, group: &probity_core::causes::CauseGroup| {
+        eprintln!("{heading}");
+        for cause in group.causes.iter().take(SHOWN) {
+            let input = outcome
+                .input_ids
+                .get(cause.first.0)
+                .cloned()
+                .unwrap_or_else(|| format!("#{}", cause.first.0));
             eprintln!(
                 "  {:>5} × {} (first: input {} · output #{})",
                 cause.count,
-                probity_report::sanitize::terminal_line(&cause.message, 200),
-                probity_report::sanitize::terminal_line(&label(cause.first.0), 40),
+                terminal_line(&cause.message, 200),
+                terminal_line(&input, 40),
                 cause.first.1
             );
         }
+    };
+    if c.system.total > 0 {
+        let calls = if c.system.total == 1 { "call" } else { "calls" };
+        let heading = format!(
+            "errors: {} {calls} to the system failed (not measured):",
+            c.system.total
+        );
+        print(heading, &c.system);
     }
     for (k, group) in c.checks.iter().enumerate().filter(|(_, g)| g.total > 0) {
         let name = outcome
@@ -209,25 +212,17 @@ fn print_causes(outcome: &probity_engine::RunOutcome) {
             .checks
             .get(k)
             .map_or_else(|| format!("#{k}"), |c| c.info.name.clone());
-        eprintln!(
-            "errors: {} could not judge {} {}:",
-            probity_report::sanitize::terminal_line(&name, 60),
-            group.total,
-            if group.total == 1 {
-                "output"
-            } else {
-                "outputs"
-            }
+        let outputs = if group.total == 1 {
+            "output"
+        } else {
+            "outputs"
+        };
+        let heading = format!(
+            "errors: {} could not judge {} {outputs}:",
+            terminal_line(&name, 60),
+            group.total
         );
-        for cause in group.causes.iter().take(SHOWN) {
-            eprintln!(
-                "  {:>5} × {} (first: input {} · output #{})",
-                cause.count,
-                probity_report::sanitize::terminal_line(&cause.message, 200),
-                probity_report::sanitize::terminal_line(&label(cause.first.0), 40),
-                cause.first.1
-            );
-        }
+        print(heading, group);
     }
 }
 
