@@ -29,7 +29,7 @@ pub mod spec;
 
 pub use builtin::{Builtin, BuiltinError};
 pub use eval::{evaluate_all, Evaluator};
-pub use expr::{CompileError, Expression};
+pub use expr::{on_eval_stack, CompileError, Expression};
 pub use prepared::PreparedInput;
 pub use spec::{BuiltinKind, SchemaSpec, ValidatorSpec};
 
