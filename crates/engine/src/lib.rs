@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod bounds;
 pub mod cache_key;
 pub mod call;
 pub mod check;
