@@ -30,6 +30,7 @@ pub mod openai_wire;
 pub mod outcome;
 pub mod provider;
 pub mod recording;
+pub mod redact;
 pub mod retry_policy;
 pub mod revalidate;
 pub mod runner;
