@@ -240,3 +240,20 @@ fn template_work_is_capped() {
         assert!(t.elapsed() < Duration::from_secs(30));
     }
 }
+
+#[test]
+fn five_thousand_checks_run_in_linear_time_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let checks: String = (0..5002)
+        .map(|k| format!("[[validator]]\nname = \"v{k}\"\ncheck = 'output.len() < 100000'\n"))
+        .collect();
+    write(
+        dir.path(),
+        "probity.toml",
+        &config("outputs_per_input = 20", &checks, ONE_INPUT),
+    );
+    let t = Instant::now();
+    let out = run(dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+}
