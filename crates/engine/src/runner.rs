@@ -352,6 +352,9 @@ pub async fn run_with(
             };
             let recording = match resumed_id {
                 Some(id) => {
+                    // One process at a time: refused, naming the holder,
+                    // while another live process runs it.
+                    store.take_lease(id)?;
                     let record_ = store.run(id)?;
                     base = record_.totals();
                     reused_from = record_.reused_from;
@@ -486,9 +489,18 @@ pub async fn run_with(
     let mut halt = None;
     let mut cancel = cancel;
     let mut interrupted = false;
+    let mut lease_tick = tokio::time::interval(std::time::Duration::from_secs_f64(
+        crate::store::LEASE_REFRESH_S,
+    ));
     loop {
         let next = tokio::select! {
             row = rx.recv() => row,
+            _ = lease_tick.tick() => {
+                if let Some((store, run_id)) = &store {
+                    let _ = store.refresh_lease(*run_id);
+                }
+                continue;
+            }
             _ = cancel.wait_for(|c| *c), if !interrupted => { interrupted = true; continue; }
             _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } }, if !interrupted => {
                 interrupted = true;
