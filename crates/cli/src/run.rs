@@ -117,7 +117,12 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     )
     .await
     .map_err(|e| match e {
-        RunError::Config(_) | RunError::NothingToResume => Failure::usage(e.to_string()),
+        // Fix the command or wait: the run is held by another process.
+        RunError::Config(_)
+        | RunError::NothingToResume
+        | RunError::Store(probity_engine::store::StoreError::Leased { .. }) => {
+            Failure::usage(e.to_string())
+        }
         other => Failure::incomplete(other.to_string()),
     })?;
     display.finish();

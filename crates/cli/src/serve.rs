@@ -15,6 +15,11 @@ pub struct ServeArgs {
     /// free port; the address is printed).
     #[arg(long)]
     listen: Option<String>,
+    /// Listen beyond the loopback interface without a token (`token_env`):
+    /// anyone who can reach the address can spend the upstream quota.
+    /// Without this flag, such a server refuses to start.
+    #[arg(long)]
+    insecure_no_token: bool,
     #[command(flatten)]
     store: StoreArg,
 }
@@ -34,6 +39,12 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
         .local_addr()
         .map_err(|e| Failure::incomplete(e.to_string()))?;
     if !addr.ip().is_loopback() && no_token {
+        if !args.insecure_no_token {
+            return Err(Failure::usage(format!(
+                "{}: refusing to listen on {addr} without a token: anyone who can reach it could spend your upstream quota. Set token_env (clients then send `Authorization: Bearer <token>`), listen on 127.0.0.1, or pass --insecure-no-token",
+                args.config.display()
+            )));
+        }
         eprintln!("warning: listening on {addr} without a token (set token_env): anyone who can reach it can spend your upstream quota");
     }
     let name = loaded.name.clone();

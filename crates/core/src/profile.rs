@@ -78,12 +78,16 @@ pub fn strategy_rates(
         Strategy::Rows => binomial(t.input_counts_for(k), true),
         Strategy::Columns => binomial(t.repetition_counts_for(k), false),
         Strategy::All => {
+            // Only check k's cells: scanning the whole tensor for each of
+            // the K checks would make a run's analysis grow with K².
             let mut acc = ClusterAccumulator::new(t.inputs());
-            t.for_each(|i, _, kk, cell| {
-                if kk == k {
-                    acc.add_cell(i, cell, opts.errors);
+            for i in 0..t.inputs() {
+                for j in 0..t.repetitions() {
+                    if let Some(cell) = t.get(i, j, k) {
+                        acc.add_cell(i, cell, opts.errors);
+                    }
                 }
-            });
+            }
             vec![ProfileEntry {
                 index: 0,
                 rate: acc.estimate(opts),

@@ -113,6 +113,9 @@ pub enum PlanError {
     BadTarget(f64),
 }
 
+/// Most checks for which the pairwise phi matrix is computed.
+pub const MAX_PHI_CHECKS: usize = 100;
+
 /// Joint pass rates measured on a tensor (§4.2.3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EmpiricalJoint {
@@ -121,7 +124,9 @@ pub struct EmpiricalJoint {
     /// The same per input: `P_pass,i`.
     pub per_input: Vec<RateEstimate>,
     /// Pairwise phi coefficients between validators, over outputs where
-    /// both were evaluated; `None` where a validator never varied.
+    /// both were evaluated; `None` where a validator never varied. Empty
+    /// for more than [`MAX_PHI_CHECKS`] checks (K² pairs would make the
+    /// memory and time of a run grow with the square of K).
     pub phi: Vec<Vec<Option<f64>>>,
 }
 
@@ -172,7 +177,8 @@ impl RetryPlan {
         let mut overall = ClusterAccumulator::new(n);
         let mut per_input: Vec<ClusterAccumulator> =
             (0..n).map(|_| ClusterAccumulator::new(m)).collect();
-        let mut pairs = vec![[0u64; 4]; k * k];
+        let with_phi = k <= MAX_PHI_CHECKS;
+        let mut pairs = vec![[0u64; 4]; if with_phi { k * k } else { 0 }];
         let mut cells: Vec<Cell> = Vec::with_capacity(k);
         let mut values: Vec<Option<f64>> = Vec::with_capacity(k);
         for (i, input_acc) in per_input.iter_mut().enumerate() {
@@ -192,7 +198,7 @@ impl RetryPlan {
                         .iter()
                         .map(|&c| crate::score::cell_value(c, opts.errors)),
                 );
-                for a in 0..k {
+                for a in 0..if with_phi { k } else { 0 } {
                     for b in (a + 1)..k {
                         if let (Some(x), Some(y)) = (values[a], values[b]) {
                             pairs[a * k + b][(x as usize) * 2 + y as usize] += 1;
@@ -201,10 +207,11 @@ impl RetryPlan {
                 }
             }
         }
-        let mut phi = vec![vec![None; k]; k];
-        for a in 0..k {
+        let kp = if with_phi { k } else { 0 };
+        let mut phi = vec![vec![None; kp]; kp];
+        for a in 0..kp {
             phi[a][a] = Some(1.0);
-            for b in (a + 1)..k {
+            for b in (a + 1)..kp {
                 let v = phi_coefficient(pairs[a * k + b]);
                 phi[a][b] = v;
                 phi[b][a] = v;

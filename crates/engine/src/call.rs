@@ -164,7 +164,8 @@ impl Caller {
                         self.tokens.fetch_add(used, Ordering::Relaxed);
                     }
                     return Ok(Answer {
-                        text: c.text,
+                        // The one redaction point (crate::redact).
+                        text: crate::redact::redact_owned(c.text),
                         latency_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
                         input_tokens: c.input_tokens,
                         output_tokens: c.output_tokens,
@@ -174,7 +175,7 @@ impl Caller {
                 Err(e) if e.is_retryable() && attempt < self.call_attempts => {
                     tokio::time::sleep(self.backoff.delay(attempt - 1, e.retry_after())).await;
                 }
-                Err(e) => return Err((e, attempt)),
+                Err(e) => return Err((crate::redact::error(e), attempt)),
             }
         }
     }

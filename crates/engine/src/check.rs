@@ -11,10 +11,24 @@
 use crate::call::Caller;
 use crate::store::{JudgementCache, JudgementRow};
 use crate::verifier::{JudgeVerdict, Verifier};
-use probity_core::validator::PreparedInput;
+use probity_core::validator::{on_eval_stack, PreparedInput};
 use probity_core::{Cell, CheckInfo, CheckKind, Validator, Verdict};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// Run `f` off the async workers: on the expression evaluation pool (large
+/// stacks, see [`on_eval_stack`]), with the current tokio worker handing
+/// its other tasks over meanwhile (`block_in_place`) on a multi-threaded
+/// runtime, so a slow check never stalls unrelated requests.
+pub fn off_async_workers<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi {
+        tokio::task::block_in_place(|| on_eval_stack(f))
+    } else {
+        on_eval_stack(f)
+    }
+}
 
 /// The checks, in column order: validators, then verifiers.
 #[derive(Debug, Clone, Default)]
@@ -72,6 +86,13 @@ impl std::fmt::Debug for Judging {
     }
 }
 
+/// The time since this process first asked: the clock of the expressions'
+/// time limit (`probity_core::validator::expr::MAX_EVAL_TIME`).
+fn monotonic() -> std::time::Duration {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed()
+}
+
 /// A validator's settings as a column of the tensor.
 pub fn validator_info(v: &Validator) -> CheckInfo {
     CheckInfo {
@@ -117,12 +138,14 @@ impl Checks {
     }
 
     /// The validator columns for one output: cells, and the reasons of the
-    /// cells that are errors. Synchronous: validators make no call.
+    /// cells that are errors. Synchronous: validators make no call. Each
+    /// expression is stopped after its time limit, on this process's clock.
     pub fn validate(
         &self,
         input: &PreparedInput<'_>,
         output: &str,
     ) -> (Vec<Cell>, Vec<(usize, String)>) {
+        probity_core::validator::expr::install_clock(monotonic);
         let mut cells = Vec::with_capacity(self.len());
         let mut reasons = Vec::new();
         for (k, v) in self.validators.iter().enumerate() {
@@ -133,6 +156,14 @@ impl Checks {
             cells.push(Cell::from(&verdict));
         }
         (cells, reasons)
+    }
+
+    /// Whether a validator is a Rhai expression (which may run for up to
+    /// its time limit, so is not evaluated on an async worker).
+    pub fn has_expressions(&self) -> bool {
+        self.validators
+            .iter()
+            .any(|v| matches!(v.check, probity_core::validator::Check::Expression(_)))
     }
 
     /// Check one output with every validator and every verifier (one judge
@@ -146,7 +177,11 @@ impl Checks {
         repetition: u32,
         attempt: u32,
     ) -> Checked {
-        let (mut cells, mut reasons) = self.validate(input, output);
+        let (mut cells, mut reasons) = if self.has_expressions() {
+            off_async_workers(|| self.validate(input, output))
+        } else {
+            self.validate(input, output)
+        };
         let (mut judge_calls, mut judge_cached) = (0, 0);
         let input = input.input();
         for (w, v) in self.verifiers.iter().enumerate() {

@@ -25,6 +25,7 @@
 //! Unknown keys are errors, and every error names the file, the line and
 //! column, and the field.
 
+use crate::bounds;
 use crate::call::CallSettings;
 use crate::check::Checks;
 use crate::experiment::{Experiment, Source};
@@ -43,7 +44,6 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 use thiserror::Error;
 
 /// A configuration problem: always names where.
@@ -250,7 +250,7 @@ impl Config {
             path: path.to_path_buf(),
             source,
         })?;
-        Config::from_str(&text, path)
+        Config::from_str(crate::inputs::strip_bom(&text), path)
     }
 
     /// Parse and check `text` as if read from `path` (relative input files
@@ -319,6 +319,12 @@ impl Config {
                     .into(),
             ));
         }
+        bounds::shape(
+            inputs.len(),
+            file.experiment.outputs_per_input,
+            validators.len() + verifiers.len(),
+        )
+        .map_err(|m| invalid(format!("[experiment] {m}")))?;
         // A field an expression reads that no input has can only make the
         // check fail (or err) on every output: a broken check, not a
         // verdict about the system. (A field only some inputs lack is an
@@ -398,7 +404,7 @@ impl Config {
     pub fn calls(&self) -> CallSettings {
         let e = &self.file.experiment;
         CallSettings {
-            timeout: Duration::from_secs_f64(e.timeout_s),
+            timeout: bounds::clamp_seconds(e.timeout_s),
             call_attempts: e.call_attempts,
             requests_per_minute: e.requests_per_minute,
             tokens_per_minute: e.tokens_per_minute,
@@ -424,7 +430,7 @@ impl Config {
             analysis: self.analysis(),
             calls: self.calls(),
             concurrency: e.concurrency,
-            deadline: e.deadline_s.map(Duration::from_secs_f64),
+            deadline: e.deadline_s.map(bounds::clamp_seconds),
             error_budget: e.error_budget,
             source: Some(self.source()),
         })
@@ -448,6 +454,36 @@ fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
     if e.outputs_per_input == 0 {
         return Err("outputs_per_input must be at least 1".into());
     }
+    if e.outputs_per_input > bounds::MAX_OUTPUTS_PER_INPUT {
+        return Err(format!(
+            "outputs_per_input = {} is more than {}",
+            e.outputs_per_input,
+            bounds::MAX_OUTPUTS_PER_INPUT
+        ));
+    }
+    if e.concurrency > bounds::MAX_CONCURRENCY {
+        return Err(format!(
+            "concurrency = {} is more than {}",
+            e.concurrency,
+            bounds::MAX_CONCURRENCY
+        ));
+    }
+    if e.call_attempts > bounds::MAX_ATTEMPTS {
+        return Err(format!(
+            "call_attempts = {} is more than {}",
+            e.call_attempts,
+            bounds::MAX_ATTEMPTS
+        ));
+    }
+    if let Some(k) = e
+        .pass_k
+        .filter(|&k| k as usize > bounds::MAX_OUTPUTS_PER_INPUT)
+    {
+        return Err(format!(
+            "pass_k = {k} is more than {}",
+            bounds::MAX_OUTPUTS_PER_INPUT
+        ));
+    }
     if !(e.confidence > 0.0 && e.confidence < 1.0) {
         return Err(format!(
             "confidence = {} must be strictly between 0 and 1",
@@ -463,16 +499,9 @@ fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
     if e.concurrency == 0 {
         return Err("concurrency must be at least 1".into());
     }
-    if !(e.timeout_s.is_finite() && e.timeout_s > 0.0) {
-        return Err(format!(
-            "timeout_s = {} must be a positive number of seconds",
-            e.timeout_s
-        ));
-    }
-    if let Some(d) = e.deadline_s.filter(|d| !(d.is_finite() && *d > 0.0)) {
-        return Err(format!(
-            "deadline_s = {d} must be a positive number of seconds"
-        ));
+    bounds::seconds("timeout_s", e.timeout_s)?;
+    if let Some(d) = e.deadline_s {
+        bounds::seconds("deadline_s", d)?;
     }
     if !(0.0..=1.0).contains(&e.error_budget) {
         return Err(format!(

@@ -183,6 +183,11 @@ impl Experiment {
         if self.concurrency == 0 {
             return Some("concurrency must be at least 1".into());
         }
+        if let Err(m) =
+            crate::bounds::shape(self.inputs.len(), self.outputs_per_input, self.checks.len())
+        {
+            return Some(m);
+        }
         if !(0.0..=1.0).contains(&self.error_budget) {
             return Some(format!(
                 "error_budget = {} must be a share of the samples between 0 and 1",

@@ -39,7 +39,6 @@ use probity_core::{Cell, Input};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// One attempt: its output (or why there is none), verdicts and reasons.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -265,8 +264,11 @@ impl Guard {
         let deadline = self
             .policy
             .deadline_s
-            .map(|s| started + Duration::from_secs_f64(s));
-        let attempt_timeout = self.policy.attempt_timeout_s.map(Duration::from_secs_f64);
+            .and_then(|s| started.checked_add(crate::bounds::clamp_seconds(s)));
+        let attempt_timeout = self
+            .policy
+            .attempt_timeout_s
+            .map(crate::bounds::clamp_seconds);
         let mut attempts: Vec<Attempt> = Vec::new();
         let mut current = messages.to_vec();
         let mut first = first;

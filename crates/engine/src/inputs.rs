@@ -78,8 +78,8 @@ fn read_file(path: &Path) -> Result<Vec<Input>, InputError> {
             parse_jsonl(&text, path)
         }
         "csv" => {
-            let file = std::fs::File::open(path).map_err(read_err)?;
-            parse_csv(file, path)
+            let bytes = std::fs::read(path).map_err(read_err)?;
+            parse_csv(bytes.as_slice(), path)
         }
         _ => Err(InputError::Extension {
             path: path.to_path_buf(),
@@ -88,8 +88,18 @@ fn read_file(path: &Path) -> Result<Vec<Input>, InputError> {
     }
 }
 
-/// One JSON object per non-blank line.
+/// The UTF-8 byte order mark some editors put first in a file.
+const BOM: &str = "\u{feff}";
+
+/// `text` without a leading byte order mark.
+pub fn strip_bom(text: &str) -> &str {
+    text.strip_prefix(BOM).unwrap_or(text)
+}
+
+/// One JSON object per non-blank line (a leading byte order mark is
+/// skipped).
 pub fn parse_jsonl(text: &str, path: &Path) -> Result<Vec<Input>, InputError> {
+    let text = strip_bom(text);
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -113,9 +123,29 @@ pub fn parse_jsonl(text: &str, path: &Path) -> Result<Vec<Input>, InputError> {
     Ok(out)
 }
 
-/// A header row of field names, then one input per row.
-pub fn parse_csv(reader: impl std::io::Read, path: &Path) -> Result<Vec<Input>, InputError> {
-    let mut rdr = csv::Reader::from_reader(reader);
+/// A header row of field names, then one input per row (a leading byte
+/// order mark is skipped). A quoted field still open at the end of the
+/// file is an error naming the line its quote opened on (the csv reader
+/// would take every row after it as that one field's text).
+pub fn parse_csv(mut reader: impl std::io::Read, path: &Path) -> Result<Vec<Input>, InputError> {
+    let mut bytes = Vec::new();
+    reader
+        .read_to_end(&mut bytes)
+        .map_err(|source| InputError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let bytes = bytes.strip_prefix(BOM.as_bytes()).unwrap_or(&bytes);
+    if let Some(line) = unclosed_quote(bytes) {
+        return Err(InputError::Line {
+            path: path.to_path_buf(),
+            line,
+            message:
+                "a quoted field opens here and is never closed (a `\"` without its closing `\"`)"
+                    .into(),
+        });
+    }
+    let mut rdr = csv::Reader::from_reader(bytes);
     let headers = rdr
         .headers()
         .map_err(|e| InputError::Line {
@@ -148,6 +178,40 @@ pub fn parse_csv(reader: impl std::io::Read, path: &Path) -> Result<Vec<Input>, 
         );
     }
     Ok(out)
+}
+
+/// The 1-based line where a quoted CSV field opens that the file never
+/// closes, as the csv reader reads quotes: a `"` first in a field opens
+/// it, `""` inside is an escaped quote, a lone `"` closes it; elsewhere a
+/// `"` is text.
+fn unclosed_quote(bytes: &[u8]) -> Option<usize> {
+    let (mut line, mut opened_at) = (1, None);
+    let (mut at_field_start, mut i) = (true, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
+        match opened_at {
+            Some(_) => {
+                if b == b'"' {
+                    if bytes.get(i + 1) == Some(&b'"') {
+                        i += 1;
+                    } else {
+                        opened_at = None;
+                    }
+                }
+            }
+            None => {
+                if b == b'"' && at_field_start {
+                    opened_at = Some(line);
+                }
+                at_field_start = b == b',' || b == b'\n' || b == b'\r';
+            }
+        }
+        if b == b'\n' {
+            line += 1;
+        }
+        i += 1;
+    }
+    opened_at
 }
 
 fn to_input(fields: Map<String, Value>, position: usize) -> Result<Input, String> {

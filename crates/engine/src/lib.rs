@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod bounds;
 pub mod cache_key;
 pub mod call;
 pub mod check;
@@ -29,6 +30,7 @@ pub mod openai_wire;
 pub mod outcome;
 pub mod provider;
 pub mod recording;
+pub mod redact;
 pub mod retry_policy;
 pub mod revalidate;
 pub mod runner;

@@ -106,6 +106,9 @@ impl Default for Backoff {
     }
 }
 
+/// The longest `Retry-After` honoured: 5 minutes.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
 impl Backoff {
     pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
         let d = self
@@ -114,7 +117,8 @@ impl Backoff {
             .min(self.cap);
         let jittered = d.mul_f64(rand::thread_rng().gen_range(0.5..=1.0));
         match retry_after {
-            Some(r) if r > jittered => r,
+            // A server cannot park a call for longer than this.
+            Some(r) if r > jittered => r.min(MAX_RETRY_AFTER),
             _ => jittered,
         }
     }

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// A chat-completions request as a server receives it. Fields other than
-/// these are ignored.
+/// these are ignored; these are read strictly (`"stream": "true"`, a
+/// string, is an error, not a bool). Read it with [`ChatRequest::parse`]
+/// for messages that name the field.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ChatRequest {
     #[serde(default)]
@@ -15,6 +17,58 @@ pub struct ChatRequest {
     pub messages: Vec<WireMessage>,
     #[serde(default)]
     pub seed: Option<u64>,
+    /// Whether the client asks for server-sent events.
+    #[serde(default)]
+    pub stream: Option<bool>,
+    /// Choices asked for: a positive integer.
+    #[serde(default)]
+    pub n: Option<u32>,
+}
+
+impl ChatRequest {
+    /// Read a request body (a JSON object). The error is a message for the
+    /// client naming the field and what it must be.
+    pub fn parse(body: &[u8]) -> Result<ChatRequest, String> {
+        let v: Value =
+            serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+        let Value::Object(map) = &v else {
+            return Err("the body must be a JSON object (a chat completions request)".into());
+        };
+        let field = |name: &str| map.get(name).filter(|v| !v.is_null());
+        if let Some(s) = field("stream") {
+            if !s.is_boolean() {
+                return Err(format!("`stream` must be true or false, not {s}"));
+            }
+        }
+        if let Some(n) = field("n") {
+            if !n
+                .as_u64()
+                .is_some_and(|n| (1..=u64::from(u32::MAX)).contains(&n))
+            {
+                return Err(format!("`n` must be a positive integer, not {n}"));
+            }
+        }
+        for (name, ok) in [
+            ("model", field("model").is_none_or(Value::is_string)),
+            ("seed", field("seed").is_none_or(|s| s.as_u64().is_some())),
+        ] {
+            if !ok {
+                return Err(format!("`{name}` has the wrong type"));
+            }
+        }
+        let messages_ok = map
+            .get("messages")
+            .and_then(Value::as_array)
+            .is_some_and(|m| {
+                !m.is_empty()
+                    && m.iter()
+                        .all(|m| m.get("role").is_some_and(Value::is_string))
+            });
+        if !messages_ok {
+            return Err("`messages` must be a non-empty array of messages with a `role`".into());
+        }
+        ChatRequest::deserialize(&v).map_err(|e| format!("invalid request: {e}"))
+    }
 }
 
 /// A message as sent by clients: `content` is a string, an array of parts

@@ -91,12 +91,19 @@ impl RetryPolicy {
         if self.attempts == 0 {
             return Err("attempts must be at least 1".into());
         }
+        if self.attempts > crate::bounds::MAX_ATTEMPTS {
+            return Err(format!(
+                "attempts = {} is more than {}",
+                self.attempts,
+                crate::bounds::MAX_ATTEMPTS
+            ));
+        }
         for (name, v) in [
             ("attempt_timeout_s", self.attempt_timeout_s),
             ("deadline_s", self.deadline_s),
         ] {
-            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
-                return Err(format!("{name} = {v} must be a positive number of seconds"));
+            if let Some(v) = v {
+                crate::bounds::seconds(name, v)?;
             }
         }
         if let Some(t) = &self.feedback_template {

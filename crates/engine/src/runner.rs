@@ -181,7 +181,9 @@ struct Shared {
     guard: Guard,
     inputs: Vec<PreparedInput<'static>>,
     messages: Vec<Vec<Message>>,
-    keys: Vec<Vec<String>>,
+    /// The system's fingerprint: with a request and `j`, a sample's cache
+    /// key (made when the sample is, so memory does not grow with N × M).
+    fingerprint: String,
     /// A retry policy is set: every attempt is recorded.
     record_attempts: bool,
 }
@@ -199,7 +201,7 @@ impl Shared {
             .guard
             .run_from(&self.messages[i], &self.inputs[i], j as u32, known.map(Ok))
             .await;
-        let key = self.keys[i][j].clone();
+        let key = sample_key(&self.fingerprint, &self.messages[i], j);
         let published = matches!(outcome, GuardOutcome::Published { .. });
         let attempts = outcome.attempts();
         let Some(first) = attempts.first() else {
@@ -306,10 +308,6 @@ pub async fn run_with(
         Some(s) => s.hash.clone(),
         None => content_hash(experiment, &fingerprint, &messages),
     };
-    let keys: Vec<Vec<String>> = messages
-        .iter()
-        .map(|msgs| (0..m).map(|j| sample_key(&fingerprint, msgs, j)).collect())
-        .collect();
     let mut tensor =
         ReliabilityTensor::new(n, m, k).map_err(|e| RunError::Config(at(e.to_string())))?;
     let infos = experiment.checks.infos();
@@ -362,6 +360,9 @@ pub async fn run_with(
             };
             let recording = match resumed_id {
                 Some(id) => {
+                    // One process at a time: refused, naming the holder,
+                    // while another live process runs it.
+                    store.take_lease(id)?;
                     let record_ = store.run(id)?;
                     base = record_.totals();
                     reused_from = record_.reused_from;
@@ -401,14 +402,12 @@ pub async fn run_with(
                 // answer is served without a call (judges and retries may
                 // still call).
                 let pending: Vec<usize> = (0..n * m).filter(|&c| !done[c]).collect();
-                let pending_keys: Vec<String> = pending
-                    .iter()
-                    .map(|&c| keys[c / m][c % m].clone())
-                    .collect();
+                let key = |c: usize| sample_key(&fingerprint, &messages[c / m], c % m);
+                let pending_keys: Vec<String> = pending.iter().map(|&c| key(c)).collect();
                 let mut cache = store.cached_outputs(from, &pending_keys)?;
-                for c in pending {
+                for (c, k) in pending.into_iter().zip(pending_keys) {
                     let (i, j) = (c / m, c % m);
-                    if let Some(hit) = cache.remove(&keys[i][j]) {
+                    if let Some(hit) = cache.remove(&k) {
                         progress.cached += 1;
                         queue.push_back((i, j, Some(Answer::from(hit))));
                         done[c] = true;
@@ -451,7 +450,7 @@ pub async fn run_with(
             .map(PreparedInput::owned)
             .collect(),
         messages,
-        keys,
+        fingerprint,
         record_attempts: experiment.retry.is_some(),
     });
     let workers = experiment.concurrency.min(queue.len());
@@ -485,7 +484,10 @@ pub async fn run_with(
     }
     drop(tx);
 
-    let deadline = experiment.deadline.map(|d| tokio::time::Instant::now() + d);
+    // A deadline too far to represent is no deadline.
+    let deadline = experiment
+        .deadline
+        .and_then(|d| tokio::time::Instant::now().checked_add(d));
     let budget = ErrorBudget {
         share: experiment.error_budget,
         samples: (n * m) as u64,
@@ -495,9 +497,18 @@ pub async fn run_with(
     let mut halt = None;
     let mut cancel = cancel;
     let mut interrupted = false;
+    let mut lease_tick = tokio::time::interval(std::time::Duration::from_secs_f64(
+        crate::store::LEASE_REFRESH_S,
+    ));
     loop {
         let next = tokio::select! {
             row = rx.recv() => row,
+            _ = lease_tick.tick() => {
+                if let Some((store, run_id)) = &store {
+                    let _ = store.refresh_lease(*run_id);
+                }
+                continue;
+            }
             _ = cancel.wait_for(|c| *c), if !interrupted => { interrupted = true; continue; }
             _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } }, if !interrupted => {
                 interrupted = true;

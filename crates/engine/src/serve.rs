@@ -177,12 +177,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         .retry
         .validate()
         .map_err(|m| at(format!("[retry] {m}")))?;
-    if !(config.timeout_s.is_finite() && config.timeout_s > 0.0) {
-        return Err(at(format!(
-            "timeout_s = {} must be positive",
-            config.timeout_s
-        )));
-    }
+    crate::bounds::seconds("timeout_s", config.timeout_s).map_err(at)?;
     let validators = config
         .validators
         .iter()
@@ -204,6 +199,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
             std::env::var(var)
                 .ok()
                 .filter(|t| !t.is_empty())
+                .inspect(|t| crate::redact::register(t))
                 .ok_or_else(|| {
                     at(format!(
                         "token_env: environment variable `{var}` is not set"
@@ -435,10 +431,13 @@ fn authorized(expected: &Option<String>, headers: &HeaderMap) -> bool {
     let Some(expected) = expected else {
         return true;
     };
+    // The scheme is case-insensitive (RFC 7235): `Bearer`, `bearer`, `BEARER`.
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|v| v.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim_start())
         .unwrap_or("");
     expected.as_bytes().ct_eq(presented.as_bytes()).into()
 }
@@ -462,33 +461,26 @@ async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: Bytes
         );
     }
     let started = Instant::now();
-    let req: Value = match serde_json::from_slice(&body) {
-        Ok(v @ Value::Object(_)) => v,
-        _ => {
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                "the body must be a JSON chat completions request",
-            )
+    let request = match ChatRequest::parse(&body) {
+        Ok(r) => r,
+        Err(message) => {
+            return error_response(StatusCode::BAD_REQUEST, "invalid_request_error", &message)
         }
     };
-    if req.get("stream").and_then(Value::as_bool) == Some(true) {
+    if request.stream == Some(true) {
         return error_response(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
             "streaming is not supported by the probity guard: it must check the whole output before publishing it; send \"stream\": false",
         );
     }
-    let Some(request) = ChatRequest::deserialize(&req)
-        .ok()
-        .filter(|r| !r.messages.is_empty())
-    else {
+    if let Some(n) = request.n.filter(|&n| n > 1) {
         return error_response(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
-            "`messages` must be a non-empty array of messages with a `role`",
+            &format!("n = {n}: the probity guard answers one checked output per request; send n = 1 or leave it out"),
         );
-    };
+    }
     let messages: Vec<Message> = request
         .messages
         .into_iter()

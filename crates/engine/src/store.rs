@@ -26,16 +26,24 @@ use thiserror::Error;
 ///
 /// 2 added the `attempts` table (every attempt of a retry policy); 3 added
 /// the `judgements` table (the judge cache); 4 added `attempts.cache_key`
-/// (the output cache of attempts after the first). Every change is additive
+/// (the output cache of attempts after the first); 6 added the `leases`
+/// table (one process owns a run at a time). Every change is additive
 /// (`CREATE TABLE IF NOT EXISTS`, `ALTER TABLE … ADD COLUMN`): an older
 /// store is upgraded in place when opened, and keeps every run readable.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Rows per write transaction at most; a transaction also ends as soon as
 /// the queue is empty, so a slow run still commits every sample promptly.
 const BATCH: usize = 512;
 
 const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS leases (
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    refreshed_at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
@@ -131,6 +139,45 @@ pub enum StoreError {
     },
     #[error("run store {path}: the writer stopped: {what}")]
     Writer { path: PathBuf, what: String },
+    /// Another live process owns the run (`--resume` twice at once).
+    #[error("run store {path}: run {run} is being run by process {pid} on {host} (since {since}, last seen {seen_s:.0} s ago); wait for it to finish or stop it, then resume")]
+    Leased {
+        path: PathBuf,
+        run: i64,
+        pid: i64,
+        host: String,
+        since: String,
+        seen_s: f64,
+    },
+}
+
+/// A lease not refreshed for this long is stale: its holder is taken to be
+/// gone and the run may be taken over.
+pub const LEASE_STALE_S: f64 = 60.0;
+/// How often a process holding a lease refreshes it.
+pub const LEASE_REFRESH_S: f64 = 10.0;
+
+fn now_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// This machine's name, as leases record it.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Whether process `pid` on this machine is gone (known only where
+/// `/proc` exists; elsewhere a lease goes stale by time alone).
+fn process_gone(pid: i64) -> bool {
+    Path::new("/proc/self").exists() && !Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// A run's header row.
@@ -463,6 +510,12 @@ impl Store {
         )
         .map_err(err)?;
         let id = tx.last_insert_rowid();
+        // The new run is this process's from the start.
+        tx.execute(
+            "INSERT OR REPLACE INTO leases (run_id, pid, host, refreshed_at) VALUES (?1, ?2, ?3, ?4)",
+            params![id, i64::from(std::process::id()), host_name(), now_s()],
+        )
+        .map_err(err)?;
         {
             let mut stmt = tx
                 .prepare(
@@ -481,6 +534,73 @@ impl Store {
         }
         tx.commit().map_err(err)?;
         Ok(id)
+    }
+
+    /// Take run `run` for this process, in one transaction: refused with
+    /// [`StoreError::Leased`] naming the holder when another live process
+    /// holds it; a lease whose process is gone (same host) or that was not
+    /// refreshed for [`LEASE_STALE_S`] is taken over.
+    pub fn take_lease(&mut self, run: i64) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let err = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let (me, host, now) = (i64::from(std::process::id()), host_name(), now_s());
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(err)?;
+        let held: Option<(i64, String, String, f64)> = tx
+            .query_row(
+                "SELECT pid, host, started_at, refreshed_at FROM leases WHERE run_id = ?1",
+                params![run],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()
+            .map_err(err)?;
+        if let Some((pid, holder, since, seen)) = held {
+            let mine = pid == me && holder == host;
+            let stale = now - seen > LEASE_STALE_S || (holder == host && process_gone(pid));
+            if !mine && !stale {
+                return Err(StoreError::Leased {
+                    path: self.path.clone(),
+                    run,
+                    pid,
+                    host: holder,
+                    since,
+                    seen_s: (now - seen).max(0.0),
+                });
+            }
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO leases (run_id, pid, host, refreshed_at) VALUES (?1, ?2, ?3, ?4)",
+            params![run, me, host, now],
+        )
+        .map_err(err)?;
+        tx.commit().map_err(err)
+    }
+
+    /// Refresh this process's lease on `run` (still alive).
+    pub fn refresh_lease(&self, run: i64) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE leases SET refreshed_at = ?2 WHERE run_id = ?1 AND pid = ?3",
+                params![run, now_s(), i64::from(std::process::id())],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Give up this process's lease on `run`.
+    pub fn release_lease(&self, run: i64) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "DELETE FROM leases WHERE run_id = ?1 AND pid = ?2",
+                params![run, i64::from(std::process::id())],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
     }
 
     /// The most recent unfinished run with this configuration hash.
@@ -524,7 +644,8 @@ impl Store {
                 ],
             )
             .map_err(|e| self.err(e))?;
-        Ok(())
+        // Finished or interrupted, the run is no longer this process's.
+        self.release_lease(run)
     }
 
     /// Every run, newest first, optionally only those whose name contains

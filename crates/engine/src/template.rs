@@ -44,6 +44,14 @@ pub enum TemplateError {
     },
 }
 
+/// Instructions one render may execute (minijinja's fuel): loops over
+/// `range(100000)` nested twice run out of it in milliseconds.
+pub const MAX_TEMPLATE_FUEL: u64 = 1_000_000;
+/// Deepest nesting of includes, macros and blocks in one render.
+pub const MAX_TEMPLATE_RECURSION: usize = 64;
+/// Largest text one render may produce, in bytes.
+pub const MAX_RENDERED_BYTES: usize = 16 << 20;
+
 const SYSTEM: &str = "system_prompt";
 const USER: &str = "prompt";
 const FEEDBACK: &str = "feedback";
@@ -155,6 +163,10 @@ pub fn input_value(input: &Input) -> Value {
 /// undefined, debug info on, trailing newlines kept.
 pub(crate) fn new_env() -> Environment<'static> {
     let mut env = Environment::new();
+    // Work caps: a render that loops too long or recurses too deep is an
+    // error, not a hang or a stack overflow.
+    env.set_fuel(Some(MAX_TEMPLATE_FUEL));
+    env.set_recursion_limit(MAX_TEMPLATE_RECURSION);
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_debug(true);
     env.set_keep_trailing_newline(true);
@@ -189,12 +201,45 @@ pub(crate) fn render_one(
         input_id: input.id.clone(),
         message: describe(&e),
     })?;
-    tmpl.render(ctx).map_err(|e| TemplateError::Render {
-        template: name.to_string(),
-        line: e.line().unwrap_or(0),
-        input_id: input.id.clone(),
-        message: describe(&e),
-    })
+    let mut out = Capped::default();
+    match tmpl.render_captured_to(ctx, &mut out) {
+        Ok(_) => Ok(String::from_utf8_lossy(&out.bytes).into_owned()),
+        Err(e) => Err(TemplateError::Render {
+            template: name.to_string(),
+            line: e.line().unwrap_or(0),
+            input_id: input.id.clone(),
+            message: if out.over {
+                format!(
+                    "the rendered text is longer than {} MiB",
+                    MAX_RENDERED_BYTES >> 20
+                )
+            } else {
+                describe(&e)
+            },
+        }),
+    }
+}
+
+/// A buffer that refuses to grow past [`MAX_RENDERED_BYTES`].
+#[derive(Default)]
+struct Capped {
+    bytes: Vec<u8>,
+    over: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() + buf.len() > MAX_RENDERED_BYTES {
+            self.over = true;
+            return Err(std::io::Error::other("rendered text too long"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A one-line description of a minijinja error; for undefined values it

@@ -10,6 +10,7 @@
 //! on the number of threads.
 
 use super::check::Validator;
+use super::expr::on_eval_stack;
 use super::prepared::PreparedInput;
 use crate::model::{Input, Sample};
 use crate::verdict::Verdict;
@@ -60,11 +61,14 @@ impl<'a> Evaluator<'a> {
     /// Verdicts for a chunk of samples, in parallel: outer index = sample
     /// (in the chunk's order), inner = validator (in order).
     pub fn evaluate_chunk(&self, samples: &[Sample]) -> Vec<Vec<Verdict>> {
-        samples
-            .par_iter()
-            .with_min_len(MIN_SAMPLES_PER_TASK)
-            .map(|s| self.evaluate_sample(s))
-            .collect()
+        // On the evaluation pool (large stacks, see `on_eval_stack`).
+        on_eval_stack(|| {
+            samples
+                .par_iter()
+                .with_min_len(MIN_SAMPLES_PER_TASK)
+                .map(|s| self.evaluate_sample(s))
+                .collect()
+        })
     }
 
     /// The same as [`evaluate_chunk`](Self::evaluate_chunk) on one thread.

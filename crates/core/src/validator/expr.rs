@@ -9,10 +9,16 @@
 //!   `print`/`debug` go nowhere, `eval` and `import` are disabled and the
 //!   module resolver resolves nothing.
 //! * **Bounded**: the engine counts operations and limits string, array and
-//!   map sizes, call depth and expression depth, so `loop {}` or a string
-//!   that doubles forever ends quickly in an error instead of a hang or an
-//!   out-of-memory abort — without any wall-clock timeout (the core reads no
-//!   clock).
+//!   map sizes, variables, call depth and expression depth, so `loop {}` or
+//!   a string that doubles forever ends quickly in an error instead of a
+//!   hang or an out-of-memory abort. Rhai's `sleep` is disabled (calling it
+//!   is an error). A wall-clock limit ([`MAX_EVAL_TIME`], on a
+//!   clock the program installs: the core reads none) backs the operation
+//!   count up for the few operations that are slow one
+//!   by one (deep copies of nested data), and evaluations run on threads
+//!   with a large stack ([`EVAL_STACK_BYTES`], see [`on_eval_stack`]), so
+//!   nesting arrays tens of thousands deep is an error, not a stack
+//!   overflow.
 //! * **Rust-like syntax** that reads like the docs/validators.md examples
 //!   (`if input.text.contains("Thank you") { … } else { true }`), with
 //!   `"x" in s` as in the paper's Python.
@@ -56,10 +62,11 @@ use regex::Regex;
 use rhai::module_resolvers::DummyModuleResolver;
 use rhai::{Dynamic, Engine, EvalAltResult, ImmutableString, Map, Scope, AST};
 use serde_json::Value;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 /// Operations one evaluation may perform before it is stopped.
 pub const MAX_OPERATIONS: u64 = 100_000;
@@ -73,6 +80,19 @@ pub const MAX_MAP_SIZE: usize = 100_000;
 pub const MAX_CALL_LEVELS: usize = 32;
 /// Deepest expression nesting (global level, inside functions).
 pub const MAX_EXPR_DEPTHS: (usize, usize) = (64, 32);
+/// Variables a script may hold at once (the three declared ones included):
+/// with [`MAX_STRING_SIZE`], what bounds the memory of one evaluation.
+pub const MAX_VARIABLES: usize = 64;
+/// Functions a script may define.
+pub const MAX_FUNCTIONS: usize = 64;
+/// Wall-clock time one evaluation may take before it is stopped.
+pub const MAX_EVAL_TIME: Duration = Duration::from_secs(1);
+/// Operations between two looks at the clock.
+const CLOCK_EVERY: u64 = 256;
+/// Stack of the threads expressions are evaluated on: deep enough for the
+/// deepest data a script can build within its limits (Rhai copies, sizes
+/// and drops nested arrays recursively).
+pub const EVAL_STACK_BYTES: usize = 256 << 20;
 /// Regexes cached per thread by `matches`/`count_matches`.
 pub const REGEX_CACHE_CAPACITY: usize = 256;
 
@@ -99,6 +119,8 @@ fn build_engine() -> Engine {
         .set_max_map_size(MAX_MAP_SIZE)
         .set_max_call_levels(MAX_CALL_LEVELS)
         .set_max_expr_depths(MAX_EXPR_DEPTHS.0, MAX_EXPR_DEPTHS.1)
+        .set_max_variables(MAX_VARIABLES)
+        .set_max_functions(MAX_FUNCTIONS)
         .set_strict_variables(true)
         // `input.field` on an input without that field is an error naming
         // it, not a silent `()` that compares false (test with
@@ -107,6 +129,21 @@ fn build_engine() -> Engine {
         .set_module_resolver(DummyModuleResolver::new())
         .disable_symbol("eval")
         .disable_symbol("import");
+    // Rhai's `sleep` (in its core package) blocks the thread, unseen by the
+    // operation count: these registrations shadow it with an error.
+    e.register_fn("sleep", |_: i64| -> Result<(), Box<EvalAltResult>> {
+        Err(SLEEP_DISABLED.into())
+    });
+    e.register_fn("sleep", |_: f64| -> Result<(), Box<EvalAltResult>> {
+        Err(SLEEP_DISABLED.into())
+    });
+    e.on_progress(|ops| {
+        if ops % CLOCK_EVERY == 0 && past_deadline() {
+            Some(Dynamic::from(TIME_UP))
+        } else {
+            None
+        }
+    });
     e.on_print(|_| {});
     e.on_debug(|_, _, _| {});
 
@@ -142,11 +179,77 @@ fn build_engine() -> Engine {
     e
 }
 
+const SLEEP_DISABLED: &str = "`sleep` is not available in checks";
+
+/// The token of an evaluation stopped by [`MAX_EVAL_TIME`].
+const TIME_UP: &str = "time limit";
+
 thread_local! {
+    /// When the evaluation running on this thread must stop, on the
+    /// installed [`Clock`]'s scale.
+    static DEADLINE: Cell<Option<Duration>> = const { Cell::new(None) };
+    /// Whether this thread is one of the evaluation pool's.
+    static ON_EVAL_STACK: Cell<bool> = const { Cell::new(false) };
     static REGEXES: RefCell<HashMap<String, Regex>> = RefCell::new(HashMap::new());
     /// One evaluation scope per thread, reused: its three variables are
     /// overwritten in place on each call rather than pushed anew.
     static SCOPE: RefCell<Scope<'static>> = RefCell::new(declared_scope());
+}
+
+/// A monotonic clock: the time since some fixed origin. The core reads no
+/// clock of its own (it is pure); a program that evaluates untrusted
+/// expressions installs one with [`install_clock`] (the engine does), and
+/// each evaluation is then stopped after [`MAX_EVAL_TIME`]. Without one,
+/// the operation and size limits alone bound an evaluation.
+pub type Clock = fn() -> Duration;
+
+static CLOCK: OnceLock<Clock> = OnceLock::new();
+
+/// Install the clock of the wall-clock limit (the first call wins).
+pub fn install_clock(clock: Clock) {
+    let _ = CLOCK.set(clock);
+}
+
+fn now() -> Option<Duration> {
+    CLOCK.get().map(|clock| clock())
+}
+
+fn past_deadline() -> bool {
+    DEADLINE.with(|d| d.get().zip(now()).is_some_and(|(at, now)| now >= at))
+}
+
+fn eval_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("probity-eval-{i}"))
+            .stack_size(EVAL_STACK_BYTES)
+            .start_handler(|_| ON_EVAL_STACK.with(|c| c.set(true)))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
+/// Run `f` on a thread of the evaluation pool (a rayon pool whose threads
+/// have a stack of [`EVAL_STACK_BYTES`]), waiting for it; directly when
+/// this thread already is one. Every expression evaluation goes through
+/// it; callers evaluating many (a chunk, one output's checks) wrap the
+/// whole batch to pay the hop once.
+pub fn on_eval_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    if ON_EVAL_STACK.with(Cell::get) {
+        return f();
+    }
+    match eval_pool() {
+        Some(pool) => pool.install(f),
+        None => f(),
+    }
+}
+
+/// Whether the evaluation pool is unavailable here (it could not start),
+/// so an evaluation would run on the caller's own stack.
+fn needs_eval_stack() -> bool {
+    !ON_EVAL_STACK.with(Cell::get) && eval_pool().is_some()
 }
 
 fn with_regex<T>(pattern: &str, f: impl FnOnce(&Regex) -> T) -> Result<T, Box<EvalAltResult>> {
@@ -317,15 +420,24 @@ impl Expression {
     }
 
     fn run(&self, input: Option<&RhaiInput>, output: &str) -> Verdict {
+        if needs_eval_stack() {
+            return on_eval_stack(|| self.run(input, output));
+        }
         let attempt = catch_unwind(AssertUnwindSafe(|| {
-            SCOPE.with(|cell| match cell.try_borrow_mut() {
+            let previous = DEADLINE.with(|d| d.replace(now().map(|t| t + MAX_EVAL_TIME)));
+            let verdict = SCOPE.with(|cell| match cell.try_borrow_mut() {
                 Ok(mut scope) => self.run_in(&mut scope, input, output),
                 Err(_) => self.run_in(&mut declared_scope(), input, output),
-            })
+            });
+            DEADLINE.with(|d| d.set(previous));
+            verdict
         }));
         match attempt {
             Ok(v) => v,
-            Err(_) => Verdict::error("expression evaluation panicked"),
+            Err(_) => {
+                DEADLINE.with(|d| d.set(None));
+                Verdict::error("expression evaluation panicked")
+            }
         }
     }
 
@@ -358,6 +470,14 @@ impl Expression {
                 EvalAltResult::ErrorPropertyNotFound(field, _) => format!(
                     "the input has no field `{field}` (test for it with `\"{field}\" in input`)"
                 ),
+                EvalAltResult::ErrorTerminated(token, _)
+                    if token.clone().into_immutable_string().ok().as_deref() == Some(TIME_UP) =>
+                {
+                    format!(
+                        "expression stopped: it ran longer than its time limit of {} ms",
+                        MAX_EVAL_TIME.as_millis()
+                    )
+                }
                 other => format!("expression failed: {other}"),
             }),
         }

@@ -41,7 +41,11 @@ impl std::fmt::Debug for Secret {
 /// a [`ConfigError::MissingEnv`] naming it.
 pub(crate) fn read_env(var: &str, needed_for: &str) -> Result<Secret, ConfigError> {
     std::env::var(var)
-        .map(Secret)
+        .map(|v| {
+            // Masked wherever a provider's or server's text repeats it.
+            crate::redact::register(&v);
+            Secret(v)
+        })
         .map_err(|_| ConfigError::MissingEnv {
             var: var.to_string(),
             needed_for: needed_for.to_string(),

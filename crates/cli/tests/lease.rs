@@ -1,0 +1,79 @@
+//! One process owns a run at a time: a second `--resume` of a run another
+//! live process is running is refused with a message naming the holder;
+//! once the holder has finished, or died (kill -9), the run can be resumed.
+
+mod common;
+
+use common::{probity_cmd, text};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+fn write_config(dir: &Path) {
+    let inputs: String = (0..5)
+        .map(|i| format!("[[input]]\nid = \"q{i}\"\ntext = \"t{i}\"\n"))
+        .collect();
+    std::fs::write(
+        dir.join("probity.toml"),
+        format!(
+            "name = \"lease\"\n[system]\nprovider = \"sim\"\nlatency_ms = 100\n[experiment]\noutputs_per_input = 20\nconcurrency = 1\ndeadline_s = 2\n[[validator]]\nname = \"short\"\ncheck = 'output.len() < 100000'\n{inputs}"
+        ),
+    )
+    .unwrap();
+}
+
+fn cmd(dir: &Path, resume: bool) -> Command {
+    let mut c = probity_cmd();
+    c.current_dir(dir)
+        .args(["run", "--quiet"])
+        .env("PROBITY_STORE", dir.join("runs.db"));
+    if resume {
+        c.arg("--resume");
+    }
+    c
+}
+
+fn spawn(dir: &Path) -> Child {
+    cmd(dir, true)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn resume(dir: &Path) -> Output {
+    cmd(dir, true).output().unwrap()
+}
+
+#[test]
+fn a_second_resume_is_refused_naming_the_holder_until_it_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path());
+    // A run stopped by its deadline: unfinished, resumable.
+    let first = cmd(dir.path(), false).output().unwrap();
+    assert_ne!(first.status.code(), Some(0), "{}", text(&first.stderr));
+
+    // A resumes it; B, while A runs, is refused.
+    let a = spawn(dir.path());
+    std::thread::sleep(Duration::from_millis(700));
+    let b = resume(dir.path());
+    let err = text(&b.stderr);
+    assert_eq!(b.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is being run by process") && err.contains(&a.id().to_string()),
+        "{err}"
+    );
+    let a_out = a.wait_with_output().unwrap();
+    assert!(!text(&a_out.stderr).contains("is being run by"));
+
+    // A finished (its deadline): its lease is released.
+    let mut c = spawn(dir.path());
+    std::thread::sleep(Duration::from_millis(700));
+    // C is killed without a chance to release its lease: the lease names
+    // a process that is gone, and is taken over.
+    c.kill().unwrap();
+    c.wait().unwrap();
+    let d = resume(dir.path());
+    let err = text(&d.stderr);
+    assert!(!err.contains("is being run by"), "{err}");
+}
