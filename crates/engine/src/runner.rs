@@ -363,9 +363,9 @@ pub async fn run_with(
                     // One process at a time: refused, naming the holder,
                     // while another live process runs it.
                     store.take_lease(id)?;
-                    let record_ = store.run(id)?;
-                    base = record_.totals();
-                    reused_from = record_.reused_from;
+                    let previous = store.run(id)?;
+                    base = previous.totals();
+                    reused_from = previous.reused_from;
                     // What the resumed run already holds.
                     for row in store.samples(id)? {
                         if row.input_idx < n && row.repetition < m && row.cells.len() == k {
