@@ -93,6 +93,13 @@ fn monotonic() -> std::time::Duration {
     START.get_or_init(std::time::Instant::now).elapsed()
 }
 
+/// Give expression checks their wall-clock limit (the core reads no clock
+/// of its own). Every check made through [`Checks`] does this; call it
+/// before evaluating a `Validator` or `Expression` directly.
+pub fn install_expression_clock() {
+    probity_core::validator::expr::install_clock(monotonic);
+}
+
 /// A validator's settings as a column of the tensor.
 pub fn validator_info(v: &Validator) -> CheckInfo {
     CheckInfo {
@@ -145,7 +152,7 @@ impl Checks {
         input: &PreparedInput<'_>,
         output: &str,
     ) -> (Vec<Cell>, Vec<(usize, String)>) {
-        probity_core::validator::expr::install_clock(monotonic);
+        install_expression_clock();
         let mut cells = Vec::with_capacity(self.len());
         let mut reasons = Vec::new();
         for (k, v) in self.validators.iter().enumerate() {
