@@ -13,6 +13,7 @@
 
 use crate::settings::StoredSettings;
 use probity_core::causes::Causes;
+use probity_core::stats::Decision;
 use probity_core::{Cell, CheckInfo, Input};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -27,10 +28,11 @@ use thiserror::Error;
 /// 2 added the `attempts` table (every attempt of a retry policy); 3 added
 /// the `judgements` table (the judge cache); 4 added `attempts.cache_key`
 /// (the output cache of attempts after the first); 6 added the `leases`
-/// table (one process owns a run at a time). Every change is additive
+/// table (one process owns a run at a time); 7 added `runs.verdicts` (each
+/// check's decision, stored when the run finishes). Every change is additive
 /// (`CREATE TABLE IF NOT EXISTS`, `ALTER TABLE … ADD COLUMN`): an older
 /// store is upgraded in place when opened, and keeps every run readable.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Rows per write transaction at most; a transaction also ends as soon as
 /// the queue is empty, so a slow run still commits every sample promptly.
@@ -212,6 +214,12 @@ pub struct RunRecord {
     /// The run whose stored outputs this run reused (`probity run --reuse`).
     pub reused_from: Option<i64>,
     pub duration_s: Option<f64>,
+    /// Each check's decision, in column order, as the run that wrote the
+    /// last samples summarised them when it finished; `None` for a run
+    /// being written, a run of `probity serve`, or one stored before
+    /// schema 7 (rebuild it from its samples, `stored::load`).
+    #[serde(default)]
+    pub verdicts: Option<Vec<Decision>>,
 }
 
 /// A run's call counts over all its sessions.
@@ -452,7 +460,7 @@ impl Store {
 
     /// Add the columns an older store lacks (schema 4: `attempts.cache_key`;
     /// schema 5: the runs' judge calls, tokens and the run outputs were
-    /// reused from).
+    /// reused from; schema 7: the runs' verdicts).
     fn migrate(&self) -> rusqlite::Result<()> {
         for (table, column, ty) in [
             ("attempts", "cache_key", "TEXT"),
@@ -460,6 +468,7 @@ impl Store {
             ("runs", "tokens", "INTEGER NOT NULL DEFAULT 0"),
             ("runs", "reused_from", "INTEGER"),
             ("runs", "judge_calls_by_check", "TEXT"),
+            ("runs", "verdicts", "TEXT"),
         ] {
             if has_column(&self.conn, table, column)? {
                 continue;
@@ -578,6 +587,12 @@ impl Store {
             params![run, me, host, now],
         )
         .map_err(err)?;
+        // Taken to be written again: its stored verdicts would go stale.
+        tx.execute(
+            "UPDATE runs SET verdicts = NULL WHERE id = ?1",
+            params![run],
+        )
+        .map_err(err)?;
         tx.commit().map_err(err)
     }
 
@@ -616,8 +631,10 @@ impl Store {
     }
 
     /// Mark a run finished (or interrupted): its counts over all sessions
-    /// (`totals`), and this session's reused samples and duration, which
-    /// add to the earlier sessions'.
+    /// (`totals`), this session's reused samples and duration, which
+    /// add to the earlier sessions', and each check's decision over every
+    /// stored sample (`verdicts`, in column order; `None` leaves none, and
+    /// `probity runs` rebuilds them from the samples).
     pub fn finish_run(
         &self,
         run: i64,
@@ -625,12 +642,14 @@ impl Store {
         totals: RunTotals,
         cached: u64,
         duration_s: f64,
+        verdicts: Option<&[Decision]>,
     ) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "UPDATE runs SET status = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'),
                  model_calls = ?3, judge_calls = ?4, tokens = ?5, cached = cached + ?6,
-                 duration_s = COALESCE(duration_s, 0) + ?7, judge_calls_by_check = ?8
+                 duration_s = COALESCE(duration_s, 0) + ?7, judge_calls_by_check = ?8,
+                 verdicts = ?9
                  WHERE id = ?1",
                 params![
                     run,
@@ -640,7 +659,8 @@ impl Store {
                     totals.tokens as i64,
                     cached as i64,
                     duration_s,
-                    serde_json::to_string(&totals.judge_calls_by_check).unwrap_or_default()
+                    serde_json::to_string(&totals.judge_calls_by_check).unwrap_or_default(),
+                    verdicts.and_then(|v| serde_json::to_string(v).ok())
                 ],
             )
             .map_err(|e| self.err(e))?;
@@ -868,7 +888,7 @@ impl Store {
 const RUN_COLUMNS: &str =
     "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
     outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
-    judge_calls, tokens, reused_from, judge_calls_by_check FROM runs";
+    judge_calls, tokens, reused_from, judge_calls_by_check, verdicts FROM runs";
 
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let checks: String = r.get(10)?;
@@ -899,6 +919,10 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
             .get::<_, Option<String>>(19)?
             .and_then(|s| serde_json::from_str(&s).ok())
             .unwrap_or_default(),
+        // Unreadable (a decision this version does not know) reads as none.
+        verdicts: r
+            .get::<_, Option<String>>(20)?
+            .and_then(|s| serde_json::from_str(&s).ok()),
     })
 }
 

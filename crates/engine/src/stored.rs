@@ -2,8 +2,9 @@
 //! and the guarded system of a run with a retry policy measured beside its
 //! prediction (§4.2).
 
+use crate::settings::StoredSettings;
 use crate::store::{RunRecord, SampleRow, Store, StoreError};
-use probity_core::{ReliabilityTensor, Summary};
+use probity_core::{CheckInfo, Input, ReliabilityTensor, Summary};
 
 /// A run as stored, analysed.
 pub struct StoredRun {
@@ -38,32 +39,45 @@ pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
                 })?;
         }
     }
-    let damaged = |what: String| StoreError::Damaged {
+    let summary = summarize(
+        &record.settings,
+        &record.checks,
+        &tensor,
+        &store.inputs(id)?,
+    )
+    .map_err(|what| StoreError::Damaged {
         path: store.path().to_path_buf(),
         run: id,
         what,
-    };
-    let s = &record.settings;
-    let weights = s
-        .analysis_settings()
-        .input_weights(&store.inputs(id)?)
-        .map_err(damaged)?;
-    // Not `try_build`: a stored run may be empty (a server that answered no
-    // request), and its settings were checked when it ran.
-    let summary = Summary::build_weighted(
-        &tensor,
-        &record.checks,
-        s.strategy,
-        s.aggregate,
-        &s.analysis,
-        weights.as_deref(),
-    );
+    })?;
     Ok(StoredRun {
         record,
         tensor,
         samples,
         summary,
     })
+}
+
+/// The summary of a stored run's `tensor`, analysed with the `settings`
+/// and `checks` it was stored with; an error names input weights that
+/// cannot be read from `inputs`.
+pub fn summarize(
+    settings: &StoredSettings,
+    checks: &[CheckInfo],
+    tensor: &ReliabilityTensor,
+    inputs: &[Input],
+) -> Result<Summary, String> {
+    let weights = settings.analysis_settings().input_weights(inputs)?;
+    // Not `try_build`: a stored run may be empty (a server that answered no
+    // request), and its settings were checked when it ran.
+    Ok(Summary::build_weighted(
+        tensor,
+        checks,
+        settings.strategy,
+        settings.aggregate,
+        &settings.analysis,
+        weights.as_deref(),
+    ))
 }
 
 /// The guarded system of run `run` (stored with a retry policy) measured

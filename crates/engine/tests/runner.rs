@@ -358,3 +358,56 @@ async fn a_server_that_dies_mid_run_stops_it_without_a_verdict() {
     assert!((60..400).contains(&stored), "stored {stored}");
     assert!(!out.passed());
 }
+
+/// A finished run stores each check's decision beside its header: the
+/// summary's, the same a rebuild from the samples gives. Taking the run to
+/// write it again clears them, and a store of the previous schema gains
+/// the column, its runs with none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_run_stores_its_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let mut store = Store::open(&path).unwrap();
+    let exp = experiment(
+        system("provider = \"sim\"\nseed = 2\ncontractions = 0.5"),
+        5,
+        10,
+    )
+    .validator(
+        Validator::new("anything")
+            .minimum_success_percentage(0.5)
+            .check(|_: &str| true),
+    );
+    let out = go(&exp, &mut store, false).await;
+    let id = out.stored_id();
+    let decisions: Vec<_> = out
+        .summary
+        .checks
+        .iter()
+        .map(|c| c.verdict.decision)
+        .collect();
+    use probity_core::stats::Decision;
+    assert_eq!(decisions, [Decision::Fail, Decision::Pass]);
+    assert_eq!(store.run(id).unwrap().verdicts, Some(decisions.clone()));
+    let rebuilt: Vec<_> = probity_engine::stored::load(&store, id)
+        .unwrap()
+        .summary
+        .checks
+        .iter()
+        .map(|c| c.verdict.decision)
+        .collect();
+    assert_eq!(rebuilt, decisions);
+
+    store.take_lease(id).unwrap();
+    assert_eq!(store.run(id).unwrap().verdicts, None);
+    store.release_lease(id).unwrap();
+
+    let second = go(&exp, &mut store, false).await;
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("ALTER TABLE runs DROP COLUMN verdicts; PRAGMA user_version = 6;")
+        .unwrap();
+    drop(conn);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.run(second.stored_id()).unwrap().verdicts, None);
+}
