@@ -746,36 +746,131 @@ impl Store {
     pub fn samples(&self, run: i64) -> Result<Vec<SampleRow>, StoreError> {
         let mut stmt = self
             .conn
+            .prepare(&format!(
+                "{SAMPLE_COLUMNS} WHERE run_id = ?1 ORDER BY input_idx, repetition"
+            ))
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![run], sample_from_row)
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        Ok(rows)
+    }
+
+    /// How many samples run `run` holds.
+    pub fn sample_count(&self, run: i64) -> Result<usize, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*) FROM samples WHERE run_id = ?1",
+                params![run],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as usize)
+            .map_err(|e| self.err(e))
+    }
+
+    /// The samples of run `run` at the `(input, repetition)` cells `at`,
+    /// in the order asked (once each; a cell with no sample is left out):
+    /// the few outputs a report quotes, without reading the others.
+    pub fn samples_at(
+        &self,
+        run: i64,
+        at: &[(usize, usize)],
+    ) -> Result<Vec<SampleRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "{SAMPLE_COLUMNS} WHERE run_id = ?1 AND input_idx = ?2 AND repetition = ?3"
+            ))
+            .map_err(|e| self.err(e))?;
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for &(i, j) in at {
+            if !seen.insert((i, j)) {
+                continue;
+            }
+            if let Some(row) = stmt
+                .query_row(params![run, i as i64, j as i64], sample_from_row)
+                .optional()
+                .map_err(|e| self.err(e))?
+            {
+                out.push(row);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Visit run `run`'s samples in `(input, repetition)` order as
+    /// `(input, repetition, cells)`, one row in memory at a time and no
+    /// output read: what the tensor is built from.
+    pub fn each_sample_cells(
+        &self,
+        run: i64,
+        mut f: impl FnMut(usize, usize, &[Cell]),
+    ) -> Result<(), StoreError> {
+        let mut stmt = self
+            .conn
             .prepare(
-                "SELECT input_idx, repetition, cache_key, output, error, latency_ms, input_tokens, output_tokens,
-                        call_attempts, cells, reasons
-                 FROM samples WHERE run_id = ?1 ORDER BY input_idx, repetition",
+                "SELECT input_idx, repetition, cells FROM samples WHERE run_id = ?1
+                 ORDER BY input_idx, repetition",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query(params![run]).map_err(|e| self.err(e))?;
+        let mut cells = Vec::new();
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            let (i, j) = (
+                r.get::<_, i64>(0).map_err(|e| self.err(e))? as usize,
+                r.get::<_, i64>(1).map_err(|e| self.err(e))? as usize,
+            );
+            let bytes = r
+                .get_ref(2)
+                .and_then(|v| v.as_blob().map_err(Into::into))
+                .map_err(|e| self.err(e))?;
+            cells.clear();
+            cells.extend(bytes.iter().copied().map(byte_cell));
+            f(i, j, &cells);
+        }
+        Ok(())
+    }
+
+    /// The causes of run `run`'s errors over `k` checks, counted from every
+    /// stored sample ([`SampleRow::note_causes`]) one row at a time, no
+    /// output read (unsorted: see [`Causes::sorted`]).
+    pub fn causes(&self, run: i64, k: usize) -> Result<Causes, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT input_idx, repetition, error, cells, reasons FROM samples WHERE run_id = ?1
+                 ORDER BY input_idx, repetition",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map(params![run], |r| {
-                let cells: Vec<u8> = r.get(9)?;
-                let reasons: Option<String> = r.get(10)?;
+                let cells: Vec<u8> = r.get(3)?;
+                let reasons: Option<String> = r.get(4)?;
                 Ok(SampleRow {
                     input_idx: r.get::<_, i64>(0)? as usize,
                     repetition: r.get::<_, i64>(1)? as usize,
-                    cache_key: r.get(2)?,
-                    output: r.get(3)?,
-                    error: r.get(4)?,
-                    latency_ms: r.get(5)?,
-                    input_tokens: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
-                    output_tokens: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
-                    call_attempts: r.get::<_, i64>(8)? as u32,
+                    cache_key: String::new(),
+                    output: None,
+                    error: r.get(2)?,
+                    latency_ms: None,
+                    input_tokens: None,
+                    output_tokens: None,
+                    call_attempts: 0,
                     cells: cells.into_iter().map(byte_cell).collect(),
                     reasons: reasons
                         .and_then(|s| serde_json::from_str(&s).ok())
                         .unwrap_or_default(),
                 })
             })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.err(e))?;
-        Ok(rows)
+        let mut causes = Causes::new(k);
+        for row in rows {
+            row.map_err(|e| self.err(e))?.note_causes(&mut causes);
+        }
+        Ok(causes)
     }
 
     /// A run's stored attempts, in `(input, repetition, attempt)` order
@@ -889,6 +984,30 @@ const RUN_COLUMNS: &str =
     "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
     outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
     judge_calls, tokens, reused_from, judge_calls_by_check, verdicts FROM runs";
+
+const SAMPLE_COLUMNS: &str =
+    "SELECT input_idx, repetition, cache_key, output, error, latency_ms, input_tokens, output_tokens,
+    call_attempts, cells, reasons FROM samples";
+
+fn sample_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SampleRow> {
+    let cells: Vec<u8> = r.get(9)?;
+    let reasons: Option<String> = r.get(10)?;
+    Ok(SampleRow {
+        input_idx: r.get::<_, i64>(0)? as usize,
+        repetition: r.get::<_, i64>(1)? as usize,
+        cache_key: r.get(2)?,
+        output: r.get(3)?,
+        error: r.get(4)?,
+        latency_ms: r.get(5)?,
+        input_tokens: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
+        output_tokens: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
+        call_attempts: r.get::<_, i64>(8)? as u32,
+        cells: cells.into_iter().map(byte_cell).collect(),
+        reasons: reasons
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
+    })
+}
 
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let checks: String = r.get(10)?;

@@ -3,7 +3,7 @@
 //! prediction (§4.2).
 
 use crate::settings::StoredSettings;
-use crate::store::{RunRecord, SampleRow, Store, StoreError};
+use crate::store::{RunRecord, Store, StoreError};
 use probity_core::{CheckInfo, Input, ReliabilityTensor, Summary};
 
 /// A run as stored, analysed.
@@ -11,14 +11,13 @@ pub struct StoredRun {
     /// The run's header, with the settings it was analysed with.
     pub record: RunRecord,
     pub tensor: ReliabilityTensor,
-    pub samples: Vec<SampleRow>,
     pub summary: Summary,
 }
 
-/// Read run `id` and rebuild its tensor and summary.
+/// Read run `id` and rebuild its tensor and summary, from the samples'
+/// cells only (no output is read: [`Store::samples_at`] reads those).
 pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
     let record = store.run(id)?;
-    let samples = store.samples(id)?;
     let k = record.checks.len();
     let mut tensor =
         ReliabilityTensor::new(record.inputs, record.outputs_per_input, k).map_err(|e| {
@@ -28,16 +27,20 @@ pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
                 what: e.to_string(),
             }
         })?;
-    for s in &samples {
-        for (kk, &cell) in s.cells.iter().enumerate().take(k) {
-            tensor
-                .set(s.input_idx, s.repetition, kk, cell)
-                .map_err(|e| StoreError::Damaged {
-                    path: store.path().to_path_buf(),
-                    run: id,
-                    what: e.to_string(),
-                })?;
+    let mut damaged = None;
+    store.each_sample_cells(id, |i, j, cells| {
+        for (kk, &cell) in cells.iter().enumerate().take(k) {
+            if let Err(e) = tensor.set(i, j, kk, cell) {
+                damaged.get_or_insert_with(|| e.to_string());
+            }
         }
+    })?;
+    if let Some(what) = damaged {
+        return Err(StoreError::Damaged {
+            path: store.path().to_path_buf(),
+            run: id,
+            what,
+        });
     }
     let summary = summarize(
         &record.settings,
@@ -53,7 +56,6 @@ pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
     Ok(StoredRun {
         record,
         tensor,
-        samples,
         summary,
     })
 }
