@@ -3,7 +3,6 @@
 
 use crate::failure::Failure;
 use clap::Args;
-use probity_core::causes::Causes;
 use probity_core::{ReliabilityTensor, Summary};
 use probity_engine::store::{RunRecord, SampleRow, Store};
 use probity_engine::stored;
@@ -111,21 +110,29 @@ pub(crate) fn append(path: &PathBuf, text: &str) -> Result<(), Failure> {
 /// failing check in text formats, up to [`html::FAILURES_SHOWN`] in the
 /// HTML browser), the causes of its errors (counted from every stored
 /// sample, most common first), and for a run with a retry policy the
-/// guarded system beside its prediction.
+/// guarded system beside its prediction. Only the quoted samples' outputs
+/// are read from the store; the causes are counted one row at a time.
 pub fn report_for(
     store: &Store,
     record: RunRecord,
     tensor: ReliabilityTensor,
     summary: Summary,
-    samples: &[SampleRow],
 ) -> Result<RunReport, Failure> {
-    let inputs = store
-        .inputs(record.id)
-        .map_err(|e| Failure::incomplete(e.to_string()))?;
-    let guarded = stored::retry_check(store, &record, &tensor)
-        .map_err(|e| Failure::incomplete(e.to_string()))?;
-    let by_cell: HashMap<(usize, usize), &SampleRow> = samples
+    let fail = |e: probity_engine::store::StoreError| Failure::incomplete(e.to_string());
+    let inputs = store.inputs(record.id).map_err(fail)?;
+    let guarded = stored::retry_check(store, &record, &tensor).map_err(fail)?;
+    let mut failures = FailingSample::from_tensor(&tensor, html::FAILURES_SHOWN);
+    // The samples quoted: each check's example, then the failing samples.
+    let quoted: Vec<(usize, usize)> = summary
+        .checks
         .iter()
+        .filter_map(|c| c.example_failure)
+        .chain(failures.iter().map(|f| (f.input, f.repetition)))
+        .collect();
+    let by_cell: HashMap<(usize, usize), SampleRow> = store
+        .samples_at(record.id, &quoted)
+        .map_err(fail)?
+        .into_iter()
         .map(|s| ((s.input_idx, s.repetition), s))
         .collect();
     let mut examples = Vec::new();
@@ -149,7 +156,6 @@ pub fn report_for(
             }));
         }
     }
-    let mut failures = FailingSample::from_tensor(&tensor, html::FAILURES_SHOWN);
     for f in &mut failures {
         if let Some(s) = by_cell.get(&(f.input, f.repetition)) {
             f.output = s.output.clone();
@@ -157,10 +163,9 @@ pub fn report_for(
             f.reasons = s.reasons.clone();
         }
     }
-    let mut causes = Causes::new(summary.checks.len());
-    for s in samples {
-        s.note_causes(&mut causes);
-    }
+    let causes = store
+        .causes(record.id, summary.checks.len())
+        .map_err(fail)?;
     let retry_target = record.settings.retry_target;
     let (input_labels, input_fields) = inputs.into_iter().map(|i| (i.id, i.fields)).unzip();
     Ok(RunReport {
@@ -181,5 +186,5 @@ pub fn report_for(
 /// Load run `id` from the store and build its report.
 pub fn load_report(store: &Store, id: i64) -> Result<RunReport, Failure> {
     let run = stored::load(store, id).map_err(|e| Failure::usage(e.to_string()))?;
-    report_for(store, run.record, run.tensor, run.summary, &run.samples)
+    report_for(store, run.record, run.tensor, run.summary)
 }

@@ -4,6 +4,8 @@ use crate::failure::{verdict_code, Failure};
 use crate::output::{load_report, OutputArgs};
 use crate::store_arg::StoreArg;
 use clap::Args;
+use probity_core::stats::Decision;
+use probity_engine::store::RunRecord;
 use probity_engine::stored;
 use probity_report::system_label;
 
@@ -90,17 +92,7 @@ pub fn runs(args: &RunsArgs) -> Result<u8, Failure> {
         "run", "name", "created", "status", "config", "model", "N×M×K", "calls"
     );
     for r in &runs {
-        let verdicts = stored::load(&store, r.id)
-            .map(|s| {
-                let passed = s
-                    .summary
-                    .checks
-                    .iter()
-                    .filter(|c| c.verdict.decision == probity_core::stats::Decision::Pass)
-                    .count();
-                format!("{passed}/{} pass", s.summary.checks.len())
-            })
-            .unwrap_or_else(|e| format!("unreadable: {e}"));
+        let verdicts = tally(&store, r);
         println!(
             "{:>5}  {:<20}  {:<20}  {:<10}  {:<12}  {:<24}  {:>12}  {:<8}  {}",
             r.id,
@@ -115,6 +107,25 @@ pub fn runs(args: &RunsArgs) -> Result<u8, Failure> {
         );
     }
     Ok(0)
+}
+
+/// How many of run `r`'s checks pass, from the decisions stored when it
+/// finished; a run without them (being written, from `probity serve`, or
+/// stored before they were) is rebuilt from its samples.
+fn tally(store: &probity_engine::store::Store, r: &RunRecord) -> String {
+    let count = |decisions: &mut dyn Iterator<Item = Decision>, of: usize| {
+        let passed = decisions.filter(|d| *d == Decision::Pass).count();
+        format!("{passed}/{of} pass")
+    };
+    if let Some(v) = &r.verdicts {
+        return count(&mut v.iter().copied(), v.len());
+    }
+    stored::load(store, r.id)
+        .map(|s| {
+            let of = s.summary.checks.len();
+            count(&mut s.summary.checks.iter().map(|c| c.verdict.decision), of)
+        })
+        .unwrap_or_else(|e| format!("unreadable: {e}"))
 }
 
 /// Untrusted text (names come from configuration files) made safe for a

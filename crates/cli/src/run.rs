@@ -78,9 +78,8 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         {
             Some(id) => {
                 let stored = store
-                    .samples(id)
-                    .map_err(|e| Failure::incomplete(e.to_string()))?
-                    .len();
+                    .sample_count(id)
+                    .map_err(|e| Failure::incomplete(e.to_string()))?;
                 eprintln!(
                     "resuming run {id}: {stored} of {} samples stored",
                     experiment.inputs.len() * experiment.outputs_per_input
@@ -138,7 +137,6 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     // The report from the tensor and summary the run built.
     let fail = |e: probity_engine::store::StoreError| Failure::incomplete(e.to_string());
     let record = store.run(run_id).map_err(fail)?;
-    let samples = store.samples(run_id).map_err(fail)?;
     let comparison = match &args.baseline {
         Some(spec) => crate::compare::against_baseline(
             &store,
@@ -150,10 +148,10 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         )?,
         None => None,
     };
-    let taken = samples.len();
+    let taken = store.sample_count(run_id).map_err(fail)?;
     let broken = outcome.broken();
     print_causes(&outcome);
-    let mut report = report_for(&store, record, outcome.tensor, outcome.summary, &samples)?;
+    let mut report = report_for(&store, record, outcome.tensor, outcome.summary)?;
     let passed = report.passed();
     report.baseline = comparison;
     args.out.emit(&report)?;

@@ -9,7 +9,7 @@ use crate::recording::Recording;
 use crate::settings::StoredSettings;
 use crate::store::{NewRun, RunStatus, RunTotals, SampleRow, Store, StoreError};
 use probity_core::validator::PreparedInput;
-use probity_core::Cell;
+use probity_core::{Cell, ReliabilityTensor};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -98,8 +98,21 @@ pub async fn revalidate(
     )?;
     let writer = &recording.writer;
     let n = samples.len() as u64;
+    // The new run's tensor, filled as its rows are written: its verdicts
+    // are stored with it.
+    let mut tensor = ReliabilityTensor::new(old.inputs, old.outputs_per_input, checks.len()).ok();
+    let mut send = |row: SampleRow| -> Result<(), StoreError> {
+        if let Some(t) = tensor.as_mut() {
+            for (k, &cell) in row.cells.iter().enumerate() {
+                // A row outside the run's shape is kept, not counted.
+                let _ = t.set(row.input_idx, row.repetition, k, cell);
+            }
+        }
+        writer.send(row)
+    };
     let caller = recheck.calls.caller();
     let judging = recording.judging(calls, true);
+    let weights_of = inputs.clone();
     let prepared: Vec<Arc<PreparedInput<'static>>> = inputs
         .into_iter()
         .map(|i| Arc::new(PreparedInput::owned(i)))
@@ -113,7 +126,7 @@ pub async fn revalidate(
             continue;
         };
         let Some(output) = s.output.clone() else {
-            writer.send(SampleRow {
+            send(SampleRow {
                 cells: vec![Cell::Error; checks.len()],
                 reasons: Vec::new(),
                 ..s
@@ -122,7 +135,7 @@ pub async fn revalidate(
         };
         if checks.verifiers.is_empty() {
             let (cells, reasons) = checks.validate(&input, &output);
-            writer.send(SampleRow {
+            send(SampleRow {
                 cells,
                 reasons,
                 ..s
@@ -158,7 +171,7 @@ pub async fn revalidate(
         while tasks.len() > 4 * concurrency {
             if let Some(Ok((row, unjudged))) = tasks.join_next().await {
                 not_judged += unjudged;
-                writer.send(row)?;
+                send(row)?;
             }
         }
     }
@@ -166,10 +179,15 @@ pub async fn revalidate(
         // A task that panicked loses its sample (it stays Missing).
         if let Ok((row, unjudged)) = done {
             not_judged += unjudged;
-            writer.send(row)?;
+            send(row)?;
         }
     }
     let new_id = recording.run_id;
+    let verdicts: Option<Vec<_>> = tensor.as_ref().and_then(|t| {
+        crate::stored::summarize(&recheck.settings, &infos, t, &weights_of)
+            .ok()
+            .map(|s| s.checks.iter().map(|c| c.verdict.decision).collect())
+    });
     recording.writer.finish()?;
     // A copy is as complete as its source; a source killed mid-run
     // ("running") is interrupted as far as the copy is concerned.
@@ -187,6 +205,7 @@ pub async fn revalidate(
         },
         n,
         started.elapsed().as_secs_f64(),
+        verdicts.as_deref(),
     )?;
     Ok(Revalidated {
         run_id: new_id,

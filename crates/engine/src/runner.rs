@@ -550,32 +550,42 @@ pub async fn run_with(
     };
     let totals = base + session_totals(&caller, &shared);
     let duration = started.elapsed();
+    let summary = experiment
+        .analysis
+        .input_weights(&experiment.inputs)
+        .map_err(|e| RunError::Config(at(e)))
+        .and_then(|weights| {
+            Summary::try_build_weighted(
+                &tensor,
+                &infos,
+                experiment.analysis.strategy,
+                experiment.analysis.aggregate,
+                &experiment.analysis.options,
+                weights.as_deref(),
+            )
+            .map_err(|e| RunError::Config(at(e.to_string())))
+        });
     let run_id = match store {
         Some((store, run_id)) => {
+            // Each check's decision, kept so `probity runs` need not
+            // rebuild the run from its samples.
+            let verdicts: Option<Vec<_>> = summary
+                .as_ref()
+                .ok()
+                .map(|s| s.checks.iter().map(|c| c.verdict.decision).collect());
             store.finish_run(
                 run_id,
                 status,
                 totals.clone(),
                 progress.cached,
                 duration.as_secs_f64(),
+                verdicts.as_deref(),
             )?;
             Some(run_id)
         }
         None => None,
     };
-    let weights = experiment
-        .analysis
-        .input_weights(&experiment.inputs)
-        .map_err(|e| RunError::Config(at(e)))?;
-    let summary = Summary::try_build_weighted(
-        &tensor,
-        &infos,
-        experiment.analysis.strategy,
-        experiment.analysis.aggregate,
-        &experiment.analysis.options,
-        weights.as_deref(),
-    )
-    .map_err(|e| RunError::Config(at(e.to_string())))?;
+    let summary = summary?;
     Ok(RunOutcome {
         name: experiment.name.clone(),
         run_id,

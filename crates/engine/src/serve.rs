@@ -395,6 +395,8 @@ impl Server {
                 totals,
                 0,
                 self.started.elapsed().as_secs_f64(),
+                // Live traffic has no verdict of its own until analysed.
+                None,
             )
             .map_err(store_err)?;
         result.map_err(|e| format!("server: {e}"))?;

@@ -13,6 +13,7 @@
 
 use crate::settings::StoredSettings;
 use probity_core::causes::Causes;
+use probity_core::stats::Decision;
 use probity_core::{Cell, CheckInfo, Input};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -27,10 +28,11 @@ use thiserror::Error;
 /// 2 added the `attempts` table (every attempt of a retry policy); 3 added
 /// the `judgements` table (the judge cache); 4 added `attempts.cache_key`
 /// (the output cache of attempts after the first); 6 added the `leases`
-/// table (one process owns a run at a time). Every change is additive
+/// table (one process owns a run at a time); 7 added `runs.verdicts` (each
+/// check's decision, stored when the run finishes). Every change is additive
 /// (`CREATE TABLE IF NOT EXISTS`, `ALTER TABLE … ADD COLUMN`): an older
 /// store is upgraded in place when opened, and keeps every run readable.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Rows per write transaction at most; a transaction also ends as soon as
 /// the queue is empty, so a slow run still commits every sample promptly.
@@ -212,6 +214,12 @@ pub struct RunRecord {
     /// The run whose stored outputs this run reused (`probity run --reuse`).
     pub reused_from: Option<i64>,
     pub duration_s: Option<f64>,
+    /// Each check's decision, in column order, as the run that wrote the
+    /// last samples summarised them when it finished; `None` for a run
+    /// being written, a run of `probity serve`, or one stored before
+    /// schema 7 (rebuild it from its samples, `stored::load`).
+    #[serde(default)]
+    pub verdicts: Option<Vec<Decision>>,
 }
 
 /// A run's call counts over all its sessions.
@@ -452,7 +460,7 @@ impl Store {
 
     /// Add the columns an older store lacks (schema 4: `attempts.cache_key`;
     /// schema 5: the runs' judge calls, tokens and the run outputs were
-    /// reused from).
+    /// reused from; schema 7: the runs' verdicts).
     fn migrate(&self) -> rusqlite::Result<()> {
         for (table, column, ty) in [
             ("attempts", "cache_key", "TEXT"),
@@ -460,6 +468,7 @@ impl Store {
             ("runs", "tokens", "INTEGER NOT NULL DEFAULT 0"),
             ("runs", "reused_from", "INTEGER"),
             ("runs", "judge_calls_by_check", "TEXT"),
+            ("runs", "verdicts", "TEXT"),
         ] {
             if has_column(&self.conn, table, column)? {
                 continue;
@@ -578,6 +587,12 @@ impl Store {
             params![run, me, host, now],
         )
         .map_err(err)?;
+        // Taken to be written again: its stored verdicts would go stale.
+        tx.execute(
+            "UPDATE runs SET verdicts = NULL WHERE id = ?1",
+            params![run],
+        )
+        .map_err(err)?;
         tx.commit().map_err(err)
     }
 
@@ -616,8 +631,10 @@ impl Store {
     }
 
     /// Mark a run finished (or interrupted): its counts over all sessions
-    /// (`totals`), and this session's reused samples and duration, which
-    /// add to the earlier sessions'.
+    /// (`totals`), this session's reused samples and duration, which
+    /// add to the earlier sessions', and each check's decision over every
+    /// stored sample (`verdicts`, in column order; `None` leaves none, and
+    /// `probity runs` rebuilds them from the samples).
     pub fn finish_run(
         &self,
         run: i64,
@@ -625,12 +642,14 @@ impl Store {
         totals: RunTotals,
         cached: u64,
         duration_s: f64,
+        verdicts: Option<&[Decision]>,
     ) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "UPDATE runs SET status = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'),
                  model_calls = ?3, judge_calls = ?4, tokens = ?5, cached = cached + ?6,
-                 duration_s = COALESCE(duration_s, 0) + ?7, judge_calls_by_check = ?8
+                 duration_s = COALESCE(duration_s, 0) + ?7, judge_calls_by_check = ?8,
+                 verdicts = ?9
                  WHERE id = ?1",
                 params![
                     run,
@@ -640,7 +659,8 @@ impl Store {
                     totals.tokens as i64,
                     cached as i64,
                     duration_s,
-                    serde_json::to_string(&totals.judge_calls_by_check).unwrap_or_default()
+                    serde_json::to_string(&totals.judge_calls_by_check).unwrap_or_default(),
+                    verdicts.and_then(|v| serde_json::to_string(v).ok())
                 ],
             )
             .map_err(|e| self.err(e))?;
@@ -726,36 +746,131 @@ impl Store {
     pub fn samples(&self, run: i64) -> Result<Vec<SampleRow>, StoreError> {
         let mut stmt = self
             .conn
+            .prepare(&format!(
+                "{SAMPLE_COLUMNS} WHERE run_id = ?1 ORDER BY input_idx, repetition"
+            ))
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![run], sample_from_row)
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        Ok(rows)
+    }
+
+    /// How many samples run `run` holds.
+    pub fn sample_count(&self, run: i64) -> Result<usize, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*) FROM samples WHERE run_id = ?1",
+                params![run],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as usize)
+            .map_err(|e| self.err(e))
+    }
+
+    /// The samples of run `run` at the `(input, repetition)` cells `at`,
+    /// in the order asked (once each; a cell with no sample is left out):
+    /// the few outputs a report quotes, without reading the others.
+    pub fn samples_at(
+        &self,
+        run: i64,
+        at: &[(usize, usize)],
+    ) -> Result<Vec<SampleRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "{SAMPLE_COLUMNS} WHERE run_id = ?1 AND input_idx = ?2 AND repetition = ?3"
+            ))
+            .map_err(|e| self.err(e))?;
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for &(i, j) in at {
+            if !seen.insert((i, j)) {
+                continue;
+            }
+            if let Some(row) = stmt
+                .query_row(params![run, i as i64, j as i64], sample_from_row)
+                .optional()
+                .map_err(|e| self.err(e))?
+            {
+                out.push(row);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Visit run `run`'s samples in `(input, repetition)` order as
+    /// `(input, repetition, cells)`, one row in memory at a time and no
+    /// output read: what the tensor is built from.
+    pub fn each_sample_cells(
+        &self,
+        run: i64,
+        mut f: impl FnMut(usize, usize, &[Cell]),
+    ) -> Result<(), StoreError> {
+        let mut stmt = self
+            .conn
             .prepare(
-                "SELECT input_idx, repetition, cache_key, output, error, latency_ms, input_tokens, output_tokens,
-                        call_attempts, cells, reasons
-                 FROM samples WHERE run_id = ?1 ORDER BY input_idx, repetition",
+                "SELECT input_idx, repetition, cells FROM samples WHERE run_id = ?1
+                 ORDER BY input_idx, repetition",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query(params![run]).map_err(|e| self.err(e))?;
+        let mut cells = Vec::new();
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            let (i, j) = (
+                r.get::<_, i64>(0).map_err(|e| self.err(e))? as usize,
+                r.get::<_, i64>(1).map_err(|e| self.err(e))? as usize,
+            );
+            let bytes = r
+                .get_ref(2)
+                .and_then(|v| v.as_blob().map_err(Into::into))
+                .map_err(|e| self.err(e))?;
+            cells.clear();
+            cells.extend(bytes.iter().copied().map(byte_cell));
+            f(i, j, &cells);
+        }
+        Ok(())
+    }
+
+    /// The causes of run `run`'s errors over `k` checks, counted from every
+    /// stored sample ([`SampleRow::note_causes`]) one row at a time, no
+    /// output read (unsorted: see [`Causes::sorted`]).
+    pub fn causes(&self, run: i64, k: usize) -> Result<Causes, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT input_idx, repetition, error, cells, reasons FROM samples WHERE run_id = ?1
+                 ORDER BY input_idx, repetition",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map(params![run], |r| {
-                let cells: Vec<u8> = r.get(9)?;
-                let reasons: Option<String> = r.get(10)?;
+                let cells: Vec<u8> = r.get(3)?;
+                let reasons: Option<String> = r.get(4)?;
                 Ok(SampleRow {
                     input_idx: r.get::<_, i64>(0)? as usize,
                     repetition: r.get::<_, i64>(1)? as usize,
-                    cache_key: r.get(2)?,
-                    output: r.get(3)?,
-                    error: r.get(4)?,
-                    latency_ms: r.get(5)?,
-                    input_tokens: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
-                    output_tokens: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
-                    call_attempts: r.get::<_, i64>(8)? as u32,
+                    cache_key: String::new(),
+                    output: None,
+                    error: r.get(2)?,
+                    latency_ms: None,
+                    input_tokens: None,
+                    output_tokens: None,
+                    call_attempts: 0,
                     cells: cells.into_iter().map(byte_cell).collect(),
                     reasons: reasons
                         .and_then(|s| serde_json::from_str(&s).ok())
                         .unwrap_or_default(),
                 })
             })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.err(e))?;
-        Ok(rows)
+        let mut causes = Causes::new(k);
+        for row in rows {
+            row.map_err(|e| self.err(e))?.note_causes(&mut causes);
+        }
+        Ok(causes)
     }
 
     /// A run's stored attempts, in `(input, repetition, attempt)` order
@@ -868,7 +983,31 @@ impl Store {
 const RUN_COLUMNS: &str =
     "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
     outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
-    judge_calls, tokens, reused_from, judge_calls_by_check FROM runs";
+    judge_calls, tokens, reused_from, judge_calls_by_check, verdicts FROM runs";
+
+const SAMPLE_COLUMNS: &str =
+    "SELECT input_idx, repetition, cache_key, output, error, latency_ms, input_tokens, output_tokens,
+    call_attempts, cells, reasons FROM samples";
+
+fn sample_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SampleRow> {
+    let cells: Vec<u8> = r.get(9)?;
+    let reasons: Option<String> = r.get(10)?;
+    Ok(SampleRow {
+        input_idx: r.get::<_, i64>(0)? as usize,
+        repetition: r.get::<_, i64>(1)? as usize,
+        cache_key: r.get(2)?,
+        output: r.get(3)?,
+        error: r.get(4)?,
+        latency_ms: r.get(5)?,
+        input_tokens: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
+        output_tokens: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
+        call_attempts: r.get::<_, i64>(8)? as u32,
+        cells: cells.into_iter().map(byte_cell).collect(),
+        reasons: reasons
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
+    })
+}
 
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let checks: String = r.get(10)?;
@@ -899,6 +1038,10 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
             .get::<_, Option<String>>(19)?
             .and_then(|s| serde_json::from_str(&s).ok())
             .unwrap_or_default(),
+        // Unreadable (a decision this version does not know) reads as none.
+        verdicts: r
+            .get::<_, Option<String>>(20)?
+            .and_then(|s| serde_json::from_str(&s).ok()),
     })
 }
 

@@ -2,22 +2,22 @@
 //! and the guarded system of a run with a retry policy measured beside its
 //! prediction (§4.2).
 
-use crate::store::{RunRecord, SampleRow, Store, StoreError};
-use probity_core::{ReliabilityTensor, Summary};
+use crate::settings::StoredSettings;
+use crate::store::{RunRecord, Store, StoreError};
+use probity_core::{CheckInfo, Input, ReliabilityTensor, Summary};
 
 /// A run as stored, analysed.
 pub struct StoredRun {
     /// The run's header, with the settings it was analysed with.
     pub record: RunRecord,
     pub tensor: ReliabilityTensor,
-    pub samples: Vec<SampleRow>,
     pub summary: Summary,
 }
 
-/// Read run `id` and rebuild its tensor and summary.
+/// Read run `id` and rebuild its tensor and summary, from the samples'
+/// cells only (no output is read: [`Store::samples_at`] reads those).
 pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
     let record = store.run(id)?;
-    let samples = store.samples(id)?;
     let k = record.checks.len();
     let mut tensor =
         ReliabilityTensor::new(record.inputs, record.outputs_per_input, k).map_err(|e| {
@@ -27,43 +27,59 @@ pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
                 what: e.to_string(),
             }
         })?;
-    for s in &samples {
-        for (kk, &cell) in s.cells.iter().enumerate().take(k) {
-            tensor
-                .set(s.input_idx, s.repetition, kk, cell)
-                .map_err(|e| StoreError::Damaged {
-                    path: store.path().to_path_buf(),
-                    run: id,
-                    what: e.to_string(),
-                })?;
+    let mut damaged = None;
+    store.each_sample_cells(id, |i, j, cells| {
+        for (kk, &cell) in cells.iter().enumerate().take(k) {
+            if let Err(e) = tensor.set(i, j, kk, cell) {
+                damaged.get_or_insert_with(|| e.to_string());
+            }
         }
+    })?;
+    if let Some(what) = damaged {
+        return Err(StoreError::Damaged {
+            path: store.path().to_path_buf(),
+            run: id,
+            what,
+        });
     }
-    let damaged = |what: String| StoreError::Damaged {
+    let summary = summarize(
+        &record.settings,
+        &record.checks,
+        &tensor,
+        &store.inputs(id)?,
+    )
+    .map_err(|what| StoreError::Damaged {
         path: store.path().to_path_buf(),
         run: id,
         what,
-    };
-    let s = &record.settings;
-    let weights = s
-        .analysis_settings()
-        .input_weights(&store.inputs(id)?)
-        .map_err(damaged)?;
-    // Not `try_build`: a stored run may be empty (a server that answered no
-    // request), and its settings were checked when it ran.
-    let summary = Summary::build_weighted(
-        &tensor,
-        &record.checks,
-        s.strategy,
-        s.aggregate,
-        &s.analysis,
-        weights.as_deref(),
-    );
+    })?;
     Ok(StoredRun {
         record,
         tensor,
-        samples,
         summary,
     })
+}
+
+/// The summary of a stored run's `tensor`, analysed with the `settings`
+/// and `checks` it was stored with; an error names input weights that
+/// cannot be read from `inputs`.
+pub fn summarize(
+    settings: &StoredSettings,
+    checks: &[CheckInfo],
+    tensor: &ReliabilityTensor,
+    inputs: &[Input],
+) -> Result<Summary, String> {
+    let weights = settings.analysis_settings().input_weights(inputs)?;
+    // Not `try_build`: a stored run may be empty (a server that answered no
+    // request), and its settings were checked when it ran.
+    Ok(Summary::build_weighted(
+        tensor,
+        checks,
+        settings.strategy,
+        settings.aggregate,
+        &settings.analysis,
+        weights.as_deref(),
+    ))
 }
 
 /// The guarded system of run `run` (stored with a retry policy) measured

@@ -280,7 +280,7 @@ fn stale_running_runs_of_a_name_are_marked_interrupted() {
         new(&mut store, "live"),
     );
     store
-        .finish_run(b, RunStatus::Complete, Default::default(), 0, 0.0)
+        .finish_run(b, RunStatus::Complete, Default::default(), 0, 0.0, None)
         .unwrap();
     assert_eq!(store.interrupt_running("live", Some(current)).unwrap(), 1);
     let status = |id| store.run(id).unwrap().status;

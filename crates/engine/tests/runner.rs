@@ -358,3 +358,107 @@ async fn a_server_that_dies_mid_run_stops_it_without_a_verdict() {
     assert!((60..400).contains(&stored), "stored {stored}");
     assert!(!out.passed());
 }
+
+/// A finished run stores each check's decision beside its header: the
+/// summary's, the same a rebuild from the samples gives. Taking the run to
+/// write it again clears them, and a store of the previous schema gains
+/// the column, its runs with none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_run_stores_its_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let mut store = Store::open(&path).unwrap();
+    let exp = experiment(
+        system("provider = \"sim\"\nseed = 2\ncontractions = 0.5"),
+        5,
+        10,
+    )
+    .validator(
+        Validator::new("anything")
+            .minimum_success_percentage(0.5)
+            .check(|_: &str| true),
+    );
+    let out = go(&exp, &mut store, false).await;
+    let id = out.stored_id();
+    let decisions: Vec<_> = out
+        .summary
+        .checks
+        .iter()
+        .map(|c| c.verdict.decision)
+        .collect();
+    use probity_core::stats::Decision;
+    assert_eq!(decisions, [Decision::Fail, Decision::Pass]);
+    assert_eq!(store.run(id).unwrap().verdicts, Some(decisions.clone()));
+    let rebuilt: Vec<_> = probity_engine::stored::load(&store, id)
+        .unwrap()
+        .summary
+        .checks
+        .iter()
+        .map(|c| c.verdict.decision)
+        .collect();
+    assert_eq!(rebuilt, decisions);
+
+    store.take_lease(id).unwrap();
+    assert_eq!(store.run(id).unwrap().verdicts, None);
+    store.release_lease(id).unwrap();
+
+    let second = go(&exp, &mut store, false).await;
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("ALTER TABLE runs DROP COLUMN verdicts; PRAGMA user_version = 6;")
+        .unwrap();
+    drop(conn);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.run(second.stored_id()).unwrap().verdicts, None);
+}
+
+/// The reads a report makes without loading every sample: the cells in
+/// sample order, the causes counted row by row, and only the samples asked
+/// for — each the same as from every sample read at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_reads_only_what_it_shows() {
+    let model = SimModel::new(SimConfig::default()).unwrap();
+    let faults = FaultConfig {
+        seed: 5,
+        server_error: 0.2,
+        malformed: 0.1,
+        ..FaultConfig::default()
+    };
+    let (_, server) = spawn_test_server(model, faults).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
+    let system = format!(
+        "provider = \"openai\"\nmodel = \"sim\"\nbase_url = \"{}\"\nseed = 1",
+        server.base_url()
+    );
+    let mut exp = experiment(self::system(&system), 10, 10).concurrency(4);
+    exp.calls.call_attempts = 1;
+    exp.error_budget = 1.0;
+    let out = go(&exp, &mut store, false).await;
+    let id = out.stored_id();
+    assert!(out.errors > 0);
+    let all = store.samples(id).unwrap();
+    assert_eq!(all.len(), 100);
+    assert_eq!(store.sample_count(id).unwrap(), 100);
+
+    let mut cells = Vec::new();
+    store
+        .each_sample_cells(id, |i, j, c| cells.push((i, j, c.to_vec())))
+        .unwrap();
+    let expected: Vec<_> = all
+        .iter()
+        .map(|s| (s.input_idx, s.repetition, s.cells.clone()))
+        .collect();
+    assert_eq!(cells, expected);
+
+    let mut causes = probity_core::causes::Causes::new(1);
+    for s in &all {
+        s.note_causes(&mut causes);
+    }
+    assert_eq!(store.causes(id, 1).unwrap().sorted(), causes.sorted());
+
+    let picked = store
+        .samples_at(id, &[(3, 4), (0, 0), (3, 4), (99, 0)])
+        .unwrap();
+    assert_eq!(picked, [all[34].clone(), all[0].clone()]);
+}

@@ -1,0 +1,49 @@
+//! `probity runs`: the verdicts column read from the decisions stored when
+//! each run finished, the same as rebuilding each run from its samples.
+
+mod common;
+
+use common::{json_runs, probity, text};
+use probity_core::stats::Decision;
+use probity_engine::store::Store;
+use probity_engine::stored;
+
+#[test]
+fn runs_shows_the_verdicts_a_rebuild_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    let out = probity(d, &["run", "--quiet"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let out = probity(d, &["revalidate", "1"]);
+    assert!(out.status.code().is_some(), "{}", text(&out.stderr));
+
+    // What `probity runs` printed before the decisions were stored.
+    let store = Store::open(&d.join("runs.db")).unwrap();
+    let rebuilt = |id: i64| {
+        let s = stored::load(&store, id).unwrap().summary;
+        let passed = s
+            .checks
+            .iter()
+            .filter(|c| c.verdict.decision == Decision::Pass)
+            .count();
+        format!("{passed}/{} pass", s.checks.len())
+    };
+    for id in [1, 2] {
+        assert!(store.run(id).unwrap().verdicts.is_some(), "run {id}");
+    }
+    let out = probity(d, &["runs"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    for (row, id) in rows.iter().zip([2, 1]) {
+        assert!(row.trim_start().starts_with(&id.to_string()), "{table}");
+        assert!(row.ends_with(&format!("  {}", rebuilt(id))), "{table}");
+    }
+    // One of the two checks of `probity init` fails.
+    assert!(table.contains("1/2 pass"), "{table}");
+    // And in the JSON lines, each check's decision.
+    let runs = json_runs(d);
+    assert_eq!(runs[1]["verdicts"], serde_json::json!(["fail", "pass"]));
+}
