@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{probity_cmd, text};
+use common::{probity_cmd, start, text};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
@@ -147,30 +147,18 @@ fn serve_does_not_answer_its_clients_with_the_upstream_key() {
         ),
     )
     .unwrap();
-    let mut child = probity_cmd()
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+    let mut cmd = probity_cmd();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(&config)
         .arg("--store")
         .arg(dir.path().join("runs.db"))
         .env("HOSTILE_KEY", KEY)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let guard = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("{line:?}"))
-        .trim_end_matches("/v1")
-        .to_string();
+        .stderr(Stdio::piped());
+    let server = start(cmd);
+    let guard = server.1.clone();
     let body = r#"{"messages":[{"role":"user","content":"hi"}]}"#;
     let answer = raw_post(&guard, body, "");
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
     assert!(
         !answer.contains(KEY),

@@ -4,20 +4,11 @@
 
 mod common;
 
-use common::{probity_cmd, sim_serve, text};
+use common::{probity_cmd, sim_serve, start, text, Server};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-struct Guard(Child, String);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn guard_config(dir: &Path, upstream: &str, check: &str, token: bool) -> PathBuf {
     let path = dir.join("guard.toml");
@@ -36,28 +27,15 @@ fn guard_config(dir: &Path, upstream: &str, check: &str, token: bool) -> PathBuf
     path
 }
 
-fn start(dir: &Path, config: &Path) -> Guard {
-    let mut child = probity_cmd()
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+fn serve(dir: &Path, config: &Path) -> Server {
+    let mut cmd = probity_cmd();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(config)
         .arg("--store")
         .arg(dir.join("runs.db"))
         .env("HOSTILE_TOKEN", "tok-12345")
-        .env("HOSTILE_UPSTREAM_KEY", "upstream-key")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("{line:?}"))
-        .trim_end_matches("/v1")
-        .to_string();
-    Guard(child, addr)
+        .env("HOSTILE_UPSTREAM_KEY", "upstream-key");
+    start(cmd)
 }
 
 fn request(addr: &str, method: &str, path: &str, body: &str, headers: &str) -> String {
@@ -90,7 +68,7 @@ fn requests_are_read_strictly_and_the_scheme_case_insensitively() {
     let upstream = sim_serve(&[]);
     let dir = tempfile::tempdir().unwrap();
     let config = guard_config(dir.path(), &upstream.1, "true", true);
-    let g = start(dir.path(), &config);
+    let g = serve(dir.path(), &config);
     let ok = format!("{{{HI}}}");
     for scheme in ["Bearer", "bearer", "BEARER"] {
         let r = post(&g.1, &ok, &format!("{scheme} tok-12345"));
@@ -132,7 +110,7 @@ fn slow_checks_do_not_stall_health() {
         "let a = []; for i in 0..50000 { a = [a]; } true",
         false,
     );
-    let g = start(dir.path(), &config);
+    let g = serve(dir.path(), &config);
     let addr = g.1.clone();
     let slow: Vec<_> = (0..6)
         .map(|_| {

@@ -4,9 +4,11 @@
 //! serve`, and the keyed ones fail cleanly (exit 2, naming the variable)
 //! when their key variable is unset.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
+use common::{sim_serve, text};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 const KEY_VARS: [&str; 3] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HTTP_API_KEY"];
 
@@ -22,10 +24,6 @@ fn probity(cwd: &Path, store: &Path, args: &[&str]) -> Output {
         c.env_remove(v);
     }
     c.output().expect("run probity")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn init(root: &Path, provider: &str) -> std::path::PathBuf {
@@ -151,33 +149,15 @@ fn keyed_examples_fail_cleanly_without_their_key() {
     }
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn http_example_runs_against_sim_serve() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = init(tmp.path(), "http");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_probity"))
-        .args(["sim", "serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _server = Server(child);
-    let url = line.trim().strip_prefix("listening on ").expect("address");
+    let server = sim_serve(&[]);
+    let url = format!("http://{}/v1", server.1);
     let config = dir.join("probity.toml");
     let text_in = std::fs::read_to_string(&config).unwrap();
-    let pointed = text_in.replace("http://127.0.0.1:8089/v1", url.trim_end_matches('/'));
+    let pointed = text_in.replace("http://127.0.0.1:8089/v1", &url);
     assert_ne!(pointed, text_in, "the example aims at 127.0.0.1:8089");
     std::fs::write(&config, pointed).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_probity"))

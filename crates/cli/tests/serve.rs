@@ -3,41 +3,11 @@
 //! passing outputs, refuses streaming and bad tokens, exposes health and
 //! metrics, and records every attempt in the run store.
 
+mod common;
+
+use common::{probity_cmd as probity, start, Server};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-
-struct Server(Child, String);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn probity() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_probity"));
-    c.env("NO_COLOR", "1");
-    c
-}
-
-/// Start a probity server command; returns it with its `host:port`.
-fn start(mut cmd: Command) -> Server {
-    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("address line: {line:?}"))
-        .trim_end_matches("/v1")
-        .to_string();
-    Server(child, addr)
-}
 
 fn guard_config(dir: &Path, upstream: &str, extra: &str) -> std::path::PathBuf {
     let path = dir.join("guard.toml");

@@ -486,6 +486,18 @@ impl Store {
         Ok(())
     }
 
+    /// Every row of `sql` with `params`, read by `row`.
+    fn query_all<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let rows = stmt.query_map(params, row).map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
     fn err(&self, source: rusqlite::Error) -> StoreError {
         StoreError::Sqlite {
             path: self.path.clone(),
@@ -671,18 +683,11 @@ impl Store {
     /// Every run, newest first, optionally only those whose name contains
     /// `name`.
     pub fn runs(&self, name: Option<&str>) -> Result<Vec<RunRecord>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(&format!(
-                "{RUN_COLUMNS} WHERE (?1 IS NULL OR instr(name, ?1) > 0) ORDER BY id DESC"
-            ))
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![name], run_from_row)
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        Ok(rows)
+        self.query_all(
+            &format!("{RUN_COLUMNS} WHERE (?1 IS NULL OR instr(name, ?1) > 0) ORDER BY id DESC"),
+            params![name],
+            run_from_row,
+        )
     }
 
     /// One run's header.
@@ -744,18 +749,11 @@ impl Store {
 
     /// A run's stored samples, in `(input, repetition)` order.
     pub fn samples(&self, run: i64) -> Result<Vec<SampleRow>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(&format!(
-                "{SAMPLE_COLUMNS} WHERE run_id = ?1 ORDER BY input_idx, repetition"
-            ))
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![run], sample_from_row)
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        Ok(rows)
+        self.query_all(
+            &format!("{SAMPLE_COLUMNS} WHERE run_id = ?1 ORDER BY input_idx, repetition"),
+            params![run],
+            sample_from_row,
+        )
     }
 
     /// How many samples run `run` holds.
@@ -876,16 +874,12 @@ impl Store {
     /// A run's stored attempts, in `(input, repetition, attempt)` order
     /// (empty for a run without a retry policy).
     pub fn attempts(&self, run: i64) -> Result<Vec<AttemptRow>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT input_idx, repetition, attempt, output, error, latency_ms, input_tokens, output_tokens,
+        self.query_all(
+            "SELECT input_idx, repetition, attempt, output, error, latency_ms, input_tokens, output_tokens,
                         call_attempts, judge_calls, cells, reasons, passed, published, cache_key
                  FROM attempts WHERE run_id = ?1 ORDER BY input_idx, repetition, attempt",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![run], |r| {
+            params![run],
+            |r| {
                 let cells: Vec<u8> = r.get(10)?;
                 let reasons: Option<String> = r.get(11)?;
                 Ok(AttemptRow {
@@ -907,11 +901,8 @@ impl Store {
                     published: r.get(13)?,
                     cache_key: r.get(14)?,
                 })
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        Ok(rows)
+            },
+        )
     }
 
     /// Set a run's number of inputs (live traffic grows it as it comes).

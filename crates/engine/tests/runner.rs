@@ -3,7 +3,7 @@
 
 use probity_core::{Input, Validator};
 use probity_engine::provider::{Provider, ProviderConfig};
-use probity_engine::sim::server::{spawn_test_server, FaultConfig};
+use probity_engine::sim::server::{spawn_test_server, FaultConfig, TestServer};
 use probity_engine::sim::{SimConfig, SimModel};
 use probity_engine::store::{RunStatus, Store};
 use probity_engine::{run, run_with, Control, Experiment, RunOutcome, Sink};
@@ -34,6 +34,24 @@ fn system(table: &str) -> Arc<dyn Provider> {
         .unwrap()
         .build()
         .unwrap()
+}
+
+/// The simulator served over HTTP (`latency_ms` per request), and the
+/// `openai` provider that calls it with `seed`.
+async fn sim_over_http(latency_ms: u64, seed: u64) -> (TestServer, Arc<dyn Provider>) {
+    let model = SimModel::new(SimConfig {
+        latency_ms,
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let (_, server) = spawn_test_server(model, FaultConfig::default())
+        .await
+        .unwrap();
+    let provider = system(&format!(
+        "provider = \"openai\"\nmodel = \"sim\"\nbase_url = \"{}\"\nseed = {seed}",
+        server.base_url()
+    ));
+    (server, provider)
 }
 
 async fn go(experiment: &Experiment, store: &mut Store, resume: bool) -> RunOutcome {
@@ -192,21 +210,10 @@ async fn a_new_run_samples_afresh_unless_told_to_reuse() {
 /// resuming finishes it without asking again for what is stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_then_resume_loses_nothing_and_repeats_nothing() {
-    let model = SimModel::new(SimConfig {
-        latency_ms: 20,
-        ..SimConfig::default()
-    })
-    .unwrap();
-    let (_, server) = spawn_test_server(model, FaultConfig::default())
-        .await
-        .unwrap();
+    let (server, upstream) = sim_over_http(20, 7).await;
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
-    let system = format!(
-        "provider = \"openai\"\nmodel = \"sim\"\nbase_url = \"{}\"\nseed = 7",
-        server.base_url()
-    );
-    let exp = experiment(self::system(&system), 10, 20).concurrency(4);
+    let exp = experiment(upstream, 10, 20).concurrency(4);
 
     let (tx, cancel) = tokio::sync::watch::channel(false);
     let mut fired = false;
@@ -316,21 +323,10 @@ async fn assert_passed_explains_a_failure() {
 /// (resumable), the cause named.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_dies_mid_run_stops_it_without_a_verdict() {
-    let model = SimModel::new(SimConfig {
-        latency_ms: 5,
-        ..SimConfig::default()
-    })
-    .unwrap();
-    let (_, server) = spawn_test_server(model, FaultConfig::default())
-        .await
-        .unwrap();
+    let (server, upstream) = sim_over_http(5, 3).await;
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
-    let table = format!(
-        "provider = \"openai\"\nmodel = \"sim\"\nbase_url = \"{}\"\nseed = 3",
-        server.base_url()
-    );
-    let mut exp = experiment(system(&table), 20, 20).concurrency(4);
+    let mut exp = experiment(upstream, 20, 20).concurrency(4);
     exp.calls.call_attempts = 1;
     let kill = async move {
         while server.stats().requests < 60 {

@@ -52,23 +52,25 @@ pub fn probity_cmd() -> Command {
 
 /// Start `probity sim serve` on a free port; returns it with its address.
 pub fn sim_serve(args: &[&str]) -> Server {
-    let mut child = probity_cmd()
-        .args(["sim", "serve", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut cmd = probity_cmd();
+    cmd.args(["sim", "serve", "--listen", "127.0.0.1:0"])
+        .args(args);
+    start(cmd)
+}
+
+/// Start a server command (`probity sim serve`, `probity serve`) whose
+/// first line on stdout is `listening on http://ADDR/v1`; returns it with
+/// its `ADDR`.
+pub fn start(mut cmd: Command) -> Server {
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let url = line
+    let addr = line
         .trim()
-        .strip_prefix("listening on ")
-        .expect("address line")
-        .to_string();
-    let addr = url
-        .trim_start_matches("http://")
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("address line: {line:?}"))
         .trim_end_matches("/v1")
         .to_string();
     Server(child, addr)
