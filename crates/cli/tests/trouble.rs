@@ -230,3 +230,29 @@ fn serve_checks_its_configuration_before_it_listens() {
     assert!(err.contains("PROBITY_TEST_UNSET_KEY"), "{err}");
     assert!(!text(&out.stdout).contains("listening"));
 }
+
+#[test]
+fn a_changed_system_behind_the_same_config_is_sampled_afresh() {
+    let dir = tempfile::tempdir().unwrap();
+    // The system answers with whatever answer.txt holds (the command runs
+    // in the configuration's directory).
+    write_config(
+        dir.path(),
+        r#"provider = "command"
+command = ["sh", "-c", "cat answer.txt"]"#,
+        "",
+    );
+    std::fs::write(dir.path().join("answer.txt"), "I am glad to help.").unwrap();
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Same configuration, changed system: the new run calls it again and
+    // sees the change.
+    std::fs::write(
+        dir.path().join("answer.txt"),
+        "I can't, I won't, I don't, it isn't.",
+    )
+    .unwrap();
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("every sample called afresh"));
+}
