@@ -149,3 +149,25 @@ fn runaway_expressions_do_not_stall_a_batch() {
         assert_eq!(row[1], Verdict::Pass);
     }
 }
+
+#[test]
+fn a_check_with_its_own_verdict_gives_pass_fail_and_error_cells_with_causes() {
+    use probity_core::Verdict;
+    let v = Validator::new("external").check_verdict(|i: &Input, o: &str| match o {
+        "yes" => Verdict::Pass,
+        "no" => Verdict::Fail,
+        _ => Verdict::error(format!("cannot judge {o:?} for {}", i.id)),
+    });
+    let input = Input::text("q1", "hello");
+    assert_eq!(v.evaluate(&input, "yes"), Verdict::Pass);
+    assert_eq!(v.evaluate(&input, "no"), Verdict::Fail);
+    assert_eq!(
+        v.evaluate(&input, "maybe"),
+        Verdict::error("cannot judge \"maybe\" for q1")
+    );
+    let panics = Validator::new("panics").check_verdict(|_: &Input, _: &str| panic!("boom"));
+    assert_eq!(
+        panics.evaluate(&input, "x"),
+        Verdict::error("check panicked: boom")
+    );
+}

@@ -30,6 +30,19 @@ pub fn off_async_workers<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     }
 }
 
+/// Run `f`, which may block, with the current tokio worker handing its
+/// other tasks over meanwhile (`block_in_place`) on a multi-threaded
+/// runtime.
+pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
+    }
+}
+
 /// The checks, in column order: validators, then verifiers.
 #[derive(Debug, Clone, Default)]
 pub struct Checks {
@@ -166,11 +179,24 @@ impl Checks {
     }
 
     /// Whether a validator is a Rhai expression (which may run for up to
-    /// its time limit, so is not evaluated on an async worker).
+    /// its time limit, so is evaluated off the async workers, on the
+    /// evaluation pool's large stacks).
     pub fn has_expressions(&self) -> bool {
+        use probity_core::validator::Check;
         self.validators
             .iter()
-            .any(|v| matches!(v.check, probity_core::validator::Check::Expression(_)))
+            .any(|v| matches!(v.check, Check::Expression(_)))
+    }
+
+    /// Whether a validator is external (a Python callable waiting for the
+    /// GIL, a program's answer): it may block, so it is evaluated off the
+    /// async workers, on the calling task's own thread (many at once,
+    /// unlike the evaluation pool).
+    pub fn has_external(&self) -> bool {
+        use probity_core::validator::Check;
+        self.validators
+            .iter()
+            .any(|v| matches!(v.check, Check::External(_)))
     }
 
     /// Check one output with every validator and every verifier (one judge
@@ -186,6 +212,8 @@ impl Checks {
     ) -> Checked {
         let (mut cells, mut reasons) = if self.has_expressions() {
             off_async_workers(|| self.validate(input, output))
+        } else if self.has_external() {
+            blocking(|| self.validate(input, output))
         } else {
             self.validate(input, output)
         };

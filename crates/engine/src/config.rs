@@ -35,10 +35,11 @@ use crate::retry_policy::RetryPolicy;
 use crate::revalidate::Recheck;
 use crate::settings::{Analysis, StoredSettings};
 use crate::template::PromptTemplate;
+use crate::validator_table::ValidatorTable;
 use crate::verifier::VerifierSpec;
 use probity_core::stats::ClusterMethod;
 use probity_core::stats::VerdictMode;
-use probity_core::validator::{ValidatorError, ValidatorSpec};
+use probity_core::validator::ValidatorError;
 use probity_core::{Aggregate, AnalysisOptions, ErrorPolicy, Input, IntervalMethod, Strategy};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -201,7 +202,7 @@ pub struct ConfigFile {
     #[serde(default)]
     pub experiment: ExperimentConfig,
     #[serde(default, rename = "validator")]
-    pub validators: Vec<ValidatorSpec>,
+    pub validators: Vec<ValidatorTable>,
     /// LLM judges (§4): columns after the validators.
     #[serde(default, rename = "verifier", skip_serializing_if = "Vec::is_empty")]
     pub verifiers: Vec<VerifierSpec>,
@@ -219,6 +220,9 @@ impl ConfigFile {
     /// `[experiment] inputs` is (docs/config.md, Paths).
     pub fn resolve_paths(&mut self, dir: &Path) {
         self.system.resolve_paths(dir);
+        for v in &mut self.validators {
+            v.resolve_paths(dir);
+        }
         for v in &mut self.verifiers {
             v.resolve_paths(dir);
         }
@@ -293,7 +297,7 @@ impl Config {
             .enumerate()
             .map(|(k, spec)| {
                 spec.compile().map_err(|e: ValidatorError| {
-                    invalid(format!("[[validator]] #{} ({}): {e}", k + 1, spec.name))
+                    invalid(format!("[[validator]] #{} ({}): {e}", k + 1, spec.name()))
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;

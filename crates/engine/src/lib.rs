@@ -28,6 +28,7 @@ pub mod inputs;
 pub mod limits;
 pub mod openai_wire;
 pub mod outcome;
+pub mod program;
 pub mod provider;
 pub mod recording;
 pub mod redact;
@@ -40,6 +41,7 @@ pub mod sim;
 pub mod store;
 pub mod stored;
 pub mod template;
+pub mod validator_table;
 pub mod verifier;
 
 pub use call::{CallSettings, Caller};

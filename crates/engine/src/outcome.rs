@@ -191,17 +191,28 @@ impl RunOutcome {
         out
     }
 
-    /// Panic unless the run passed, with [`RunOutcome::failure_lines`] as
-    /// the message: for `cargo test`.
+    /// Why the run did not pass, as one message — a heading naming the
+    /// test and its shape, then [`RunOutcome::failure_lines`] — or `None`
+    /// when it passed. What [`RunOutcome::assert_passed`] panics with, and
+    /// what other test frameworks (pytest) fail with.
+    pub fn failure_message(&self) -> Option<String> {
+        if self.passed() {
+            return None;
+        }
+        let (n, m, k) = self.summary.shape;
+        Some(format!(
+            "reliability test `{}` failed ({n} inputs × {m} outputs × {k} checks):\n{}",
+            self.name,
+            self.failure_lines().join("\n")
+        ))
+    }
+
+    /// Panic unless the run passed, with [`RunOutcome::failure_message`]
+    /// as the message: for `cargo test`.
     #[track_caller]
     pub fn assert_passed(&self) {
-        if !self.passed() {
-            let (n, m, k) = self.summary.shape;
-            panic!(
-                "reliability test `{}` failed ({n} inputs × {m} outputs × {k} checks):\n{}",
-                self.name,
-                self.failure_lines().join("\n")
-            );
+        if let Some(message) = self.failure_message() {
+            panic!("{message}");
         }
     }
 

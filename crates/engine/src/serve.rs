@@ -65,6 +65,7 @@ use crate::recording::Recording;
 use crate::retry_policy::RetryPolicy;
 use crate::settings::{StoredRetry, StoredSettings};
 use crate::store::{NewRun, RunStatus, RunTotals, Store, StoreError, Writer};
+use crate::validator_table::ValidatorTable;
 use crate::verifier::VerifierSpec;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -72,7 +73,6 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use probity_core::validator::ValidatorSpec;
 use probity_core::Input;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -129,7 +129,7 @@ pub struct ServeConfig {
     #[serde(default)]
     pub retry: RetryPolicy,
     #[serde(default, rename = "validator")]
-    pub validators: Vec<ValidatorSpec>,
+    pub validators: Vec<ValidatorTable>,
     #[serde(default, rename = "verifier")]
     pub verifiers: Vec<VerifierSpec>,
 }
@@ -165,6 +165,9 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     // Relative paths in provider tables resolve against the file's directory.
     let dir = path.parent().unwrap_or(Path::new("."));
     config.upstream.resolve_paths(dir);
+    for v in &mut config.validators {
+        v.resolve_paths(dir);
+    }
     for v in &mut config.verifiers {
         v.resolve_paths(dir);
     }
@@ -183,7 +186,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         .iter()
         .map(|s| {
             s.compile()
-                .map_err(|e| at(format!("[[validator]] {}: {e}", s.name)))
+                .map_err(|e| at(format!("[[validator]] {}: {e}", s.name())))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let verifiers = config

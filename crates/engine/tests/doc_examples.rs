@@ -206,6 +206,7 @@ fn probe(kind: &str, line: &str) -> Result<Value, String> {
         "command" => file("[system]\nprovider = \"command\"\ncommand = [\"x\"]"),
         "sim" => file("[system]\nprovider = \"sim\""),
         "validator" => file("[[validator]]\nname = \"v\""),
+        "program" => file("[[validator]]\nname = \"v\"\nkind = \"program\"\ncommand = [\"x\"]"),
         "verifier" => file("[[verifier]]\nname = \"v\"\ninstructions = \"x\""),
         "sim-judge" => file(
             "[[verifier]]\nname = \"v\"\ninstructions = \"x\"\n[verifier.system]\nprovider = \"sim\"",
@@ -421,6 +422,7 @@ fn key_tables_document_exactly_the_accepted_keys_and_their_defaults() {
         "command",
         "sim",
         "validator",
+        "program",
         "verifier",
         "sim-judge",
         "serve",

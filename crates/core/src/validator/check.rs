@@ -23,6 +23,10 @@ pub const DEFAULT_WEIGHT: f64 = 1.0;
 pub type OutputFn = dyn Fn(&str) -> bool + Send + Sync;
 /// A predicate over input and output (the paper's `lambda i, o`).
 pub type InputOutputFn = dyn Fn(&Input, &str) -> bool + Send + Sync;
+/// A check over input and output that gives its own verdict, an error with
+/// its cause included: a check run outside Rust (a Python callable, a
+/// program speaking JSON lines), whose failures to judge are Error cells.
+pub type VerdictFn = dyn Fn(&Input, &str) -> Verdict + Send + Sync;
 
 /// The predicate behind a validator.
 #[derive(Clone)]
@@ -35,6 +39,11 @@ pub enum Check {
     Builtin(Builtin),
     /// A compiled Rhai expression over `output`, `input` and `input_text`.
     Expression(Expression),
+    /// A check that gives its own verdict (pass, fail, or an error with its
+    /// cause): a Python callable, an external program. It may block (take
+    /// a lock, wait for a process), so the engine runs it off its async
+    /// workers.
+    External(Arc<VerdictFn>),
 }
 
 impl fmt::Debug for Check {
@@ -44,6 +53,7 @@ impl fmt::Debug for Check {
             Check::InputOutput(_) => f.write_str("InputOutput(<closure>)"),
             Check::Builtin(b) => f.debug_tuple("Builtin").field(b).finish(),
             Check::Expression(e) => f.debug_tuple("Expression").field(&e.source()).finish(),
+            Check::External(_) => f.write_str("External(<closure>)"),
         }
     }
 }
@@ -188,6 +198,16 @@ impl ValidatorBuilder {
         self.finish(Check::InputOutput(Arc::new(f)))
     }
 
+    /// Finish with a check that gives its own [`Verdict`]: an error verdict
+    /// (with its cause) is an Error cell, not a failure. For checks run
+    /// outside Rust; a panic is an Error cell too.
+    pub fn check_verdict<F>(self, f: F) -> Validator
+    where
+        F: Fn(&Input, &str) -> Verdict + Send + Sync + 'static,
+    {
+        self.finish(Check::External(Arc::new(f)))
+    }
+
     /// Finish with a built-in kind.
     pub fn builtin(self, builtin: Builtin) -> Validator {
         self.finish(Check::Builtin(builtin))
@@ -299,8 +319,9 @@ impl Validator {
     /// outputs.
     pub fn evaluate_prepared(&self, input: &PreparedInput<'_>, output: &str) -> Verdict {
         match &self.check {
-            Check::Output(f) => guard(|| f(output)),
-            Check::InputOutput(f) => guard(|| f(input.input(), output)),
+            Check::Output(f) => guard(|| Verdict::from_bool(f(output))),
+            Check::InputOutput(f) => guard(|| Verdict::from_bool(f(input.input(), output))),
+            Check::External(f) => guard(|| f(input.input(), output)),
             Check::Builtin(b) => Verdict::from_bool(b.check(output)),
             Check::Expression(e) => {
                 e.evaluate_converted(e.uses_input().then(|| input.rhai()), output)
@@ -310,9 +331,9 @@ impl Validator {
 }
 
 /// Run a user closure, turning a panic into an `Error` verdict.
-fn guard(f: impl FnOnce() -> bool) -> Verdict {
+fn guard(f: impl FnOnce() -> Verdict) -> Verdict {
     match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(ok) => Verdict::from_bool(ok),
+        Ok(verdict) => verdict,
         Err(payload) => {
             let what = payload
                 .downcast_ref::<&str>()

@@ -30,7 +30,7 @@ pub mod spec;
 
 pub use builtin::{Builtin, BuiltinError};
 pub use check::{
-    Check, InputOutputFn, OutputFn, Validator, ValidatorBuilder, ValidatorError,
+    Check, InputOutputFn, OutputFn, Validator, ValidatorBuilder, ValidatorError, VerdictFn,
     DEFAULT_MINIMUM_SUCCESS_PERCENTAGE, DEFAULT_WEIGHT,
 };
 pub use eval::{evaluate_all, Evaluator};

@@ -1,0 +1,77 @@
+//! One `[[validator]]` table as configuration holds it: a built-in kind or
+//! an expression (core's [`ValidatorSpec`]), or `kind = "program"` (a
+//! [`ProgramSpec`], which runs a process and so lives in the engine).
+//!
+//! The table is read by its `kind`: `"program"` is read as a
+//! [`ProgramSpec`], anything else as a [`ValidatorSpec`]; each denies the
+//! keys it does not know, and an error lists the keys it accepts.
+
+use crate::program::ProgramSpec;
+use probity_core::validator::{Validator, ValidatorError, ValidatorSpec};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::path::Path;
+
+/// A `[[validator]]` table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ValidatorTable {
+    /// A built-in kind or an expression.
+    Spec(ValidatorSpec),
+    /// `kind = "program"`.
+    Program(ProgramSpec),
+}
+
+impl<'de> Deserialize<'de> for ValidatorTable {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = serde_json::Value::deserialize(d)?;
+        let program = value.get("kind").and_then(|k| k.as_str()) == Some("program");
+        if program {
+            ProgramSpec::deserialize(value)
+                .map(ValidatorTable::Program)
+                .map_err(D::Error::custom)
+        } else {
+            ValidatorSpec::deserialize(value)
+                .map(ValidatorTable::Spec)
+                .map_err(D::Error::custom)
+        }
+    }
+}
+
+impl From<ValidatorSpec> for ValidatorTable {
+    fn from(s: ValidatorSpec) -> Self {
+        ValidatorTable::Spec(s)
+    }
+}
+
+impl From<ProgramSpec> for ValidatorTable {
+    fn from(s: ProgramSpec) -> Self {
+        ValidatorTable::Program(s)
+    }
+}
+
+impl ValidatorTable {
+    /// The validator's name.
+    pub fn name(&self) -> &str {
+        match self {
+            ValidatorTable::Spec(s) => &s.name,
+            ValidatorTable::Program(p) => &p.name,
+        }
+    }
+
+    /// Resolve relative paths (a program's) against `dir`, the
+    /// configuration file's directory.
+    pub fn resolve_paths(&mut self, dir: &Path) {
+        if let ValidatorTable::Program(p) = self {
+            p.resolve_paths(dir);
+        }
+    }
+
+    /// Build the validator; errors name the validator and the field.
+    pub fn compile(&self) -> Result<Validator, ValidatorError> {
+        match self {
+            ValidatorTable::Spec(s) => s.compile(),
+            ValidatorTable::Program(p) => p.compile(),
+        }
+    }
+}
