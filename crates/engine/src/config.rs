@@ -40,7 +40,9 @@ use crate::verifier::VerifierSpec;
 use probity_core::stats::ClusterMethod;
 use probity_core::stats::VerdictMode;
 use probity_core::validator::ValidatorError;
-use probity_core::{Aggregate, AnalysisOptions, ErrorPolicy, Input, IntervalMethod, Strategy};
+use probity_core::{
+    Aggregate, AnalysisOptions, ErrorPolicy, Input, IntervalMethod, Strategy, Validator,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -260,17 +262,34 @@ impl Config {
     /// Parse and check `text` as if read from `path` (relative input files
     /// resolve against `path`'s directory).
     pub fn from_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let mut file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             message: describe_toml_error(&e, text),
         })?;
+        Config::from_parts(file, text, path, Vec::new())
+    }
+
+    /// A configuration assembled in code (the Python package): `file` as
+    /// if read from `path` (relative paths resolve against its directory;
+    /// errors name it), `text` the description stored with each run, and
+    /// validators built in code, each with the column it goes to among the
+    /// file's validators (`(2, v)`: third; past the end: last), in
+    /// increasing order. Every check [`Config::from_str`] makes is made,
+    /// and the hash covers `text` too (code is not in `file`).
+    pub fn from_parts(
+        mut file: ConfigFile,
+        text: &str,
+        path: &Path,
+        code: Vec<(usize, Validator)>,
+    ) -> Result<Config, ConfigError> {
+        let from_code = !code.is_empty();
         file.resolve_paths(path.parent().unwrap_or(Path::new(".")));
         let invalid = |message: String| ConfigError::Invalid {
             path: path.to_path_buf(),
             message,
         };
         check_experiment(&file.experiment).map_err(|m| invalid(format!("[experiment] {m}")))?;
-        if file.validators.is_empty() && file.verifiers.is_empty() {
+        if file.validators.is_empty() && file.verifiers.is_empty() && !from_code {
             return Err(invalid(
                 "no [[validator]] or [[verifier]] tables: a reliability test needs at least one check".into(),
             ));
@@ -291,7 +310,7 @@ impl Config {
                     .map_err(|e| invalid(format!("[[verifier]] #{} ({}): {e}", k + 1, spec.name)))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let validators = file
+        let mut validators = file
             .validators
             .iter()
             .enumerate()
@@ -301,6 +320,11 @@ impl Config {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        for (at, v) in code {
+            v.validate()
+                .map_err(|e| invalid(format!("validator ({}): {e}", v.name)))?;
+            validators.insert(at.min(validators.len()), v);
+        }
         let mut names = std::collections::HashSet::new();
         if let Some(dup) = validators
             .iter()
@@ -361,7 +385,10 @@ impl Config {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "probity".into())
         });
-        let hash = hash_config(&file, &inputs);
+        let mut hash = hash_config(&file, &inputs);
+        if from_code {
+            hash = hex::encode(Sha256::digest(format!("{hash}\n{text}")));
+        }
         let config = Config {
             path: path.to_path_buf(),
             text: text.to_string(),

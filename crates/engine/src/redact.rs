@@ -70,6 +70,7 @@ pub fn error(e: ProviderError) -> ProviderError {
         ProviderError::Transport(m) => ProviderError::Transport(redact_owned(m)),
         ProviderError::BadResponse(m) => ProviderError::BadResponse(redact_owned(m)),
         ProviderError::Command(m) => ProviderError::Command(redact_owned(m)),
+        ProviderError::Raised(m) => ProviderError::Raised(redact_owned(m)),
         e @ (ProviderError::RateLimited { .. } | ProviderError::Timeout(_)) => e,
     }
 }

@@ -59,6 +59,10 @@ pub enum ProviderError {
     BadResponse(String),
     #[error("command failed: {0}")]
     Command(String),
+    /// A system running in this process (a Python callable) raised: the
+    /// exception's type and message. Final, like a rejection.
+    #[error("the system raised {0}")]
+    Raised(String),
 }
 
 impl ProviderError {

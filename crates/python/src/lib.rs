@@ -1,0 +1,161 @@
+//! `probity._probity`: the native half of the Python package `probity`
+//! (crates/python/python/probity is the other half, and the API users
+//! see). One function, [`run`]: the experiment's tables (read by the
+//! engine's own configuration types, [`assemble`]), the Python validators
+//! ([`validators`]) and system ([`system`]) in, the outcome out
+//! ([`result`]). The run itself goes on with the GIL released, on a tokio
+//! runtime shared by every run of the process.
+
+mod assemble;
+mod inputs;
+mod result;
+mod system;
+mod validators;
+
+use inputs::PyInputs;
+use probity_engine::store::Store;
+use probity_engine::{run_with, Control, Sink};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use system::PySystem;
+use validators::PyValidator;
+
+/// The runtime every run of this process uses.
+fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_name("probity-worker")
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the runtime: {e}")))
+}
+
+/// A Python validator as the package passes it: `(column, name, message,
+/// minimum_success_percentage, weight, arity, callable)`.
+type ValidatorArg = (usize, String, String, f64, f64, usize, Py<PyAny>);
+
+/// Run an experiment; returns `(document_json, tensor_bytes)` (see
+/// [`result`]).
+///
+/// * `spec`: the tables as JSON ([`assemble`]); `cwd`: what relative
+///   paths resolve against.
+/// * `system`: `(submit, fingerprint)` for a Python system ([`system`]), or
+///   `None` to build the `system` table's provider.
+/// * `validators`: the Python validators.
+/// * `make_input(id, text, fields_json)`: the Python object an input is given
+///   to Python code as.
+/// * `store`: the run store's path (`None`: memory only).
+///
+/// Errors: `ValueError` for a table or setting the engine refuses (the
+/// message names it), `RuntimeError` when the run cannot complete,
+/// `KeyboardInterrupt` on Ctrl-C (the run stops first; a stored run is
+/// kept, interrupted).
+#[pyfunction]
+#[pyo3(signature = (spec, cwd, system, validators, make_input, store=None))]
+fn run(
+    py: Python<'_>,
+    spec: &str,
+    cwd: PathBuf,
+    system: Option<(Py<PyAny>, String)>,
+    validators: Vec<ValidatorArg>,
+    make_input: Py<PyAny>,
+    store: Option<PathBuf>,
+) -> PyResult<(String, Py<PyBytes>)> {
+    let inputs = Arc::new(PyInputs::new(py, make_input));
+    let code = validators
+        .into_iter()
+        .map(|(column, name, message, msp, weight, arity, callable)| {
+            let v = PyValidator {
+                column,
+                name,
+                message,
+                minimum_success_percentage: msp,
+                weight,
+                arity,
+                callable,
+            };
+            (v.column, validators::validator(v, inputs.clone()))
+        })
+        .collect();
+    let config = assemble::config(spec, &cwd, code).map_err(PyValueError::new_err)?;
+    let mut experiment = config
+        .experiment()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    if let Some((submit, fingerprint)) = system {
+        experiment.system = Arc::new(PySystem {
+            submit,
+            inputs,
+            fingerprint,
+        });
+    }
+    let rt = runtime()?;
+    let (outcome, interrupted) = py.detach(|| {
+        rt.block_on(async {
+            let mut opened = match &store {
+                Some(path) => Some(Store::open(path).map_err(|e| e.to_string())?),
+                None => None,
+            };
+            let mut interrupted = None;
+            let outcome = {
+                let sink = match opened.as_mut() {
+                    Some(s) => Sink::Store(s),
+                    None => Sink::Memory,
+                };
+                let (cancel, cancelled) = tokio::sync::watch::channel(false);
+                let control = Control {
+                    cancel: Some(cancelled),
+                    ..Control::default()
+                };
+                let running = run_with(&experiment, sink, control);
+                tokio::pin!(running);
+                loop {
+                    tokio::select! {
+                        r = &mut running => break r,
+                        _ = tokio::time::sleep(Duration::from_millis(100)), if interrupted.is_none() => {
+                            // Ctrl-C reaches Python's handler; stop the run
+                            // (it ends gracefully) and raise it afterwards.
+                            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                                interrupted = Some(e);
+                                let _ = cancel.send(true);
+                            }
+                        }
+                    }
+                }
+            };
+            let mut outcome = outcome.map_err(|e| e.to_string())?;
+            // A stored run's samples stay in the store; read them back so
+            // the result (and its failure message) quotes outputs.
+            if let (Some(s), Some(id)) = (&opened, outcome.run_id) {
+                outcome.samples = s.samples(id).map_err(|e| e.to_string())?;
+            }
+            Ok::<_, String>((outcome, interrupted))
+        })
+    })
+    .map_err(PyRuntimeError::new_err)?;
+    if let Some(e) = interrupted {
+        return Err(if e.is_instance_of::<PyKeyboardInterrupt>(py) {
+            e
+        } else {
+            PyKeyboardInterrupt::new_err(e.to_string())
+        });
+    }
+    let doc = result::document(&outcome).map_err(PyRuntimeError::new_err)?;
+    let cells = PyBytes::new(py, &result::tensor_bytes(&outcome)).unbind();
+    Ok((doc, cells))
+}
+
+#[pymodule]
+fn _probity(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

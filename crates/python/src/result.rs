@@ -1,0 +1,61 @@
+//! A [`RunOutcome`] for Python: one JSON document (the summary as the
+//! engine serializes it, the verdict's message, the samples) and the
+//! tensor's cells as bytes, `N × M × K` in C order, one byte each with
+//! core's codes (0 missing, 1 pass, 2 fail, 3 error).
+
+use probity_core::Cell;
+use probity_engine::RunOutcome;
+use serde_json::{json, Value};
+
+/// The cell's code: core's own discriminant.
+fn code(c: Cell) -> u8 {
+    c as u8
+}
+
+/// The tensor's cells, `i`, then `j`, then `k`.
+pub fn tensor_bytes(o: &RunOutcome) -> Vec<u8> {
+    let (n, m, k) = o.tensor.shape();
+    let mut out = vec![code(Cell::Missing); n * m * k];
+    o.tensor.for_each(|i, j, kk, c| {
+        if let Some(slot) = out.get_mut((i * m + j) * k + kk) {
+            *slot = code(c);
+        }
+    });
+    out
+}
+
+/// Everything else, as JSON.
+pub fn document(o: &RunOutcome) -> Result<String, String> {
+    let samples: Vec<Value> = o
+        .samples
+        .iter()
+        .map(|s| {
+            json!({
+                "input_id": o.input_ids.get(s.input_idx),
+                "input_index": s.input_idx,
+                "repetition": s.repetition,
+                "output": s.output,
+                "error": s.error,
+                "cells": s.cells.iter().map(|c| code(*c)).collect::<Vec<_>>(),
+                "reasons": s.reasons,
+                "latency_ms": s.latency_ms,
+            })
+        })
+        .collect();
+    let doc = json!({
+        "name": o.name,
+        "run_id": o.run_id,
+        "status": format!("{:?}", o.status).to_lowercase(),
+        "halt": o.halt.as_ref().map(|h| h.to_string()),
+        "passed": o.passed(),
+        "failure_message": o.failure_message(),
+        "broken": o.broken(),
+        "summary": o.summary,
+        "input_ids": o.input_ids,
+        "samples": samples,
+        "model_calls": o.model_calls,
+        "errors": o.errors,
+        "duration_s": o.duration.as_secs_f64(),
+    });
+    serde_json::to_string(&doc).map_err(|e| format!("cannot encode the result: {e}"))
+}
