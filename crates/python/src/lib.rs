@@ -8,6 +8,7 @@
 
 mod assemble;
 mod inputs;
+mod plan;
 mod result;
 mod system;
 mod validators;
@@ -156,6 +157,7 @@ fn run(
 #[pymodule]
 fn _probity(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(plan::retry_plan, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -23,6 +23,7 @@ the check's minimum success percentage. In pytest::
 from ._assert import assert_reliable
 from ._experiment import Experiment, run
 from ._input import Input
+from ._plan import retry_plan
 from ._probity import __version__
 from ._result import ERROR, FAIL, MISSING, PASS, CheckResult, Result
 from ._validator import Validator
@@ -35,6 +36,7 @@ __all__ = [
     "CheckResult",
     "assert_reliable",
     "run",
+    "retry_plan",
     "PASS",
     "FAIL",
     "ERROR",

@@ -1,0 +1,44 @@
+"""Shared pieces of the Python tests: the paper's inputs and validators
+(§2.1) and the simulator with its known rates."""
+
+import pytest
+
+import probity
+
+#: The simulator as the README and `probity init` use it: contractions
+#: overused in 10% of answers, "You're welcome" forgotten in 15% of answers
+#: to thanks.
+SIM = {"provider": "sim", "contractions": 0.10, "omit_welcome": 0.15}
+
+
+def paper_inputs(n=20):
+    """Half thanks, half questions, as crates/engine/examples/in_process.rs."""
+    return [
+        f"Thank you for the advice on tomatoes, part {i}!"
+        if i % 2 == 0
+        else f"How deep should I plant bulbs, question {i}?"
+        for i in range(n)
+    ]
+
+
+def paper_validators():
+    """The paper's two validators (§2.1), as written there."""
+    return [
+        probity.Validator(
+            "contraction_validator",
+            "Output contains too many contractions",
+            lambda o: o.count("'") <= 3,
+            minimum_success_percentage=0.95,
+        ),
+        probity.Validator(
+            "politeness_validator",
+            "System seems to have forgotten its manners",
+            lambda i, o: "You're welcome" in o if "Thank you" in i else True,
+            minimum_success_percentage=0.90,
+        ),
+    ]
+
+
+@pytest.fixture
+def inputs():
+    return paper_inputs()

@@ -1,0 +1,200 @@
+"""Validators and systems written in Python: arity, exceptions, async and
+sync systems, tables beside callables, bad arguments."""
+
+import asyncio
+import os
+import sys
+import threading
+
+import pytest
+
+import probity
+from conftest import SIM, paper_inputs
+
+
+def contraction():
+    return probity.Validator("contractions", "too many", lambda o: o.count("'") <= 3)
+
+
+def test_an_exception_in_a_validator_is_an_error_cell_with_its_message():
+    def picky(o):
+        if "tomatoes" in o:
+            raise ValueError("cannot judge tomatoes")
+        return True
+
+    result = probity.Experiment(
+        "raises", SIM, paper_inputs(4), [probity.Validator("picky", check=picky), contraction()],
+        outputs_per_input=3,
+    ).run()
+    errors = [s for s in result.samples if s["cells"][0] == probity.ERROR]
+    assert errors, "the validator raised on the tomato inputs"
+    for s in errors:
+        (k, reason), = [r for r in s["reasons"] if r[0] == 0]
+        assert reason == "validator `picky` raised ValueError: cannot judge tomatoes"
+    assert (result.tensor[:, :, 0] == probity.ERROR).sum() == len(errors)
+    # The other column is untouched.
+    assert set(result.tensor[:, :, 1].flatten()) <= {probity.PASS, probity.FAIL}
+
+
+def test_a_validator_returning_none_is_an_error_not_a_failure():
+    result = probity.Experiment(
+        "none", SIM, ["hello"], [probity.Validator("forgot_return", check=lambda o: None)],
+        outputs_per_input=2,
+    ).run()
+    assert all(s["cells"] == [probity.ERROR] for s in result.samples)
+    assert "returned None" in result.samples[0]["reasons"][0][1]
+    assert result.broken and result.broken[0][0] == "forgot_return"
+    assert "BROKEN forgot_return" in result.failure_message
+
+
+def test_the_two_argument_form_sees_the_input_as_its_text_with_fields():
+    seen = []
+
+    def check(i, o):
+        seen.append((i.id, i["lang"], i.lang, str(i), "Thank" in i))
+        return True
+
+    result = probity.Experiment(
+        "fields", SIM, [{"id": "a", "text": "Thank you!", "lang": "en"}],
+        [probity.Validator("fields", check=check)], outputs_per_input=2,
+    ).run()
+    assert result.passed
+    assert seen == [("a", "en", "en", "Thank you!", True)] * 2
+
+
+def test_a_sync_system_runs_in_a_thread_pool_and_its_exceptions_are_failed_calls():
+    threads = set()
+
+    def system(i):
+        threads.add(threading.get_ident())
+        if "boom" in i:
+            raise RuntimeError("the app fell over")
+        return f"You're welcome: {i}"
+
+    result = probity.Experiment(
+        "sync", system, ["Thank you", "boom"], [contraction()], outputs_per_input=5,
+        error_budget=1.0,
+    ).run()
+    assert threading.get_ident() not in threads
+    ok = [s for s in result.samples if s["output"] is not None]
+    failed = [s for s in result.samples if s["output"] is None]
+    assert {s["output"] for s in ok} == {"You're welcome: Thank you"}
+    assert len(failed) == 5
+    assert all(s["error"] == "the system raised RuntimeError: the app fell over" for s in failed)
+
+
+def test_an_async_system_runs_on_an_event_loop_concurrently():
+    running = 0
+    most = 0
+
+    async def system(i):
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        return "Hello!" if "x" in i else "It's fine"
+
+    result = probity.Experiment(
+        "async", system, [f"x{n}" for n in range(10)], [contraction()], outputs_per_input=4,
+        concurrency=8,
+    ).run()
+    assert result.passed
+    assert len(result.samples) == 40
+    assert most > 1, "calls overlapped on the loop"
+
+
+def test_a_system_taking_messages_gets_the_rendered_prompt():
+    got = []
+
+    def system(i, messages):
+        got.append(messages)
+        return "ok"
+
+    probity.Experiment(
+        "messages", system, ["hi"], [contraction()], outputs_per_input=1,
+        prompt={"system": "Be polite.", "user": "Q: {{ input.text }}"},
+    ).run()
+    assert got == [[{"role": "system", "content": "Be polite."}, {"role": "user", "content": "Q: hi"}]]
+
+
+def test_a_system_returning_something_else_than_a_str_is_a_failed_call():
+    result = probity.Experiment(
+        "not-str", lambda i: 42, ["hi"], [contraction()], outputs_per_input=2, error_budget=1.0,
+    ).run()
+    assert result.samples[0]["error"] == "the system raised TypeError: the system returned int, expected str"
+
+
+def test_tables_beside_callables_keep_their_column_order(tmp_path):
+    program = tmp_path / "welcome.py"
+    program.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    o = json.loads(line)['output']\n"
+        "    print(json.dumps({'verdict': 'pass' if len(o) > 0 else 'fail'}), flush=True)\n"
+    )
+    result = probity.Experiment(
+        "mixed", SIM, paper_inputs(4),
+        [
+            {"name": "count_table", "kind": "count", "value": "'", "max": 3},
+            contraction(),
+            {"name": "expression", "check": "count(output, \"'\") <= 3"},
+            {"name": "program", "kind": "program", "command": [sys.executable, str(program)]},
+        ],
+        outputs_per_input=5,
+    ).run()
+    assert [c.name for c in result.checks] == ["count_table", "contractions", "expression", "program"]
+    t = result.tensor
+    assert (t[:, :, 0] == t[:, :, 1]).all() and (t[:, :, 1] == t[:, :, 2]).all()
+    assert (t[:, :, 3] == probity.PASS).all()
+
+
+def test_bad_arguments_are_type_and_value_errors_naming_them():
+    with pytest.raises(TypeError, match="check must be callable"):
+        probity.Validator("v", "m", "not callable")
+    with pytest.raises(TypeError, match="one argument .* or two"):
+        probity.Validator("v", "m", lambda a, b, c: True)
+    with pytest.raises(ValueError, match="minimum_success_percentage must be in"):
+        probity.Validator("v", "m", lambda o: True, minimum_success_percentage=95)
+    with pytest.raises(TypeError, match="system must be a callable"):
+        probity.Experiment("e", 3, ["x"], [contraction()])
+    with pytest.raises(TypeError, match="inputs must be"):
+        probity.Experiment("e", SIM, 3, [contraction()])
+    with pytest.raises(TypeError, match=r"validators\[0\]"):
+        probity.Experiment("e", SIM, ["x"], ["count(output) < 3"])
+    with pytest.raises(ValueError, match=r"validators\[0\]: unknown field `valu`, expected one of"):
+        probity.Experiment("e", SIM, ["x"], [{"name": "c", "kind": "contains", "valu": "x"}]).run()
+    with pytest.raises(ValueError, match="experiment: unknown field `confidnce`"):
+        probity.Experiment("e", SIM, ["x"], [contraction()], confidnce=0.9).run()
+    with pytest.raises(ValueError, match="no validators or verifiers|at least one check"):
+        probity.Experiment("e", SIM, ["x"], []).run()
+    with pytest.raises(ValueError, match="two checks are named"):
+        probity.Experiment("e", SIM, ["x"], [contraction(), contraction()]).run()
+    with pytest.raises(ValueError, match="needs its own 'system'"):
+        probity.Experiment(
+            "e", lambda i: "x", ["x"], verifiers=[{"name": "j", "instructions": "PASS"}]
+        )
+
+
+def test_inputs_from_a_jsonl_file(tmp_path):
+    path = tmp_path / "inputs.jsonl"
+    path.write_text('{"id": "q1", "text": "Thank you!"}\n{"id": "q2", "text": "Hi"}\n')
+    result = probity.Experiment("file", SIM, str(path), [contraction()], outputs_per_input=2).run()
+    assert result.input_ids == ["q1", "q2"]
+
+
+def test_a_verifier_and_its_simulated_judge_from_a_table():
+    result = probity.Experiment(
+        "judged", SIM, paper_inputs(4), [contraction()],
+        verifiers=[{"name": "judge", "instructions": "PASS when polite.", "minimum_success_percentage": 0.5}],
+        outputs_per_input=3,
+    ).run()
+    assert [c.name for c in result.checks] == ["contractions", "judge"]
+    assert result["judge"].kind == "verifier"
+
+
+def test_without_numpy_the_tensor_is_nested_lists(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    result = probity.Experiment("lists", SIM, ["a", "b"], [contraction()], outputs_per_input=3).run()
+    assert isinstance(result.tensor, list)
+    assert len(result.tensor) == 2 and len(result.tensor[0]) == 3 and len(result.tensor[0][0]) == 1

@@ -1,0 +1,49 @@
+"""Runs written to the store are the CLI's runs: `probity runs` lists
+them (when the binary is built), and the SQLite file holds them."""
+
+import os
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import probity
+from conftest import SIM, paper_inputs, paper_validators
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def probity_binary():
+    """PROBITY_BIN, the workspace's release or debug build, or PATH's."""
+    candidates = [os.environ.get("PROBITY_BIN")]
+    candidates += [str(ROOT / "target" / p / "probity") for p in ("release", "debug")]
+    candidates.append(shutil.which("probity"))
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def test_a_stored_run_is_read_by_the_cli(tmp_path):
+    store = tmp_path / ".probity" / "runs.db"
+    first = probity.Experiment("stored", SIM, paper_inputs(5), paper_validators(), outputs_per_input=4).run(store=store)
+    second = probity.Experiment("stored", SIM, paper_inputs(5), paper_validators(), outputs_per_input=4).run(store=store)
+    assert (first.run_id, second.run_id) == (1, 2)
+    # A stored run's samples are read back: the failure message quotes outputs.
+    assert len(first.samples) == 20
+    db = sqlite3.connect(str(store))
+    rows = db.execute("SELECT id, name, status FROM runs ORDER BY id").fetchall()
+    assert rows == [(1, "stored", "complete"), (2, "stored", "complete")]
+    assert db.execute("SELECT COUNT(*) FROM samples WHERE run_id = 1").fetchone() == (20,)
+    exe = probity_binary()
+    if exe is None:
+        return  # the CLI is not built here; the store itself was checked
+    runs = subprocess.run([exe, "runs", "--store", str(store)], capture_output=True, text=True, timeout=60)
+    assert runs.returncode == 0, runs.stderr
+    assert "stored" in runs.stdout
+    report = subprocess.run(
+        [exe, "report", "1", "--store", str(store), "--format", "json"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert report.returncode == 0, report.stderr
+    assert "contraction_validator" in report.stdout
