@@ -84,8 +84,9 @@ impl PySystem {
 #[async_trait::async_trait]
 impl Provider for PySystem {
     async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
-        let rx = self
-            .start(request)
+        // Waiting for the GIL may take a while (Python threads busy): not
+        // on an async worker.
+        let rx = probity_engine::check::blocking(|| self.start(request))
             .map_err(|e| ProviderError::Raised(e.to_string()))?;
         match rx.await {
             Ok(Ok(text)) => Ok(Completion {
