@@ -18,7 +18,7 @@ if [ -z "${VENV:-}" ]; then
   trap 'rm -rf "$VENV"' EXIT
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check maturin pytest numpy
-  "$VENV/bin/pip" install -q --disable-pip-version-check --no-build-isolation ./crates/python
+  PATH="$VENV/bin:$PATH" "$VENV/bin/pip" install -q --disable-pip-version-check --no-build-isolation ./crates/python
 fi
 REPEAT="${REPEAT:-5}" "$VENV/bin/python" bench/python_overhead.py
 start=$(date +%s.%N)
