@@ -9,7 +9,7 @@ import threading
 import pytest
 
 import probity
-from conftest import SIM, paper_inputs
+from conftest import SIM, column, paper_inputs
 
 
 def contraction():
@@ -31,9 +31,9 @@ def test_an_exception_in_a_validator_is_an_error_cell_with_its_message():
     for s in errors:
         (k, reason), = [r for r in s["reasons"] if r[0] == 0]
         assert reason == "validator `picky` raised ValueError: cannot judge tomatoes"
-    assert (result.tensor[:, :, 0] == probity.ERROR).sum() == len(errors)
+    assert column(result.tensor, 0).count(probity.ERROR) == len(errors)
     # The other column is untouched.
-    assert set(result.tensor[:, :, 1].flatten()) <= {probity.PASS, probity.FAIL}
+    assert set(column(result.tensor, 1)) <= {probity.PASS, probity.FAIL}
 
 
 def test_a_validator_returning_none_is_an_error_not_a_failure():
@@ -145,8 +145,8 @@ def test_tables_beside_callables_keep_their_column_order(tmp_path):
     ).run()
     assert [c.name for c in result.checks] == ["count_table", "contractions", "expression", "program"]
     t = result.tensor
-    assert (t[:, :, 0] == t[:, :, 1]).all() and (t[:, :, 1] == t[:, :, 2]).all()
-    assert (t[:, :, 3] == probity.PASS).all()
+    assert column(t, 0) == column(t, 1) == column(t, 2)
+    assert set(column(t, 3)) == {probity.PASS}
 
 
 def test_bad_arguments_are_type_and_value_errors_naming_them():
@@ -191,6 +191,14 @@ def test_a_verifier_and_its_simulated_judge_from_a_table():
     ).run()
     assert [c.name for c in result.checks] == ["contractions", "judge"]
     assert result["judge"].kind == "verifier"
+
+
+def test_with_numpy_the_tensor_is_an_array():
+    np = pytest.importorskip("numpy")
+    result = probity.Experiment("array", SIM, ["a", "b"], [contraction()], outputs_per_input=3).run()
+    assert isinstance(result.tensor, np.ndarray)
+    assert result.tensor.shape == (2, 3, 1) and result.tensor.dtype == np.uint8
+    assert (result.tensor[:, :, 0] == probity.PASS).sum() == column(result.tensor, 0).count(probity.PASS)
 
 
 def test_without_numpy_the_tensor_is_nested_lists(monkeypatch):
