@@ -1,0 +1,49 @@
+"""Ctrl-C stops a run: KeyboardInterrupt reaches Python, and a stored run
+is kept, marked interrupted (resumable from the CLI)."""
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+SCRIPT = r'''
+import os, sys, time
+import probity
+
+def system(i):
+    open(sys.argv[1], "a").close()   # the run has started
+    time.sleep(0.2)
+    return "ok"
+
+probity.Experiment(
+    "slow", system, ["q%d" % n for n in range(50)],
+    [probity.Validator("v", check=lambda o: True)], outputs_per_input=4, concurrency=2,
+).run(store=sys.argv[2])
+print("finished")
+'''
+
+
+def test_ctrl_c_raises_keyboard_interrupt_and_keeps_the_stored_run_interrupted(tmp_path):
+    script = tmp_path / "slow.py"
+    script.write_text(SCRIPT)
+    started, store = tmp_path / "started", tmp_path / "runs.db"
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(started), str(store)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert child.poll() is None, child.communicate()
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert "finished" not in out
+    assert "KeyboardInterrupt" in err, err
+    rows = sqlite3.connect(str(store)).execute("SELECT name, status FROM runs").fetchall()
+    assert rows == [("slow", "interrupted")]
