@@ -133,7 +133,10 @@ pub async fn revalidate(
             })?;
             continue;
         };
-        if checks.verifiers.is_empty() {
+        // In-process validators are checked here; a verifier's call or an
+        // external check (a program, a Python callable), which waits, is
+        // checked on the pool of tasks below, many at once.
+        if checks.verifiers.is_empty() && !checks.has_external() {
             let (cells, reasons) = checks.validate(&input, &output);
             send(SampleRow {
                 cells,

@@ -219,3 +219,33 @@ fn unknown_keys_of_a_program_table_are_errors_listing_its_keys() {
     .unwrap();
     assert!(e.contains("missing field `command`"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revalidating_with_a_program_gives_the_programs_verdicts() {
+    use probity_engine::revalidate::revalidate;
+    use probity_engine::store::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
+    let first = config(
+        dir.path(),
+        "[[validator]]\nname = \"welcome\"\ncheck = '''output.contains(\"You're welcome\")'''\n",
+    )
+    .unwrap();
+    let run1 = run(&first.experiment().unwrap(), Sink::Store(&mut store))
+        .await
+        .unwrap();
+    let second = config(
+        dir.path(),
+        "[[validator]]\nname = \"welcome\"\nkind = \"program\"\ncommand = [\"python3\", \"check.py\"]\nprocesses = 3\n",
+    )
+    .unwrap();
+    let done = revalidate(&mut store, run1.stored_id(), &second.recheck(), false)
+        .await
+        .unwrap();
+    let old = store.samples(run1.stored_id()).unwrap();
+    let new = store.samples(done.run_id).unwrap();
+    assert_eq!(new.len(), 10);
+    for (a, b) in old.iter().zip(&new) {
+        assert_eq!(a.cells, b.cells, "{:?}", a.output);
+    }
+}
