@@ -11,6 +11,7 @@ mod inputs;
 mod plan;
 mod result;
 mod system;
+mod thread_state;
 mod validators;
 
 use inputs::PyInputs;

@@ -41,6 +41,7 @@ impl PySystem {
     /// Start the call; the answer arrives on the returned channel.
     fn start(&self, request: &Request) -> PyResult<tokio::sync::oneshot::Receiver<Answer>> {
         let (tx, rx) = tokio::sync::oneshot::channel::<Answer>();
+        crate::thread_state::keep();
         Python::attach(|py| {
             let input = self.inputs.get(py, &request.input)?;
             let messages: Vec<(String, String)> = request

@@ -41,6 +41,7 @@ pub fn validator(v: PyValidator, inputs: Arc<PyInputs>) -> Validator {
         .minimum_success_percentage(minimum_success_percentage)
         .weight(weight)
         .check_verdict(move |input: &Input, output: &str| {
+            crate::thread_state::keep();
             Python::attach(
                 |py| match call(py, &callable, &inputs, arity, input, output) {
                     Ok(v) => v,
