@@ -25,6 +25,8 @@ use crate::outcome::{Halt, Progress, RunOutcome};
 use crate::provider::types::Message;
 use crate::recording::Recording;
 use crate::retry_policy::RetryPolicy;
+use crate::rounds::{Next, Rounds};
+use crate::settings::StoredSequential;
 use crate::store::{
     AttemptRow, NewRun, RunStatus, RunTotals, SampleRow, Store, StoreError, Writer,
 };
@@ -32,8 +34,8 @@ use probity_core::causes::Causes;
 use probity_core::validator::PreparedInput;
 use probity_core::{Cell, ReliabilityTensor, Summary};
 use sha2::{Digest, Sha256};
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Instant;
 use thiserror::Error;
 use tokio::sync::{mpsc, watch};
@@ -311,7 +313,7 @@ pub async fn run_with(
     let mut tensor =
         ReliabilityTensor::new(n, m, k).map_err(|e| RunError::Config(at(e.to_string())))?;
     let infos = experiment.checks.infos();
-    let settings = experiment.stored_settings();
+    let mut settings = experiment.stored_settings();
     let policy = experiment.retry.clone().unwrap_or_else(RetryPolicy::single);
     let caller: Arc<Caller> = experiment.calls.caller();
     let mut guard = Guard::new(
@@ -336,6 +338,12 @@ pub async fn run_with(
         passes: vec![(0, 0); k],
     };
     let mut causes = Causes::new(k);
+    // A sequential run's order: a new run's seed is drawn (or set), a
+    // resumed run's is read from its settings.
+    let new_sequential = experiment.sequential.map(|s| StoredSequential {
+        seed: s.seed.unwrap_or_else(rand::random),
+    });
+    let mut resumed_sequential = None;
     // The run: resumed or new, in the store; or in memory.
     let mut done = vec![false; n * m];
     let mut resumed = 0;
@@ -364,6 +372,7 @@ pub async fn run_with(
                     // while another live process runs it.
                     store.take_lease(id)?;
                     let previous = store.run(id)?;
+                    resumed_sequential = Some(previous.settings.sequential);
                     base = previous.totals();
                     reused_from = previous.reused_from;
                     // What the resumed run already holds.
@@ -378,6 +387,7 @@ pub async fn run_with(
                 }
                 None => {
                     reused_from = control.reuse;
+                    settings.sequential = new_sequential;
                     let config_text = experiment.source.as_ref().map_or("", |s| s.text.as_str());
                     Recording::create(
                         store,
@@ -427,12 +437,58 @@ pub async fn run_with(
             )
         }
     };
+    let sequential = match resumed_sequential {
+        None => new_sequential,
+        Some(stored) if stored.is_some() == experiment.sequential.is_some() => stored,
+        Some(stored) => {
+            return Err(RunError::Config(at(format!(
+                "--resume: the unfinished run was made {} sequential = true; resume it {} --sequential (or start a new run)",
+                if stored.is_some() { "with" } else { "without" },
+                if stored.is_some() { "with" } else { "without" },
+            ))))
+        }
+    };
+    let mut rounds = match sequential {
+        Some(s) => Some(
+            Rounds::new(
+                &infos,
+                experiment.analysis.options.confidence,
+                experiment.analysis.options.errors,
+                (n, m),
+                experiment.concurrency,
+                s.seed,
+            )
+            .map_err(|e| RunError::Config(at(format!("sequential: {e}"))))?,
+        ),
+        None => None,
+    };
     let pending = queue.len() + done.iter().filter(|d| !**d).count();
-    queue.extend(
-        (0..n * m)
-            .filter(|&c| !done[c])
-            .map(|c| (c / m, c % m, None)),
-    );
+    // A sequential run asks for the cells of one round at a time, outputs
+    // served from a reused run included.
+    let mut known: HashMap<usize, Answer> = HashMap::new();
+    if let Some(r) = rounds.as_mut() {
+        for (i, j, answer) in queue.drain(..) {
+            done[i * m + j] = false;
+            if let Some(a) = answer {
+                known.insert(i * m + j, a);
+            }
+        }
+        match r
+            .advance(&tensor, &done)
+            .map_err(|e| RunError::Config(at(format!("sequential: {e}"))))?
+        {
+            Next::Cells(cells) => {
+                queue.extend(cells.into_iter().map(|c| (c / m, c % m, known.remove(&c))))
+            }
+            Next::Stop(_) => {}
+        }
+    } else {
+        queue.extend(
+            (0..n * m)
+                .filter(|&c| !done[c])
+                .map(|c| (c / m, c % m, None)),
+        );
+    }
     let mut on_progress = control.on_progress;
     let mut report = |p: &Progress| {
         if let Some(f) = on_progress.as_mut() {
@@ -453,8 +509,20 @@ pub async fn run_with(
         fingerprint,
         record_attempts: experiment.retry.is_some(),
     });
-    let workers = experiment.concurrency.min(queue.len());
-    let queue = Arc::new(Mutex::new(queue));
+    let workers = experiment.concurrency.min(match rounds {
+        Some(_) => pending,
+        None => queue.len(),
+    });
+    // The work: every cell at once, or (sequential) one round at a time,
+    // the sender kept until the run stops.
+    let (work, work_rx) = mpsc::unbounded_channel::<(usize, usize, Option<Answer>)>();
+    for cell in queue {
+        let _ = work.send(cell);
+    }
+    let mut work = rounds
+        .as_ref()
+        .and_then(|r| r.stop().is_none().then_some(work));
+    let queue = Arc::new(tokio::sync::Mutex::new(work_rx));
     let (tx, mut rx) = mpsc::channel::<(SampleRow, Vec<AttemptRow>)>(1024);
     // Without a cancel channel, one whose sender lives as long as the run
     // (a closed channel would read as "cancelled").
@@ -469,7 +537,14 @@ pub async fn run_with(
                 if *cancel.borrow() {
                     return;
                 }
-                let Some((i, j, known)) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
+                let next = {
+                    let mut q = queue.lock().await;
+                    tokio::select! {
+                        w = q.recv() => w,
+                        _ = cancel.wait_for(|c| *c) => None,
+                    }
+                };
+                let Some((i, j, known)) = next else {
                     return;
                 };
                 let sampled = tokio::select! {
@@ -518,6 +593,7 @@ pub async fn run_with(
             }
         };
         let Some((row, attempts)) = next else { break };
+        let cell = row.input_idx * m + row.repetition;
         session_done += 1;
         session_errors += row.error.is_some() as u64;
         record(&mut tensor, &mut progress, &mut causes, &row);
@@ -529,6 +605,27 @@ pub async fn run_with(
         recorder.sample(row)?;
         recorder.totals(base.clone() + session_totals(&caller, &shared))?;
         report(&progress);
+        if let Some(r) = rounds.as_mut() {
+            if let Some(d) = done.get_mut(cell) {
+                *d = true;
+            }
+            if r.recorded() && !interrupted {
+                // The round is complete: feed it, then stop or ask for the next.
+                match r
+                    .advance(&tensor, &done)
+                    .map_err(|e| RunError::Config(at(format!("sequential: {e}"))))?
+                {
+                    Next::Cells(cells) => {
+                        if let Some(w) = &work {
+                            for c in cells {
+                                let _ = w.send((c / m, c % m, known.remove(&c)));
+                            }
+                        }
+                    }
+                    Next::Stop(_) => work = None,
+                }
+            }
+        }
         if halt.is_none() {
             halt = budget.exceeded(session_done, session_errors, progress.errors, &causes);
             if halt.is_some() {
@@ -542,8 +639,10 @@ pub async fn run_with(
     for h in handles {
         let _ = h.await;
     }
+    drop(work);
     let samples = recorder.finish()?;
-    let status = if progress.done == progress.total && halt.is_none() {
+    let stopped = rounds.as_ref().and_then(Rounds::stop);
+    let status = if (progress.done == progress.total || stopped.is_some()) && halt.is_none() {
         RunStatus::Complete
     } else {
         RunStatus::Interrupted
@@ -565,6 +664,13 @@ pub async fn run_with(
             )
             .map_err(|e| RunError::Config(at(e.to_string())))
         });
+    // A sequential run's verdicts and intervals are its confidence
+    // sequences'.
+    let sequential = rounds.as_ref().map(|r| r.outcome(progress.done));
+    let summary = summary.map(|s| match &sequential {
+        Some(o) => s.with_sequential(o),
+        None => s,
+    });
     let run_id = match store {
         Some((store, run_id)) => {
             // Each check's decision, kept so `probity runs` need not
@@ -573,6 +679,9 @@ pub async fn run_with(
                 .as_ref()
                 .ok()
                 .map(|s| s.checks.iter().map(|c| c.verdict.decision).collect());
+            if let Some(o) = &sequential {
+                store.set_sequential(run_id, o)?;
+            }
             store.finish_run(
                 run_id,
                 status,

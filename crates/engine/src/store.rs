@@ -13,6 +13,7 @@
 
 use crate::settings::StoredSettings;
 use probity_core::causes::Causes;
+use probity_core::sequential::SequentialOutcome;
 use probity_core::stats::Decision;
 use probity_core::{Cell, CheckInfo, Input};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -29,10 +30,11 @@ use thiserror::Error;
 /// the `judgements` table (the judge cache); 4 added `attempts.cache_key`
 /// (the output cache of attempts after the first); 6 added the `leases`
 /// table (one process owns a run at a time); 7 added `runs.verdicts` (each
-/// check's decision, stored when the run finishes). Every change is additive
+/// check's decision, stored when the run finishes); 8 added
+/// `runs.sequential` (a sequential run's outcome, JSON). Every change is additive
 /// (`CREATE TABLE IF NOT EXISTS`, `ALTER TABLE … ADD COLUMN`): an older
 /// store is upgraded in place when opened, and keeps every run readable.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// Rows per write transaction at most; a transaction also ends as soon as
 /// the queue is empty, so a slow run still commits every sample promptly.
@@ -220,6 +222,11 @@ pub struct RunRecord {
     /// schema 7 (rebuild it from its samples, `stored::load`).
     #[serde(default)]
     pub verdicts: Option<Vec<Decision>>,
+    /// A sequential run's outcome (why it stopped, after how many inputs
+    /// and samples, each check's confidence sequence), stored when it
+    /// finishes; `None` for a fixed-size run, or one being written.
+    #[serde(default)]
+    pub sequential: Option<SequentialOutcome>,
 }
 
 /// A run's call counts over all its sessions.
@@ -460,7 +467,8 @@ impl Store {
 
     /// Add the columns an older store lacks (schema 4: `attempts.cache_key`;
     /// schema 5: the runs' judge calls, tokens and the run outputs were
-    /// reused from; schema 7: the runs' verdicts).
+    /// reused from; schema 7: the runs' verdicts; schema 8: a sequential
+    /// run's outcome).
     fn migrate(&self) -> rusqlite::Result<()> {
         for (table, column, ty) in [
             ("attempts", "cache_key", "TEXT"),
@@ -469,6 +477,7 @@ impl Store {
             ("runs", "reused_from", "INTEGER"),
             ("runs", "judge_calls_by_check", "TEXT"),
             ("runs", "verdicts", "TEXT"),
+            ("runs", "sequential", "TEXT"),
         ] {
             if has_column(&self.conn, table, column)? {
                 continue;
@@ -601,7 +610,7 @@ impl Store {
         .map_err(err)?;
         // Taken to be written again: its stored verdicts would go stale.
         tx.execute(
-            "UPDATE runs SET verdicts = NULL WHERE id = ?1",
+            "UPDATE runs SET verdicts = NULL, sequential = NULL WHERE id = ?1",
             params![run],
         )
         .map_err(err)?;
@@ -678,6 +687,17 @@ impl Store {
             .map_err(|e| self.err(e))?;
         // Finished or interrupted, the run is no longer this process's.
         self.release_lease(run)
+    }
+
+    /// Store a sequential run's outcome with it (when it finishes).
+    pub fn set_sequential(&self, run: i64, outcome: &SequentialOutcome) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET sequential = ?2 WHERE id = ?1",
+                params![run, serde_json::to_string(outcome).ok()],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
     }
 
     /// Every run, newest first, optionally only those whose name contains
@@ -974,7 +994,7 @@ impl Store {
 const RUN_COLUMNS: &str =
     "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
     outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
-    judge_calls, tokens, reused_from, judge_calls_by_check, verdicts FROM runs";
+    judge_calls, tokens, reused_from, judge_calls_by_check, verdicts, sequential FROM runs";
 
 const SAMPLE_COLUMNS: &str =
     "SELECT input_idx, repetition, cache_key, output, error, latency_ms, input_tokens, output_tokens,
@@ -1032,6 +1052,9 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         // Unreadable (a decision this version does not know) reads as none.
         verdicts: r
             .get::<_, Option<String>>(20)?
+            .and_then(|s| serde_json::from_str(&s).ok()),
+        sequential: r
+            .get::<_, Option<String>>(21)?
             .and_then(|s| serde_json::from_str(&s).ok()),
     })
 }

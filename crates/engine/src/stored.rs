@@ -53,6 +53,12 @@ pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
         run: id,
         what,
     })?;
+    // A sequential run's verdicts and intervals are its confidence
+    // sequences'.
+    let summary = match &record.sequential {
+        Some(outcome) => summary.with_sequential(outcome),
+        None => summary,
+    };
     Ok(StoredRun {
         record,
         tensor,
