@@ -39,6 +39,11 @@ pub struct RunArgs {
     /// comparison is skipped with a notice.
     #[arg(long, value_name = "RUN")]
     baseline: Option<String>,
+    /// Sequential testing for this run (as `[experiment] sequential =
+    /// true`): N × M is the budget; stop as soon as every check's verdict
+    /// is established (docs/config.md, Sequential testing).
+    #[arg(long)]
+    sequential: bool,
     /// No progress display.
     #[arg(short, long)]
     quiet: bool,
@@ -64,6 +69,9 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             return Err(Failure::usage("--concurrency must be at least 1"));
         }
         experiment.concurrency = c;
+    }
+    if args.sequential && experiment.sequential.is_none() {
+        experiment = experiment.sequential();
     }
     let mut store = args.store.open()?;
     let reuse = match &args.reuse {

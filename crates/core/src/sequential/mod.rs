@@ -23,7 +23,9 @@ pub mod plan;
 pub mod test;
 
 pub use outcome::{CheckSequence, SequenceState, SequentialOutcome, StopReason};
-pub use plan::{fixed_inputs_for_power, sequential_cost, CostDistribution};
+pub use plan::{
+    budget_for_power, fixed_inputs_for_power, sequential_cost, CostDistribution, BUDGET_MULTIPLES,
+};
 pub use test::{
     input_order, input_share, round_end, SequentialTest, FUTILITY_MIN_INPUTS, MIN_ROUND_INPUTS,
 };

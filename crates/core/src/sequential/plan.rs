@@ -28,7 +28,8 @@ pub fn fixed_inputs_for_power(
     confidence: f64,
     power: f64,
 ) -> Result<Option<u64>, StatsError> {
-    for x in [p, threshold, icc, power] {
+    crate::stats::error::check_threshold(threshold)?;
+    for x in [p, icc, power] {
         if !(0.0..=1.0).contains(&x) {
             return Err(StatsError::Rate(x));
         }
@@ -131,4 +132,32 @@ pub fn sequential_cost(
         established_pass: pass.into_iter().map(share).collect(),
         established_fail: fail.into_iter().map(share).collect(),
     })
+}
+
+/// Budgets tried by [`budget_for_power`], as multiples of the fixed-size
+/// run's inputs.
+pub const BUDGET_MULTIPLES: [f64; 8] = [1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0];
+
+/// The smallest budget among [`BUDGET_MULTIPLES`] × `fixed_inputs` inputs
+/// at which a sequential run settles every verdict in at least `power` of
+/// `runs` simulated runs, with its cost; `None` when none does (e.g. a
+/// rate on its minimum). `design.inputs` is ignored.
+pub fn budget_for_power(
+    rates: &[f64],
+    thresholds: &[f64],
+    design: &SimDesign,
+    fixed_inputs: u64,
+    power: f64,
+    runs: u64,
+    seed: u64,
+) -> Result<Option<(u64, CostDistribution)>, StatsError> {
+    for multiple in BUDGET_MULTIPLES {
+        let inputs = ((fixed_inputs as f64 * multiple).ceil() as u64).max(MIN_INPUTS);
+        let d = SimDesign { inputs, ..*design };
+        let cost = sequential_cost(rates, thresholds, &d, runs, seed)?;
+        if cost.settled >= power {
+            return Ok(Some((inputs, cost)));
+        }
+    }
+    Ok(None)
 }

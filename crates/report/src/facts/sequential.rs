@@ -41,7 +41,7 @@ pub fn headline(o: &SequentialOutcome) -> String {
 /// How the confidence sequences were made, as one line.
 pub fn method_line(o: &SequentialOutcome) -> String {
     format!(
-        "verdicts from {} anytime-valid confidence sequences (betting, Waudby-Smith & Ramdas 2023) over inputs in a random order (seed {}); valid at the stop whatever it was",
+        "verdicts from {} anytime-valid confidence sequences (betting), inputs in random order (seed {})",
         threshold_pct(o.confidence),
         o.seed
     )
