@@ -88,7 +88,7 @@ fn main() {
     );
     println!();
     println!("2. Cost: true rate 3-5 points from the threshold, the full procedure (futility on); samples = calls before retries.");
-    println!("    p  thr  rho | mean samples (saved)   p10   p50   p90 budget | settled futile spent | same verdict as fixed  fixed established");
+    println!("    p  thr  rho | mean samples (saved)   p10   p50   p90 budget | settled futile spent | same verdict as fixed  fixed established  opposite");
     let costs: Vec<(f64, f64, f64)> = [
         (0.97, 0.94),
         (0.90, 0.95),
@@ -116,7 +116,7 @@ fn main() {
             // The same simulated runs again, beside the fixed-size verdict
             // on the whole budget.
             let mut rng = StdRng::seed_from_u64(cell_seed);
-            let (mut same, mut fixed_est) = (0u64, 0u64);
+            let (mut same, mut fixed_est, mut opposite) = (0u64, 0u64, 0u64);
             for _ in 0..runs {
                 let r = simulate_run(&mut rng, &[p], &[t], &design).expect("valid design");
                 let fixed = fixed_verdicts(&r.passes, m, &[t], confidence).expect("valid")[0];
@@ -127,12 +127,15 @@ fn main() {
                     _ => Decision::Inconclusive,
                 };
                 same += (seq == fixed.decision) as u64;
+                opposite += (seq != Decision::Inconclusive
+                    && fixed.decision != Decision::Inconclusive
+                    && seq != fixed.decision) as u64;
             }
             let saved = 1.0 - cost.mean_samples / cost.budget_samples as f64;
             (
                 saved,
                 format!(
-                    "{p:>5} {t:>4} {rho:>4} | {:>12.0} ({:>5.1}%) {:>5} {:>5} {:>5} {:>6} | {:>6.1}% {:>5.1}% {:>4.1}% | {:>20.1}% {:>17.1}%",
+                    "{p:>5} {t:>4} {rho:>4} | {:>12.0} ({:>5.1}%) {:>5} {:>5} {:>5} {:>6} | {:>6.1}% {:>5.1}% {:>4.1}% | {:>20.1}% {:>17.1}% {:>8.1}%",
                     cost.mean_samples,
                     100.0 * saved,
                     cost.p10_samples,
@@ -144,6 +147,7 @@ fn main() {
                     100.0 * cost.budget_spent,
                     100.0 * same as f64 / runs as f64,
                     100.0 * fixed_est as f64 / runs as f64,
+                    100.0 * opposite as f64 / runs as f64,
                 ),
             )
         })
