@@ -473,13 +473,17 @@ pub async fn run_with(
                 known.insert(i * m + j, a);
             }
         }
+        // Counted when served, not when found.
+        progress.cached -= known.len() as u64;
         match r
             .advance(&tensor, &done)
             .map_err(|e| RunError::Config(at(format!("sequential: {e}"))))?
         {
-            Next::Cells(cells) => {
-                queue.extend(cells.into_iter().map(|c| (c / m, c % m, known.remove(&c))))
-            }
+            Next::Cells(cells) => queue.extend(cells.into_iter().map(|c| {
+                let answer = known.remove(&c);
+                progress.cached += answer.is_some() as u64;
+                (c / m, c % m, answer)
+            })),
             Next::Stop(_) => {}
         }
     } else {
@@ -618,7 +622,9 @@ pub async fn run_with(
                     Next::Cells(cells) => {
                         if let Some(w) = &work {
                             for c in cells {
-                                let _ = w.send((c / m, c % m, known.remove(&c)));
+                                let answer = known.remove(&c);
+                                progress.cached += answer.is_some() as u64;
+                                let _ = w.send((c / m, c % m, answer));
                             }
                         }
                     }

@@ -188,3 +188,34 @@ async fn the_guarded_system_is_tested_sequentially() {
     let attempts = store.attempts(out.stored_id()).unwrap();
     assert!(attempts.len() as u64 > seq.samples);
 }
+
+/// `--reuse` with a sequential run: the stored outputs of an identical
+/// request are served round by round, no call made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequential_run_reuses_stored_outputs_round_by_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
+    let fixed = experiment(0.5, 10, 60);
+    let first = run_with(&fixed, Sink::Store(&mut store), control(false))
+        .await
+        .unwrap();
+    let seq_exp = experiment(0.5, 10, 60).sequential_seed(4);
+    let out = run_with(
+        &seq_exp,
+        Sink::Store(&mut store),
+        Control {
+            reuse: Some(first.stored_id()),
+            ..Control::default()
+        },
+    )
+    .await
+    .unwrap();
+    let seq = out.summary.sequential.clone().unwrap();
+    assert_eq!(seq.stop, Some(StopReason::Settled));
+    assert!(seq.samples < 600);
+    assert_eq!((out.model_calls, out.cached), (0, seq.samples));
+    assert_eq!(
+        store.samples(out.stored_id()).unwrap().len() as u64,
+        seq.samples
+    );
+}
