@@ -81,6 +81,11 @@ pub async fn revalidate(
         .source
         .as_ref()
         .map_or_else(|| old.config_hash.clone(), |s| s.hash.clone());
+    // A sequential run's copy is read back in the same order.
+    let settings = StoredSettings {
+        sequential: old.settings.sequential,
+        ..recheck.settings.clone()
+    };
     let recording = Recording::create(
         store,
         &NewRun {
@@ -91,7 +96,7 @@ pub async fn revalidate(
             inputs: &inputs,
             outputs_per_input: old.outputs_per_input,
             checks: &infos,
-            settings: &recheck.settings,
+            settings: &settings,
             parent_run: Some(id),
             reused_from: None,
         },
@@ -183,11 +188,25 @@ pub async fn revalidate(
         }
     }
     let new_id = recording.run_id;
-    let verdicts: Option<Vec<_>> = tensor.as_ref().and_then(|t| {
-        crate::stored::summarize(&recheck.settings, &infos, t, &weights_of)
+    let summary = tensor.as_ref().and_then(|t| {
+        crate::stored::summarize(&settings, &infos, t, &weights_of)
             .ok()
-            .map(|s| s.checks.iter().map(|c| c.verdict.decision).collect())
+            .map(|s| (s, t))
     });
+    // A sequential run's copy: its sequences replayed with the new checks.
+    let summary = match summary {
+        Some((s, t)) if settings.sequential.is_some() => {
+            let record = store.run(recording.run_id)?;
+            Some(crate::stored::sequential_summary(s, &record, t))
+        }
+        other => other.map(|(s, _)| s),
+    };
+    if let Some(o) = summary.as_ref().and_then(|s| s.sequential.as_ref()) {
+        store.set_sequential(recording.run_id, o)?;
+    }
+    let verdicts: Option<Vec<_>> = summary
+        .as_ref()
+        .map(|s| s.checks.iter().map(|c| c.verdict.decision).collect());
     recording.writer.finish()?;
     // A copy is as complete as its source; a source killed mid-run
     // ("running") is interrupted as far as the copy is concerned.

@@ -53,12 +53,7 @@ pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
         run: id,
         what,
     })?;
-    // A sequential run's verdicts and intervals are its confidence
-    // sequences'.
-    let summary = match &record.sequential {
-        Some(outcome) => summary.with_sequential(outcome),
-        None => summary,
-    };
+    let summary = sequential_summary(summary, &record, &tensor);
     Ok(StoredRun {
         record,
         tensor,
@@ -86,6 +81,35 @@ pub fn summarize(
         &settings.analysis,
         weights.as_deref(),
     ))
+}
+
+/// A sequential run's summary: verdicts and intervals are its confidence
+/// sequences' — as stored, or, for a sequential run stored without its
+/// outcome (killed before it finished, or re-checked by `probity
+/// revalidate`), replayed from its tensor in its seeded order
+/// (`probity_core::sequential::replay`). Other runs' summary as it is.
+pub fn sequential_summary(
+    summary: Summary,
+    run: &RunRecord,
+    tensor: &ReliabilityTensor,
+) -> Summary {
+    match (&run.sequential, &run.settings.sequential) {
+        (Some(outcome), _) => summary.with_sequential(outcome),
+        (None, Some(s)) => {
+            let o = &run.settings.analysis;
+            match probity_core::sequential::replay(
+                tensor,
+                &run.checks,
+                o.confidence,
+                o.errors,
+                s.seed,
+            ) {
+                Ok(outcome) => summary.with_sequential(&outcome),
+                Err(_) => summary,
+            }
+        }
+        (None, None) => summary,
+    }
 }
 
 /// The guarded system of run `run` (stored with a retry policy) measured

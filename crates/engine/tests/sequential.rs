@@ -219,3 +219,46 @@ async fn a_sequential_run_reuses_stored_outputs_round_by_round() {
         seq.samples
     );
 }
+
+/// Re-checking a sequential run's outputs with another check keeps it a
+/// sequential run: its sequences are replayed with the new check over the
+/// inputs it sampled, in its order (a fixed-size interval would not be
+/// valid on optionally stopped data).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revalidated_sequential_run_is_read_with_its_sequences() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
+    let out = run_with(
+        &experiment(0.5, 10, 200).sequential_seed(9),
+        Sink::Store(&mut store),
+        control(false),
+    )
+    .await
+    .unwrap();
+    let seq = out.summary.sequential.clone().unwrap();
+    // A lenient check: every output passes it.
+    let lenient = Experiment::new("seq", system("provider = \"sim\""))
+        .validator(
+            Validator::new("contraction_validator")
+                .minimum_success_percentage(0.95)
+                .check(|_: &str| true),
+        )
+        .sequential();
+    let re = probity_engine::revalidate::revalidate(
+        &mut store,
+        out.stored_id(),
+        &lenient.recheck(),
+        false,
+    )
+    .await
+    .unwrap();
+    let loaded = stored::load(&store, re.run_id).unwrap();
+    let replayed = loaded.summary.sequential.expect("replayed");
+    assert_eq!(replayed.seed, 9);
+    assert_eq!(replayed.inputs, seq.inputs);
+    assert_eq!(replayed.checks[0].estimate, 1.0);
+    // Few inputs cannot establish 95% even when every output passes.
+    assert!(replayed.checks[0].lower < 0.95);
+    assert!(!loaded.summary.checks[0].verdict.established);
+    assert_eq!(store.run(re.run_id).unwrap().sequential, Some(replayed));
+}

@@ -27,5 +27,6 @@ pub use plan::{
     budget_for_power, fixed_inputs_for_power, sequential_cost, CostDistribution, BUDGET_MULTIPLES,
 };
 pub use test::{
-    input_order, input_share, round_end, SequentialTest, FUTILITY_MIN_INPUTS, MIN_ROUND_INPUTS,
+    input_order, input_share, replay, round_end, SequentialTest, FUTILITY_MIN_INPUTS,
+    MIN_ROUND_INPUTS,
 };

@@ -301,3 +301,36 @@ impl Summary {
         self
     }
 }
+
+/// A sequential run read back from its tensor `t`: the inputs of
+/// `input_order(N, seed)` whose M cells are all recorded, up to the first
+/// that is not, fed in that order, then the stop rules applied once (one
+/// round). For a run whose outcome was not stored (killed before it
+/// finished) or whose outputs were re-checked with other checks
+/// (`probity revalidate`): a confidence sequence is valid at any stopping
+/// time of the outputs' history, so it may be read at the end of all the
+/// inputs the run sampled. `stop` is the rule that holds there, `None`
+/// when none does.
+pub fn replay(
+    t: &ReliabilityTensor,
+    checks: &[CheckInfo],
+    confidence: f64,
+    errors: ErrorPolicy,
+    seed: u64,
+) -> Result<SequentialOutcome, StatsError> {
+    let (n, m, _) = t.shape();
+    let mut test = SequentialTest::new(checks, confidence, n as u64, m as u64)?;
+    let complete = |i: usize| (0..m).all(|j| !matches!(t.get(i, j, 0), Some(Cell::Missing) | None));
+    for i in input_order(n, seed)
+        .into_iter()
+        .take_while(|&i| complete(i))
+    {
+        test.observe_input(t, i, errors)?;
+    }
+    let stop = if test.inputs() > 0 {
+        test.decide()
+    } else {
+        None
+    };
+    Ok(test.outcome(stop, test.inputs() * m as u64, seed))
+}
