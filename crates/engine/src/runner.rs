@@ -252,15 +252,26 @@ fn record(
     causes: &mut Causes,
     row: &SampleRow,
 ) {
-    for (kk, &cell) in row.cells.iter().enumerate().take(progress.passes.len()) {
-        let _ = tensor.set(row.input_idx, row.repetition, kk, cell);
+    count_cells(tensor, progress, row.input_idx, row.repetition, &row.cells);
+    row.note_causes(causes);
+    progress.errors += row.error.is_some() as u64;
+}
+
+/// Count the cells of sample `(i, j)` into the tensor and the progress.
+fn count_cells(
+    tensor: &mut ReliabilityTensor,
+    progress: &mut Progress,
+    i: usize,
+    j: usize,
+    cells: &[Cell],
+) {
+    for (kk, &cell) in cells.iter().enumerate().take(progress.passes.len()) {
+        let _ = tensor.set(i, j, kk, cell);
         if cell != Cell::Missing {
             progress.passes[kk].1 += 1;
             progress.passes[kk].0 += (cell == Cell::Pass) as u64;
         }
     }
-    row.note_causes(causes);
-    progress.errors += row.error.is_some() as u64;
     progress.done += 1;
 }
 
@@ -341,7 +352,9 @@ pub async fn run_with(
     let mut resumed = 0;
     let mut base = RunTotals::default();
     let mut reused_from = None;
-    let mut queue = VecDeque::new();
+    // The samples to take, in order: `(i, j, its first answer when served
+    // from the store)` (boxed: a million entries stay small).
+    let mut queue: VecDeque<(usize, usize, Option<Box<Answer>>)> = VecDeque::new();
     let (mut recorder, guard, store) = match sink {
         Sink::Memory => (
             Recorder::Memory(Vec::with_capacity(n * m)),
@@ -366,14 +379,17 @@ pub async fn run_with(
                     let previous = store.run(id)?;
                     base = previous.totals();
                     reused_from = previous.reused_from;
-                    // What the resumed run already holds.
-                    for row in store.samples(id)? {
-                        if row.input_idx < n && row.repetition < m && row.cells.len() == k {
-                            done[row.input_idx * m + row.repetition] = true;
-                            record(&mut tensor, &mut progress, &mut causes, &row);
+                    // What the resumed run already holds: its cells and the
+                    // causes of its errors (no output is read).
+                    store.each_sample_cells(id, |i, j, cells| {
+                        if i < n && j < m && cells.len() == k {
+                            done[i * m + j] = true;
+                            count_cells(&mut tensor, &mut progress, i, j, cells);
                             resumed += 1;
                         }
-                    }
+                    })?;
+                    causes = store.causes(id, k)?;
+                    progress.errors = causes.system.total;
                     Recording::reopen(store, id)?
                 }
                 None => {
@@ -392,6 +408,7 @@ pub async fn run_with(
                             settings: &settings,
                             parent_run: None,
                             reused_from,
+                            outputs_from: None,
                         },
                     )?
                 }
@@ -409,7 +426,7 @@ pub async fn run_with(
                     let (i, j) = (c / m, c % m);
                     if let Some(hit) = cache.remove(&k) {
                         progress.cached += 1;
-                        queue.push_back((i, j, Some(Answer::from(hit))));
+                        queue.push_back((i, j, Some(Box::new(Answer::from(hit)))));
                         done[c] = true;
                     }
                 }
@@ -473,7 +490,7 @@ pub async fn run_with(
                     return;
                 };
                 let sampled = tokio::select! {
-                    r = shared.sample(i, j, known) => r,
+                    r = shared.sample(i, j, known.map(|a| *a)) => r,
                     _ = cancel.wait_for(|c| *c) => return,
                 };
                 if tx.send(sampled).await.is_err() {
@@ -565,14 +582,17 @@ pub async fn run_with(
             )
             .map_err(|e| RunError::Config(at(e.to_string())))
         });
+    let causes = causes.sorted();
     let run_id = match store {
         Some((store, run_id)) => {
             // Each check's decision, kept so `probity runs` need not
-            // rebuild the run from its samples.
+            // rebuild the run from its samples; the tensor and causes, so
+            // its report need not either.
             let verdicts: Option<Vec<_>> = summary
                 .as_ref()
                 .ok()
                 .map(|s| s.checks.iter().map(|c| c.verdict.decision).collect());
+            store.put_snapshot(run_id, &tensor, &causes)?;
             store.finish_run(
                 run_id,
                 status,
@@ -593,7 +613,7 @@ pub async fn run_with(
         summary,
         status,
         halt,
-        causes: causes.sorted(),
+        causes,
         totals,
         reused_from,
         model_calls: Caller::count(&caller.calls),
