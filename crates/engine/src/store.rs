@@ -672,6 +672,18 @@ impl Store {
         tx.commit().map_err(err)
     }
 
+    /// The process id holding run `run`'s lease, if any (live or not).
+    pub fn lease_holder(&self, run: i64) -> Result<Option<i64>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT pid FROM leases WHERE run_id = ?1",
+                params![run],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
     /// Refresh this process's lease on `run` (still alive).
     pub fn refresh_lease(&self, run: i64) -> Result<(), StoreError> {
         self.conn
