@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use probity_engine::compare::RunTensor;
 use probity_engine::config::Config;
 use probity_engine::store::RunStatus;
+use probity_engine::stored::StoredRun;
 use probity_engine::{run_with, Control, Experiment, Progress, RunError, Sink};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -159,7 +160,15 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let taken = store.sample_count(run_id).map_err(fail)?;
     let broken = outcome.broken();
     print_causes(&outcome);
-    let mut report = report_for(&store, record, outcome.tensor, outcome.summary)?;
+    let mut report = report_for(
+        &store,
+        StoredRun {
+            record,
+            tensor: outcome.tensor,
+            summary: outcome.summary,
+            causes: Some(outcome.causes),
+        },
+    )?;
     let passed = report.passed();
     report.baseline = comparison;
     args.out.emit(&report)?;

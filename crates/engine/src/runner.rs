@@ -254,15 +254,26 @@ fn record(
     causes: &mut Causes,
     row: &SampleRow,
 ) {
-    for (kk, &cell) in row.cells.iter().enumerate().take(progress.passes.len()) {
-        let _ = tensor.set(row.input_idx, row.repetition, kk, cell);
+    count_cells(tensor, progress, row.input_idx, row.repetition, &row.cells);
+    row.note_causes(causes);
+    progress.errors += row.error.is_some() as u64;
+}
+
+/// Count the cells of sample `(i, j)` into the tensor and the progress.
+fn count_cells(
+    tensor: &mut ReliabilityTensor,
+    progress: &mut Progress,
+    i: usize,
+    j: usize,
+    cells: &[Cell],
+) {
+    for (kk, &cell) in cells.iter().enumerate().take(progress.passes.len()) {
+        let _ = tensor.set(i, j, kk, cell);
         if cell != Cell::Missing {
             progress.passes[kk].1 += 1;
             progress.passes[kk].0 += (cell == Cell::Pass) as u64;
         }
     }
-    row.note_causes(causes);
-    progress.errors += row.error.is_some() as u64;
     progress.done += 1;
 }
 
@@ -349,7 +360,9 @@ pub async fn run_with(
     let mut resumed = 0;
     let mut base = RunTotals::default();
     let mut reused_from = None;
-    let mut queue = VecDeque::new();
+    // The samples to take, in order: `(i, j, its first answer when served
+    // from the store)` (boxed: a million entries stay small).
+    let mut queue: VecDeque<(usize, usize, Option<Box<Answer>>)> = VecDeque::new();
     let (mut recorder, guard, store) = match sink {
         Sink::Memory => (
             Recorder::Memory(Vec::with_capacity(n * m)),
@@ -375,14 +388,17 @@ pub async fn run_with(
                     resumed_sequential = Some(previous.settings.sequential);
                     base = previous.totals();
                     reused_from = previous.reused_from;
-                    // What the resumed run already holds.
-                    for row in store.samples(id)? {
-                        if row.input_idx < n && row.repetition < m && row.cells.len() == k {
-                            done[row.input_idx * m + row.repetition] = true;
-                            record(&mut tensor, &mut progress, &mut causes, &row);
+                    // What the resumed run already holds: its cells and the
+                    // causes of its errors (no output is read).
+                    store.each_sample_cells(id, |i, j, cells| {
+                        if i < n && j < m && cells.len() == k {
+                            done[i * m + j] = true;
+                            count_cells(&mut tensor, &mut progress, i, j, cells);
                             resumed += 1;
                         }
-                    }
+                    })?;
+                    causes = store.causes(id, k)?;
+                    progress.errors = causes.system.total;
                     Recording::reopen(store, id)?
                 }
                 None => {
@@ -402,6 +418,7 @@ pub async fn run_with(
                             settings: &settings,
                             parent_run: None,
                             reused_from,
+                            outputs_from: None,
                         },
                     )?
                 }
@@ -419,7 +436,7 @@ pub async fn run_with(
                     let (i, j) = (c / m, c % m);
                     if let Some(hit) = cache.remove(&k) {
                         progress.cached += 1;
-                        queue.push_back((i, j, Some(Answer::from(hit))));
+                        queue.push_back((i, j, Some(Box::new(Answer::from(hit)))));
                         done[c] = true;
                     }
                 }
@@ -465,7 +482,7 @@ pub async fn run_with(
     let pending = queue.len() + done.iter().filter(|d| !**d).count();
     // A sequential run asks for the cells of one round at a time, outputs
     // served from a reused run included.
-    let mut known: HashMap<usize, Answer> = HashMap::new();
+    let mut known: HashMap<usize, Box<Answer>> = HashMap::new();
     if let Some(r) = rounds.as_mut() {
         for (i, j, answer) in queue.drain(..) {
             done[i * m + j] = false;
@@ -519,7 +536,7 @@ pub async fn run_with(
     });
     // The work: every cell at once, or (sequential) one round at a time,
     // the sender kept until the run stops.
-    let (work, work_rx) = mpsc::unbounded_channel::<(usize, usize, Option<Answer>)>();
+    let (work, work_rx) = mpsc::unbounded_channel::<(usize, usize, Option<Box<Answer>>)>();
     for cell in queue {
         let _ = work.send(cell);
     }
@@ -552,7 +569,7 @@ pub async fn run_with(
                     return;
                 };
                 let sampled = tokio::select! {
-                    r = shared.sample(i, j, known) => r,
+                    r = shared.sample(i, j, known.map(|a| *a)) => r,
                     _ = cancel.wait_for(|c| *c) => return,
                 };
                 if tx.send(sampled).await.is_err() {
@@ -677,10 +694,12 @@ pub async fn run_with(
         Some(o) => s.with_sequential(o),
         None => s,
     });
+    let causes = causes.sorted();
     let run_id = match store {
         Some((store, run_id)) => {
             // Each check's decision, kept so `probity runs` need not
-            // rebuild the run from its samples.
+            // rebuild the run from its samples; the tensor and causes, so
+            // its report need not either.
             let verdicts: Option<Vec<_>> = summary
                 .as_ref()
                 .ok()
@@ -688,6 +707,7 @@ pub async fn run_with(
             if let Some(o) = &sequential {
                 store.set_sequential(run_id, o)?;
             }
+            store.put_snapshot(run_id, &tensor, &causes)?;
             store.finish_run(
                 run_id,
                 status,
@@ -708,7 +728,7 @@ pub async fn run_with(
         summary,
         status,
         halt,
-        causes: causes.sorted(),
+        causes,
         totals,
         reused_from,
         model_calls: Caller::count(&caller.calls),

@@ -637,7 +637,11 @@ fn failures(h: &mut String, r: &RunReport) {
                 plural(total, "output")
             )
         } else if shown < total {
-            format!("Showing the first {shown} of {total} outputs that failed at least one check.")
+            format!(
+                "A sample of {shown} of the {total} outputs that failed at least one check, \
+                 spaced evenly over the run (in input order); the JSON report lists the same \
+                 sample, the store holds every one."
+            )
         } else {
             format!(
                 "All {total} {} that failed at least one check.",
