@@ -78,7 +78,7 @@ fn resuming_a_fixed_run_as_a_sequential_one_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(
-        err.contains("made without sequential = true") && err.contains("without --sequential"),
+        err.contains("made without sequential testing") && err.contains("resume it without it"),
         "{err}"
     );
 }

@@ -459,7 +459,7 @@ pub async fn run_with(
         Some(stored) if stored.is_some() == experiment.sequential.is_some() => stored,
         Some(stored) => {
             return Err(RunError::Config(at(format!(
-                "--resume: the unfinished run was made {} sequential = true; resume it {} --sequential (or start a new run)",
+                "--resume: the unfinished run was made {} sequential testing; resume it {} it (`--sequential`, `[experiment] sequential`), or start a new run",
                 if stored.is_some() { "with" } else { "without" },
                 if stored.is_some() { "with" } else { "without" },
             ))))
