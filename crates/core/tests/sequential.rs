@@ -34,8 +34,8 @@ fn reference(xs: &[f64], alpha: f64) -> Vec<(f64, f64)> {
                 sq += (prev[s] - mu_s).powi(2);
             }
             let var = (0.25 + sq) / i as f64;
-            let raw = (2.0 * (2.0 / alpha).ln() / (var * i as f64 * (i as f64 + 1.0).ln())).sqrt();
-            lambdas.push(raw.min(BET_CAP));
+            lambdas
+                .push((2.0 * (2.0 / alpha).ln() / (var * i as f64 * (i as f64 + 1.0).ln())).sqrt());
         }
         for (g, &m) in grid.iter().enumerate() {
             let (mut up, mut down) = (1.0f64, 1.0f64);

@@ -25,11 +25,13 @@
 //! The bets are predictable (they use `X_1 … X_{i−1}` only):
 //!
 //! ```text
-//! λ_i = min( sqrt( 2 ln(2/α) / (σ̂²_{i−1} · i · ln(i + 1)) ), c )
+//! λ_i = sqrt( 2 ln(2/α) / (σ̂²_{i−1} · i · ln(i + 1)) )
 //! μ̂_t = (½ + Σ_{s≤t} X_s) / (t + 1),   σ̂²_t = (¼ + Σ_{s≤t} (X_s − μ̂_s)²) / (t + 1)
 //! ```
 //!
-//! with σ̂²_0 = ¼ and c = [`BET_CAP`]. `m` runs over a grid of step
+//! with σ̂²_0 = ¼, truncated per side and candidate as above (c =
+//! [`BET_CAP`]): near m = 1 the bet on X < m may be large, since X − m
+//! cannot exceed 1 − m. `m` runs over a grid of step
 //! 1/[`GRID_STEPS`] on [0, 1] plus any extra points (a check's threshold,
 //! so the verdict's boundary is tested exactly). A point once rejected stays
 //! rejected (the running intersection), so only live points are updated.
@@ -148,8 +150,8 @@ impl BettingSequence {
         (0.25 + self.sum_sq) / (self.t as f64 + 1.0)
     }
 
-    /// The bet λ_{t+1} for the next observation (before the caps at c/m
-    /// and c/(1 − m)): the predictable plug-in of the module docs.
+    /// The bet λ_{t+1} for the next observation, before the caps at c/m
+    /// and c/(1 − m): the predictable plug-in of the module docs.
     pub fn next_bet(&self) -> f64 {
         bet(self.alpha, self.variance(), self.t + 1)
     }
@@ -206,11 +208,11 @@ impl BettingSequence {
     }
 }
 
-/// λ_t = min(sqrt(2 ln(2/α) / (σ̂² t ln(t + 1))), c).
+/// λ_t = sqrt(2 ln(2/α) / (σ̂² t ln(t + 1))), before the caps at c/m and
+/// c/(1 − m).
 pub fn bet(alpha: f64, variance: f64, t: u64) -> f64 {
     let t = t.max(1) as f64;
-    let raw = (2.0 * (2.0 / alpha).ln() / (variance.max(1e-12) * t * (t + 1.0).ln())).sqrt();
-    raw.min(BET_CAP)
+    (2.0 * (2.0 / alpha).ln() / (variance.max(1e-12) * t * (t + 1.0).ln())).sqrt()
 }
 
 /// Observations (inputs) after which a sequence is expected to reject
