@@ -3,9 +3,8 @@
 
 use crate::failure::Failure;
 use clap::Args;
-use probity_core::{ReliabilityTensor, Summary};
-use probity_engine::store::{RunRecord, SampleRow, Store};
-use probity_engine::stored;
+use probity_engine::store::{SampleRow, Store};
+use probity_engine::stored::{self, StoredRun};
 use probity_report::{html, render, Document, Example, FailingSample, Format, RunReport};
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -112,12 +111,13 @@ pub(crate) fn append(path: &PathBuf, text: &str) -> Result<(), Failure> {
 /// sample, most common first), and for a run with a retry policy the
 /// guarded system beside its prediction. Only the quoted samples' outputs
 /// are read from the store; the causes are counted one row at a time.
-pub fn report_for(
-    store: &Store,
-    record: RunRecord,
-    tensor: ReliabilityTensor,
-    summary: Summary,
-) -> Result<RunReport, Failure> {
+pub fn report_for(store: &Store, run: StoredRun) -> Result<RunReport, Failure> {
+    let StoredRun {
+        record,
+        tensor,
+        summary,
+        causes,
+    } = run;
     let fail = |e: probity_engine::store::StoreError| Failure::incomplete(e.to_string());
     let inputs = store.inputs(record.id).map_err(fail)?;
     let guarded = stored::retry_check(store, &record, &tensor).map_err(fail)?;
@@ -163,9 +163,13 @@ pub fn report_for(
             f.reasons = s.reasons.clone();
         }
     }
-    let causes = store
-        .causes(record.id, summary.checks.len())
-        .map_err(fail)?;
+    let causes = match causes {
+        Some(known) => known,
+        None => store
+            .causes(record.id, summary.checks.len())
+            .map_err(fail)?
+            .sorted(),
+    };
     let retry_target = record.settings.retry_target;
     let (input_labels, input_fields) = inputs.into_iter().map(|i| (i.id, i.fields)).unzip();
     Ok(RunReport {
@@ -173,7 +177,7 @@ pub fn report_for(
         summary,
         input_labels,
         input_fields,
-        causes: causes.sorted(),
+        causes,
         examples,
         retry_target,
         tensor: Some(tensor),
@@ -186,5 +190,5 @@ pub fn report_for(
 /// Load run `id` from the store and build its report.
 pub fn load_report(store: &Store, id: i64) -> Result<RunReport, Failure> {
     let run = stored::load(store, id).map_err(|e| Failure::usage(e.to_string()))?;
-    report_for(store, run.record, run.tensor, run.summary)
+    report_for(store, run)
 }

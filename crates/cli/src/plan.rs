@@ -1,13 +1,16 @@
 //! `probity plan`: the retry plan of paper §4.2 from assumed pass rates
 //! (`--rates`) or from a stored run (`probity plan RUN`: global and per
-//! input, §4.2.3). This computes the plan; probity-report shows it (the
-//! `plan` document, as text).
+//! input, §4.2.3); with minimums (`--thresholds`, or a run's with
+//! `--sequential`) also the sample size: the fixed N × M for a target
+//! power and the expected cost of a sequential run (the core simulates
+//! it). This computes the plan; probity-report shows it (the `plan`
+//! document, as text).
 
 use crate::failure::Failure;
 use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_core::retry::{check_target, RetryPlan};
-use probity_report::{render, Format, PlanReport, PlanRun};
+use probity_report::{render, Format, PlanReport, PlanRun, SampleSizeCheck, SampleSizePlan};
 
 #[derive(Args)]
 pub struct PlanArgs {
@@ -25,6 +28,39 @@ pub struct PlanArgs {
     /// Target probability that some attempt passes every check.
     #[arg(long, default_value_t = 0.99)]
     confidence: f64,
+    /// Minimum success rates, one per rate (e.g. 0.95,0.9): also plan the
+    /// sample size — the fixed N × M for --power and the cost of a
+    /// sequential run.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    thresholds: Vec<f64>,
+    /// With a stored run: plan the sample size from its rates, minimums,
+    /// M and intra-class correlation.
+    #[arg(long)]
+    sequential: bool,
+    /// Target power of the fixed-size run (sample size).
+    #[arg(long, default_value_t = 0.8)]
+    power: f64,
+    /// Confidence of the test (sample size; a run's own by default).
+    #[arg(long)]
+    test_confidence: Option<f64>,
+    /// Outputs per input M (sample size; a run's own by default, else 10).
+    #[arg(long)]
+    outputs: Option<u64>,
+    /// Intra-class correlation of outputs of one input (sample size; a
+    /// run's largest estimated by default, else 0.1).
+    #[arg(long)]
+    icc: Option<f64>,
+    /// The sequential run's budget in inputs (default: the smallest of
+    /// 1, 1.25, 1.5, 2, 2.5, 3, 4 or 6 × the fixed-size run's N at which
+    /// it settles every verdict with the target power).
+    #[arg(long)]
+    inputs: Option<u64>,
+    /// Simulated sequential runs.
+    #[arg(long, default_value_t = 500)]
+    sims: u64,
+    /// Seed of the simulation.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
     #[command(flatten)]
     store: StoreArg,
 }
@@ -39,10 +75,36 @@ pub fn run(args: &PlanArgs) -> Result<u8, Failure> {
         RetryPlan::from_rates(&args.rates).map_err(|e| Failure::usage(format!("--rates: {e}")))?;
     let target =
         check_target(args.confidence).map_err(|e| Failure::usage(format!("--confidence: {e}")))?;
+    let sample_size = if args.thresholds.is_empty() {
+        None
+    } else {
+        if args.thresholds.len() != args.rates.len() {
+            return Err(Failure::usage(format!(
+                "--thresholds: {} minimums for {} rates; give one per rate",
+                args.thresholds.len(),
+                args.rates.len()
+            )));
+        }
+        let checks: Vec<(String, f64, f64)> = args
+            .rates
+            .iter()
+            .zip(&args.thresholds)
+            .enumerate()
+            .map(|(k, (&r, &t))| (format!("check {}", k + 1), r, t))
+            .collect();
+        Some(sample_size(
+            args,
+            &checks,
+            args.outputs.unwrap_or(10),
+            args.icc.unwrap_or(0.1),
+            args.test_confidence.unwrap_or(0.95),
+        )?)
+    };
     let report = PlanReport {
         plan,
         target,
         run: None,
+        sample_size,
     };
     print!("{}", render(&report, Format::Text, false));
     Ok(0)
@@ -81,9 +143,51 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
             .map_err(|e| Failure::incomplete(e.to_string()))?,
         None => None,
     };
+    let sample_size = if args.sequential || !args.thresholds.is_empty() {
+        let s = &loaded.summary;
+        if !args.thresholds.is_empty() && args.thresholds.len() != s.checks.len() {
+            return Err(Failure::usage(format!(
+                "--thresholds: {} minimums for the run's {} checks; give one per check",
+                args.thresholds.len(),
+                s.checks.len()
+            )));
+        }
+        let checks: Vec<(String, f64, f64)> = s
+            .checks
+            .iter()
+            .enumerate()
+            .map(|(k, c)| {
+                let t = args
+                    .thresholds
+                    .get(k)
+                    .copied()
+                    .unwrap_or(c.info.minimum_success_percentage);
+                (c.info.name.clone(), c.rate.estimate, t)
+            })
+            .collect();
+        // ρ = (deff − 1)/(M − 1), the largest over the checks.
+        let icc = s
+            .checks
+            .iter()
+            .filter(|_| m > 1)
+            .map(|c| ((c.rate.design_effect - 1.0) / (m as f64 - 1.0)).clamp(0.0, 1.0))
+            .filter(|r| r.is_finite())
+            .fold(0.0, f64::max);
+        Some(sample_size(
+            args,
+            &checks,
+            args.outputs.unwrap_or(m as u64),
+            args.icc.unwrap_or(icc),
+            args.test_confidence
+                .unwrap_or(loaded.record.settings.analysis.confidence),
+        )?)
+    } else {
+        None
+    };
     let report = PlanReport {
         plan,
         target,
+        sample_size,
         run: Some(PlanRun {
             run: crate::run_info::run_info(&loaded.record),
             shape: (n, m),
@@ -95,4 +199,123 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
     };
     print!("{}", render(&report, Format::Text, false));
     Ok(0)
+}
+
+/// The sample-size plan of `checks` (name, rate, minimum): each check's
+/// fixed-size inputs for `--power`, and the cost of a sequential run with
+/// a budget of `--inputs` (or the fixed N) inputs, simulated.
+fn sample_size(
+    args: &PlanArgs,
+    checks: &[(String, f64, f64)],
+    m: u64,
+    icc: f64,
+    confidence: f64,
+) -> Result<SampleSizePlan, Failure> {
+    use probity_core::sequential::{
+        budget_for_power, fixed_inputs_for_power, sequential_cost, BUDGET_MULTIPLES,
+    };
+    use probity_core::simulate::SimDesign;
+    let usage = |what: &str, e: &dyn std::fmt::Display| Failure::usage(format!("{what}: {e}"));
+    if !(0.0..1.0).contains(&icc) {
+        return Err(Failure::usage(format!(
+            "--icc: {icc} must be at least 0 and below 1"
+        )));
+    }
+    if !(args.power > 0.0 && args.power < 1.0) {
+        return Err(Failure::usage(format!(
+            "--power: {} must be strictly between 0 and 1",
+            args.power
+        )));
+    }
+    if m == 0 {
+        return Err(Failure::usage("--outputs must be at least 1"));
+    }
+    if args.sims == 0 || args.sims > 100_000 {
+        return Err(Failure::usage("--sims must be between 1 and 100000"));
+    }
+    let mut planned = Vec::with_capacity(checks.len());
+    for (name, rate, threshold) in checks {
+        let fixed = fixed_inputs_for_power(*rate, *threshold, m, icc, confidence, args.power)
+            .map_err(|e| usage(name, &e))?;
+        planned.push(SampleSizeCheck {
+            name: name.clone(),
+            rate: *rate,
+            threshold: *threshold,
+            fixed_inputs: fixed,
+        });
+    }
+    let fixed_inputs: Option<u64> = planned
+        .iter()
+        .map(|c| c.fixed_inputs)
+        .collect::<Option<Vec<u64>>>()
+        .map(|v| v.into_iter().max().unwrap_or(0));
+    let rates: Vec<f64> = checks.iter().map(|c| c.1).collect();
+    let thresholds: Vec<f64> = checks.iter().map(|c| c.2).collect();
+    let too_many = |n: u64| {
+        Failure::usage(format!(
+            "--inputs: {n} × {m} samples is more than 10,000,000"
+        ))
+    };
+    let design = |inputs: u64| SimDesign {
+        inputs,
+        m,
+        icc,
+        confidence,
+        concurrency: 16,
+        futility: true,
+    };
+    let sim_err = |e: probity_core::stats::StatsError| usage("sample size", &e);
+    let (budget_inputs, cost, budget_found) = match (args.inputs, fixed_inputs) {
+        (Some(0), _) => return Err(Failure::usage("--inputs must be at least 1")),
+        (Some(n), _) => {
+            if n.saturating_mul(m) > 10_000_000 {
+                return Err(too_many(n));
+            }
+            let cost = sequential_cost(&rates, &thresholds, &design(n), args.sims, args.seed)
+                .map_err(sim_err)?;
+            (n, cost, None)
+        }
+        (None, Some(n)) => {
+            if n.saturating_mul(m).saturating_mul(6) > 10_000_000 {
+                return Err(too_many(n * 6));
+            }
+            match budget_for_power(
+                &rates,
+                &thresholds,
+                &design(n),
+                n,
+                args.power,
+                args.sims,
+                args.seed,
+            )
+            .map_err(sim_err)?
+            {
+                Some((budget, cost)) => (budget, cost, Some(true)),
+                None => {
+                    let last = (n as f64 * BUDGET_MULTIPLES[BUDGET_MULTIPLES.len() - 1]).ceil() as u64;
+                    let cost =
+                        sequential_cost(&rates, &thresholds, &design(last), args.sims, args.seed)
+                            .map_err(sim_err)?;
+                    (last, cost, Some(false))
+                }
+            }
+        }
+        (None, None) => {
+            return Err(Failure::usage(
+                "--inputs: a rate equals its minimum, so no fixed size reaches the power; give the sequential run's budget with --inputs",
+            ))
+        }
+    };
+    Ok(SampleSizePlan {
+        checks: planned,
+        outputs_per_input: m,
+        confidence,
+        power: args.power,
+        icc,
+        fixed_inputs,
+        budget_inputs,
+        budget_found,
+        cost,
+        seed: args.seed,
+    })
 }

@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use probity_engine::compare::RunTensor;
 use probity_engine::config::Config;
 use probity_engine::store::RunStatus;
+use probity_engine::stored::StoredRun;
 use probity_engine::{run_with, Control, Experiment, Progress, RunError, Sink};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -39,6 +40,11 @@ pub struct RunArgs {
     /// comparison is skipped with a notice.
     #[arg(long, value_name = "RUN")]
     baseline: Option<String>,
+    /// Sequential testing for this run (as `[experiment] sequential =
+    /// true`): N × M is the budget; stop as soon as every check's verdict
+    /// is established (docs/config.md, Sequential testing).
+    #[arg(long)]
+    sequential: bool,
     /// No progress display.
     #[arg(short, long)]
     quiet: bool,
@@ -64,6 +70,9 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             return Err(Failure::usage("--concurrency must be at least 1"));
         }
         experiment.concurrency = c;
+    }
+    if args.sequential && experiment.sequential.is_none() {
+        experiment = experiment.sequential();
     }
     let mut store = args.store.open()?;
     let reuse = match &args.reuse {
@@ -151,7 +160,15 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let taken = store.sample_count(run_id).map_err(fail)?;
     let broken = outcome.broken();
     print_causes(&outcome);
-    let mut report = report_for(&store, record, outcome.tensor, outcome.summary)?;
+    let mut report = report_for(
+        &store,
+        StoredRun {
+            record,
+            tensor: outcome.tensor,
+            summary: outcome.summary,
+            causes: Some(outcome.causes),
+        },
+    )?;
     let passed = report.passed();
     report.baseline = comparison;
     args.out.emit(&report)?;

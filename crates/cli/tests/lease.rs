@@ -7,7 +7,7 @@ mod common;
 use common::{probity_cmd, text};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn write_config(dir: &Path) {
     let inputs: String = (0..5)
@@ -45,6 +45,19 @@ fn resume(dir: &Path) -> Output {
     cmd(dir, true).output().unwrap()
 }
 
+/// Wait until `child` holds run 1's lease (however slow its start).
+fn holds_the_lease(dir: &Path, child: &Child) {
+    let store = probity_engine::store::Store::open(&dir.join("runs.db")).unwrap();
+    let start = Instant::now();
+    while store.lease_holder(1).unwrap() != Some(i64::from(child.id())) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the resumed run never took its lease"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_second_resume_is_refused_naming_the_holder_until_it_is_gone() {
     let dir = tempfile::tempdir().unwrap();
@@ -55,7 +68,7 @@ fn a_second_resume_is_refused_naming_the_holder_until_it_is_gone() {
 
     // A resumes it; B, while A runs, is refused.
     let a = spawn(dir.path());
-    std::thread::sleep(Duration::from_millis(700));
+    holds_the_lease(dir.path(), &a);
     let b = resume(dir.path());
     let err = text(&b.stderr);
     assert_eq!(b.status.code(), Some(2), "{err}");
@@ -68,7 +81,7 @@ fn a_second_resume_is_refused_naming_the_holder_until_it_is_gone() {
 
     // A finished (its deadline): its lease is released.
     let mut c = spawn(dir.path());
-    std::thread::sleep(Duration::from_millis(700));
+    holds_the_lease(dir.path(), &c);
     // C is killed without a chance to release its lease: the lease names
     // a process that is gone, and is taken over.
     c.kill().unwrap();

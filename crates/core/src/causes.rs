@@ -72,8 +72,10 @@ fn shorten(message: &str) -> String {
     }
 }
 
-/// The causes of a run's errors, gathered sample by sample.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+/// The causes of a run's errors, gathered sample by sample. Read back
+/// from JSON (a stored run's), it can be added to as before.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(from = "StoredCauses")]
 pub struct Causes {
     /// Calls to the system that failed after their tries.
     pub system: CauseGroup,
@@ -137,11 +139,41 @@ impl Causes {
 
     /// Every group sorted, most common cause first.
     pub fn sorted(self) -> Self {
-        Causes {
+        StoredCauses {
             system: self.system.sorted(),
             checks: self.checks.into_iter().map(CauseGroup::sorted).collect(),
             outputs: self.outputs,
-            index: Vec::new(),
+        }
+        .into()
+    }
+}
+
+/// [`Causes`] without its index, as serialized.
+#[derive(Deserialize)]
+struct StoredCauses {
+    system: CauseGroup,
+    checks: Vec<CauseGroup>,
+    outputs: u64,
+}
+
+impl From<StoredCauses> for Causes {
+    /// The groups, with the index of each group's messages rebuilt.
+    fn from(s: StoredCauses) -> Self {
+        let index = std::iter::once(&s.system)
+            .chain(&s.checks)
+            .map(|g| {
+                g.causes
+                    .iter()
+                    .enumerate()
+                    .map(|(at, c)| (c.message.clone(), at))
+                    .collect()
+            })
+            .collect();
+        Causes {
+            system: s.system,
+            checks: s.checks,
+            outputs: s.outputs,
+            index,
         }
     }
 }
@@ -169,6 +201,21 @@ mod tests {
         assert_eq!(broken.len(), 1);
         assert_eq!(broken[0].0, 1);
         assert_eq!(broken[0].1.message, "Function not found: lenght");
+    }
+
+    #[test]
+    fn causes_read_back_from_json_count_on() {
+        let mut c = Causes::new(1);
+        c.add_call_error((0, 0), "HTTP 401");
+        c.add_output((1, 0), [(0, "bad")]);
+        let json = serde_json::to_string(&c.clone().sorted()).unwrap();
+        let mut back: Causes = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, c.clone().sorted());
+        back.add_call_error((2, 0), "HTTP 401");
+        back.add_output((3, 0), [(0, "bad")]);
+        assert_eq!(back.system.causes.len(), 1);
+        assert_eq!(back.system.causes[0].count, 2);
+        assert_eq!(back.checks[0].causes[0].count, 2);
     }
 
     #[test]

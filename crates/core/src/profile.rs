@@ -6,6 +6,7 @@ use crate::options::AnalysisOptions;
 use crate::score::{output_score, ClusterAccumulator};
 use crate::stats::RateEstimate;
 use crate::tensor::{Cell, ReliabilityTensor};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// Which slice of the tensor one validator's success percentage is taken
@@ -122,7 +123,8 @@ pub fn profile(t: &ReliabilityTensor, which: Profile, opts: &AnalysisOptions) ->
         };
         accs[slice].add_cell(cluster, cell, opts.errors);
     });
-    accs.iter()
+    // Each slice's interval is a root search: in parallel.
+    accs.par_iter()
         .enumerate()
         .map(|(index, acc)| ProfileEntry {
             index,

@@ -11,6 +11,7 @@ use crate::score::{output_passes_all, ClusterAccumulator};
 use crate::stats::RateEstimate;
 use crate::tensor::{Cell, ReliabilityTensor};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use thiserror::Error;
 
 /// Tolerance for rounding `m` up: `ln(1−c)/ln(1−P)` that is an integer up to
@@ -179,8 +180,12 @@ impl RetryPlan {
             (0..n).map(|_| ClusterAccumulator::new(m)).collect();
         let with_phi = k <= MAX_PHI_CHECKS;
         let mut pairs = vec![[0u64; 4]; if with_phi { k * k } else { 0 }];
+        // Outputs with the same K cells add the same pairs: with K ≤ 32 each
+        // distinct row of cells is tallied (two bits a cell) and its pairs
+        // counted once — most runs have few distinct rows.
+        let packed = with_phi && k <= 32;
+        let mut rows: HashMap<u64, u64> = HashMap::new();
         let mut cells: Vec<Cell> = Vec::with_capacity(k);
-        let mut values: Vec<Option<f64>> = Vec::with_capacity(k);
         for (i, input_acc) in per_input.iter_mut().enumerate() {
             for j in 0..m {
                 t.output_cells(i, j, &mut cells);
@@ -192,20 +197,21 @@ impl RetryPlan {
                 };
                 overall.add_cell(i, cell, opts.errors);
                 input_acc.add_cell(j, cell, opts.errors);
-                values.clear();
-                values.extend(
-                    cells
+                if packed {
+                    let row = cells
                         .iter()
-                        .map(|&c| crate::score::cell_value(c, opts.errors)),
-                );
-                for a in 0..if with_phi { k } else { 0 } {
-                    for b in (a + 1)..k {
-                        if let (Some(x), Some(y)) = (values[a], values[b]) {
-                            pairs[a * k + b][(x as usize) * 2 + y as usize] += 1;
-                        }
-                    }
+                        .enumerate()
+                        .fold(0u64, |acc, (x, &c)| acc | (u64::from(c as u8) << (2 * x)));
+                    *rows.entry(row).or_default() += 1;
+                } else if with_phi {
+                    count_pairs(&cells, 1, opts, &mut pairs);
                 }
             }
+        }
+        for (row, times) in rows {
+            cells.clear();
+            cells.extend((0..k).map(|x| Cell::from_bits((row >> (2 * x)) as u8)));
+            count_pairs(&cells, times, opts, &mut pairs);
         }
         let kp = if with_phi { k } else { 0 };
         let mut phi = vec![vec![None; kp]; kp];
@@ -290,6 +296,23 @@ pub fn phi_coefficient(t: [u64; 4]) -> Option<f64> {
     let [n00, n01, n10, n11] = t.map(|x| x as f64);
     let den = ((n10 + n11) * (n00 + n01) * (n01 + n11) * (n00 + n10)).sqrt();
     (den > 0.0).then(|| (n11 * n00 - n10 * n01) / den)
+}
+
+/// Add `times` outputs with these `cells` to the 2×2 tables of every pair
+/// of checks `(a, b)`, `a < b` (at `a·K + b`; index `2·x + y` for values x, y).
+fn count_pairs(cells: &[Cell], times: u64, opts: &AnalysisOptions, pairs: &mut [[u64; 4]]) {
+    let k = cells.len();
+    let values: Vec<Option<f64>> = cells
+        .iter()
+        .map(|&c| crate::score::cell_value(c, opts.errors))
+        .collect();
+    for a in 0..k {
+        for b in (a + 1)..k {
+            if let (Some(x), Some(y)) = (values[a], values[b]) {
+                pairs[a * k + b][(x as usize) * 2 + y as usize] += times;
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use crate::aggregate::{aggregate, Aggregate, AggregateResult};
 use crate::options::AnalysisOptions;
 use crate::profile::{profile, strategy_rates, worst, Profile, ProfileEntry, Strategy};
 use crate::retry::RetryPlan;
+use crate::sequential::outcome::SequentialOutcome;
 use crate::stats::{
     error::check_threshold, judge, Consistency, Counts, Decision, RateEstimate, StatsError,
     ThresholdVerdict,
@@ -76,6 +77,11 @@ pub struct Summary {
     /// Output Reliability Profile, in repetition order.
     pub output_profile: Vec<ProfileEntry>,
     pub retry: RetryPlan,
+    /// A sequential run's outcome: the checks' verdicts and intervals are
+    /// then its confidence sequences' (`Summary::with_sequential`);
+    /// `None` for a fixed-size run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<SequentialOutcome>,
 }
 
 impl Summary {
@@ -137,6 +143,7 @@ impl Summary {
             input_profile: profile(t, Profile::Input, opts),
             output_profile: profile(t, Profile::Output, opts),
             retry,
+            sequential: None,
         }
     }
 

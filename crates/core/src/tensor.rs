@@ -27,7 +27,7 @@ pub enum Cell {
 
 impl Cell {
     #[inline]
-    fn from_bits(bits: u8) -> Cell {
+    pub(crate) fn from_bits(bits: u8) -> Cell {
         match bits & 0b11 {
             0 => Cell::Missing,
             1 => Cell::Pass,
@@ -72,6 +72,12 @@ pub enum TensorError {
         i: usize,
         j: usize,
         k: usize,
+        shape: (usize, usize, usize),
+    },
+    #[error("{got} packed bytes cannot hold a tensor of shape {shape:?} ({expected} bytes)")]
+    WrongPacking {
+        got: usize,
+        expected: usize,
         shape: (usize, usize, usize),
     },
     #[error("output ({i}, {j}) has {got} verdicts but the tensor has {expected} validators")]
@@ -136,6 +142,33 @@ impl ReliabilityTensor {
     /// Bytes used by the packed cells.
     pub fn packed_bytes(&self) -> usize {
         self.bits.len()
+    }
+
+    /// The packed cells (two bits each, in storage order): what
+    /// [`ReliabilityTensor::from_packed`] reads back.
+    pub fn packed(&self) -> &[u8] {
+        &self.bits
+    }
+
+    /// A tensor of shape `(inputs, repetitions, validators)` from its
+    /// [`ReliabilityTensor::packed`] cells; an error when their length does
+    /// not fit the shape.
+    pub fn from_packed(
+        inputs: usize,
+        repetitions: usize,
+        validators: usize,
+        bits: Vec<u8>,
+    ) -> Result<Self, TensorError> {
+        let mut tensor = ReliabilityTensor::new(inputs, repetitions, validators)?;
+        if bits.len() != tensor.bits.len() {
+            return Err(TensorError::WrongPacking {
+                got: bits.len(),
+                expected: tensor.bits.len(),
+                shape: tensor.shape(),
+            });
+        }
+        tensor.bits = bits;
+        Ok(tensor)
     }
 
     fn index(&self, i: usize, j: usize, k: usize) -> Result<usize, TensorError> {
@@ -287,6 +320,21 @@ pub struct Marginals {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_cells_read_back_into_the_same_tensor_and_a_wrong_length_is_refused() {
+        let mut t = ReliabilityTensor::new(3, 5, 7).unwrap();
+        t.set(2, 4, 6, Cell::Fail).unwrap();
+        t.set(0, 1, 2, Cell::Error).unwrap();
+        let back = ReliabilityTensor::from_packed(3, 5, 7, t.packed().to_vec()).unwrap();
+        assert_eq!(back, t);
+        assert_eq!(back.get(2, 4, 6), Some(Cell::Fail));
+        let err = ReliabilityTensor::from_packed(3, 5, 8, t.packed().to_vec()).unwrap_err();
+        assert!(
+            matches!(err, TensorError::WrongPacking { expected: 30, .. }),
+            "{err}"
+        );
+    }
 
     #[test]
     fn cells_round_trip_and_neighbours_are_untouched() {

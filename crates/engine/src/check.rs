@@ -50,6 +50,10 @@ pub struct Checks {
     pub verifiers: Vec<Verifier>,
 }
 
+/// One output's validator cells, and the reasons `(k, reason)` of those
+/// that are errors.
+pub type Validated = (Vec<Cell>, Vec<(usize, String)>);
+
 /// One output's cells and reasons.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checked {
@@ -160,11 +164,7 @@ impl Checks {
     /// The validator columns for one output: cells, and the reasons of the
     /// cells that are errors. Synchronous: validators make no call. Each
     /// expression is stopped after its time limit, on this process's clock.
-    pub fn validate(
-        &self,
-        input: &PreparedInput<'_>,
-        output: &str,
-    ) -> (Vec<Cell>, Vec<(usize, String)>) {
+    pub fn validate(&self, input: &PreparedInput<'_>, output: &str) -> Validated {
         install_expression_clock();
         let mut cells = Vec::with_capacity(self.len());
         let mut reasons = Vec::new();
@@ -176,6 +176,18 @@ impl Checks {
             cells.push(Cell::from(&verdict));
         }
         (cells, reasons)
+    }
+
+    /// [`Checks::validate`] for many outputs at once, in parallel on the
+    /// expressions' evaluation threads: the bulk path of revalidation.
+    pub fn validate_many(&self, outputs: &[(&PreparedInput<'_>, &str)]) -> Vec<Validated> {
+        use rayon::prelude::*;
+        off_async_workers(|| {
+            outputs
+                .par_iter()
+                .map(|(input, output)| self.validate(input, output))
+                .collect()
+        })
     }
 
     /// Whether a validator is a Rhai expression (which may run for up to

@@ -144,6 +144,10 @@ pub struct ExperimentConfig {
     /// aggregation); every input weighs the same without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub weight_field: Option<String>,
+    /// Sequential testing: N × M is the budget; the run stops as soon as
+    /// every check's verdict is settled (docs/config.md).
+    #[serde(skip_serializing_if = "is_default")]
+    pub sequential: bool,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -173,6 +177,7 @@ impl Default for ExperimentConfig {
             pass_k: o.pass_k,
             error_budget: crate::experiment::DEFAULT_ERROR_BUDGET,
             weight_field: None,
+            sequential: false,
         }
     }
 }
@@ -463,6 +468,7 @@ impl Config {
             concurrency: e.concurrency,
             deadline: e.deadline_s.map(bounds::clamp_seconds),
             error_budget: e.error_budget,
+            sequential: e.sequential.then(crate::experiment::Sequential::default),
             source: Some(self.source()),
         })
     }

@@ -26,7 +26,7 @@ use crate::call::CallSettings;
 use crate::check::Checks;
 use crate::provider::types::Provider;
 use crate::retry_policy::RetryPolicy;
-use crate::settings::{Analysis, StoredRetry, StoredSettings};
+use crate::settings::{Analysis, StoredRetry, StoredSequential, StoredSettings};
 use crate::template::{PromptTemplate, TemplateError};
 use crate::verifier::Verifier;
 use probity_core::{Input, Validator};
@@ -76,8 +76,21 @@ pub struct Experiment {
     /// The share of samples whose call may fail before the run stops with
     /// no verdict (failed calls are not measured; 1 never stops).
     pub error_budget: f64,
+    /// Sequential testing (`[experiment] sequential`, `--sequential`):
+    /// N × M becomes the budget and the run stops as soon as every check's
+    /// verdict is settled (`probity_core::sequential`); `None`: every
+    /// sample is taken.
+    pub sequential: Option<Sequential>,
     /// The configuration file it was loaded from, if any.
     pub source: Option<Source>,
+}
+
+/// How a sequential run orders its inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sequential {
+    /// The seed of the input order; `None`: drawn when the run starts
+    /// (stored with the run either way, so `--resume` replays the order).
+    pub seed: Option<u64>,
 }
 
 impl std::fmt::Debug for Experiment {
@@ -113,6 +126,7 @@ impl Experiment {
             concurrency: 16,
             deadline: None,
             error_budget: DEFAULT_ERROR_BUDGET,
+            sequential: None,
             source: None,
         }
     }
@@ -144,6 +158,21 @@ impl Experiment {
     /// Measure the guarded system under `policy`.
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = Some(policy);
+        self
+    }
+
+    /// Sequential testing: N × M is the budget, inputs are sampled in a
+    /// random order, in rounds, and the run stops once every check's
+    /// verdict is established by its confidence sequence, when no open
+    /// check can settle within the budget, or when the budget is spent.
+    pub fn sequential(mut self) -> Self {
+        self.sequential = Some(self.sequential.unwrap_or_default());
+        self
+    }
+
+    /// [`Experiment::sequential`] with the input order's seed fixed.
+    pub fn sequential_seed(mut self, seed: u64) -> Self {
+        self.sequential = Some(Sequential { seed: Some(seed) });
         self
     }
 
@@ -208,6 +237,13 @@ impl Experiment {
             .retry
             .as_ref()
             .map(|r| StoredRetry::of(r, self.checks.validators.len(), self.checks.verifiers.len()));
-        StoredSettings::new(&self.analysis, retry)
+        StoredSettings {
+            // A seed drawn at the run's start is set by the runner; 0
+            // here keeps the experiment's identity the same across runs.
+            sequential: self.sequential.map(|s| StoredSequential {
+                seed: s.seed.unwrap_or(0),
+            }),
+            ..StoredSettings::new(&self.analysis, retry)
+        }
     }
 }

@@ -34,6 +34,7 @@ pub mod recording;
 pub mod redact;
 pub mod retry_policy;
 pub mod revalidate;
+mod rounds;
 pub mod runner;
 pub mod serve;
 pub mod settings;

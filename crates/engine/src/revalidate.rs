@@ -1,5 +1,6 @@
 //! Revalidation: the stored outputs of a run re-checked with changed checks
-//! and settings, as a new run whose parent is the old one. No call to the
+//! and settings, as a new run whose parent is the old one, holding only its
+//! verdicts (the outputs stay where they were sampled). No call to the
 //! system under test; judges only for judgements not already cached.
 
 use crate::call::{CallSettings, Caller};
@@ -8,6 +9,7 @@ use crate::experiment::{Experiment, Source};
 use crate::recording::Recording;
 use crate::settings::StoredSettings;
 use crate::store::{NewRun, RunStatus, RunTotals, SampleRow, Store, StoreError};
+use probity_core::causes::Causes;
 use probity_core::validator::PreparedInput;
 use probity_core::{Cell, ReliabilityTensor};
 use std::sync::Arc;
@@ -57,9 +59,15 @@ pub struct Revalidated {
     pub not_judged: u64,
 }
 
+/// Samples read, checked and written at a time: memory stays bounded by
+/// this, whatever the run's size.
+const CHUNK: usize = 4096;
+
 /// Re-check the stored outputs of run `id` with the checks and settings of
-/// `recheck`, as a new run whose parent is
-/// `id`: failed calls stay Error cells, outputs are re-checked. A
+/// `recheck`, as a new run whose parent is `id`. The new run stores only
+/// its verdicts, over the outputs of the run that sampled them (never a
+/// copy: `runs.outputs_from`). Failed calls stay Error cells; outputs are
+/// re-checked, a few thousand at a time, validators in parallel. A
 /// verifier's judgement comes from the judge cache when the same judge and
 /// instructions judged the same (input, output) before; otherwise the judge
 /// is called (with `recheck`'s concurrency, rate limits, timeout and
@@ -74,13 +82,18 @@ pub async fn revalidate(
     let started = Instant::now();
     let old = store.run(id)?;
     let inputs = store.inputs(id)?;
-    let samples = store.samples(id)?;
     let checks: Arc<Checks> = Arc::new(recheck.checks.clone());
+    let (k, m) = (checks.len(), old.outputs_per_input);
     let infos = checks.infos();
     let hash = recheck
         .source
         .as_ref()
         .map_or_else(|| old.config_hash.clone(), |s| s.hash.clone());
+    // A sequential run's copy is read back in the same order.
+    let settings = StoredSettings {
+        sequential: old.settings.sequential,
+        ..recheck.settings.clone()
+    };
     let recording = Recording::create(
         store,
         &NewRun {
@@ -89,25 +102,29 @@ pub async fn revalidate(
             config: recheck.source.as_ref().map_or("", |s| s.text.as_str()),
             system: &old.system,
             inputs: &inputs,
-            outputs_per_input: old.outputs_per_input,
+            outputs_per_input: m,
             checks: &infos,
-            settings: &recheck.settings,
+            settings: &settings,
             parent_run: Some(id),
             reused_from: None,
+            outputs_from: Some(old.outputs_from.unwrap_or(id)),
         },
     )?;
+    // The new run's tensor and causes, filled as its rows are written: its
+    // verdicts and snapshot are stored with it.
+    let mut tensor = ReliabilityTensor::new(old.inputs, m, k).ok();
+    let mut causes = Causes::new(k);
+    let mut written = 0u64;
     let writer = &recording.writer;
-    let n = samples.len() as u64;
-    // The new run's tensor, filled as its rows are written: its verdicts
-    // are stored with it.
-    let mut tensor = ReliabilityTensor::new(old.inputs, old.outputs_per_input, checks.len()).ok();
     let mut send = |row: SampleRow| -> Result<(), StoreError> {
         if let Some(t) = tensor.as_mut() {
-            for (k, &cell) in row.cells.iter().enumerate() {
+            for (kk, &cell) in row.cells.iter().enumerate() {
                 // A row outside the run's shape is kept, not counted.
-                let _ = t.set(row.input_idx, row.repetition, k, cell);
+                let _ = t.set(row.input_idx, row.repetition, kk, cell);
             }
         }
+        row.note_causes(&mut causes);
+        written += 1;
         writer.send(row)
     };
     let caller = recheck.calls.caller();
@@ -121,61 +138,72 @@ pub async fn revalidate(
     let limit = Arc::new(tokio::sync::Semaphore::new(concurrency));
     let mut tasks = tokio::task::JoinSet::new();
     let mut not_judged = 0;
-    for s in samples {
-        let Some(input) = prepared.get(s.input_idx).cloned() else {
-            continue;
-        };
-        let Some(output) = s.output.clone() else {
-            send(SampleRow {
-                cells: vec![Cell::Error; checks.len()],
-                reasons: Vec::new(),
-                ..s
-            })?;
-            continue;
-        };
-        // In-process validators are checked here; a verifier's call or an
-        // external check (a program, a Python callable), which waits, is
-        // checked on the pool of tasks below, many at once.
-        if checks.verifiers.is_empty() && !checks.has_external() {
-            let (cells, reasons) = checks.validate(&input, &output);
-            send(SampleRow {
-                cells,
-                reasons,
-                ..s
-            })?;
+    let per_chunk = (CHUNK / m.max(1)).max(1);
+    // Validators only: a slice is checked (in parallel) while the next is
+    // read.
+    let shared = Arc::new(prepared.clone());
+    let mut checking: Option<tokio::task::JoinHandle<Vec<SampleRow>>> = None;
+    for first in (0..prepared.len()).step_by(per_chunk) {
+        let chunk = store.samples_of_inputs(id, first..first + per_chunk)?;
+        if checks.verifiers.is_empty() {
+            let (checks, inputs) = (checks.clone(), shared.clone());
+            let next = tokio::task::spawn_blocking(move || validate_rows(&checks, &inputs, chunk));
+            if let Some(done) = checking.replace(next) {
+                for row in done.await.map_err(|e| lost(store, e))? {
+                    send(row)?;
+                }
+            }
             continue;
         }
-        let (checks, caller, judging, limit) = (
-            checks.clone(),
-            caller.clone(),
-            judging.clone(),
-            limit.clone(),
-        );
-        tasks.spawn(async move {
-            let _permit = limit.acquire_owned().await;
-            let checked = checks
-                .check(&caller, &judging, &input, &output, s.repetition as u32, 0)
-                .await;
-            let unjudged = checked
-                .reasons
-                .iter()
-                .filter(|(_, r)| r == NOT_JUDGED)
-                .count() as u64;
-            (
-                SampleRow {
-                    cells: checked.cells,
-                    reasons: checked.reasons,
+        for s in chunk {
+            let Some(input) = prepared.get(s.input_idx).cloned() else {
+                continue;
+            };
+            let Some(output) = s.output.clone() else {
+                send(SampleRow {
+                    cells: vec![Cell::Error; k],
+                    reasons: Vec::new(),
                     ..s
-                },
-                unjudged,
-            )
-        });
-        // Write as results come, so memory stays bounded by the pool.
-        while tasks.len() > 4 * concurrency {
-            if let Some(Ok((row, unjudged))) = tasks.join_next().await {
-                not_judged += unjudged;
-                send(row)?;
+                })?;
+                continue;
+            };
+            let (checks, caller, judging, limit) = (
+                checks.clone(),
+                caller.clone(),
+                judging.clone(),
+                limit.clone(),
+            );
+            tasks.spawn(async move {
+                let _permit = limit.acquire_owned().await;
+                let checked = checks
+                    .check(&caller, &judging, &input, &output, s.repetition as u32, 0)
+                    .await;
+                let unjudged = checked
+                    .reasons
+                    .iter()
+                    .filter(|(_, r)| r == NOT_JUDGED)
+                    .count() as u64;
+                (
+                    SampleRow {
+                        cells: checked.cells,
+                        reasons: checked.reasons,
+                        ..s
+                    },
+                    unjudged,
+                )
+            });
+            // Write as results come, so memory stays bounded by the pool.
+            while tasks.len() > 4 * concurrency {
+                if let Some(Ok((row, unjudged))) = tasks.join_next().await {
+                    not_judged += unjudged;
+                    send(row)?;
+                }
             }
+        }
+    }
+    if let Some(done) = checking.take() {
+        for row in done.await.map_err(|e| lost(store, e))? {
+            send(row)?;
         }
     }
     while let Some(done) = tasks.join_next().await {
@@ -186,18 +214,35 @@ pub async fn revalidate(
         }
     }
     let new_id = recording.run_id;
-    let verdicts: Option<Vec<_>> = tensor.as_ref().and_then(|t| {
-        crate::stored::summarize(&recheck.settings, &infos, t, &weights_of)
-            .ok()
-            .map(|s| s.checks.iter().map(|c| c.verdict.decision).collect())
-    });
     recording.writer.finish()?;
-    // A copy is as complete as its source; a source killed mid-run
-    // ("running") is interrupted as far as the copy is concerned.
+    let summary = tensor.as_ref().and_then(|t| {
+        crate::stored::summarize(&settings, &infos, t, &weights_of)
+            .ok()
+            .map(|s| (s, t))
+    });
+    // A sequential run's recheck: its sequences replayed with the new checks.
+    let summary = match summary {
+        Some((s, t)) if settings.sequential.is_some() => {
+            let record = store.run(new_id)?;
+            Some(crate::stored::sequential_summary(s, &record, t))
+        }
+        other => other.map(|(s, _)| s),
+    };
+    if let Some(o) = summary.as_ref().and_then(|s| s.sequential.as_ref()) {
+        store.set_sequential(new_id, o)?;
+    }
+    let verdicts: Option<Vec<_>> = summary
+        .as_ref()
+        .map(|s| s.checks.iter().map(|c| c.verdict.decision).collect());
+    // A recheck is as complete as its source; a source killed mid-run
+    // ("running") is interrupted as far as the recheck is concerned.
     let status = match old.status {
         RunStatus::Complete => RunStatus::Complete,
         _ => RunStatus::Interrupted,
     };
+    if let Some(t) = &tensor {
+        store.put_snapshot(new_id, t, &causes.sorted())?;
+    }
     let judge_calls = Caller::count(&caller.judge_calls);
     store.finish_run(
         new_id,
@@ -206,15 +251,57 @@ pub async fn revalidate(
             judge_calls_by_check: checks.judge_calls(),
             ..caller.totals()
         },
-        n,
+        written,
         started.elapsed().as_secs_f64(),
         verdicts.as_deref(),
     )?;
     Ok(Revalidated {
         run_id: new_id,
-        samples: n,
+        samples: written,
         judge_calls,
         judge_cached: Caller::count(&caller.judge_cached),
         not_judged,
     })
+}
+
+/// `rows` re-checked with `checks`' validators (no verifier): a row without
+/// an output (a failed call) is Error cells; a row of an input not in
+/// `inputs` is dropped.
+fn validate_rows(
+    checks: &Checks,
+    inputs: &[Arc<PreparedInput<'static>>],
+    rows: Vec<SampleRow>,
+) -> Vec<SampleRow> {
+    let rows: Vec<SampleRow> = rows
+        .into_iter()
+        .filter(|s| s.input_idx < inputs.len())
+        .collect();
+    let asked: Vec<(&PreparedInput<'_>, &str)> = rows
+        .iter()
+        .filter_map(|s| Some((&*inputs[s.input_idx], s.output.as_deref()?)))
+        .collect();
+    let mut checked = checks.validate_many(&asked).into_iter();
+    let k = checks.len();
+    rows.into_iter()
+        .map(|s| {
+            let (cells, reasons) = match s.output {
+                Some(_) => checked.next().unwrap_or_default(),
+                None => (vec![Cell::Error; k], Vec::new()),
+            };
+            SampleRow {
+                cells,
+                reasons,
+                ..s
+            }
+        })
+        .collect()
+}
+
+/// A slice whose checking failed (a panic in a check): the revalidation
+/// stops rather than store a run with samples silently missing.
+fn lost(store: &Store, e: tokio::task::JoinError) -> StoreError {
+    StoreError::Writer {
+        path: store.path().to_path_buf(),
+        what: format!("checking the stored outputs failed: {e}"),
+    }
 }

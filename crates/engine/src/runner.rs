@@ -25,6 +25,8 @@ use crate::outcome::{Halt, Progress, RunOutcome};
 use crate::provider::types::Message;
 use crate::recording::Recording;
 use crate::retry_policy::RetryPolicy;
+use crate::rounds::{Next, Rounds};
+use crate::settings::StoredSequential;
 use crate::store::{
     AttemptRow, NewRun, RunStatus, RunTotals, SampleRow, Store, StoreError, Writer,
 };
@@ -32,8 +34,8 @@ use probity_core::causes::Causes;
 use probity_core::validator::PreparedInput;
 use probity_core::{Cell, ReliabilityTensor, Summary};
 use sha2::{Digest, Sha256};
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Instant;
 use thiserror::Error;
 use tokio::sync::{mpsc, watch};
@@ -252,15 +254,26 @@ fn record(
     causes: &mut Causes,
     row: &SampleRow,
 ) {
-    for (kk, &cell) in row.cells.iter().enumerate().take(progress.passes.len()) {
-        let _ = tensor.set(row.input_idx, row.repetition, kk, cell);
+    count_cells(tensor, progress, row.input_idx, row.repetition, &row.cells);
+    row.note_causes(causes);
+    progress.errors += row.error.is_some() as u64;
+}
+
+/// Count the cells of sample `(i, j)` into the tensor and the progress.
+fn count_cells(
+    tensor: &mut ReliabilityTensor,
+    progress: &mut Progress,
+    i: usize,
+    j: usize,
+    cells: &[Cell],
+) {
+    for (kk, &cell) in cells.iter().enumerate().take(progress.passes.len()) {
+        let _ = tensor.set(i, j, kk, cell);
         if cell != Cell::Missing {
             progress.passes[kk].1 += 1;
             progress.passes[kk].0 += (cell == Cell::Pass) as u64;
         }
     }
-    row.note_causes(causes);
-    progress.errors += row.error.is_some() as u64;
     progress.done += 1;
 }
 
@@ -311,7 +324,7 @@ pub async fn run_with(
     let mut tensor =
         ReliabilityTensor::new(n, m, k).map_err(|e| RunError::Config(at(e.to_string())))?;
     let infos = experiment.checks.infos();
-    let settings = experiment.stored_settings();
+    let mut settings = experiment.stored_settings();
     let policy = experiment.retry.clone().unwrap_or_else(RetryPolicy::single);
     let caller: Arc<Caller> = experiment.calls.caller();
     let mut guard = Guard::new(
@@ -336,12 +349,20 @@ pub async fn run_with(
         passes: vec![(0, 0); k],
     };
     let mut causes = Causes::new(k);
+    // A sequential run's order: a new run's seed is drawn (or set), a
+    // resumed run's is read from its settings.
+    let new_sequential = experiment.sequential.map(|s| StoredSequential {
+        seed: s.seed.unwrap_or_else(rand::random),
+    });
+    let mut resumed_sequential = None;
     // The run: resumed or new, in the store; or in memory.
     let mut done = vec![false; n * m];
     let mut resumed = 0;
     let mut base = RunTotals::default();
     let mut reused_from = None;
-    let mut queue = VecDeque::new();
+    // The samples to take, in order: `(i, j, its first answer when served
+    // from the store)` (boxed: a million entries stay small).
+    let mut queue: VecDeque<(usize, usize, Option<Box<Answer>>)> = VecDeque::new();
     let (mut recorder, guard, store) = match sink {
         Sink::Memory => (
             Recorder::Memory(Vec::with_capacity(n * m)),
@@ -364,20 +385,25 @@ pub async fn run_with(
                     // while another live process runs it.
                     store.take_lease(id)?;
                     let previous = store.run(id)?;
+                    resumed_sequential = Some(previous.settings.sequential);
                     base = previous.totals();
                     reused_from = previous.reused_from;
-                    // What the resumed run already holds.
-                    for row in store.samples(id)? {
-                        if row.input_idx < n && row.repetition < m && row.cells.len() == k {
-                            done[row.input_idx * m + row.repetition] = true;
-                            record(&mut tensor, &mut progress, &mut causes, &row);
+                    // What the resumed run already holds: its cells and the
+                    // causes of its errors (no output is read).
+                    store.each_sample_cells(id, |i, j, cells| {
+                        if i < n && j < m && cells.len() == k {
+                            done[i * m + j] = true;
+                            count_cells(&mut tensor, &mut progress, i, j, cells);
                             resumed += 1;
                         }
-                    }
+                    })?;
+                    causes = store.causes(id, k)?;
+                    progress.errors = causes.system.total;
                     Recording::reopen(store, id)?
                 }
                 None => {
                     reused_from = control.reuse;
+                    settings.sequential = new_sequential;
                     let config_text = experiment.source.as_ref().map_or("", |s| s.text.as_str());
                     Recording::create(
                         store,
@@ -392,6 +418,7 @@ pub async fn run_with(
                             settings: &settings,
                             parent_run: None,
                             reused_from,
+                            outputs_from: None,
                         },
                     )?
                 }
@@ -409,7 +436,7 @@ pub async fn run_with(
                     let (i, j) = (c / m, c % m);
                     if let Some(hit) = cache.remove(&k) {
                         progress.cached += 1;
-                        queue.push_back((i, j, Some(Answer::from(hit))));
+                        queue.push_back((i, j, Some(Box::new(Answer::from(hit)))));
                         done[c] = true;
                     }
                 }
@@ -427,12 +454,62 @@ pub async fn run_with(
             )
         }
     };
+    let sequential = match resumed_sequential {
+        None => new_sequential,
+        Some(stored) if stored.is_some() == experiment.sequential.is_some() => stored,
+        Some(stored) => {
+            return Err(RunError::Config(at(format!(
+                "--resume: the unfinished run was made {} sequential testing; resume it {} it (`--sequential`, `[experiment] sequential`), or start a new run",
+                if stored.is_some() { "with" } else { "without" },
+                if stored.is_some() { "with" } else { "without" },
+            ))))
+        }
+    };
+    let mut rounds = match sequential {
+        Some(s) => Some(
+            Rounds::new(
+                &infos,
+                experiment.analysis.options.confidence,
+                experiment.analysis.options.errors,
+                (n, m),
+                experiment.concurrency,
+                s.seed,
+            )
+            .map_err(|e| RunError::Config(at(format!("sequential: {e}"))))?,
+        ),
+        None => None,
+    };
     let pending = queue.len() + done.iter().filter(|d| !**d).count();
-    queue.extend(
-        (0..n * m)
-            .filter(|&c| !done[c])
-            .map(|c| (c / m, c % m, None)),
-    );
+    // A sequential run asks for the cells of one round at a time, outputs
+    // served from a reused run included.
+    let mut known: HashMap<usize, Box<Answer>> = HashMap::new();
+    if let Some(r) = rounds.as_mut() {
+        for (i, j, answer) in queue.drain(..) {
+            done[i * m + j] = false;
+            if let Some(a) = answer {
+                known.insert(i * m + j, a);
+            }
+        }
+        // Counted when served, not when found.
+        progress.cached -= known.len() as u64;
+        match r
+            .advance(&tensor, &done)
+            .map_err(|e| RunError::Config(at(format!("sequential: {e}"))))?
+        {
+            Next::Cells(cells) => queue.extend(cells.into_iter().map(|c| {
+                let answer = known.remove(&c);
+                progress.cached += answer.is_some() as u64;
+                (c / m, c % m, answer)
+            })),
+            Next::Stop(_) => {}
+        }
+    } else {
+        queue.extend(
+            (0..n * m)
+                .filter(|&c| !done[c])
+                .map(|c| (c / m, c % m, None)),
+        );
+    }
     let mut on_progress = control.on_progress;
     let mut report = |p: &Progress| {
         if let Some(f) = on_progress.as_mut() {
@@ -453,8 +530,20 @@ pub async fn run_with(
         fingerprint,
         record_attempts: experiment.retry.is_some(),
     });
-    let workers = experiment.concurrency.min(queue.len());
-    let queue = Arc::new(Mutex::new(queue));
+    let workers = experiment.concurrency.min(match rounds {
+        Some(_) => pending,
+        None => queue.len(),
+    });
+    // The work: every cell at once, or (sequential) one round at a time,
+    // the sender kept until the run stops.
+    let (work, work_rx) = mpsc::unbounded_channel::<(usize, usize, Option<Box<Answer>>)>();
+    for cell in queue {
+        let _ = work.send(cell);
+    }
+    let mut work = rounds
+        .as_ref()
+        .and_then(|r| r.stop().is_none().then_some(work));
+    let queue = Arc::new(tokio::sync::Mutex::new(work_rx));
     let (tx, mut rx) = mpsc::channel::<(SampleRow, Vec<AttemptRow>)>(1024);
     // Without a cancel channel, one whose sender lives as long as the run
     // (a closed channel would read as "cancelled").
@@ -469,11 +558,18 @@ pub async fn run_with(
                 if *cancel.borrow() {
                     return;
                 }
-                let Some((i, j, known)) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
+                let next = {
+                    let mut q = queue.lock().await;
+                    tokio::select! {
+                        w = q.recv() => w,
+                        _ = cancel.wait_for(|c| *c) => None,
+                    }
+                };
+                let Some((i, j, known)) = next else {
                     return;
                 };
                 let sampled = tokio::select! {
-                    r = shared.sample(i, j, known) => r,
+                    r = shared.sample(i, j, known.map(|a| *a)) => r,
                     _ = cancel.wait_for(|c| *c) => return,
                 };
                 if tx.send(sampled).await.is_err() {
@@ -518,6 +614,7 @@ pub async fn run_with(
             }
         };
         let Some((row, attempts)) = next else { break };
+        let cell = row.input_idx * m + row.repetition;
         session_done += 1;
         session_errors += row.error.is_some() as u64;
         record(&mut tensor, &mut progress, &mut causes, &row);
@@ -529,6 +626,29 @@ pub async fn run_with(
         recorder.sample(row)?;
         recorder.totals(base.clone() + session_totals(&caller, &shared))?;
         report(&progress);
+        if let Some(r) = rounds.as_mut() {
+            if let Some(d) = done.get_mut(cell) {
+                *d = true;
+            }
+            if r.recorded() && !interrupted {
+                // The round is complete: feed it, then stop or ask for the next.
+                match r
+                    .advance(&tensor, &done)
+                    .map_err(|e| RunError::Config(at(format!("sequential: {e}"))))?
+                {
+                    Next::Cells(cells) => {
+                        if let Some(w) = &work {
+                            for c in cells {
+                                let answer = known.remove(&c);
+                                progress.cached += answer.is_some() as u64;
+                                let _ = w.send((c / m, c % m, answer));
+                            }
+                        }
+                    }
+                    Next::Stop(_) => work = None,
+                }
+            }
+        }
         if halt.is_none() {
             halt = budget.exceeded(session_done, session_errors, progress.errors, &causes);
             if halt.is_some() {
@@ -542,8 +662,10 @@ pub async fn run_with(
     for h in handles {
         let _ = h.await;
     }
+    drop(work);
     let samples = recorder.finish()?;
-    let status = if progress.done == progress.total && halt.is_none() {
+    let stopped = rounds.as_ref().and_then(Rounds::stop);
+    let status = if (progress.done == progress.total || stopped.is_some()) && halt.is_none() {
         RunStatus::Complete
     } else {
         RunStatus::Interrupted
@@ -565,14 +687,27 @@ pub async fn run_with(
             )
             .map_err(|e| RunError::Config(at(e.to_string())))
         });
+    // A sequential run's verdicts and intervals are its confidence
+    // sequences'.
+    let sequential = rounds.as_ref().map(|r| r.outcome(progress.done));
+    let summary = summary.map(|s| match &sequential {
+        Some(o) => s.with_sequential(o),
+        None => s,
+    });
+    let causes = causes.sorted();
     let run_id = match store {
         Some((store, run_id)) => {
             // Each check's decision, kept so `probity runs` need not
-            // rebuild the run from its samples.
+            // rebuild the run from its samples; the tensor and causes, so
+            // its report need not either.
             let verdicts: Option<Vec<_>> = summary
                 .as_ref()
                 .ok()
                 .map(|s| s.checks.iter().map(|c| c.verdict.decision).collect());
+            if let Some(o) = &sequential {
+                store.set_sequential(run_id, o)?;
+            }
+            store.put_snapshot(run_id, &tensor, &causes)?;
             store.finish_run(
                 run_id,
                 status,
@@ -593,7 +728,7 @@ pub async fn run_with(
         summary,
         status,
         halt,
-        causes: causes.sorted(),
+        causes,
         totals,
         reused_from,
         model_calls: Caller::count(&caller.calls),

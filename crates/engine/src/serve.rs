@@ -314,6 +314,7 @@ pub fn open(loaded: Loaded, store_path: &Path) -> Result<Server, String> {
             settings: &settings,
             parent_run: None,
             reused_from: None,
+            outputs_from: None,
         },
     )
     .map_err(store_err)?;

@@ -83,6 +83,17 @@ pub struct StoredSettings {
     /// The input field weighting inputs in the aggregate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight_field: Option<String>,
+    /// A sequential run (`[experiment] sequential`): the seed of its input
+    /// order, so `--resume` replays the same order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<StoredSequential>,
+}
+
+/// How a sequential run was made: the seed of its input order
+/// (`probity_core::sequential::input_order`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredSequential {
+    pub seed: u64,
 }
 
 impl Default for StoredSettings {
@@ -94,6 +105,7 @@ impl Default for StoredSettings {
             retry_target: 0.99,
             retry: None,
             weight_field: None,
+            sequential: None,
         }
     }
 }
@@ -108,6 +120,7 @@ impl StoredSettings {
             retry_target: analysis.retry_target,
             retry,
             weight_field: analysis.weight_field.clone(),
+            sequential: None,
         }
     }
 

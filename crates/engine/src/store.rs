@@ -13,8 +13,9 @@
 
 use crate::settings::StoredSettings;
 use probity_core::causes::Causes;
+use probity_core::sequential::SequentialOutcome;
 use probity_core::stats::Decision;
-use probity_core::{Cell, CheckInfo, Input};
+use probity_core::{Cell, CheckInfo, Input, ReliabilityTensor};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -29,14 +30,29 @@ use thiserror::Error;
 /// the `judgements` table (the judge cache); 4 added `attempts.cache_key`
 /// (the output cache of attempts after the first); 6 added the `leases`
 /// table (one process owns a run at a time); 7 added `runs.verdicts` (each
-/// check's decision, stored when the run finishes). Every change is additive
+/// check's decision, stored when the run finishes); 8 added the `rechecks`
+/// table and `runs.outputs_from` (a revalidated run's verdicts over another
+/// run's outputs, not a copy of them), the `snapshots` table (a finished
+/// run's tensor and error causes, so a report reads no sample but those it
+/// quotes) and dropped the index of samples by cache key (outputs reused
+/// from a run are found by reading that run; the random index multiplied
+/// the bytes written); 9 added `runs.sequential` (a sequential run's
+/// outcome, JSON). Every change is additive but that index
 /// (`CREATE TABLE IF NOT EXISTS`, `ALTER TABLE … ADD COLUMN`): an older
 /// store is upgraded in place when opened, and keeps every run readable.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 9;
 
-/// Rows per write transaction at most; a transaction also ends as soon as
-/// the queue is empty, so a slow run still commits every sample promptly.
-const BATCH: usize = 512;
+/// Rows per write transaction at most.
+const BATCH: usize = 8192;
+
+/// How long a write transaction stays open for more rows: every sample is
+/// committed within this of arriving, and a fast run writes few, large
+/// transactions (each commit rewrites the pages it touched).
+const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Operations queued for the writer at most: a run that samples faster
+/// than the disk takes its rows waits, instead of growing memory.
+const QUEUE: usize = 16_384;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS leases (
@@ -87,7 +103,19 @@ CREATE TABLE IF NOT EXISTS samples (
     reasons TEXT,
     PRIMARY KEY (run_id, input_idx, repetition)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS samples_by_cache_key ON samples(cache_key) WHERE error IS NULL;
+CREATE TABLE IF NOT EXISTS rechecks (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    input_idx INTEGER NOT NULL,
+    repetition INTEGER NOT NULL,
+    cells BLOB NOT NULL,
+    reasons TEXT,
+    PRIMARY KEY (run_id, input_idx, repetition)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS snapshots (
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+    cells BLOB NOT NULL,
+    causes TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS attempts (
     run_id INTEGER NOT NULL REFERENCES runs(id),
     input_idx INTEGER NOT NULL,
@@ -120,6 +148,17 @@ CREATE TABLE IF NOT EXISTS judgements (
 /// known to exist (see [`Store::open`]).
 const LATE_INDEXES: &str = r#"
 CREATE INDEX IF NOT EXISTS attempts_by_cache_key ON attempts(cache_key) WHERE cache_key IS NOT NULL;
+DROP INDEX IF EXISTS samples_by_cache_key;
+CREATE VIEW IF NOT EXISTS run_samples AS
+    SELECT run_id, input_idx, repetition, cache_key, output, error, latency_ms, input_tokens,
+        output_tokens, call_attempts, cells, reasons
+    FROM samples
+    UNION ALL
+    SELECT c.run_id, c.input_idx, c.repetition, s.cache_key, s.output, s.error, s.latency_ms,
+        s.input_tokens, s.output_tokens, s.call_attempts, c.cells, c.reasons
+    FROM rechecks c JOIN runs r ON r.id = c.run_id
+    JOIN samples s ON s.run_id = r.outputs_from AND s.input_idx = c.input_idx
+        AND s.repetition = c.repetition;
 "#;
 
 #[derive(Debug, Error)]
@@ -220,6 +259,16 @@ pub struct RunRecord {
     /// schema 7 (rebuild it from its samples, `stored::load`).
     #[serde(default)]
     pub verdicts: Option<Vec<Decision>>,
+    /// The run whose samples hold this run's outputs: a revalidated run's
+    /// verdicts are stored over its source's outputs, never a copy. `None`:
+    /// its own.
+    #[serde(default)]
+    pub outputs_from: Option<i64>,
+    /// A sequential run's outcome (why it stopped, after how many inputs
+    /// and samples, each check's confidence sequence), stored when it
+    /// finishes; `None` for a fixed-size run, or one being written.
+    #[serde(default)]
+    pub sequential: Option<SequentialOutcome>,
 }
 
 /// A run's call counts over all its sessions.
@@ -301,6 +350,9 @@ pub struct NewRun<'a> {
     pub parent_run: Option<i64>,
     /// The run whose stored outputs this one reuses, if any.
     pub reused_from: Option<i64>,
+    /// A revalidation: the run whose samples hold the outputs this run
+    /// re-checks (its rows hold only verdicts).
+    pub outputs_from: Option<i64>,
 }
 
 /// One stored sample and its verdicts.
@@ -339,6 +391,19 @@ impl SampleRow {
             ),
         }
     }
+}
+
+/// What the guarded measurement counts of one stored attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptCounts {
+    pub input_idx: usize,
+    /// 1-based.
+    pub attempt: u32,
+    pub published: bool,
+    /// Calls made for it: to the system (retries included) and to judges.
+    pub calls: u64,
+    /// Tokens reported (prompt + completion).
+    pub tokens: u64,
 }
 
 /// One attempt of a guarded sample (a run with a retry policy, or live
@@ -460,7 +525,9 @@ impl Store {
 
     /// Add the columns an older store lacks (schema 4: `attempts.cache_key`;
     /// schema 5: the runs' judge calls, tokens and the run outputs were
-    /// reused from; schema 7: the runs' verdicts).
+    /// reused from; schema 7: the runs' verdicts; schema 8: the run whose
+    /// outputs a revalidated run re-checks; schema 9: a
+    /// sequential run's outcome).
     fn migrate(&self) -> rusqlite::Result<()> {
         for (table, column, ty) in [
             ("attempts", "cache_key", "TEXT"),
@@ -469,6 +536,8 @@ impl Store {
             ("runs", "reused_from", "INTEGER"),
             ("runs", "judge_calls_by_check", "TEXT"),
             ("runs", "verdicts", "TEXT"),
+            ("runs", "outputs_from", "INTEGER"),
+            ("runs", "sequential", "TEXT"),
         ] {
             if has_column(&self.conn, table, column)? {
                 continue;
@@ -514,8 +583,8 @@ impl Store {
         };
         let tx = self.conn.transaction().map_err(err)?;
         tx.execute(
-            "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input, checks, settings, parent_run, reused_from)
-             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input, checks, settings, parent_run, reused_from, outputs_from)
+             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 run.name,
                 run.config_hash,
@@ -527,6 +596,7 @@ impl Store {
                 serde_json::to_string(run.settings).unwrap_or_default(),
                 run.parent_run,
                 run.reused_from,
+                run.outputs_from,
             ],
         )
         .map_err(err)?;
@@ -599,13 +669,28 @@ impl Store {
             params![run, me, host, now],
         )
         .map_err(err)?;
-        // Taken to be written again: its stored verdicts would go stale.
+        // Taken to be written again: its stored verdicts and snapshot would
+        // go stale.
         tx.execute(
-            "UPDATE runs SET verdicts = NULL WHERE id = ?1",
+            "UPDATE runs SET verdicts = NULL, sequential = NULL WHERE id = ?1",
             params![run],
         )
         .map_err(err)?;
+        tx.execute("DELETE FROM snapshots WHERE run_id = ?1", params![run])
+            .map_err(err)?;
         tx.commit().map_err(err)
+    }
+
+    /// The process id holding run `run`'s lease, if any (live or not).
+    pub fn lease_holder(&self, run: i64) -> Result<Option<i64>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT pid FROM leases WHERE run_id = ?1",
+                params![run],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
     }
 
     /// Refresh this process's lease on `run` (still alive).
@@ -678,6 +763,17 @@ impl Store {
             .map_err(|e| self.err(e))?;
         // Finished or interrupted, the run is no longer this process's.
         self.release_lease(run)
+    }
+
+    /// Store a sequential run's outcome with it (when it finishes).
+    pub fn set_sequential(&self, run: i64, outcome: &SequentialOutcome) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET sequential = ?2 WHERE id = ?1",
+                params![run, serde_json::to_string(outcome).ok()],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
     }
 
     /// Every run, newest first, optionally only those whose name contains
@@ -756,11 +852,29 @@ impl Store {
         )
     }
 
+    /// Run `run`'s samples of the inputs in `inputs`, in `(input,
+    /// repetition)` order: a run read a slice at a time.
+    pub fn samples_of_inputs(
+        &self,
+        run: i64,
+        inputs: std::ops::Range<usize>,
+    ) -> Result<Vec<SampleRow>, StoreError> {
+        self.query_all(
+            &format!(
+                "{SAMPLE_COLUMNS} WHERE run_id = ?1 AND input_idx >= ?2 AND input_idx < ?3
+                 ORDER BY input_idx, repetition"
+            ),
+            params![run, inputs.start as i64, inputs.end as i64],
+            sample_from_row,
+        )
+    }
+
     /// How many samples run `run` holds.
     pub fn sample_count(&self, run: i64) -> Result<usize, StoreError> {
         self.conn
             .query_row(
-                "SELECT COUNT(*) FROM samples WHERE run_id = ?1",
+                "SELECT (SELECT COUNT(*) FROM samples WHERE run_id = ?1)
+                    + (SELECT COUNT(*) FROM rechecks WHERE run_id = ?1)",
                 params![run],
                 |r| r.get::<_, i64>(0),
             )
@@ -811,7 +925,8 @@ impl Store {
             .conn
             .prepare(
                 "SELECT input_idx, repetition, cells FROM samples WHERE run_id = ?1
-                 ORDER BY input_idx, repetition",
+                 UNION ALL SELECT input_idx, repetition, cells FROM rechecks WHERE run_id = ?1
+                 ORDER BY 1, 2",
             )
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query(params![run]).map_err(|e| self.err(e))?;
@@ -839,7 +954,7 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT input_idx, repetition, error, cells, reasons FROM samples WHERE run_id = ?1
+                "SELECT input_idx, repetition, error, cells, reasons FROM run_samples WHERE run_id = ?1
                  ORDER BY input_idx, repetition",
             )
             .map_err(|e| self.err(e))?;
@@ -905,6 +1020,38 @@ impl Store {
         )
     }
 
+    /// Visit run `run`'s attempts in `(input, repetition, attempt)` order as
+    /// [`AttemptCounts`], one row in memory at a time and no output read:
+    /// what the guarded system's measurement is built from.
+    pub fn each_attempt_counts(
+        &self,
+        run: i64,
+        mut f: impl FnMut(AttemptCounts),
+    ) -> Result<(), StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT input_idx, attempt, published, call_attempts, judge_calls,
+                    COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)
+                 FROM attempts WHERE run_id = ?1 ORDER BY input_idx, repetition, attempt",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query(params![run]).map_err(|e| self.err(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            let read = || -> rusqlite::Result<AttemptCounts> {
+                Ok(AttemptCounts {
+                    input_idx: r.get::<_, i64>(0)? as usize,
+                    attempt: r.get::<_, i64>(1)? as u32,
+                    published: r.get(2)?,
+                    calls: r.get::<_, i64>(3)? as u64 + r.get::<_, i64>(4)? as u64,
+                    tokens: r.get::<_, i64>(5)? as u64,
+                })
+            };
+            f(read().map_err(|e| self.err(e))?);
+        }
+        Ok(())
+    }
+
     /// Set a run's number of inputs (live traffic grows it as it comes).
     pub fn set_run_inputs(&self, run: i64, inputs: usize) -> Result<(), StoreError> {
         self.conn
@@ -916,48 +1063,103 @@ impl Store {
         Ok(())
     }
 
-    /// Successful outputs stored under any of `keys`, from any run.
+    /// The successful outputs of run `from` stored under any of `keys`
+    /// (the first for a key), read in one pass over that run's samples.
     pub fn cached_outputs(
         &self,
         from: i64,
         keys: &[String],
     ) -> Result<HashMap<String, CachedOutput>, StoreError> {
+        let wanted: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
         let mut stmt = self
             .conn
-            .prepare_cached(
-                "SELECT output, latency_ms, input_tokens, output_tokens FROM samples
-                 WHERE cache_key = ?1 AND run_id = ?2 AND error IS NULL LIMIT 1",
+            .prepare(
+                "SELECT cache_key, output, latency_ms, input_tokens, output_tokens FROM run_samples
+                 WHERE run_id = ?1 AND error IS NULL AND output IS NOT NULL",
             )
             .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query(params![from]).map_err(|e| self.err(e))?;
         let mut out = HashMap::new();
-        for key in keys {
-            let row = stmt
-                .query_row(params![key, from], |r| {
-                    Ok(CachedOutput {
-                        output: r.get(0)?,
-                        latency_ms: r.get(1)?,
-                        input_tokens: r.get::<_, Option<i64>>(2)?.map(|v| v as u64),
-                        output_tokens: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
-                    })
-                })
-                .optional()
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            let key = r
+                .get_ref(0)
+                .and_then(|v| v.as_str().map_err(Into::into))
                 .map_err(|e| self.err(e))?;
-            if let Some(row) = row {
-                out.insert(key.clone(), row);
+            if !wanted.contains(key) || out.contains_key(key) {
+                continue;
             }
+            let read = || -> rusqlite::Result<CachedOutput> {
+                Ok(CachedOutput {
+                    output: r.get(1)?,
+                    latency_ms: r.get(2)?,
+                    input_tokens: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
+                    output_tokens: r.get::<_, Option<i64>>(4)?.map(|v| v as u64),
+                })
+            };
+            let hit = read().map_err(|e| self.err(e))?;
+            out.insert(key.to_string(), hit);
         }
         Ok(out)
     }
 
+    /// Keep a finished run's tensor and error causes, so its report reads
+    /// no sample but those it quotes (dropped when the run is taken to be
+    /// written again, [`Store::take_lease`]).
+    pub fn put_snapshot(
+        &self,
+        run: i64,
+        tensor: &ReliabilityTensor,
+        causes: &Causes,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO snapshots (run_id, cells, causes) VALUES (?1, ?2, ?3)",
+                params![
+                    run,
+                    tensor.packed(),
+                    serde_json::to_string(causes).unwrap_or_default()
+                ],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Run `run`'s snapshot: its tensor of shape `(n, m, k)` and its
+    /// causes; `None` when it has none (being written, or stored before
+    /// schema 8) or one that does not fit the shape.
+    pub fn snapshot(
+        &self,
+        run: i64,
+        (n, m, k): (usize, usize, usize),
+    ) -> Result<Option<(ReliabilityTensor, Causes)>, StoreError> {
+        let row: Option<(Vec<u8>, String)> = self
+            .conn
+            .query_row(
+                "SELECT cells, causes FROM snapshots WHERE run_id = ?1",
+                params![run],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(row.and_then(|(cells, causes)| {
+            let tensor = ReliabilityTensor::from_packed(n, m, k, cells).ok()?;
+            let causes: Causes = serde_json::from_str(&causes).ok()?;
+            (causes.checks.len() == k).then_some((tensor, causes))
+        }))
+    }
+
     /// Start the batched writer for `run` on its own thread and connection.
+    /// A revalidated run's samples are written as verdicts only (`rechecks`).
     pub fn writer(&self, run: i64) -> Result<Writer, StoreError> {
+        let recheck = self.run(run)?.outputs_from.is_some();
         let conn = open_connection(&self.path)?;
-        let (tx, rx) = mpsc::channel::<WriteOp>();
+        let (tx, rx) = mpsc::sync_channel::<WriteOp>(QUEUE);
         let path = self.path.clone();
         let handle = std::thread::Builder::new()
             .name("probity-store-writer".into())
             .spawn(move || {
-                write_loop(conn, run, rx).map_err(|source| StoreError::Sqlite { path, source })
+                write_loop(conn, run, recheck, rx)
+                    .map_err(|source| StoreError::Sqlite { path, source })
             })
             .map_err(|e| StoreError::Writer {
                 path: self.path.clone(),
@@ -974,11 +1176,14 @@ impl Store {
 const RUN_COLUMNS: &str =
     "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
     outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
-    judge_calls, tokens, reused_from, judge_calls_by_check, verdicts FROM runs";
+    judge_calls, tokens, reused_from, judge_calls_by_check, verdicts, outputs_from,
+    sequential FROM runs";
 
+/// Every run's samples: a run's own, or a revalidated run's verdicts over
+/// the outputs of the run they came from (the `run_samples` view).
 const SAMPLE_COLUMNS: &str =
     "SELECT input_idx, repetition, cache_key, output, error, latency_ms, input_tokens, output_tokens,
-    call_attempts, cells, reasons FROM samples";
+    call_attempts, cells, reasons FROM run_samples";
 
 fn sample_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SampleRow> {
     let cells: Vec<u8> = r.get(9)?;
@@ -1033,6 +1238,10 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         verdicts: r
             .get::<_, Option<String>>(20)?
             .and_then(|s| serde_json::from_str(&s).ok()),
+        outputs_from: r.get(21)?,
+        sequential: r
+            .get::<_, Option<String>>(22)?
+            .and_then(|s| serde_json::from_str(&s).ok()),
     })
 }
 
@@ -1068,13 +1277,19 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
+/// The writer thread: every queued operation, in transactions of up to
+/// [`BATCH`] rows that stay open for at most [`COMMIT_EVERY`] (a flush
+/// commits at once). A revalidated run's (`recheck`) samples go to
+/// `rechecks`, verdicts only.
 fn write_loop(
     mut conn: Connection,
     run: i64,
+    recheck: bool,
     rx: mpsc::Receiver<WriteOp>,
 ) -> rusqlite::Result<u64> {
     let mut written = 0;
     while let Ok(first) = rx.recv() {
+        let deadline = std::time::Instant::now() + COMMIT_EVERY;
         let mut acks = Vec::new();
         let tx = conn.transaction()?;
         {
@@ -1086,32 +1301,28 @@ fn write_loop(
             let mut input_stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO inputs (run_id, idx, input_id, fields) VALUES (?1, ?2, ?3, ?4)",
             )?;
-            let mut stmt = tx.prepare_cached(
+            let mut sample_stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO samples (run_id, input_idx, repetition, cache_key, output, error, latency_ms,
                     input_tokens, output_tokens, call_attempts, cells, reasons)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )?;
+            let mut recheck_stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO rechecks (run_id, input_idx, repetition, cells, reasons)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
             let mut judgement_stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO judgements (cache_key, verdict, reasons, raw) VALUES (?1, ?2, ?3, ?4)",
             )?;
-            let mut row = Some(first);
+            let mut op = Some(first);
             let mut n = 0;
             let mut totals = None;
-            while let Some(op) = row.take() {
-                let s = match op {
-                    WriteOp::Totals(t) => {
-                        totals = Some(t);
-                        if n < BATCH {
-                            row = rx.try_recv().ok();
-                        }
-                        continue;
-                    }
+            while let Some(next) = op.take() {
+                match next {
+                    WriteOp::Totals(t) => totals = Some(t),
                     WriteOp::Flush(ack) => {
                         acks.push(ack);
-                        if n < BATCH {
-                            row = rx.try_recv().ok();
-                        }
-                        continue;
+                        // Answered once committed: commit now.
+                        break;
                     }
                     WriteOp::Judgement(j) => {
                         judgement_stmt.execute(params![
@@ -1121,12 +1332,7 @@ fn write_loop(
                             j.raw,
                         ])?;
                         n += 1;
-                        if n < BATCH {
-                            row = rx.try_recv().ok();
-                        }
-                        continue;
                     }
-                    WriteOp::Sample(s) => s,
                     WriteOp::Attempt(a) => {
                         let cells: Vec<u8> = a.cells.iter().map(|&c| cell_byte(c)).collect();
                         let reasons = (!a.reasons.is_empty())
@@ -1151,10 +1357,6 @@ fn write_loop(
                             a.cache_key.as_ref().filter(|_| a.output.is_some()),
                         ])?;
                         n += 1;
-                        if n < BATCH {
-                            row = rx.try_recv().ok();
-                        }
-                        continue;
                     }
                     WriteOp::Input(idx, input) => {
                         input_stmt.execute(params![
@@ -1164,32 +1366,41 @@ fn write_loop(
                             serde_json::Value::Object(input.fields).to_string()
                         ])?;
                         n += 1;
-                        if n < BATCH {
-                            row = rx.try_recv().ok();
-                        }
-                        continue;
                     }
-                };
-                let cells: Vec<u8> = s.cells.iter().map(|&c| cell_byte(c)).collect();
-                let reasons = (!s.reasons.is_empty())
-                    .then(|| serde_json::to_string(&s.reasons).unwrap_or_default());
-                stmt.execute(params![
-                    run,
-                    s.input_idx as i64,
-                    s.repetition as i64,
-                    s.cache_key,
-                    s.output,
-                    s.error,
-                    s.latency_ms,
-                    s.input_tokens.map(|v| v as i64),
-                    s.output_tokens.map(|v| v as i64),
-                    s.call_attempts as i64,
-                    cells,
-                    reasons,
-                ])?;
-                n += 1;
+                    WriteOp::Sample(s) => {
+                        let cells: Vec<u8> = s.cells.iter().map(|&c| cell_byte(c)).collect();
+                        let reasons = (!s.reasons.is_empty())
+                            .then(|| serde_json::to_string(&s.reasons).unwrap_or_default());
+                        if recheck {
+                            recheck_stmt.execute(params![
+                                run,
+                                s.input_idx as i64,
+                                s.repetition as i64,
+                                cells,
+                                reasons,
+                            ])?;
+                        } else {
+                            sample_stmt.execute(params![
+                                run,
+                                s.input_idx as i64,
+                                s.repetition as i64,
+                                s.cache_key,
+                                s.output,
+                                s.error,
+                                s.latency_ms,
+                                s.input_tokens.map(|v| v as i64),
+                                s.output_tokens.map(|v| v as i64),
+                                s.call_attempts as i64,
+                                cells,
+                                reasons,
+                            ])?;
+                        }
+                        n += 1;
+                    }
+                }
                 if n < BATCH {
-                    row = rx.try_recv().ok();
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    op = rx.recv_timeout(left).ok();
                 }
             }
             written += n as u64;
@@ -1220,7 +1431,7 @@ fn write_loop(
 pub struct Writer {
     /// Shared with [`JudgementSink`]s; taken when the writer stops, so no
     /// clone keeps the thread alive.
-    tx: Arc<Mutex<Option<mpsc::Sender<WriteOp>>>>,
+    tx: Arc<Mutex<Option<mpsc::SyncSender<WriteOp>>>>,
     handle: Mutex<Option<JoinHandle<Result<u64, StoreError>>>>,
     path: PathBuf,
 }
@@ -1310,14 +1521,14 @@ impl Drop for Writer {
     }
 }
 
-fn send(tx: &Mutex<Option<mpsc::Sender<WriteOp>>>, op: WriteOp) -> Option<()> {
+fn send(tx: &Mutex<Option<mpsc::SyncSender<WriteOp>>>, op: WriteOp) -> Option<()> {
     tx.lock().ok()?.as_ref()?.send(op).ok()
 }
 
 /// Queues judgements on a [`Writer`] (see [`Writer::judgement_sink`]).
 #[derive(Clone)]
 pub struct JudgementSink {
-    tx: Arc<Mutex<Option<mpsc::Sender<WriteOp>>>>,
+    tx: Arc<Mutex<Option<mpsc::SyncSender<WriteOp>>>>,
 }
 
 impl JudgementSink {

@@ -4,6 +4,7 @@
 
 use crate::settings::StoredSettings;
 use crate::store::{RunRecord, Store, StoreError};
+use probity_core::causes::Causes;
 use probity_core::{CheckInfo, Input, ReliabilityTensor, Summary};
 
 /// A run as stored, analysed.
@@ -12,36 +13,22 @@ pub struct StoredRun {
     pub record: RunRecord,
     pub tensor: ReliabilityTensor,
     pub summary: Summary,
+    /// The causes of its errors, most common first, when known without
+    /// reading its samples (its snapshot; [`Store::causes`] counts them).
+    pub causes: Option<Causes>,
 }
 
-/// Read run `id` and rebuild its tensor and summary, from the samples'
-/// cells only (no output is read: [`Store::samples_at`] reads those).
+/// Read run `id` and its tensor — from its snapshot when it finished,
+/// else rebuilt from the samples' cells (no output is read:
+/// [`Store::samples_at`] reads those) — and analyse it.
 pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
     let record = store.run(id)?;
     let k = record.checks.len();
-    let mut tensor =
-        ReliabilityTensor::new(record.inputs, record.outputs_per_input, k).map_err(|e| {
-            StoreError::Damaged {
-                path: store.path().to_path_buf(),
-                run: id,
-                what: e.to_string(),
-            }
-        })?;
-    let mut damaged = None;
-    store.each_sample_cells(id, |i, j, cells| {
-        for (kk, &cell) in cells.iter().enumerate().take(k) {
-            if let Err(e) = tensor.set(i, j, kk, cell) {
-                damaged.get_or_insert_with(|| e.to_string());
-            }
-        }
-    })?;
-    if let Some(what) = damaged {
-        return Err(StoreError::Damaged {
-            path: store.path().to_path_buf(),
-            run: id,
-            what,
-        });
-    }
+    let shape = (record.inputs, record.outputs_per_input, k);
+    let (tensor, causes) = match store.snapshot(id, shape)? {
+        Some((tensor, causes)) => (tensor, Some(causes)),
+        None => (rebuild(store, id, shape)?, None),
+    };
     let summary = summarize(
         &record.settings,
         &record.checks,
@@ -53,11 +40,39 @@ pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
         run: id,
         what,
     })?;
+    let summary = sequential_summary(summary, &record, &tensor);
     Ok(StoredRun {
         record,
         tensor,
         summary,
+        causes,
     })
+}
+
+/// Run `id`'s tensor of `shape`, from its samples' cells.
+fn rebuild(
+    store: &Store,
+    id: i64,
+    (n, m, k): (usize, usize, usize),
+) -> Result<ReliabilityTensor, StoreError> {
+    let damaged = |what: String| StoreError::Damaged {
+        path: store.path().to_path_buf(),
+        run: id,
+        what,
+    };
+    let mut tensor = ReliabilityTensor::new(n, m, k).map_err(|e| damaged(e.to_string()))?;
+    let mut problem = None;
+    store.each_sample_cells(id, |i, j, cells| {
+        for (kk, &cell) in cells.iter().enumerate().take(k) {
+            if let Err(e) = tensor.set(i, j, kk, cell) {
+                problem.get_or_insert_with(|| e.to_string());
+            }
+        }
+    })?;
+    match problem {
+        Some(what) => Err(damaged(what)),
+        None => Ok(tensor),
+    }
 }
 
 /// The summary of a stored run's `tensor`, analysed with the `settings`
@@ -82,6 +97,35 @@ pub fn summarize(
     ))
 }
 
+/// A sequential run's summary: verdicts and intervals are its confidence
+/// sequences' — as stored, or, for a sequential run stored without its
+/// outcome (killed before it finished, or re-checked by `probity
+/// revalidate`), replayed from its tensor in its seeded order
+/// (`probity_core::sequential::replay`). Other runs' summary as it is.
+pub fn sequential_summary(
+    summary: Summary,
+    run: &RunRecord,
+    tensor: &ReliabilityTensor,
+) -> Summary {
+    match (&run.sequential, &run.settings.sequential) {
+        (Some(outcome), _) => summary.with_sequential(outcome),
+        (None, Some(s)) => {
+            let o = &run.settings.analysis;
+            match probity_core::sequential::replay(
+                tensor,
+                &run.checks,
+                o.confidence,
+                o.errors,
+                s.seed,
+            ) {
+                Ok(outcome) => summary.with_sequential(&outcome),
+                Err(_) => summary,
+            }
+        }
+        (None, None) => summary,
+    }
+}
+
 /// The guarded system of run `run` (stored with a retry policy) measured
 /// beside the prediction of its single-attempt `tensor`; `None` for a run
 /// without a retry policy.
@@ -94,12 +138,8 @@ pub fn retry_check(
     let Some(retry) = &run.settings.retry else {
         return Ok(None);
     };
-    let attempts = store.attempts(run.id)?;
-    if attempts.is_empty() {
-        return Ok(None);
-    }
     let mut samples: Vec<GuardedSample> = Vec::new();
-    for a in &attempts {
+    store.each_attempt_counts(run.id, |a| {
         // Rows come in (input, repetition, attempt) order: attempt 1 opens a sample.
         if a.attempt == 1 || samples.is_empty() {
             samples.push(GuardedSample {
@@ -113,9 +153,12 @@ pub fn retry_check(
         if let Some(s) = samples.last_mut() {
             s.attempts = s.attempts.max(a.attempt);
             s.published |= a.published;
-            s.calls += u64::from(a.call_attempts) + a.judge_calls;
-            s.tokens += a.input_tokens.unwrap_or(0) + a.output_tokens.unwrap_or(0);
+            s.calls += a.calls;
+            s.tokens += a.tokens;
         }
+    })?;
+    if samples.is_empty() {
+        return Ok(None);
     }
     let measured =
         GuardedMeasurement::new(&samples, run.inputs, retry.attempts, &run.settings.analysis);

@@ -270,6 +270,7 @@ fn stale_running_runs_of_a_name_are_marked_interrupted() {
                 settings: &Default::default(),
                 parent_run: None,
                 reused_from: None,
+                outputs_from: None,
             })
             .unwrap()
     };

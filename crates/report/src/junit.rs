@@ -71,6 +71,7 @@ use crate::facts::guarded::{
 };
 use crate::facts::guarded::{pct_band, Outcome as GuardOutcome};
 use crate::facts::run as facts;
+use crate::facts::sequential;
 use crate::numbers::{decision_word, name};
 use crate::sanitize::{truncate_chars, xml_attr, xml_text};
 use probity_core::compare::Direction;
@@ -198,7 +199,22 @@ fn run(r: &RunReport) -> String {
         ),
         ("probity.conclusion", r.conclusion()),
     ];
-    for (name, value) in props {
+    // A sequential run: why and when it stopped.
+    let seq: Vec<(&str, String)> = s
+        .sequential
+        .iter()
+        .flat_map(|o| {
+            [
+                ("probity.sequential", sequential::headline(o)),
+                (
+                    "probity.sequential.stop",
+                    o.stop.map_or_else(String::new, |r| r.to_string()),
+                ),
+                ("probity.sequential.method", sequential::method_line(o)),
+            ]
+        })
+        .collect();
+    for (name, value) in props.into_iter().chain(seq) {
         x.push_str(&format!(
             "      <property name=\"{name}\" value=\"{}\"/>\n",
             xml_attr(&value)
@@ -291,6 +307,12 @@ fn run(r: &RunReport) -> String {
         }
         if let Some(k) = &c.consistency {
             out.push(facts::consistency_line(k));
+        }
+        if let Some(seq) = s.sequential.as_ref().and_then(|o| o.checks.get(idx)) {
+            out.push(format!(
+                "confidence sequence (sequential run): {}",
+                sequential::check_line(seq, s.shape.1 as u64, &|n| n.to_string())
+            ));
         }
         x.push_str(&format!(
             "      <system-out>{}</system-out>\n",

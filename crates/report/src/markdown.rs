@@ -25,6 +25,7 @@ use crate::facts::guarded::{
     Outcome,
 };
 use crate::facts::run as facts;
+use crate::facts::sequential;
 use crate::numbers::{decision_word, duration, interval, pct, plural};
 use crate::sanitize::{md_cell, md_code_block, md_inline, terminal_line, truncate_chars};
 use probity_core::compare::Direction;
@@ -112,6 +113,21 @@ fn run(r: &RunReport) -> String {
     md.push_str("  \n");
     md.push_str(&facts::statistics_line(s));
     md.push_str("\n\n");
+    // A sequential run: why and when it stopped, its sequences.
+    if let Some(o) = &s.sequential {
+        md.push_str(&format!(
+            "**{}**  \n{}\n\n",
+            md_inline(&sequential::headline(o)),
+            md_inline(&sequential::method_line(o))
+        ));
+        for c in &o.checks {
+            md.push_str(&format!(
+                "- {}\n",
+                sequential::check_line(c, s.shape.1 as u64, &|n| md_inline(n))
+            ));
+        }
+        md.push('\n');
+    }
 
     // Checks table.
     if !s.checks.is_empty() {

@@ -168,6 +168,7 @@ fn measured_plan() -> PlanReport {
             analysis: AnalysisOptions::default(),
             guarded: Some(common::retry_check(false)),
         }),
+        sample_size: None,
     }
 }
 
@@ -177,6 +178,7 @@ fn a_plan_from_assumed_rates_renders_in_every_format() {
         plan: RetryPlan::from_rates(&[0.95, 0.90, 0.85]).unwrap(),
         target: 0.99,
         run: None,
+        sample_size: None,
     };
     let text = render(&p, Format::Text, true);
     assert!(text.starts_with("Retry plan (paper §4.2), validators assumed independent\n"));

@@ -198,7 +198,7 @@ fn big_runs_are_capped_and_say_so() {
         FAILURES_SHOWN
     );
     assert!(h.contains(&format!(
-        "Showing the first {FAILURES_SHOWN} of {} outputs",
+        "A sample of {FAILURES_SHOWN} of the {} outputs",
         FAILURES_SHOWN + 50
     )));
 }

@@ -180,6 +180,27 @@ fn every_field_is_documented() {
     r.summary.checks[1].breakdown = r.summary.input_profile.clone();
     // And a guarded system, so its fields are walked too.
     r.guarded = Some(common::retry_check(true));
+    // And a sequential outcome.
+    r.summary.sequential = Some(probity_core::sequential::SequentialOutcome {
+        seed: 1,
+        stop: Some(probity_core::sequential::StopReason::Settled),
+        inputs: 4,
+        samples: 200,
+        budget_inputs: 4,
+        budget_samples: 200,
+        rounds: 1,
+        confidence: 0.95,
+        checks: vec![probity_core::sequential::CheckSequence {
+            name: "c".into(),
+            threshold: 0.9,
+            estimate: 0.95,
+            lower: 0.91,
+            upper: 0.99,
+            inputs: 4,
+            state: probity_core::sequential::SequenceState::Pass,
+            needed_inputs: Some(4),
+        }],
+    });
     let v = parse(&r);
     fn walk(v: &Value, doc: &str, path: &str) {
         match v {

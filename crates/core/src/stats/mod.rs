@@ -13,6 +13,7 @@ pub mod interval;
 pub mod multiple;
 pub mod paired;
 pub mod rate;
+pub mod sequential;
 
 pub use betabin::{beta_binomial_score, ScoreInterval};
 pub use cluster::{clustered_mean, ClusterSum, ClusteredEstimate};
@@ -30,3 +31,4 @@ pub use interval::{
 pub use multiple::{holm, MultipleTesting};
 pub use paired::{compare_paired, compare_unpaired, inputs_needed, t_value, Difference};
 pub use rate::{ClusterMethod, RateEstimate, Scope, MIN_INPUTS};
+pub use sequential::BettingSequence;

@@ -47,6 +47,9 @@ impl Difference {
 /// x = Beta⁻¹_upper(α; ½, ν/2), t = sqrt(ν·x/(1−x)).
 ///
 /// NaN for invalid `df` or `confidence` outside (0, 1); never panics.
+///
+/// Remembered per thread (a report computes thousands of intervals with the
+/// same ν; each quantile is a root search over the incomplete beta).
 pub fn t_value(confidence: f64, df: f64) -> f64 {
     if !(confidence > 0.0 && confidence < 1.0 && df > 0.0) {
         return f64::NAN;
@@ -54,8 +57,25 @@ pub fn t_value(confidence: f64, df: f64) -> f64 {
     if df.is_infinite() {
         return super::interval::z_value(confidence);
     }
+    thread_local! {
+        static KNOWN: std::cell::RefCell<std::collections::HashMap<(u64, u64), f64>> =
+            Default::default();
+    }
+    let key = (confidence.to_bits(), df.to_bits());
+    if let Some(t) = KNOWN.with(|k| k.borrow().get(&key).copied()) {
+        return t;
+    }
     let x = beta_quantile_upper(0.5, df / 2.0, 1.0 - confidence);
-    (df * x / (1.0 - x)).sqrt()
+    let t = (df * x / (1.0 - x)).sqrt();
+    KNOWN.with(|k| {
+        let mut k = k.borrow_mut();
+        // Bounded: a long-lived process asking for many (confidence, ν).
+        if k.len() >= 4096 {
+            k.clear();
+        }
+        k.insert(key, t);
+    });
+    t
 }
 
 /// Paired comparison of two runs on the same inputs: `a[i]` and `b[i]` are

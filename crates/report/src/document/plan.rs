@@ -9,6 +9,7 @@
 
 use crate::document::info::RunInfo;
 use probity_core::guarded::RetryCheck;
+use probity_core::sequential::CostDistribution;
 use probity_core::{AnalysisOptions, RetryPlan};
 
 /// Everything the report of a retry plan shows.
@@ -21,6 +22,51 @@ pub struct PlanReport {
     pub target: f64,
     /// The stored run the plan was measured on; `None` for assumed rates.
     pub run: Option<PlanRun>,
+    /// The sample size for given minimums (`--thresholds`, or a run's
+    /// with `--sequential`): the fixed N × M for a target power and the
+    /// cost of a sequential run; `None` when not asked for.
+    pub sample_size: Option<SampleSizePlan>,
+}
+
+/// How many samples a test of given pass rates against their minimums
+/// needs: a fixed-size run for a target power, and the expected cost of a
+/// sequential run (by simulation with the rates as the truth).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleSizePlan {
+    pub checks: Vec<SampleSizeCheck>,
+    /// M.
+    pub outputs_per_input: u64,
+    /// Confidence of the test (two-sided).
+    pub confidence: f64,
+    /// Target power of the fixed-size run.
+    pub power: f64,
+    /// The intra-class correlation assumed (the same for every check).
+    pub icc: f64,
+    /// Inputs of the fixed-size run: the most any check needs; `None`
+    /// when some check's rate equals its minimum.
+    pub fixed_inputs: Option<u64>,
+    /// The sequential run's budget in inputs (× M samples).
+    pub budget_inputs: u64,
+    /// `Some(true)`: the budget was searched for (the smallest tried at
+    /// which every verdict settles with the target power); `Some(false)`:
+    /// searched, none tried does (the largest is shown); `None`: given.
+    pub budget_found: Option<bool>,
+    /// The sequential run's cost over simulated runs.
+    pub cost: CostDistribution,
+    /// The simulation's seed.
+    pub seed: u64,
+}
+
+/// One check of a [`SampleSizePlan`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleSizeCheck {
+    pub name: String,
+    /// The assumed (or measured) pass rate.
+    pub rate: f64,
+    pub threshold: f64,
+    /// Inputs a fixed-size run needs for the power; `None`: none suffices
+    /// (the rate equals the minimum).
+    pub fixed_inputs: Option<u64>,
 }
 
 /// The stored run a plan was measured on.

@@ -52,19 +52,38 @@ pub struct FailingSample {
 
 impl FailingSample {
     /// The outputs of `t` with at least one `Fail` or `Error` cell, in
-    /// input then repetition order, at most `limit` of them (0: no limit),
-    /// with `failed` and `errored` filled in; `output`, `error` and
-    /// `reasons` are left for the caller to fill from the run store.
+    /// input then repetition order, with `failed` and `errored` filled in;
+    /// `output`, `error` and `reasons` are left for the caller to fill from
+    /// the run store. With more than `limit` of them (0: no limit), exactly
+    /// `limit`, evenly spaced over all of them: the `o`-th failing output
+    /// (from 0, of `F`) is taken when ⌊(o+1)·limit/F⌋ > ⌊o·limit/F⌋, so a
+    /// large run's sample reaches every part of it, not only its first
+    /// inputs.
     pub fn from_tensor(t: &ReliabilityTensor, limit: usize) -> Vec<FailingSample> {
         let (n, m, _) = t.shape();
-        let mut out = Vec::new();
         let mut cells = Vec::new();
+        let failing = |cells: &[Cell]| cells.iter().any(|c| matches!(c, Cell::Fail | Cell::Error));
+        let mut total = 0usize;
         for i in 0..n {
             for j in 0..m {
-                if limit > 0 && out.len() >= limit {
-                    return out;
-                }
                 t.output_cells(i, j, &mut cells);
+                total += failing(&cells) as usize;
+            }
+        }
+        let take =
+            |o: usize| limit == 0 || total <= limit || (o + 1) * limit / total > o * limit / total;
+        let mut out = Vec::with_capacity(if limit == 0 { total } else { total.min(limit) });
+        let mut o = 0;
+        for i in 0..n {
+            for j in 0..m {
+                t.output_cells(i, j, &mut cells);
+                if !failing(&cells) {
+                    continue;
+                }
+                o += 1;
+                if !take(o - 1) {
+                    continue;
+                }
                 let pick = |want: Cell| -> Vec<usize> {
                     cells
                         .iter()
@@ -73,17 +92,13 @@ impl FailingSample {
                         .map(|(k, _)| k)
                         .collect()
                 };
-                let failed = pick(Cell::Fail);
-                let errored = pick(Cell::Error);
-                if !failed.is_empty() || !errored.is_empty() {
-                    out.push(FailingSample {
-                        input: i,
-                        repetition: j,
-                        failed,
-                        errored,
-                        ..FailingSample::default()
-                    });
-                }
+                out.push(FailingSample {
+                    input: i,
+                    repetition: j,
+                    failed: pick(Cell::Fail),
+                    errored: pick(Cell::Error),
+                    ..FailingSample::default()
+                });
             }
         }
         out
@@ -268,5 +283,42 @@ impl RunReport {
             s.push_str(" (run incomplete)");
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every other output of 10 inputs × 10 fails: 50 failing outputs.
+    fn tensor() -> ReliabilityTensor {
+        let mut t = ReliabilityTensor::new(10, 10, 2).unwrap();
+        for i in 0..10 {
+            for j in 0..10 {
+                let bad = (i * 10 + j) % 2 == 1;
+                t.set(i, j, 0, Cell::Pass).unwrap();
+                t.set(i, j, 1, if bad { Cell::Fail } else { Cell::Pass })
+                    .unwrap();
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn failing_outputs_beyond_the_limit_are_sampled_evenly_over_the_run() {
+        let t = tensor();
+        let all = FailingSample::from_tensor(&t, 0);
+        assert_eq!(all.len(), 50);
+        assert_eq!(FailingSample::from_tensor(&t, 50), all);
+        let some = FailingSample::from_tensor(&t, 10);
+        assert_eq!(some.len(), 10);
+        // One in five, the last of each five: one from every input.
+        let at: Vec<_> = some.iter().map(|f| (f.input, f.repetition)).collect();
+        let expected: Vec<_> = (0..10).map(|i| (i, 9)).collect();
+        assert_eq!(at, expected);
+        assert!(some.iter().all(|f| f.failed == [1] && f.errored.is_empty()));
+        let three = FailingSample::from_tensor(&t, 3);
+        assert_eq!(three.len(), 3);
+        assert!(three[2].input == 9, "the sample reaches the last input");
     }
 }

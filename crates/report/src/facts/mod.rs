@@ -7,10 +7,12 @@
 //! * [`causes`]: errors apart from failures, with their causes;
 //! * [`tensor`]: the order and counts of the tensor's heatmaps;
 //! * [`guarded`]: the guarded system beside its prediction (§4.2);
-//! * [`comparison`]: a comparison's changes in percentage points.
+//! * [`comparison`]: a comparison's changes in percentage points;
+//! * [`sequential`]: a sequential run's stop and confidence sequences.
 
 pub mod causes;
 pub mod comparison;
 pub mod guarded;
 pub mod run;
+pub mod sequential;
 pub mod tensor;

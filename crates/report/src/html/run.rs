@@ -30,6 +30,7 @@
 use crate::document::run::RunReport;
 use crate::facts::causes;
 use crate::facts::run as facts;
+use crate::facts::sequential;
 use crate::html::page::{capped_note, content_security_policy, LABEL_CHARS, SCRIPT, STYLE};
 use crate::numbers::{decision_word, duration, interval, name, pct, plural, threshold_pct};
 use crate::sanitize::{html_escape as esc, html_short, truncate_chars};
@@ -129,6 +130,23 @@ fn header(h: &mut String, r: &RunReport) {
     }
     row("run", calls);
     row("statistics", esc(&facts::statistics_line(s)));
+    // A sequential run: why and when it stopped, its sequences.
+    if let Some(o) = &s.sequential {
+        let mut seq = format!(
+            "<strong>{}</strong><br>{}<ul class=\"sequential\">",
+            esc(&sequential::headline(o)),
+            esc(&sequential::method_line(o))
+        );
+        for c in &o.checks {
+            let _ = write!(
+                seq,
+                "<li>{}</li>",
+                sequential::check_line(c, s.shape.1 as u64, &|n| esc(n))
+            );
+        }
+        seq.push_str("</ul>");
+        row("sequential", seq);
+    }
     let c = &s.counts;
     row(
         "cells",
@@ -619,7 +637,11 @@ fn failures(h: &mut String, r: &RunReport) {
                 plural(total, "output")
             )
         } else if shown < total {
-            format!("Showing the first {shown} of {total} outputs that failed at least one check.")
+            format!(
+                "A sample of {shown} of the {total} outputs that failed at least one check, \
+                 spaced evenly over the run (in input order); the JSON report lists the same \
+                 sample, the store holds every one."
+            )
         } else {
             format!(
                 "All {total} {} that failed at least one check.",

@@ -6,7 +6,12 @@
 //!   "run": null | {id, name, inputs, outputs_per_input, checks},
 //!   "retry": {target, rates, p_independent, independent, measured, conservative,
 //!             measured_rate, dependence_ratio, phi, per_input},
-//!   "guarded": null | {…}
+//!   "guarded": null | {…},
+//!   "sample_size": null | {confidence, power, icc, outputs_per_input, fixed_inputs,
+//!                   fixed_samples, budget_inputs, budget_found, seed, checks: [{name, rate, threshold,
+//!                   fixed_inputs}], sequential: {runs, mean_samples, p10_samples,
+//!                   p50_samples, p90_samples, mean_inputs, budget_samples, settled,
+//!                   futile, budget_spent, established_pass, established_fail}}
 //! }
 //! ```
 //!
@@ -14,8 +19,9 @@
 //! a run (`probity.report.v1`); `run` is `null` for a plan from assumed
 //! rates.
 
-use crate::document::plan::PlanReport;
+use crate::document::plan::{PlanReport, SampleSizePlan};
 use crate::json::run::{retry, WireGuarded, WireRetry};
+use probity_core::sequential::CostDistribution;
 use serde::Serialize;
 
 /// The value of the `schema` field.
@@ -28,6 +34,63 @@ pub struct WirePlanReport {
     pub run: Option<WirePlanRun>,
     pub retry: WireRetry,
     pub guarded: Option<WireGuarded>,
+    /// The sample size for given minimums; `null` when not asked for
+    /// (added within v1).
+    pub sample_size: Option<WireSampleSize>,
+}
+
+/// A fixed-size run for a power and a sequential run's cost.
+#[derive(Debug, Serialize)]
+pub struct WireSampleSize {
+    pub confidence: f64,
+    pub power: f64,
+    pub icc: f64,
+    pub outputs_per_input: u64,
+    pub fixed_inputs: Option<u64>,
+    pub fixed_samples: Option<u64>,
+    pub budget_inputs: u64,
+    /// `true`: the smallest budget tried that settles with the power;
+    /// `false`: none tried does; `null`: the budget was given.
+    pub budget_found: Option<bool>,
+    pub seed: u64,
+    pub checks: Vec<WireSampleSizeCheck>,
+    /// The core's cost distribution, field for field.
+    pub sequential: CostDistribution,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireSampleSizeCheck {
+    pub name: String,
+    pub rate: f64,
+    pub threshold: f64,
+    pub fixed_inputs: Option<u64>,
+}
+
+impl WireSampleSize {
+    fn new(p: &SampleSizePlan) -> Self {
+        WireSampleSize {
+            confidence: p.confidence,
+            power: p.power,
+            icc: p.icc,
+            outputs_per_input: p.outputs_per_input,
+            fixed_inputs: p.fixed_inputs,
+            fixed_samples: p.fixed_inputs.map(|n| n * p.outputs_per_input),
+            budget_inputs: p.budget_inputs,
+            budget_found: p.budget_found,
+            seed: p.seed,
+            checks: p
+                .checks
+                .iter()
+                .map(|c| WireSampleSizeCheck {
+                    name: c.name.clone(),
+                    rate: c.rate,
+                    threshold: c.threshold,
+                    fixed_inputs: c.fixed_inputs,
+                })
+                .collect(),
+            sequential: p.cost.clone(),
+        }
+    }
 }
 
 /// The stored run a plan was measured on.
@@ -70,6 +133,7 @@ pub fn wire(p: &PlanReport) -> WirePlanReport {
             .as_ref()
             .and_then(|r| r.guarded.as_ref())
             .map(|g| WireGuarded::new(g, method)),
+        sample_size: p.sample_size.as_ref().map(WireSampleSize::new),
     }
 }
 

@@ -28,7 +28,11 @@
 //!               predictions: [{model, p: band, success_within: band, attempts_used: band}]},
 //!   "errors": {system: causes, outputs},
 //!   "failures": [{input, input_label, input_fields, repetition, output, error, failed, errored,
-//!                 reasons: [{check, reason}]}]
+//!                 reasons: [{check, reason}]}],
+//!   "sequential": null | {seed, stop, stop_reason, inputs, samples, budget_inputs, budget_samples,
+//!                  samples_saved, rounds, confidence,
+//!                  checks: [{index, name, threshold, estimate, lower, upper, inputs, state,
+//!                            needed_inputs, needed_samples}]}
 //! }
 //! rate  = {estimate, lower, upper, confidence, method, n, pass, fail, error, missing,
 //!          design_effect, effective_n, inputs, scope}
@@ -54,9 +58,11 @@
 use crate::document::run::RunReport;
 use crate::facts::guarded::{calls_per_request, outcome, Outcome, RULE};
 use crate::facts::run::{more_samples, scope_name};
+use crate::facts::sequential::stop_words;
 use crate::numbers::name;
 use probity_core::causes::CauseGroup;
 use probity_core::guarded::{Band, RetryCheck};
+use probity_core::sequential::SequentialOutcome;
 use probity_core::stats::{Consistency, Interval, IntervalMethod};
 use probity_core::{CheckSummary, Geometric, ProfileEntry, RateEstimate, RetryPlan, Strategy};
 use serde::Serialize;
@@ -94,6 +100,78 @@ pub struct Wire {
     /// Outputs that failed or errored on some check, with their inputs
     /// (added within v1).
     pub failures: Vec<WireFailure>,
+    /// A sequential run's stop and confidence sequences; `null` for a
+    /// fixed-size run (added within v1).
+    pub sequential: Option<WireSequential>,
+}
+
+/// A sequential run: why and when it stopped, each check's confidence
+/// sequence at the stop.
+#[derive(Debug, Serialize)]
+pub struct WireSequential {
+    pub seed: u64,
+    /// `settled`, `budget_spent`, `futile`, or `null` (interrupted).
+    pub stop: Option<&'static str>,
+    /// The stop in words.
+    pub stop_reason: &'static str,
+    pub inputs: u64,
+    pub samples: u64,
+    pub budget_inputs: u64,
+    pub budget_samples: u64,
+    pub samples_saved: u64,
+    pub rounds: u64,
+    pub confidence: Option<f64>,
+    pub checks: Vec<WireSequence>,
+}
+
+/// One check's confidence sequence at the stop.
+#[derive(Debug, Serialize)]
+pub struct WireSequence {
+    pub index: usize,
+    pub name: String,
+    pub threshold: Option<f64>,
+    pub estimate: Option<f64>,
+    pub lower: Option<f64>,
+    pub upper: Option<f64>,
+    pub inputs: u64,
+    /// `pass`, `fail` (established), `open` or `futile`.
+    pub state: &'static str,
+    pub needed_inputs: Option<u64>,
+    pub needed_samples: Option<u64>,
+}
+
+impl WireSequential {
+    fn new(o: &SequentialOutcome, m: u64) -> Self {
+        WireSequential {
+            seed: o.seed,
+            stop: o.stop.map(<&str>::from),
+            stop_reason: stop_words(o.stop),
+            inputs: o.inputs,
+            samples: o.samples,
+            budget_inputs: o.budget_inputs,
+            budget_samples: o.budget_samples,
+            samples_saved: o.samples_saved(),
+            rounds: o.rounds,
+            confidence: num(o.confidence),
+            checks: o
+                .checks
+                .iter()
+                .enumerate()
+                .map(|(index, c)| WireSequence {
+                    index,
+                    name: c.name.clone(),
+                    threshold: num(c.threshold),
+                    estimate: num(c.estimate),
+                    lower: num(c.lower),
+                    upper: num(c.upper),
+                    inputs: c.inputs,
+                    state: c.state.into(),
+                    needed_inputs: c.needed_inputs,
+                    needed_samples: c.needed_inputs.map(|n| n.saturating_mul(m)),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Errors of the system, apart from failures.
@@ -734,6 +812,10 @@ pub fn wire(r: &RunReport) -> Wire {
                     .collect(),
             })
             .collect(),
+        sequential: s
+            .sequential
+            .as_ref()
+            .map(|o| WireSequential::new(o, s.shape.1 as u64)),
     }
 }
 

@@ -12,7 +12,8 @@
 //! retry policy the guarded system ([`crate::text::guarded`]). Run names and
 //! input ids go through [`terminal_line`].
 
-use crate::document::plan::{PlanReport, PlanRun};
+use crate::document::plan::{PlanReport, PlanRun, SampleSizePlan};
+use crate::numbers::{pct, threshold_pct, trim_number};
 use crate::sanitize::terminal_line;
 use probity_core::{Geometric, RetryPlan};
 use std::fmt::Write;
@@ -22,10 +23,106 @@ const TABLE_ROWS: u32 = 10;
 
 /// Render the plan as terminal text.
 pub(crate) fn render(p: &PlanReport) -> String {
-    match &p.run {
+    let mut s = match &p.run {
         Some(run) => measured(&p.plan, p.target, run),
         None => assumed(&p.plan, p.target),
+    };
+    if let Some(size) = &p.sample_size {
+        s.push('\n');
+        s.push_str(&sample_size(size));
     }
+    s
+}
+
+/// The sample-size plan: per check the fixed-size run's inputs for the
+/// power; the fixed N × M; the sequential run's cost distribution.
+fn sample_size(p: &SampleSizePlan) -> String {
+    let mut s = String::new();
+    let m = p.outputs_per_input;
+    let _ = writeln!(
+        s,
+        "Sample size: {} confidence, power {}, M = {m} outputs per input, intra-class correlation {}",
+        threshold_pct(p.confidence),
+        threshold_pct(p.power),
+        trim_number(p.icc, 3)
+    );
+    for c in &p.checks {
+        let fixed = match c.fixed_inputs {
+            Some(n) => format!("fixed run: {n} inputs ({} samples)", n * m),
+            None => "fixed run: no size suffices (the rate equals the minimum)".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "  {}  rate {}  minimum {}  {fixed}",
+            terminal_line(&c.name, 40),
+            pct(c.rate),
+            threshold_pct(c.threshold)
+        );
+    }
+    match p.fixed_inputs {
+        Some(n) => {
+            let _ = writeln!(
+                s,
+                "  fixed-size run for the power: N × M = {n} × {m} = {} samples",
+                n * m
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "  fixed-size run for the power: none (a rate equals its minimum)"
+            );
+        }
+    }
+    let c = &p.cost;
+    let saved = if c.budget_samples == 0 {
+        0.0
+    } else {
+        1.0 - c.mean_samples / c.budget_samples as f64
+    };
+    let how = match p.budget_found {
+        Some(true) => format!(
+            "the smallest budget tried that settles every verdict in ≥ {} of runs",
+            threshold_pct(p.power)
+        ),
+        Some(false) => format!(
+            "no budget tried (up to 6 × the fixed N) settles every verdict in {} of runs",
+            threshold_pct(p.power)
+        ),
+        None => "the budget given".to_string(),
+    };
+    let _ = writeln!(
+        s,
+        "  sequential run, budget {} × {m} = {} samples, {how} ({} simulated runs, seed {}):",
+        p.budget_inputs, c.budget_samples, c.runs, p.seed
+    );
+    let _ = writeln!(
+        s,
+        "    samples: mean {:.0} ({} of the budget saved), p10 {}, median {}, p90 {}; inputs: mean {:.1}",
+        c.mean_samples,
+        pct(saved),
+        c.p10_samples,
+        c.p50_samples,
+        c.p90_samples,
+        c.mean_inputs
+    );
+    let _ = writeln!(
+        s,
+        "    stops: every verdict established {}, futile {}, budget spent {}",
+        pct(c.settled),
+        pct(c.futile),
+        pct(c.budget_spent)
+    );
+    for (k, check) in p.checks.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "    {}: established pass {}, established fail {}",
+            terminal_line(&check.name, 40),
+            pct(c.established_pass.get(k).copied().unwrap_or(0.0)),
+            pct(c.established_fail.get(k).copied().unwrap_or(0.0))
+        );
+    }
+    s
 }
 
 /// The plan from assumed rates, with its table of attempts.
@@ -196,6 +293,7 @@ mod tests {
             plan: plan.clone(),
             target,
             run: None,
+            sample_size: None,
         })
     }
 

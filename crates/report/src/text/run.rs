@@ -44,6 +44,7 @@
 use crate::document::run::RunReport;
 use crate::facts::causes;
 use crate::facts::run as facts;
+use crate::facts::sequential;
 use crate::numbers::{decision_word, duration, interval, name, pct, plural, threshold_pct};
 use crate::sanitize::terminal_line;
 use crate::text::paint::{Paint, LEFT};
@@ -105,6 +106,21 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
         out.push_str(&format!("{indent}{}\n", p.dim(&meta.join(" · "))));
     }
     out.push_str(&format!("{indent}{}\n", p.dim(&facts::statistics_line(s))));
+    // A sequential run: why and when it stopped, its sequences.
+    if let Some(o) = &s.sequential {
+        out.push_str(&format!(
+            "{indent}{}\n",
+            p.bold(&safe(&sequential::headline(o)))
+        ));
+        out.push_str(&format!(
+            "{indent}{}\n",
+            p.dim(&safe(&sequential::method_line(o)))
+        ));
+        for c in &o.checks {
+            let line = sequential::check_line(c, m as u64, &|n| terminal_line(n, NAME_MAX_CHARS));
+            out.push_str(&format!("{indent}  {line}\n"));
+        }
+    }
     out.push('\n');
 
     // The checks table.

@@ -157,6 +157,7 @@ pub fn summary() -> Summary {
                 phi: vec![vec![Some(1.0), Some(0.12)], vec![Some(0.12), Some(1.0)]],
             }),
         },
+        sequential: None,
     }
 }
 

@@ -1,0 +1,91 @@
+//! What a sequential run did ([`SequentialOutcome`]): why it stopped,
+//! after how many inputs and samples, and each check's confidence
+//! sequence at the stop. Stored with the run, shown by every report.
+
+use serde::{Deserialize, Serialize};
+
+/// Why a sequential run stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
+pub enum StopReason {
+    /// Every check's verdict is established.
+    Settled,
+    /// Every input of the budget was sampled.
+    BudgetSpent,
+    /// Every check not yet settled is projected not to settle within the
+    /// budget (see [`CheckSequence::needed_inputs`]).
+    Futile,
+}
+
+/// Where one check's confidence sequence stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
+pub enum SequenceState {
+    /// Established pass: the sequence's lower bound ≥ the threshold.
+    Pass,
+    /// Established fail: the sequence's upper bound < the threshold.
+    Fail,
+    /// Not settled; may still settle within the budget.
+    Open,
+    /// Not settled and projected not to within the budget.
+    Futile,
+}
+
+/// One check's confidence sequence at the stop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckSequence {
+    pub name: String,
+    pub threshold: f64,
+    /// Mean over the observed inputs of their pass shares.
+    pub estimate: f64,
+    /// The confidence sequence's interval at the stop (anytime-valid at
+    /// the run's confidence).
+    pub lower: f64,
+    pub upper: f64,
+    /// Inputs that contributed (those with at least one judged output).
+    pub inputs: u64,
+    pub state: SequenceState,
+    /// Inputs in all at which the verdict is projected to settle, from the
+    /// current estimate and spread (`None`: never, e.g. an estimate on the
+    /// threshold, or beyond ten times the budget); `Some(inputs)` when
+    /// settled.
+    pub needed_inputs: Option<u64>,
+}
+
+/// What a sequential run did, stored with it and shown by every report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequentialOutcome {
+    /// The seed of the input order.
+    pub seed: u64,
+    /// Why it stopped; `None` while unfinished (interrupted).
+    pub stop: Option<StopReason>,
+    /// Inputs sampled in full (fed to the sequences) and samples taken.
+    pub inputs: u64,
+    pub samples: u64,
+    /// The budget: N inputs, N × M samples.
+    pub budget_inputs: u64,
+    pub budget_samples: u64,
+    /// Rounds completed.
+    pub rounds: u64,
+    /// The confidence of every sequence (two-sided, 1 − α).
+    pub confidence: f64,
+    pub checks: Vec<CheckSequence>,
+}
+
+impl SequentialOutcome {
+    /// Samples of the budget not taken.
+    pub fn samples_saved(&self) -> u64 {
+        self.budget_samples.saturating_sub(self.samples)
+    }
+
+    /// Checks that are futile.
+    pub fn futile(&self) -> impl Iterator<Item = &CheckSequence> {
+        self.checks
+            .iter()
+            .filter(|c| c.state == SequenceState::Futile)
+    }
+}

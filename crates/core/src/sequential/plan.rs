@@ -1,0 +1,163 @@
+//! Planning a reliability test (`probity plan --thresholds`): for assumed
+//! per-check pass rates, the fixed N × M that reaches a target power, and
+//! the expected cost of a sequential run with that N × M as its budget,
+//! by simulation with known truth ([`crate::simulate`], seeded).
+
+use crate::sequential::outcome::{SequenceState, StopReason};
+use crate::simulate::{simulate_run, SimDesign};
+use crate::stats::{normal_quantile, StatsError, MIN_INPUTS};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+
+/// Inputs a fixed-size run needs so that its interval at `confidence`
+/// (two-sided) excludes `threshold` with probability `power` when the true
+/// mean is `p`, with M outputs per input and intra-class correlation ρ —
+/// the normal approximation on the mean of per-input shares:
+///
+/// ```text
+/// N = ⌈(z_{1−α/2} + z_power)² · p(1 − p)(1 + (M − 1)ρ) / (M Δ²)⌉,  Δ = |p − threshold|
+/// ```
+///
+/// at least [`MIN_INPUTS`]. `None` when p = threshold (no N suffices).
+pub fn fixed_inputs_for_power(
+    p: f64,
+    threshold: f64,
+    m: u64,
+    icc: f64,
+    confidence: f64,
+    power: f64,
+) -> Result<Option<u64>, StatsError> {
+    crate::stats::error::check_threshold(threshold)?;
+    for x in [p, icc, power] {
+        if !(0.0..=1.0).contains(&x) {
+            return Err(StatsError::Rate(x));
+        }
+    }
+    crate::stats::error::check_confidence(confidence)?;
+    if m == 0 {
+        return Err(StatsError::Trials(0.0));
+    }
+    let delta = (p - threshold).abs();
+    if delta == 0.0 {
+        return Ok(None);
+    }
+    let z =
+        normal_quantile(1.0 - (1.0 - confidence) / 2.0) + normal_quantile(power.clamp(0.5, 0.9999));
+    let var = p * (1.0 - p) * (1.0 + (m as f64 - 1.0) * icc) / m as f64;
+    let n = (z * z * var / (delta * delta)).ceil();
+    Ok(Some((n as u64).max(MIN_INPUTS)))
+}
+
+/// The distribution of a sequential run's cost over simulated runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostDistribution {
+    /// Simulated runs.
+    pub runs: u64,
+    /// Samples (calls to the system, before retries) per run: mean and
+    /// the 10th, 50th and 90th percentiles.
+    pub mean_samples: f64,
+    pub p10_samples: u64,
+    pub p50_samples: u64,
+    pub p90_samples: u64,
+    /// Inputs per run, mean.
+    pub mean_inputs: f64,
+    /// The budget in samples (N × M).
+    pub budget_samples: u64,
+    /// Share of runs that stopped with every verdict established.
+    pub settled: f64,
+    /// Share of runs that stopped as futile, and that spent the budget.
+    pub futile: f64,
+    pub budget_spent: f64,
+    /// Per check, share of runs with an established pass and with an
+    /// established fail.
+    pub established_pass: Vec<f64>,
+    pub established_fail: Vec<f64>,
+}
+
+/// The `q` quantile (nearest rank) of sorted `xs`.
+fn quantile(xs: &[u64], q: f64) -> u64 {
+    if xs.is_empty() {
+        return 0;
+    }
+    let rank = ((q * xs.len() as f64).ceil() as usize).clamp(1, xs.len());
+    xs[rank - 1]
+}
+
+/// The cost of a sequential run of checks with true rates `rates` and
+/// minimums `thresholds` under `design`, over `runs` simulated runs from
+/// `seed`.
+pub fn sequential_cost(
+    rates: &[f64],
+    thresholds: &[f64],
+    design: &SimDesign,
+    runs: u64,
+    seed: u64,
+) -> Result<CostDistribution, StatsError> {
+    if rates.len() != thresholds.len() || rates.is_empty() {
+        return Err(StatsError::Empty);
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let k = rates.len();
+    let mut samples = Vec::with_capacity(runs as usize);
+    let (mut inputs, mut settled, mut futile, mut spent) = (0u64, 0u64, 0u64, 0u64);
+    let (mut pass, mut fail) = (vec![0u64; k], vec![0u64; k]);
+    for _ in 0..runs {
+        let r = simulate_run(&mut rng, rates, thresholds, design)?;
+        samples.push(r.samples);
+        inputs += r.inputs;
+        match r.stop {
+            StopReason::Settled => settled += 1,
+            StopReason::Futile => futile += 1,
+            StopReason::BudgetSpent => spent += 1,
+        }
+        for (kk, s) in r.states.iter().enumerate() {
+            pass[kk] += (*s == SequenceState::Pass) as u64;
+            fail[kk] += (*s == SequenceState::Fail) as u64;
+        }
+    }
+    samples.sort_unstable();
+    let share = |x: u64| x as f64 / runs.max(1) as f64;
+    Ok(CostDistribution {
+        runs,
+        mean_samples: samples.iter().sum::<u64>() as f64 / runs.max(1) as f64,
+        p10_samples: quantile(&samples, 0.1),
+        p50_samples: quantile(&samples, 0.5),
+        p90_samples: quantile(&samples, 0.9),
+        mean_inputs: share(inputs),
+        budget_samples: design.inputs * design.m,
+        settled: share(settled),
+        futile: share(futile),
+        budget_spent: share(spent),
+        established_pass: pass.into_iter().map(share).collect(),
+        established_fail: fail.into_iter().map(share).collect(),
+    })
+}
+
+/// Budgets tried by [`budget_for_power`], as multiples of the fixed-size
+/// run's inputs.
+pub const BUDGET_MULTIPLES: [f64; 8] = [1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0];
+
+/// The smallest budget among [`BUDGET_MULTIPLES`] × `fixed_inputs` inputs
+/// at which a sequential run settles every verdict in at least `power` of
+/// `runs` simulated runs, with its cost; `None` when none does (e.g. a
+/// rate on its minimum). `design.inputs` is ignored.
+pub fn budget_for_power(
+    rates: &[f64],
+    thresholds: &[f64],
+    design: &SimDesign,
+    fixed_inputs: u64,
+    power: f64,
+    runs: u64,
+    seed: u64,
+) -> Result<Option<(u64, CostDistribution)>, StatsError> {
+    for multiple in BUDGET_MULTIPLES {
+        let inputs = ((fixed_inputs as f64 * multiple).ceil() as u64).max(MIN_INPUTS);
+        let d = SimDesign { inputs, ..*design };
+        let cost = sequential_cost(rates, thresholds, &d, runs, seed)?;
+        if cost.settled >= power {
+            return Ok(Some((inputs, cost)));
+        }
+    }
+    Ok(None)
+}

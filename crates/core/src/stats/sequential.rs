@@ -1,0 +1,261 @@
+//! An anytime-valid confidence sequence for the mean of bounded
+//! observations: the hedged betting confidence sequence of Waudby-Smith &
+//! Ramdas, *Estimating means of bounded random variables by betting*
+//! (JRSS-B 2023), §4 (Theorem 3, the hedged capital process) with the
+//! predictable plug-in bets of §5.1 ("PrPl"). Used by sequential runs
+//! (`crate::sequential`; `crates/core/STATISTICS.md`, *Sequential testing*).
+//!
+//! Observations `X_1, X_2, …` in [0, 1], i.i.d. with mean μ (in probity:
+//! one input's pass share over its judged outputs). For a candidate mean
+//! `m`, two capital processes bet on `X > m` and on `X < m`:
+//!
+//! ```text
+//! K⁺_t(m) = Π_{i≤t} (1 + λ⁺_i(m) (X_i − m)),   λ⁺_i(m) = min(λ_i, c/m)
+//! K⁻_t(m) = Π_{i≤t} (1 − λ⁻_i(m) (X_i − m)),   λ⁻_i(m) = min(λ_i, c/(1−m))
+//! K±_t(m) = max(½ K⁺_t(m), ½ K⁻_t(m))
+//! ```
+//!
+//! Under μ = m both are non-negative martingales with initial value 1
+//! (the truncation at c < 1 keeps every factor ≥ 1 − c > 0), so by Ville's
+//! inequality P(∃t: K±_t(μ) ≥ 1/α) ≤ α. The confidence sequence is
+//! `C_t = ∩_{s≤t} { m : K±_s(m) < 1/α }` (the running intersection), and
+//! P(∀t: μ ∈ C_t) ≥ 1 − α: it holds at every t at once, so a run may stop
+//! whenever it likes (on what it has seen) and its C_t is still valid.
+//!
+//! The bets are predictable (they use `X_1 … X_{i−1}` only):
+//!
+//! ```text
+//! λ_i = sqrt( 2 ln(2/α) / (σ̂²_{i−1} · i · ln(i + 1)) )
+//! μ̂_t = (½ + Σ_{s≤t} X_s) / (t + 1),   σ̂²_t = (¼ + Σ_{s≤t} (X_s − μ̂_s)²) / (t + 1)
+//! ```
+//!
+//! with σ̂²_0 = ¼, truncated per side and candidate as above (c =
+//! [`BET_CAP`]): near m = 1 the bet on X < m may be large, since X − m
+//! cannot exceed 1 − m. `m` runs over a grid of step
+//! 1/[`GRID_STEPS`] on [0, 1] plus any extra points (a check's threshold,
+//! so the verdict's boundary is tested exactly). A point once rejected stays
+//! rejected (the running intersection), so only live points are updated.
+//! The interval reported is the hull of the live points: `lower` the
+//! smallest, `upper` the largest.
+
+use super::error::{check_confidence, StatsError};
+use super::interval::Interval;
+use serde::{Deserialize, Serialize};
+
+/// c, the cap on every bet (WSR §5.1 suggest 1/2 or 3/4; 3/4 grows the
+/// capital faster where pass rates are high and the variance small, see
+/// `crates/core/STATISTICS.md`).
+pub const BET_CAP: f64 = 0.75;
+
+/// The grid of candidate means: `m = g / GRID_STEPS`, g = 0 ..= GRID_STEPS.
+pub const GRID_STEPS: usize = 1000;
+
+/// One candidate mean still in the confidence sequence, with the logs of
+/// its two capital processes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+struct Live {
+    m: f64,
+    ln_up: f64,
+    ln_down: f64,
+}
+
+/// The betting confidence sequence of one mean (see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BettingSequence {
+    /// α = 1 − confidence.
+    alpha: f64,
+    /// ln(2/α): a side rejects `m` when its log capital reaches it
+    /// (½ K ≥ 1/α).
+    barrier: f64,
+    live: Vec<Live>,
+    /// Observations so far.
+    t: u64,
+    sum: f64,
+    /// Σ (X_s − μ̂_s)².
+    sum_sq: f64,
+    /// Σ X_s².
+    sum_x2: f64,
+    /// The last non-empty hull (kept should every point be rejected, an
+    /// event of probability ≤ α).
+    hull: Interval,
+}
+
+impl BettingSequence {
+    /// A sequence at `confidence` (1 − α, two-sided) over the grid plus
+    /// `extra` points (each in [0, 1]).
+    pub fn new(confidence: f64, extra: &[f64]) -> Result<Self, StatsError> {
+        let confidence = check_confidence(confidence)?;
+        if let Some(&bad) = extra.iter().find(|x| !(0.0..=1.0).contains(*x)) {
+            return Err(StatsError::Rate(bad));
+        }
+        let alpha = 1.0 - confidence;
+        let mut ms: Vec<f64> = (0..=GRID_STEPS)
+            .map(|g| g as f64 / GRID_STEPS as f64)
+            .chain(extra.iter().copied())
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        ms.dedup();
+        Ok(BettingSequence {
+            alpha,
+            barrier: (2.0 / alpha).ln(),
+            live: ms
+                .into_iter()
+                .map(|m| Live {
+                    m,
+                    ln_up: 0.0,
+                    ln_down: 0.0,
+                })
+                .collect(),
+            t: 0,
+            sum: 0.0,
+            sum_sq: 0.0,
+            sum_x2: 0.0,
+            hull: Interval {
+                lower: 0.0,
+                upper: 1.0,
+            },
+        })
+    }
+
+    /// α.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
+    /// Observations so far.
+    pub fn observations(&self) -> u64 {
+        self.t
+    }
+
+    /// The mean of the observations (0 before any).
+    pub fn mean(&self) -> f64 {
+        if self.t == 0 {
+            0.0
+        } else {
+            self.sum / self.t as f64
+        }
+    }
+
+    /// The plain variance of the observations, Σ(X − X̄)²/t (0 before any).
+    pub fn sample_variance(&self) -> f64 {
+        if self.t == 0 {
+            return 0.0;
+        }
+        let mean = self.mean();
+        (self.sum_x2 / self.t as f64 - mean * mean).max(0.0)
+    }
+
+    /// σ̂²_t, the regularised variance estimate the bets use.
+    pub fn variance(&self) -> f64 {
+        (0.25 + self.sum_sq) / (self.t as f64 + 1.0)
+    }
+
+    /// The bet λ_{t+1} for the next observation, before the caps at c/m
+    /// and c/(1 − m): the predictable plug-in of the module docs.
+    pub fn next_bet(&self) -> f64 {
+        bet(self.alpha, self.variance(), self.t + 1)
+    }
+
+    /// Observe `x` ∈ [0, 1].
+    pub fn observe(&mut self, x: f64) -> Result<(), StatsError> {
+        if !(0.0..=1.0).contains(&x) {
+            return Err(StatsError::Rate(x));
+        }
+        let lambda = self.next_bet();
+        let barrier = self.barrier;
+        self.live.retain_mut(|p| {
+            let up = lambda.min(BET_CAP / p.m);
+            let down = lambda.min(BET_CAP / (1.0 - p.m));
+            p.ln_up += (up * (x - p.m)).ln_1p();
+            p.ln_down += (-down * (x - p.m)).ln_1p();
+            p.ln_up < barrier && p.ln_down < barrier
+        });
+        self.t += 1;
+        self.sum += x;
+        self.sum_x2 += x * x;
+        let mu = (0.5 + self.sum) / (self.t as f64 + 1.0);
+        self.sum_sq += (x - mu) * (x - mu);
+        if let (Some(first), Some(last)) = (self.live.first(), self.live.last()) {
+            self.hull = Interval {
+                lower: first.m,
+                upper: last.m,
+            };
+        }
+        Ok(())
+    }
+
+    /// The confidence sequence's current interval: the hull of the
+    /// candidate means not rejected so far ([0, 1] before any observation).
+    pub fn interval(&self) -> Interval {
+        self.hull
+    }
+
+    /// The log capital at `threshold` of the side that grows when the
+    /// mean is on `above`'s side of it: ln K⁺ (betting on X > m) for a mean
+    /// above the threshold — its reaching ln(2/α) establishes a pass —
+    /// else ln K⁻. `None` when the threshold was rejected already or is
+    /// not a point of the sequence.
+    pub fn ln_capital_at(&self, threshold: f64, above: bool) -> Option<f64> {
+        self.live
+            .iter()
+            .find(|p| p.m == threshold)
+            .map(|p| if above { p.ln_up } else { p.ln_down })
+    }
+
+    /// ln(2/α), the log capital at which a side rejects.
+    pub fn barrier(&self) -> f64 {
+        self.barrier
+    }
+}
+
+/// λ_t = sqrt(2 ln(2/α) / (σ̂² t ln(t + 1))), before the caps at c/m and
+/// c/(1 − m).
+pub fn bet(alpha: f64, variance: f64, t: u64) -> f64 {
+    let t = t.max(1) as f64;
+    (2.0 * (2.0 / alpha).ln() / (variance.max(1e-12) * t * (t + 1.0).ln())).sqrt()
+}
+
+/// Observations (inputs) after which a sequence is expected to reject
+/// `threshold` when the mean is `mean` with per-observation variance
+/// `variance`, starting from `ln_capital` after `t` observations: the
+/// first `t' > t` at which the expected log capital of the side betting
+/// on the truth, `ln_capital + Σ_{s=t+1}^{t'} E ln(1 + λ_s |X − threshold|)`
+/// ≈ `Σ (λ_s Δ − λ_s² (σ² + Δ²) / 2)` (second order, Δ = |mean − threshold|,
+/// λ_s the plug-in bet at variance σ²), reaches ln(2/α). `None` when
+/// Δ = 0 or not within `limit` observations. A projection from the
+/// current estimate, for the futility rule and for planning; not part of
+/// any guarantee.
+pub fn projected_observations(
+    alpha: f64,
+    mean: f64,
+    variance: f64,
+    threshold: f64,
+    t: u64,
+    ln_capital: f64,
+    limit: u64,
+) -> Option<u64> {
+    let delta = (mean - threshold).abs();
+    if delta == 0.0 || !delta.is_finite() {
+        return None;
+    }
+    let barrier = (2.0 / alpha).ln();
+    let sigma2 = variance.max(1e-6);
+    // The cap on the side that grows: c/m for K⁺ (mean above), c/(1 − m)
+    // for K⁻, at m = threshold.
+    let side_cap = if mean > threshold {
+        BET_CAP / threshold.max(1e-12)
+    } else {
+        BET_CAP / (1.0 - threshold).max(1e-12)
+    };
+    let mut capital = ln_capital;
+    let mut s = t;
+    while capital < barrier {
+        s += 1;
+        if s > limit {
+            return None;
+        }
+        let l = bet(alpha, sigma2, s).min(side_cap);
+        capital += l * delta - l * l * (sigma2 + delta * delta) / 2.0;
+    }
+    Some(s)
+}

@@ -1,0 +1,231 @@
+//! Sequential testing (`probity_core::sequential`, `stats::sequential`):
+//! the betting confidence sequence against a direct evaluation of its
+//! definition, its error under optional stopping and its cost, by
+//! simulation with known truth (the full table: bench/sequential.sh).
+
+use probity_core::sequential::{
+    input_order, round_end, sequential_cost, SequenceState, SequentialTest, StopReason,
+};
+use probity_core::simulate::{fixed_verdicts, simulate_run, SimDesign};
+use probity_core::stats::sequential::{BettingSequence, BET_CAP, GRID_STEPS};
+use probity_core::stats::Decision;
+use probity_core::CheckInfo;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+/// The confidence sequence straight from its definition (Waudby-Smith &
+/// Ramdas 2023, Theorem 3 with the predictable plug-in bets): for every
+/// grid point, the products over all observations so far, recomputed from
+/// scratch at every step; the running intersection over steps.
+fn reference(xs: &[f64], alpha: f64) -> Vec<(f64, f64)> {
+    let grid: Vec<f64> = (0..=GRID_STEPS)
+        .map(|g| g as f64 / GRID_STEPS as f64)
+        .collect();
+    let mut alive = vec![true; grid.len()];
+    let mut out = Vec::new();
+    for t in 1..=xs.len() {
+        // The bets λ_1..λ_t from X_1..X_{i-1}.
+        let mut lambdas = Vec::new();
+        for i in 1..=t {
+            let prev = &xs[..i - 1];
+            let mut sq = 0.0;
+            for (s, _) in prev.iter().enumerate() {
+                let mu_s = (0.5 + prev[..=s].iter().sum::<f64>()) / (s as f64 + 2.0);
+                sq += (prev[s] - mu_s).powi(2);
+            }
+            let var = (0.25 + sq) / i as f64;
+            lambdas
+                .push((2.0 * (2.0 / alpha).ln() / (var * i as f64 * (i as f64 + 1.0).ln())).sqrt());
+        }
+        for (g, &m) in grid.iter().enumerate() {
+            let (mut up, mut down) = (1.0f64, 1.0f64);
+            for i in 0..t {
+                up *= 1.0 + lambdas[i].min(BET_CAP / m) * (xs[i] - m);
+                down *= 1.0 - lambdas[i].min(BET_CAP / (1.0 - m)) * (xs[i] - m);
+            }
+            if (0.5 * up).max(0.5 * down) >= 1.0 / alpha {
+                alive[g] = false;
+            }
+        }
+        let first = alive.iter().position(|a| *a).map(|g| grid[g]);
+        let last = alive.iter().rposition(|a| *a).map(|g| grid[g]);
+        out.push((first.unwrap_or(f64::NAN), last.unwrap_or(f64::NAN)));
+    }
+    out
+}
+
+#[test]
+fn the_sequence_matches_its_definition_step_by_step() {
+    // Pass shares of 30 inputs of 10 outputs (a fixed, varied sequence).
+    let xs: Vec<f64> = (0..30)
+        .map(|i| [1.0, 0.9, 1.0, 1.0, 0.7, 1.0, 0.8, 1.0, 1.0, 0.6][i % 10])
+        .collect();
+    let expected = reference(&xs, 0.05);
+    let mut cs = BettingSequence::new(0.95, &[]).unwrap();
+    for (t, x) in xs.iter().enumerate() {
+        cs.observe(*x).unwrap();
+        let iv = cs.interval();
+        assert!(
+            (iv.lower - expected[t].0).abs() < 1e-12 && (iv.upper - expected[t].1).abs() < 1e-12,
+            "step {}: [{}, {}] against [{}, {}]",
+            t + 1,
+            iv.lower,
+            iv.upper,
+            expected[t].0,
+            expected[t].1
+        );
+    }
+    // It has narrowed and holds the sample mean (0.9).
+    let iv = cs.interval();
+    assert!(
+        iv.upper - iv.lower < 0.5 && iv.lower < 0.9 && iv.upper > 0.9,
+        "{iv:?}"
+    );
+}
+
+#[test]
+fn bad_observations_and_settings_are_errors() {
+    assert!(BettingSequence::new(1.0, &[]).is_err());
+    assert!(BettingSequence::new(0.95, &[95.0]).is_err());
+    let mut cs = BettingSequence::new(0.95, &[0.9]).unwrap();
+    assert!(cs.observe(1.5).is_err());
+    assert!(cs.observe(f64::NAN).is_err());
+    assert_eq!(cs.observations(), 0);
+}
+
+#[test]
+fn the_input_order_is_a_seeded_permutation() {
+    let a = input_order(100, 7);
+    let mut sorted = a.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..100).collect::<Vec<_>>());
+    assert_eq!(a, input_order(100, 7));
+    assert_ne!(a, input_order(100, 8));
+    assert_ne!(a, (0..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn rounds_keep_the_workers_busy_and_grow() {
+    // 16 calls in flight, 2 outputs per input: 8 inputs, at least 5.
+    assert_eq!(round_end(0, 100, 2, 16), 8);
+    assert_eq!(round_end(0, 100, 20, 16), 5);
+    // A tenth of what was sampled, once that is more.
+    assert_eq!(round_end(200, 1000, 20, 16), 220);
+    // Never beyond the budget.
+    assert_eq!(round_end(98, 100, 20, 16), 100);
+}
+
+fn design(n: u64, icc: f64, futility: bool) -> SimDesign {
+    SimDesign {
+        inputs: n,
+        m: 10,
+        icc,
+        confidence: 0.95,
+        concurrency: 16,
+        futility,
+    }
+}
+
+/// With the true rate exactly at the threshold, looked at after every
+/// round and run to the budget, established verdicts (wrong, or on the
+/// boundary) stay within α = 5 % for p in {0.9, 0.97, 0.99} and ICC 0 and
+/// 0.3. bench/sequential.sh gives the same with 2,000 runs per cell.
+#[test]
+fn error_under_optional_stopping_stays_within_alpha() {
+    let runs = 150;
+    for (ci, (p, icc)) in [0.9, 0.97, 0.99]
+        .into_iter()
+        .flat_map(|p| [0.0, 0.3].map(|r| (p, r)))
+        .enumerate()
+    {
+        let mut rng = StdRng::seed_from_u64(100 + ci as u64);
+        let mut established = 0;
+        for _ in 0..runs {
+            let r = simulate_run(&mut rng, &[p], &[p], &design(200, icc, false)).unwrap();
+            established += matches!(r.states[0], SequenceState::Pass | SequenceState::Fail) as u64;
+            assert_ne!(r.stop, StopReason::Futile);
+        }
+        let share = established as f64 / runs as f64;
+        assert!(share <= 0.05, "p {p}, ICC {icc}: {share}");
+    }
+}
+
+/// Three or more points from the threshold: the verdict the fixed-size
+/// run establishes on the whole budget, for at least 40 % fewer samples on
+/// average.
+#[test]
+fn far_from_the_threshold_it_agrees_with_the_fixed_run_for_less() {
+    let runs = 100;
+    for (ci, (p, t, icc)) in [(0.97, 0.94, 0.3), (0.90, 0.95, 0.0), (0.99, 0.95, 0.3)]
+        .into_iter()
+        .enumerate()
+    {
+        let d = design(400, icc, true);
+        let cost = sequential_cost(&[p], &[t], &d, runs, 7 + ci as u64).unwrap();
+        let saved = 1.0 - cost.mean_samples / cost.budget_samples as f64;
+        assert!(saved >= 0.4, "p {p} against {t}, ICC {icc}: saved {saved}");
+        assert!(cost.p10_samples <= cost.p50_samples && cost.p50_samples <= cost.p90_samples);
+        let mut rng = StdRng::seed_from_u64(7 + ci as u64);
+        let mut same = 0;
+        for _ in 0..runs {
+            let r = simulate_run(&mut rng, &[p], &[t], &d).unwrap();
+            let fixed = fixed_verdicts(&r.passes, 10, &[t], 0.95).unwrap()[0];
+            let seq = match r.states[0] {
+                SequenceState::Pass => Decision::Pass,
+                SequenceState::Fail => Decision::Fail,
+                _ => Decision::Inconclusive,
+            };
+            same += (fixed.established && seq == fixed.decision) as u64;
+        }
+        assert!(
+            same as f64 >= 0.9 * runs as f64,
+            "p {p} against {t}, ICC {icc}: {same} of {runs} the same"
+        );
+    }
+}
+
+fn check(name: &str, threshold: f64) -> CheckInfo {
+    CheckInfo {
+        name: name.into(),
+        message: String::new(),
+        minimum_success_percentage: threshold,
+        weight: 1.0,
+        kind: Default::default(),
+    }
+}
+
+#[test]
+fn a_clear_failure_settles_and_a_check_on_its_threshold_is_futile() {
+    // Check 0 fails badly (shares 0.5); check 1 sits on its threshold.
+    let mut test =
+        SequentialTest::new(&[check("bad", 0.95), check("edge", 0.8)], 0.95, 1000, 10).unwrap();
+    let mut stop = None;
+    for i in 0..1000 {
+        let edge = if i % 5 == 0 { 0.0 } else { 1.0 };
+        test.observe(&[Some(0.5), Some(edge)]).unwrap();
+        if (i + 1) % 10 == 0 {
+            stop = test.decide();
+            if stop.is_some() {
+                break;
+            }
+        }
+    }
+    let out = test.outcome(stop, test.inputs() * 10, 1);
+    assert_eq!(out.checks[0].state, SequenceState::Fail);
+    assert!(out.checks[0].upper < 0.95);
+    assert_eq!(out.stop, Some(StopReason::Futile));
+    assert_eq!(out.checks[1].state, SequenceState::Futile);
+    assert!(out.inputs < 1000, "{}", out.inputs);
+    assert!(out.samples_saved() > 0);
+}
+
+#[test]
+fn inputs_with_nothing_judged_contribute_nothing() {
+    let mut test = SequentialTest::new(&[check("c", 0.5)], 0.95, 10, 4).unwrap();
+    test.observe(&[None]).unwrap();
+    test.observe(&[Some(1.0)]).unwrap();
+    let out = test.outcome(None, 8, 0);
+    assert_eq!(out.inputs, 2);
+    assert_eq!(out.checks[0].inputs, 1);
+    assert_eq!(out.checks[0].estimate, 1.0);
+}

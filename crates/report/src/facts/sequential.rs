@@ -1,0 +1,82 @@
+//! Sentences about a sequential run (`[experiment] sequential`): why and
+//! when it stopped, the samples saved against its budget, and each check's
+//! confidence sequence at the stop — said the same way by every format.
+//! Check names are passed through `name` (each format escapes them).
+
+use crate::numbers::{interval, pct, threshold_pct};
+use probity_core::sequential::{CheckSequence, SequenceState, SequentialOutcome, StopReason};
+
+/// Why it stopped, in words.
+pub fn stop_words(stop: Option<StopReason>) -> &'static str {
+    match stop {
+        Some(StopReason::Settled) => "every verdict is established",
+        Some(StopReason::BudgetSpent) => "the budget is spent",
+        Some(StopReason::Futile) => "no open check can settle within the budget",
+        None => "interrupted before a stop rule applied",
+    }
+}
+
+/// `sequential: stopped after 40 of 200 inputs (400 of 2000 samples, 1600
+/// saved = 80.0% of the budget): every verdict is established`.
+pub fn headline(o: &SequentialOutcome) -> String {
+    let share = if o.budget_samples == 0 {
+        0.0
+    } else {
+        o.samples_saved() as f64 / o.budget_samples as f64
+    };
+    format!(
+        "sequential: stopped after {} of {} inputs ({} of {} samples, {} saved = {} of the budget, {} {}): {}",
+        o.inputs,
+        o.budget_inputs,
+        o.samples,
+        o.budget_samples,
+        o.samples_saved(),
+        pct(share),
+        o.rounds,
+        if o.rounds == 1 { "round" } else { "rounds" },
+        stop_words(o.stop)
+    )
+}
+
+/// How the confidence sequences were made, as one line.
+pub fn method_line(o: &SequentialOutcome) -> String {
+    format!(
+        "verdicts from {} anytime-valid confidence sequences (betting), inputs in random order (seed {})",
+        threshold_pct(o.confidence),
+        o.seed
+    )
+}
+
+/// Where check `c` stands: `established fail`, `not settled: ~N more
+/// inputs (S samples) would settle it`, ….
+pub fn state_words(c: &CheckSequence, m: u64) -> String {
+    let need = |n: u64| {
+        let more = n.saturating_sub(c.inputs);
+        format!("~{n} inputs in all ({} samples; {more} more)", n * m)
+    };
+    match c.state {
+        SequenceState::Pass => "established pass".to_string(),
+        SequenceState::Fail => "established fail".to_string(),
+        SequenceState::Open => match c.needed_inputs {
+            Some(n) => format!("not settled: {} would settle it", need(n)),
+            None => "not settled".to_string(),
+        },
+        SequenceState::Futile => match c.needed_inputs {
+            Some(n) => format!("cannot settle within the budget: it would need {}", need(n)),
+            None => "cannot settle within ten times the budget".to_string(),
+        },
+    }
+}
+
+/// `NAME: 48.2% [35.0, 61.3] over 40 inputs against 95%: established fail`.
+pub fn check_line(c: &CheckSequence, m: u64, name: &dyn Fn(&str) -> String) -> String {
+    format!(
+        "{}: {} {} over {} inputs against {}: {}",
+        name(&c.name),
+        pct(c.estimate),
+        interval(c.lower, c.upper),
+        c.inputs,
+        threshold_pct(c.threshold),
+        state_words(c, m)
+    )
+}

@@ -1,0 +1,117 @@
+//! A sequential run's report in every format: that it was sequential, why
+//! and when it stopped, the samples saved against the budget, each
+//! check's confidence sequence — with hostile check names escaped.
+
+mod common;
+
+use probity_core::sequential::{CheckSequence, SequenceState, SequentialOutcome, StopReason};
+use probity_report::{render, Format, RunReport};
+
+const HOSTILE: &str = "<script>alert(1)</script> | *x* \u{1b}[31m";
+
+fn outcome() -> SequentialOutcome {
+    SequentialOutcome {
+        seed: 42,
+        stop: Some(StopReason::Futile),
+        inputs: 30,
+        samples: 1500,
+        budget_inputs: 4,
+        budget_samples: 200,
+        rounds: 4,
+        confidence: 0.95,
+        checks: vec![
+            CheckSequence {
+                name: HOSTILE.to_string(),
+                threshold: 0.95,
+                estimate: 0.62,
+                lower: 0.41,
+                upper: 0.79,
+                inputs: 30,
+                state: SequenceState::Fail,
+                needed_inputs: Some(30),
+            },
+            CheckSequence {
+                name: "politeness_validator".to_string(),
+                threshold: 0.9,
+                estimate: 0.9,
+                lower: 0.8,
+                upper: 0.97,
+                inputs: 30,
+                state: SequenceState::Futile,
+                needed_inputs: Some(900),
+            },
+        ],
+    }
+}
+
+fn report() -> RunReport {
+    let mut r = common::report();
+    r.summary.checks[0].info.name = HOSTILE.to_string();
+    r.summary = r.summary.with_sequential(&outcome());
+    // The budget matches the report's shape: 4 inputs × 50 outputs.
+    let mut o = outcome();
+    o.inputs = 3;
+    o.samples = 150;
+    r.summary.sequential = Some(o);
+    r
+}
+
+#[test]
+fn every_format_says_why_it_stopped_and_what_it_saved() {
+    let r = report();
+    for format in [
+        Format::Text,
+        Format::Markdown,
+        Format::Html,
+        Format::Junit,
+        Format::Json,
+    ] {
+        let out = render(&r, format, false);
+        if format == Format::Json {
+            continue;
+        }
+        assert!(
+            out.contains("sequential: stopped after 3 of 4 inputs (150 of 200 samples, 50 saved"),
+            "{format:?}:\n{out}"
+        );
+        assert!(
+            out.contains("no open check can settle within the budget"),
+            "{format:?}"
+        );
+        assert!(out.contains("seed 42"), "{format:?}");
+        assert!(out.contains("established fail"), "{format:?}");
+        assert!(
+            out.contains("cannot settle within the budget: it would need ~900 inputs in all (45000 samples; 870 more)"),
+            "{format:?}:\n{out}"
+        );
+        // Markup media escape the name; a terminal needs no escaping of
+        // `<`, only of control characters.
+        if format != Format::Text {
+            assert!(!out.contains("<script>alert"), "{format:?}");
+        }
+        assert!(!out.contains('\u{1b}'), "{format:?}");
+    }
+}
+
+#[test]
+fn the_json_report_carries_the_sequences() {
+    let out = render(&report(), Format::Json, false);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let s = &v["sequential"];
+    assert_eq!(s["stop"], "futile");
+    assert_eq!(s["samples_saved"], 50);
+    assert_eq!(s["budget_samples"], 200);
+    assert_eq!(s["seed"], 42);
+    assert_eq!(s["checks"][0]["name"], HOSTILE);
+    assert_eq!(s["checks"][0]["state"], "fail");
+    assert_eq!(s["checks"][0]["upper"], 0.79);
+    assert_eq!(s["checks"][1]["needed_samples"], 45000);
+    // The checks' verdicts and intervals are the sequences'.
+    assert_eq!(v["checks"][0]["rate"]["upper"], 0.79);
+    assert_eq!(v["checks"][0]["verdict"]["established"], true);
+    assert_eq!(v["checks"][1]["verdict"]["established"], false);
+    // A fixed-size run: null.
+    let fixed = render(&common::report(), Format::Json, false);
+    let v: serde_json::Value = serde_json::from_str(&fixed).unwrap();
+    assert!(v["sequential"].is_null());
+}
