@@ -13,6 +13,7 @@ mod revalidate;
 mod run;
 mod run_info;
 mod serve;
+mod signals;
 mod sim;
 mod store_arg;
 mod trend;

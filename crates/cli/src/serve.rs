@@ -50,31 +50,12 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
     let name = loaded.name.clone();
     let server =
         probity_engine::serve::open(loaded, &args.store.store).map_err(Failure::incomplete)?;
+    // Ctrl-C or SIGTERM: stop taking requests, finish those in flight,
+    // flush the store and mark the run complete. Handled from before the
+    // address is printed: a signal right after it is not fatal.
+    let shutdown = crate::signals::stop_signal();
     // On stdout, alone on its line, so scripts can read the port.
     println!("listening on http://{addr}/v1");
-    // Ctrl-C or SIGTERM: stop taking requests, finish those in flight,
-    // flush the store and mark the run complete.
-    let shutdown = async {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            match signal(SignalKind::terminate()) {
-                Ok(mut term) => {
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
-                        _ = term.recv() => {}
-                    }
-                }
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    };
     let served = server
         .run(listener, shutdown)
         .await

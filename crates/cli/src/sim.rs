@@ -83,11 +83,9 @@ pub async fn run(cmd: SimCommand) -> Result<u8, Failure> {
     let addr = listener
         .local_addr()
         .map_err(|e| Failure::incomplete(e.to_string()))?;
+    let shutdown = crate::signals::stop_signal();
     // On stdout, alone on its line, so scripts can read the port.
     println!("listening on http://{addr}/v1");
-    let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
     serve(listener, model, file.faults, shutdown)
         .await
         .map_err(|e| Failure::incomplete(format!("simulator server: {e}")))?;
