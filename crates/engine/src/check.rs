@@ -169,9 +169,11 @@ impl Checks {
         let mut cells = Vec::with_capacity(self.len());
         let mut reasons = Vec::new();
         for (k, v) in self.validators.iter().enumerate() {
-            let verdict = v.evaluate_prepared(input, output);
-            if let Verdict::Error { reason } = &verdict {
-                reasons.push((k, reason.clone()));
+            let (verdict, given) = v.explain_prepared(input, output);
+            match (&verdict, given) {
+                (Verdict::Error { reason }, _) => reasons.push((k, reason.clone())),
+                (Verdict::Fail, Some(reason)) => reasons.push((k, reason)),
+                _ => {}
             }
             cells.push(Cell::from(&verdict));
         }

@@ -29,7 +29,10 @@ for line in sys.stdin:
         print(json.dumps({"verdict": "error", "reason": "%s %s" % (msg["input_id"], msg["input"]["text"])}), flush=True)
         continue
     ok = "You're welcome" in out or out == "yes"
-    print(json.dumps({"verdict": "pass" if ok else "fail"}), flush=True)
+    if ok:
+        print(json.dumps({"verdict": "pass"}), flush=True)
+    else:
+        print(json.dumps({"verdict": "fail", "reason": "no welcome in %r" % out}), flush=True)
 "#;
 
 fn fixture(dir: &Path) -> ProgramSpec {
@@ -62,6 +65,30 @@ fn passes_fails_and_reports_its_own_errors() {
     assert!(e.ends_with("q1 Thank you!"), "{e}");
     // The same process goes on answering.
     assert_eq!(judge(&v, "yes"), Verdict::Pass);
+}
+
+/// A fail's reason is kept beside its cell, as a verifier's is; a pass
+/// has none.
+#[test]
+fn a_fails_reason_is_kept_with_its_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = fixture(dir.path()).compile().unwrap();
+    let input = Input::text("q1", "Thank you!");
+    let prepared = probity_core::validator::PreparedInput::new(&input);
+    assert_eq!(
+        v.explain_prepared(&prepared, "no"),
+        (Verdict::Fail, Some("no welcome in 'no'".to_string()))
+    );
+    let checks = probity_engine::check::Checks {
+        validators: vec![v],
+        verifiers: Vec::new(),
+    };
+    let (cells, reasons) = checks.validate(&prepared, "nope");
+    assert_eq!(cells, [probity_core::Cell::Fail]);
+    assert_eq!(reasons, [(0, "no welcome in 'nope'".to_string())]);
+    let (cells, reasons) = checks.validate(&prepared, "yes");
+    assert_eq!(cells, [probity_core::Cell::Pass]);
+    assert!(reasons.is_empty());
 }
 
 #[test]

@@ -26,7 +26,11 @@ pub type InputOutputFn = dyn Fn(&Input, &str) -> bool + Send + Sync;
 /// A check over input and output that gives its own verdict, an error with
 /// its cause included: a check run outside Rust (a Python callable, a
 /// program speaking JSON lines), whose failures to judge are Error cells.
-pub type VerdictFn = dyn Fn(&Input, &str) -> Verdict + Send + Sync;
+/// It may give a reason with its verdict (a program's reason for a fail).
+pub type VerdictFn = dyn Fn(&Input, &str) -> Explained + Send + Sync;
+/// A verdict and the reason its check gave for it, if any (an error's
+/// cause is in the verdict itself).
+pub type Explained = (Verdict, Option<String>);
 
 /// The predicate behind a validator.
 #[derive(Clone)]
@@ -205,6 +209,15 @@ impl ValidatorBuilder {
     where
         F: Fn(&Input, &str) -> Verdict + Send + Sync + 'static,
     {
+        self.check_explained(move |input: &Input, output: &str| (f(input, output), None))
+    }
+
+    /// [`check_verdict`](Self::check_verdict) with a reason beside the
+    /// verdict: a fail's reason is kept with the cell, as a verifier's is.
+    pub fn check_explained<F>(self, f: F) -> Validator
+    where
+        F: Fn(&Input, &str) -> Explained + Send + Sync + 'static,
+    {
         self.finish(Check::External(Arc::new(f)))
     }
 
@@ -321,11 +334,30 @@ impl Validator {
         match &self.check {
             Check::Output(f) => guard(|| Verdict::from_bool(f(output))),
             Check::InputOutput(f) => guard(|| Verdict::from_bool(f(input.input(), output))),
-            Check::External(f) => guard(|| f(input.input(), output)),
+            Check::External(_) => self.explain_prepared(input, output).0,
             Check::Builtin(b) => Verdict::from_bool(b.check(output)),
             Check::Expression(e) => {
                 e.evaluate_converted(e.uses_input().then(|| input.rhai()), output)
             }
+        }
+    }
+}
+
+impl Validator {
+    /// [`evaluate_prepared`](Self::evaluate_prepared), with the reason the
+    /// check gave for its verdict (only an external check gives one).
+    pub fn explain_prepared(&self, input: &PreparedInput<'_>, output: &str) -> Explained {
+        match &self.check {
+            Check::External(f) => {
+                let mut reason = None;
+                let verdict = guard(|| {
+                    let (v, r) = f(input.input(), output);
+                    reason = r;
+                    v
+                });
+                (verdict, reason)
+            }
+            _ => (self.evaluate_prepared(input, output), None),
         }
     }
 }

@@ -30,8 +30,8 @@ pub mod spec;
 
 pub use builtin::{Builtin, BuiltinError};
 pub use check::{
-    Check, InputOutputFn, OutputFn, Validator, ValidatorBuilder, ValidatorError, VerdictFn,
-    DEFAULT_MINIMUM_SUCCESS_PERCENTAGE, DEFAULT_WEIGHT,
+    Check, Explained, InputOutputFn, OutputFn, Validator, ValidatorBuilder, ValidatorError,
+    VerdictFn, DEFAULT_MINIMUM_SUCCESS_PERCENTAGE, DEFAULT_WEIGHT,
 };
 pub use eval::{evaluate_all, Evaluator};
 pub use expr::{on_eval_stack, CompileError, Expression};

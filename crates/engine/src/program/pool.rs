@@ -13,6 +13,7 @@
 //! whose cause names the program; the next request starts a fresh one.
 //! Nothing here panics. Dropping the pool kills its processes.
 
+use probity_core::validator::Explained;
 use probity_core::Verdict;
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -126,20 +127,21 @@ impl ProgramPool {
     }
 
     /// The program's verdict on `output` of the input `input_id` with
-    /// `fields`. Blocks until a process is free and has answered, or the
-    /// timeout. Every failure is an Error verdict naming the program.
+    /// `fields`, and its reason. Blocks until a process is free and has
+    /// answered, or the timeout. Every failure is an Error verdict naming
+    /// the program.
     pub fn judge(
         &self,
         input_id: &str,
         fields: &serde_json::Map<String, serde_json::Value>,
         output: &str,
-    ) -> Verdict {
+    ) -> Explained {
         let line = serde_json::json!({"input_id": input_id, "input": fields, "output": output});
         let mut line = line.to_string();
         line.push('\n');
         let mut worker = match self.acquire() {
             Ok(w) => w,
-            Err(Broken(cause)) => return Verdict::error(self.cause(&cause)),
+            Err(Broken(cause)) => return (Verdict::error(self.cause(&cause)), None),
         };
         match self.ask(&mut worker, &line) {
             Ok(verdict) => {
@@ -149,7 +151,7 @@ impl ProgramPool {
             Err(Broken(cause)) => {
                 drop(worker);
                 self.discard();
-                Verdict::error(self.cause(&cause))
+                (Verdict::error(self.cause(&cause)), None)
             }
         }
     }
@@ -241,7 +243,7 @@ impl ProgramPool {
         })
     }
 
-    fn ask(&self, w: &mut Worker, line: &str) -> Result<Verdict, Broken> {
+    fn ask(&self, w: &mut Worker, line: &str) -> Result<Explained, Broken> {
         let sent = w
             .stdin
             .write_all(line.as_bytes())
@@ -267,12 +269,15 @@ impl ProgramPool {
             ))
         })?;
         Ok(match parsed.verdict {
-            AnswerVerdict::Pass => Verdict::Pass,
-            AnswerVerdict::Fail => Verdict::Fail,
-            AnswerVerdict::Error => Verdict::error(self.cause(&format!(
-                "error: {}",
-                parsed.reason.as_deref().unwrap_or("no reason given")
-            ))),
+            AnswerVerdict::Pass => (Verdict::Pass, parsed.reason),
+            AnswerVerdict::Fail => (Verdict::Fail, parsed.reason),
+            AnswerVerdict::Error => (
+                Verdict::error(self.cause(&format!(
+                    "error: {}",
+                    parsed.reason.as_deref().unwrap_or("no reason given")
+                ))),
+                None,
+            ),
         })
     }
 

@@ -173,11 +173,13 @@ impl ProgramSpec {
             label: self.command.join(" "),
         }));
         let negate = self.negate;
-        Ok(builder.check_verdict(move |input: &Input, output: &str| {
+        // The program's reason is kept with a fail (a negated pass keeps
+        // the reason it passed for).
+        Ok(builder.check_explained(move |input: &Input, output: &str| {
             match pool.judge(&input.id, &input.fields, output) {
-                Verdict::Pass if negate => Verdict::Fail,
-                Verdict::Fail if negate => Verdict::Pass,
-                v => v,
+                (Verdict::Pass, reason) if negate => (Verdict::Fail, reason),
+                (Verdict::Fail, reason) if negate => (Verdict::Pass, reason),
+                judged => judged,
             }
         }))
     }
