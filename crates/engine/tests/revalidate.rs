@@ -3,8 +3,10 @@
 //! samples sees them as if they were its own. A finished run's snapshot
 //! (tensor and causes) is what its report reads.
 
+mod common;
+
 use probity_core::{Cell, Input, Validator};
-use probity_engine::provider::{Provider, ProviderConfig};
+use probity_engine::provider::Provider;
 use probity_engine::revalidate::revalidate;
 use probity_engine::sim::server::{spawn_test_server, FaultConfig};
 use probity_engine::sim::{SimConfig, SimModel};
@@ -51,13 +53,10 @@ async fn a_revalidated_run_stores_verdicts_over_the_original_outputs() {
         ..FaultConfig::default()
     };
     let (_, server) = spawn_test_server(model, faults).await.unwrap();
-    let system: Arc<dyn Provider> = toml::from_str::<ProviderConfig>(&format!(
+    let system = common::system(&format!(
         "provider = \"openai\"\nmodel = \"sim\"\nbase_url = \"{}\"\nseed = 4",
         server.base_url()
-    ))
-    .unwrap()
-    .build()
-    .unwrap();
+    ));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("runs.db");
     let mut store = Store::open(&path).unwrap();
@@ -153,10 +152,7 @@ async fn a_revalidated_run_stores_verdicts_over_the_original_outputs() {
 /// samples to the same tensor.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_is_the_runs_cells_and_goes_when_the_run_is_written_again() {
-    let system = toml::from_str::<ProviderConfig>("provider = \"sim\"\ncontractions = 0.3")
-        .unwrap()
-        .build()
-        .unwrap();
+    let system = common::system("provider = \"sim\"\ncontractions = 0.3");
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
     let out = run(&experiment(system, 8, 6, 3), Sink::Store(&mut store))

@@ -1,8 +1,11 @@
 //! The runner end to end: known truth on the simulator, faults over HTTP,
 //! the cache, and cancellation.
 
-use probity_core::{Input, Validator};
-use probity_engine::provider::{Provider, ProviderConfig};
+mod common;
+
+use common::{contraction_experiment, system};
+use probity_core::Validator;
+use probity_engine::provider::Provider;
 use probity_engine::sim::server::{spawn_test_server, FaultConfig, TestServer};
 use probity_engine::sim::{SimConfig, SimModel};
 use probity_engine::store::{RunStatus, Store};
@@ -13,27 +16,7 @@ use std::time::Duration;
 /// The paper's contraction validator (§2.1) over `n` gardening questions,
 /// M outputs each, asked of `system`.
 fn experiment(system: Arc<dyn Provider>, m: usize, n: usize) -> Experiment {
-    Experiment::new("t", system)
-        .inputs((0..n).map(|i| {
-            Input::text(
-                (i + 1).to_string(),
-                format!("Question number {i} about gardening?"),
-            )
-        }))
-        .validator(
-            Validator::new("contraction_validator")
-                .minimum_success_percentage(0.95)
-                .check(|o: &str| o.matches('\'').count() <= 3),
-        )
-        .outputs_per_input(m)
-}
-
-/// A provider from its TOML table.
-fn system(table: &str) -> Arc<dyn Provider> {
-    toml::from_str::<ProviderConfig>(table)
-        .unwrap()
-        .build()
-        .unwrap()
+    contraction_experiment("t", system, m, n)
 }
 
 /// The simulator served over HTTP (`latency_ms` per request), and the

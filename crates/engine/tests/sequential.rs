@@ -4,42 +4,21 @@
 
 use probity_core::sequential::{SequenceState, StopReason};
 use probity_core::stats::Decision;
-use probity_core::{Input, Validator};
-use probity_engine::provider::{Provider, ProviderConfig};
+mod common;
+
+use common::{contraction_experiment, system};
+use probity_core::Validator;
 use probity_engine::store::{RunStatus, Store};
 use probity_engine::{run_with, stored, Control, Experiment, RetryPolicy, RunError, Sink};
-use std::sync::Arc;
-
-fn system(table: &str) -> Arc<dyn Provider> {
-    toml::from_str::<ProviderConfig>(table)
-        .unwrap()
-        .build()
-        .unwrap()
-}
 
 /// The paper's contraction validator (§2.1, minimum 0.95) over `n`
 /// questions, M outputs each, asked of a simulator whose replies fail it
 /// with probability `contractions`.
 fn experiment(contractions: f64, m: usize, n: usize) -> Experiment {
-    Experiment::new(
-        "seq",
-        system(&format!(
-            "provider = \"sim\"\nseed = 3\ncontractions = {contractions}"
-        )),
-    )
-    .inputs((0..n).map(|i| {
-        Input::text(
-            (i + 1).to_string(),
-            format!("Question number {i} about gardening?"),
-        )
-    }))
-    .validator(
-        Validator::new("contraction_validator")
-            .minimum_success_percentage(0.95)
-            .check(|o: &str| o.matches('\'').count() <= 3),
-    )
-    .outputs_per_input(m)
-    .concurrency(4)
+    let sim = system(&format!(
+        "provider = \"sim\"\nseed = 3\ncontractions = {contractions}"
+    ));
+    contraction_experiment("seq", sim, m, n).concurrency(4)
 }
 
 fn control<'a>(resume: bool) -> Control<'a> {

@@ -2,9 +2,43 @@
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code)]
 
-use probity_engine::provider::{Completion, Provider, ProviderError, Request};
+use probity_core::{Input, Validator};
+use probity_engine::provider::{Completion, Provider, ProviderConfig, ProviderError, Request};
+use probity_engine::Experiment;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// A provider from its TOML table.
+pub fn system(table: &str) -> Arc<dyn Provider> {
+    toml::from_str::<ProviderConfig>(table)
+        .unwrap()
+        .build()
+        .unwrap()
+}
+
+/// Experiment `name`: the paper's contraction validator (§2.1, minimum
+/// 0.95) over `n` gardening questions, M = `m` outputs each, asked of
+/// `system`.
+pub fn contraction_experiment(
+    name: &str,
+    system: Arc<dyn Provider>,
+    m: usize,
+    n: usize,
+) -> Experiment {
+    Experiment::new(name, system)
+        .inputs((0..n).map(|i| {
+            Input::text(
+                (i + 1).to_string(),
+                format!("Question number {i} about gardening?"),
+            )
+        }))
+        .validator(
+            Validator::new("contraction_validator")
+                .minimum_success_percentage(0.95)
+                .check(|o: &str| o.matches('\'').count() <= 3),
+        )
+        .outputs_per_input(m)
+}
 
 /// Counts the calls that reach a provider (the system or a judge).
 pub struct Counting {
