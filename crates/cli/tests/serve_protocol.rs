@@ -216,7 +216,7 @@ async fn a_streamed_answer_never_carries_a_failing_attempt() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_upstreams_refusal_reaches_the_client_and_unforwardable_fields_are_refused() {
-    let (up, _) = fake_upstream(Box::new(|_, _| {
+    let (up, seen) = fake_upstream(Box::new(|_, _| {
         (
             400,
             json!({"error": {"message": "Unrecognized request argument supplied: frobnicate", "type": "invalid_request_error"}}),
@@ -231,6 +231,8 @@ async fn the_upstreams_refusal_reaches_the_client_and_unforwardable_fields_are_r
     .await;
     assert_eq!(status, 400, "{text}");
     assert!(text.contains("frobnicate"), "{text}");
+    // Refused once is refused again: no second attempt ([retry] attempts = 3).
+    assert_eq!(seen.lock().unwrap().len(), 1);
 
     // The in-process simulator takes no sampling field: refused, named.
     let sim_dir = tempfile::tempdir().unwrap();
@@ -253,4 +255,66 @@ async fn the_upstreams_refusal_reaches_the_client_and_unforwardable_fields_are_r
     .await;
     assert_eq!(status, 400, "{text}");
     assert!(text.contains("`temperature`"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anthropic_upstream_gets_the_fields_mapped_and_answers_in_openai_shape() {
+    let (up, seen) = fake_upstream(Box::new(|_, _| {
+        (
+            200,
+            json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x-2026",
+                "content": [{"type": "text", "text": "Checking."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}],
+                "stop_reason": "tool_use", "usage": {"input_tokens": 11, "output_tokens": 4}}),
+        )
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("guard.toml");
+    std::fs::write(
+        &config,
+        format!("call_attempts = 1\n[upstream]\nprovider = \"anthropic\"\nbase_url = \"http://{up}\"\nmodel = \"claude-x\"\napi_key_env = \"PROTO_ANTHROPIC_KEY\"\n[[validator]]\nname = \"c\"\ncheck = '''output.contains(\"get_weather\")'''\n"),
+    )
+    .unwrap();
+    let mut cmd = probity_cmd();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--store")
+        .arg(dir.path().join("runs.db"))
+        .env("PROTO_ANTHROPIC_KEY", "sk-ant-test-key-123456");
+    let g = start(cmd);
+    let body = json!({"messages": [{"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather in Oslo?"}],
+        "max_tokens": 50, "stop": "END", "temperature": 0.3,
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+        "tool_choice": {"type": "function", "function": {"name": "get_weather"}}});
+    let (status, _, text) = post(&g.1, &body).await;
+    assert_eq!(status, 200, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["model"], "claude-x-2026");
+    let choice = &v["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls");
+    assert_eq!(choice["message"]["content"], "Checking.");
+    assert_eq!(
+        choice["message"]["tool_calls"][0]["function"]["arguments"],
+        "{\"city\":\"Oslo\"}"
+    );
+    assert_eq!(v["usage"]["total_tokens"], 15);
+    let sent = seen.lock().unwrap()[0].clone();
+    assert_eq!(sent["system"], "Be brief.");
+    assert_eq!(sent["max_tokens"], 50);
+    assert_eq!(sent["stop_sequences"], json!(["END"]));
+    assert_eq!(sent["temperature"], 0.3);
+    assert_eq!(
+        sent["tool_choice"],
+        json!({"type": "tool", "name": "get_weather"})
+    );
+    assert_eq!(sent["tools"][0]["name"], "get_weather");
+    // A field with no Anthropic equivalent is refused, named.
+    let (status, _, text) = post(
+        &g.1,
+        &json!({"messages": [{"role": "user", "content": "hi"}], "logit_bias": {"1": 1}}),
+    )
+    .await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("`logit_bias`"), "{text}");
 }

@@ -140,6 +140,10 @@ pub enum Stop {
     Exhausted,
     /// The overall deadline passed.
     Deadline,
+    /// The upstream refused the request (HTTP 4xx other than 408, 409 and
+    /// 429): the same request would be refused again, so no attempt
+    /// follows.
+    Refused,
 }
 
 /// The guard's answer.
@@ -360,7 +364,16 @@ impl Guard {
             };
             let passed = attempt.passed;
             let output = attempt.output.clone();
+            let refused = attempt
+                .upstream_status
+                .is_some_and(|s| (400..500).contains(&s) && ![408, 409, 429].contains(&s));
             attempts.push(attempt);
+            if refused {
+                return GuardOutcome::NothingPassed {
+                    attempts,
+                    stop: Stop::Refused,
+                };
+            }
             if passed {
                 return GuardOutcome::Published {
                     output: output.unwrap_or_default(),

@@ -1,8 +1,12 @@
 //! Anthropic messages API.
 
+use super::anthropic_wire;
 use super::error::ConfigError;
-use super::types::{Completion, Provider, ProviderError, Request, Role};
+use super::types::{
+    AnswerMeta, Completion, Provider, ProviderError, Request, Role, WireAnswer, WireRequest,
+};
 use super::util::{self, Secret};
+use crate::openai_wire::upstream_messages;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -105,6 +109,10 @@ impl AnthropicProvider {
 
     /// The JSON body sent for `request`.
     pub fn body(&self, request: &Request) -> Value {
+        Value::Object(self.body_fields(request))
+    }
+
+    fn body_fields(&self, request: &Request) -> Map<String, Value> {
         let c = &self.config;
         let system = util::system_texts(&request.messages);
         let messages: Vec<&super::types::Message> = request
@@ -125,19 +133,28 @@ impl AnthropicProvider {
         for (k, v) in &c.extra {
             obj.insert(k.clone(), v.clone());
         }
-        Value::Object(obj)
+        obj
     }
 }
 
-#[async_trait::async_trait]
-impl Provider for AnthropicProvider {
-    async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
+impl AnthropicProvider {
+    /// The JSON body sent for `request` from a Chat Completions client:
+    /// [`AnthropicProvider::body`] with the client's messages and fields
+    /// mapped in (`anthropic_wire`); the request's fields win.
+    pub fn wire_body(&self, request: &Request, wire: &WireRequest) -> Result<Value, String> {
+        let mut body = self.body_fields(request);
+        let messages = upstream_messages(&wire.messages, &request.messages);
+        anthropic_wire::apply(&mut body, &messages, &wire.params)?;
+        Ok(Value::Object(body))
+    }
+
+    async fn post(&self, body: &Value) -> Result<String, ProviderError> {
         let builder = self
             .client
             .post(&self.url)
             .header("x-api-key", self.key.expose())
             .header("anthropic-version", &self.config.anthropic_version)
-            .json(&self.body(request));
+            .json(body);
         let (status, headers, body) = util::send(builder, self.timeout).await?;
         if !(200..300).contains(&status) {
             return Err(util::status_error(
@@ -146,7 +163,29 @@ impl Provider for AnthropicProvider {
                 &self.key.redact(&body),
             ));
         }
-        parse_message(&body)
+        Ok(body)
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for AnthropicProvider {
+    async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
+        parse_message(&self.post(&self.body(request)).await?)
+    }
+
+    fn forwards(&self, field: &str) -> bool {
+        anthropic_wire::FORWARDED.contains(&field)
+    }
+
+    async fn complete_wire(
+        &self,
+        request: &Request,
+        wire: &WireRequest,
+    ) -> Result<WireAnswer, ProviderError> {
+        let body = self
+            .wire_body(request, wire)
+            .map_err(|body| ProviderError::Rejected { status: 400, body })?;
+        parse_answer(&self.post(&body).await?)
     }
 
     fn fingerprint(&self) -> String {
@@ -168,6 +207,21 @@ impl Provider for AnthropicProvider {
 /// Parses a messages-API response: the concatenated `text` of the `text`
 /// content blocks, and `usage.input_tokens` / `usage.output_tokens`.
 pub fn parse_message(body: &str) -> Result<Completion, ProviderError> {
+    let answer = parse_answer(body)?;
+    if answer.meta.as_ref().is_some_and(|m| m.content.is_none()) {
+        return Err(ProviderError::BadResponse(format!(
+            "no text content block in response: {}",
+            util::body_excerpt(body)
+        )));
+    }
+    Ok(answer.completion)
+}
+
+/// Parses a messages-API response whole: the text blocks joined as the
+/// content, `tool_use` blocks as tool calls, the stop reason and model
+/// (`anthropic_wire`); the checked text as
+/// [`AnswerMeta::checked_text`]. A response with neither is malformed.
+pub fn parse_answer(body: &str) -> Result<WireAnswer, ProviderError> {
     let v: Value = serde_json::from_str(body).map_err(|e| {
         ProviderError::BadResponse(format!(
             "response is not JSON ({e}): {}",
@@ -180,25 +234,35 @@ pub fn parse_message(body: &str) -> Result<Completion, ProviderError> {
             util::body_excerpt(body)
         ))
     })?;
-    let mut text = String::new();
-    let mut any = false;
-    for b in blocks {
-        if b.get("type").and_then(Value::as_str) == Some("text") {
-            if let Some(t) = b.get("text").and_then(Value::as_str) {
-                text.push_str(t);
-                any = true;
-            }
-        }
-    }
-    if !any {
+    let texts: Vec<&str> = blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    let content = (!texts.is_empty()).then(|| texts.concat());
+    let tool_calls = anthropic_wire::tool_calls(&v);
+    if content.is_none() && tool_calls.is_none() {
         return Err(ProviderError::BadResponse(format!(
-            "no text content block in response: {}",
+            "no text or tool_use content block in response: {}",
             util::body_excerpt(body)
         )));
     }
-    Ok(Completion {
-        text,
-        input_tokens: util::tokens(&v, "/usage/input_tokens"),
-        output_tokens: util::tokens(&v, "/usage/output_tokens"),
+    Ok(WireAnswer {
+        completion: Completion {
+            text: AnswerMeta::checked_text(content.as_deref(), tool_calls.as_ref()),
+            input_tokens: util::tokens(&v, "/usage/input_tokens"),
+            output_tokens: util::tokens(&v, "/usage/output_tokens"),
+        },
+        meta: Some(AnswerMeta {
+            content,
+            tool_calls,
+            finish_reason: v
+                .get("stop_reason")
+                .and_then(Value::as_str)
+                .map(anthropic_wire::finish_reason),
+            model: v.get("model").and_then(Value::as_str).map(String::from),
+            logprobs: None,
+            system_fingerprint: None,
+        }),
     })
 }

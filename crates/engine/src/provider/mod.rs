@@ -5,6 +5,7 @@
 //! Errors become Error cells of the tensor — never failures in disguise.
 
 pub(crate) mod anthropic;
+pub(crate) mod anthropic_wire;
 pub(crate) mod command;
 pub(crate) mod config;
 pub(crate) mod error;
@@ -21,4 +22,7 @@ pub use error::ConfigError;
 pub use func::FnProvider;
 pub use http::{HttpConfig, HttpProvider};
 pub use openai::{parse_chat_completion, OpenAiConfig, OpenAiProvider};
-pub use types::{Completion, Message, Provider, ProviderError, Request, Role};
+pub use types::{
+    AnswerMeta, Completion, Message, Provider, ProviderError, Request, Role, WireAnswer,
+    WireRequest,
+};

@@ -105,6 +105,7 @@ fn tally(attempts: &[Attempt], stop: Stop) -> String {
         match stop {
             Stop::Exhausted => "attempts exhausted",
             Stop::Deadline => "deadline",
+            Stop::Refused => "the upstream refused the request",
         }
     )
 }
