@@ -128,8 +128,9 @@ def completion(content="Hello from upstream.", *, model=None, finish_reason="sto
     }
 
 
-def sse_chunks(body):
-    """A completion as the chunks an OpenAI server streams for it."""
+def sse_chunks(body, include_usage=False):
+    """A completion as the chunks an OpenAI server streams for it (the
+    usage chunk, with no choices, only when asked for)."""
     choice = body["choices"][0]
     msg = choice["message"]
     base = {"id": body["id"], "object": "chat.completion.chunk", "created": body["created"],
@@ -145,7 +146,8 @@ def sse_chunks(body):
         out.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": calls},
                                           "finish_reason": None}]})
     out.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
-    out.append({**base, "choices": [], "usage": body.get("usage")})
+    if include_usage:
+        out.append({**base, "choices": [], "usage": body.get("usage")})
     return out
 
 
@@ -155,7 +157,7 @@ class FakeUpstream:
     `replies` decides each answer: a callable `(n, body) -> (status, json)`
     where `n` counts chat requests from 0, or a list of `(status, json)`
     whose last entry repeats. Every chat request body is kept in
-    `requests` (parsed), its headers in `headers`. A request with
+    `requests` (parsed), its headers in `headers` (names in lower case). A request with
     `"stream": true` is answered as server-sent events of the same answer.
     """
 
@@ -201,13 +203,15 @@ class FakeUpstream:
                 with upstream.lock:
                     n = len(upstream.requests)
                     upstream.requests.append(body)
-                    upstream.headers.append(dict(self.headers))
+                    upstream.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status, answer = upstream.reply(n, body)
                 if status == 200 and answer.get("model", "") is None:
                     answer = {**answer, "model": body.get("model")}
                 if status == 200 and body.get("stream") is True:
+                    usage = bool((body.get("stream_options") or {}).get("include_usage"))
                     events = b"".join(
-                        b"data: " + json.dumps(c).encode() + b"\n\n" for c in sse_chunks(answer)
+                        b"data: " + json.dumps(c).encode() + b"\n\n"
+                        for c in sse_chunks(answer, usage)
                     ) + b"data: [DONE]\n\n"
                     self._send(200, events, "text/event-stream")
                 else:

@@ -2,9 +2,12 @@
 status, probity's headers, the upstream's model, usage and finish reason,
 tool calls, and `models.list()`."""
 
+import asyncio
 import json
 
-from probity_servers import NO_CANARY, completion, guard_toml
+import openai
+
+from probity_servers import CLIENT_TIMEOUT, NO_CANARY, completion, guard_toml
 
 
 def test_plain_completion_through_the_simulator(sim_serve, start_guard):
@@ -73,3 +76,25 @@ def test_models_list_through_the_simulator(sim_serve, start_guard):
                                    checks=NO_CANARY))
     ids = [m.id for m in guard.client().models.list()]
     assert "sim-upstream-model" in ids, ids
+
+
+def test_concurrent_async_requests_each_get_their_own_answer(guarded):
+    def echo(n, body):
+        return 200, completion("answer to " + body["messages"][-1]["content"])
+
+    guard, up = guarded(echo)
+
+    async def main():
+        client = openai.AsyncOpenAI(base_url=guard.base_url, api_key="unused", max_retries=0,
+                                    timeout=CLIENT_TIMEOUT)
+        async with client:
+            questions = [f"question {i}" for i in range(8)]
+            answers = await asyncio.gather(*(
+                client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": q}])
+                for q in questions))
+            return questions, [a.choices[0].message.content for a in answers]
+
+    questions, answers = asyncio.run(asyncio.wait_for(main(), CLIENT_TIMEOUT))
+    assert answers == [f"answer to {q}" for q in questions]
+    assert len(up.requests) == 8

@@ -28,9 +28,14 @@ def test_wrong_bearer_token_is_an_authentication_error(fake_upstream, start_guar
     assert e.value.status_code == 401
     assert GUARD_TOKEN not in str(e.value.body) and GUARD_TOKEN not in e.value.message
     assert up.requests == [], "an unauthorized request must not reach the upstream"
-    # The right token gets through.
+    # The right token gets through; upstream, the guard presents the
+    # upstream's key, never the client's token.
     r = guard.client(api_key=GUARD_TOKEN).chat.completions.create(model="m", messages=USER)
     assert r.choices[0].message.content == "Hello from upstream."
+    assert len(up.headers) == 1
+    assert up.headers[0].get("authorization") == f"Bearer {UPSTREAM_KEY}"
+    assert not any(GUARD_TOKEN in v for v in up.headers[0].values()), \
+        f"the client's token was forwarded upstream: {up.headers[0]}"
 
 
 def test_nothing_passed_is_unprocessable(guarded):
@@ -42,6 +47,27 @@ def test_nothing_passed_is_unprocessable(guarded):
     assert e.value.response.headers.get("x-probity-attempts") == "3"
     assert e.value.response.headers.get("x-probity-outcome") == "nothing-passed"
     assert len(up.requests) == 3
+
+
+def test_nothing_passed_while_streaming_is_an_error_before_any_chunk(guarded):
+    """A stream whose every attempt fails is refused as a whole: no chunk
+    of a rejected draft, and no draft in the error either."""
+    guard, up = guarded([(200, completion("CANARY every time"))], attempts=2)
+    with pytest.raises(openai.UnprocessableEntityError) as e:
+        for _ in guard.client().chat.completions.create(model="m", messages=USER, stream=True):
+            pass
+    assert "CANARY" not in e.value.response.text, e.value.response.text
+    assert len(up.requests) == 2
+
+
+def test_on_nothing_passed_last_answers_flagged(guarded):
+    guard, up = guarded([(200, completion("CANARY every time"))], attempts=2,
+                        extra='on_nothing_passed = "last"')
+    raw = guard.client().chat.completions.with_raw_response.create(model="m", messages=USER)
+    assert raw.status_code == 200
+    assert raw.headers.get("x-probity-outcome") == "nothing-passed"
+    assert raw.headers.get("x-probity-attempts") == "2"
+    assert raw.parse().choices[0].message.content == "CANARY every time"
 
 
 def test_n_above_one_is_refused_naming_n(guarded):
