@@ -62,6 +62,9 @@ class Process:
             )
         self.base_url = line.strip()[len("listening on ") :]  # http://ADDR/v1
         self.root = self.base_url.removesuffix("/v1")  # http://ADDR
+        # Keep reading stdout so a chatty server never blocks on a full pipe.
+        self.drain = threading.Thread(target=self.proc.stdout.read, daemon=True)
+        self.drain.start()
 
     def _first_line(self):
         sel = selectors.DefaultSelector()
@@ -102,8 +105,8 @@ class Process:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=STOP_TIMEOUT)
-        if self.proc.stdout:
-            self.proc.stdout.close()
+        if hasattr(self, "drain"):
+            self.drain.join(timeout=STOP_TIMEOUT)
         return self.proc.returncode
 
 

@@ -3,6 +3,7 @@ only. A draft the validator rejects (the canary) never reaches the client,
 in any chunk or byte."""
 
 import json
+import urllib.error
 import urllib.request
 
 from probity_servers import CLIENT_TIMEOUT, completion
@@ -80,9 +81,12 @@ def test_canary_is_absent_from_every_raw_byte(guarded):
         headers={"content-type": "application/json", "authorization": "Bearer unused"},
         method="POST",
     )
-    with urllib.request.urlopen(req, timeout=CLIENT_TIMEOUT) as resp:
-        status, headers = resp.status, resp.headers
-        raw = resp.read()
+    try:
+        with urllib.request.urlopen(req, timeout=CLIENT_TIMEOUT) as resp:
+            status, headers = resp.status, resp.headers
+            raw = resp.read()
+    except urllib.error.HTTPError as e:
+        raise AssertionError(f"HTTP {e.code}: {e.read()[:500]!r}") from None
     assert status == 200
     assert headers.get("content-type", "").startswith("text/event-stream"), headers.get("content-type")
     assert headers.get("x-probity-attempts") == "2", dict(headers)
