@@ -231,3 +231,79 @@ async fn serve_marks_its_run_complete_on_shutdown_and_killed_runs_interrupted() 
     assert_eq!(runs.len(), 3);
     assert_eq!(runs[0]["status"], "complete", "{:?}", runs[0]);
 }
+
+async fn ask(client: &reqwest::Client, addr: &str, text: &str) -> u16 {
+    client
+        .post(format!("http://{addr}/v1/chat/completions"))
+        .json(&serde_json::json!({"messages": [{"role": "user", "content": text}]}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+fn write_guard(dir: &Path) {
+    std::fs::write(
+        dir.join("guard.toml"),
+        "name = \"live\"\n[upstream]\nprovider = \"sim\"\n[[validator]]\nname = \"short\"\ncheck = '''len(output) < 100000'''\n",
+    )
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_on_one_store_each_record_their_own_traffic() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_guard(d);
+    let (a, b) = (serve(d), serve(d));
+    // The second replica's start left the first one's run alone.
+    let runs = json_runs(d);
+    assert_eq!(runs.len(), 2);
+    assert!(runs.iter().all(|r| r["status"] == "running"), "{runs:?}");
+    let client = reqwest::Client::new();
+    for i in 0..12 {
+        let server = if i % 3 == 0 { &a } else { &b };
+        assert_eq!(
+            ask(&client, &server.addr, &format!("Thank you {i}!")).await,
+            200
+        );
+    }
+    assert_eq!(stop(a, "TERM"), Some(0));
+    assert_eq!(stop(b, "TERM"), Some(0));
+    let runs = json_runs(d);
+    let mut inputs: Vec<i64> = runs.iter().map(|r| r["inputs"].as_i64().unwrap()).collect();
+    inputs.sort();
+    assert_eq!(inputs, [4, 8], "{runs:?}");
+    assert!(runs.iter().all(|r| r["status"] == "complete"), "{runs:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_server_keeps_what_it_answered_before_the_commit_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_guard(d);
+    let server = serve(d);
+    let client = reqwest::Client::new();
+    for i in 0..20 {
+        assert_eq!(
+            ask(&client, &server.addr, &format!("Thank you {i}!")).await,
+            200
+        );
+    }
+    // Past the commit window (probity_engine::serve::COMMIT_EVERY, 50 ms)
+    // every answered request is stored, even under kill -9.
+    tokio::time::sleep(probity_engine::serve::COMMIT_EVERY * 4).await;
+    drop(server);
+    let runs = json_runs(d);
+    assert_eq!(runs[0]["status"], "running", "{:?}", runs[0]);
+    assert_eq!(runs[0]["inputs"], 20, "{:?}", runs[0]);
+    let store = probity_engine::store::Store::open(&d.join("runs.db")).unwrap();
+    assert_eq!(
+        store
+            .samples(runs[0]["id"].as_i64().unwrap())
+            .unwrap()
+            .len(),
+        20
+    );
+}

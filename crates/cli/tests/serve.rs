@@ -175,7 +175,8 @@ async fn guard_publishes_passing_outputs_through_faults_and_records_attempts() {
         "{metrics}"
     );
     assert!(metrics.contains("probity_pass_rate"));
-    drop(guard);
+    // A graceful stop flushes every answered request.
+    assert_eq!(guard.stop("TERM"), Some(0));
 
     // Live traffic is a run: one input per request, every attempt kept.
     let store = probity_engine::store::Store::open(&dir.path().join("runs.db")).unwrap();

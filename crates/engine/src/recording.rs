@@ -20,9 +20,24 @@ impl Recording {
         Recording::reopen(store, run_id)
     }
 
+    /// Create a run of live traffic: its writer commits at least every
+    /// `window`, the most a server killed outright can lose.
+    pub fn create_live(
+        store: &mut Store,
+        header: &NewRun<'_>,
+        window: std::time::Duration,
+    ) -> Result<Self, StoreError> {
+        let run_id = store.create_run(header)?;
+        let writer = store.writer_committing_every(run_id, window)?;
+        Recording::with_writer(store, run_id, writer)
+    }
+
     /// Continue writing run `run_id` (a resumed run).
     pub fn reopen(store: &Store, run_id: i64) -> Result<Self, StoreError> {
-        let writer = store.writer(run_id)?;
+        Recording::with_writer(store, run_id, store.writer(run_id)?)
+    }
+
+    fn with_writer(store: &Store, run_id: i64, writer: Writer) -> Result<Self, StoreError> {
         let cache = store.judgements(Some(writer.judgement_sink()))?;
         Ok(Recording {
             run_id,

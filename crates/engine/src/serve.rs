@@ -11,8 +11,10 @@
 //! Every request is recorded in the run store as one input of a run named
 //! after the configuration (M = 1: the sample is the first attempt, and
 //! every attempt is kept), so live traffic feeds the same tensor, reports
-//! and history as test runs. A request is answered only once it is
-//! committed, so a server killed after answering keeps it.
+//! and history as test runs. A request is answered without waiting for
+//! its record to be committed: the store's writer commits at least every
+//! [`COMMIT_EVERY`], so a server killed outright loses at most the records
+//! of the requests it answered in that window (a graceful stop loses none).
 //!
 //! Streaming (`"stream": true`) is refused with HTTP 400 and an explanation:
 //! a guard must see the whole output before it can publish it. The upstream
@@ -28,9 +30,12 @@
 //! The run: created `running` when the server starts, marked `complete`
 //! when it shuts down gracefully (the shutdown future completes: Ctrl-C or
 //! SIGTERM in `probity serve`), after every recorded request is flushed.
-//! A server killed outright leaves its run `running`; the next server with
-//! the same name marks such runs `interrupted` when it starts (they keep
-//! every request and attempt they recorded). Judge calls go through the
+//! The run's lease is refreshed by the store's writer while the server
+//! lives, so replicas with the same configuration and store each record
+//! their own run side by side. A server killed outright leaves its run
+//! `running` with a lease that goes stale; the next server with the same
+//! name marks such runs `interrupted` when it starts (they keep every
+//! request and attempt they recorded), never a live replica's. Judge calls go through the
 //! judge cache of the store, as in `probity run`.
 //!
 //! ```toml
@@ -80,7 +85,7 @@ use sha2::{Digest, Sha256};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 
@@ -243,6 +248,12 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     })
 }
 
+/// How long the store's write transaction for live traffic stays open:
+/// a request is answered without waiting for its commit, so a server
+/// killed outright (`kill -9`) loses at most the records of the requests
+/// answered in the last this-long (a graceful stop loses nothing).
+pub const COMMIT_EVERY: Duration = Duration::from_millis(50);
+
 #[derive(Debug, Default)]
 struct Metrics {
     requests: AtomicU64,
@@ -260,7 +271,6 @@ struct ServeState {
     policy: NothingPassed,
     token: Option<String>,
     writer: Writer,
-    store: Mutex<Store>,
     run_id: i64,
     next_input: AtomicU64,
     metrics: Metrics,
@@ -301,7 +311,7 @@ pub fn open(loaded: Loaded, store_path: &Path) -> Result<Server, String> {
         )),
         ..StoredSettings::default()
     };
-    let recording = Recording::create(
+    let recording = Recording::create_live(
         &mut store,
         &NewRun {
             name: &loaded.name,
@@ -316,13 +326,15 @@ pub fn open(loaded: Loaded, store_path: &Path) -> Result<Server, String> {
             reused_from: None,
             outputs_from: None,
         },
+        COMMIT_EVERY,
     )
     .map_err(store_err)?;
     let run_id = recording.run_id;
-    // Runs of this name still marked running were left by a server that was
-    // killed: they are not running any more.
+    // Runs of this name still marked running whose server is gone (killed:
+    // its lease went stale or its process is gone) are not running any
+    // more; a replica's live run is left alone.
     let stale_interrupted = store
-        .interrupt_running(&loaded.name, Some(run_id))
+        .interrupt_abandoned(&loaded.name, Some(run_id))
         .map_err(store_err)?;
     let calls = CallSettings {
         timeout: Duration::from_secs_f64(c.timeout_s),
@@ -338,7 +350,6 @@ pub fn open(loaded: Loaded, store_path: &Path) -> Result<Server, String> {
         policy: c.on_nothing_passed,
         token: loaded.token,
         writer: recording.writer,
-        store: Mutex::new(store),
         run_id,
         next_input: AtomicU64::new(0),
         metrics: Metrics::default(),
@@ -389,9 +400,6 @@ impl Server {
         // Flush every recorded request before the run is closed.
         state.writer.close().map_err(store_err)?;
         let store = Store::open(&self.store_path).map_err(store_err)?;
-        store
-            .set_run_inputs(run_id, n as usize)
-            .map_err(store_err)?;
         store
             .finish_run(
                 run_id,
@@ -502,10 +510,8 @@ async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: Bytes
     st.metrics.requests.fetch_add(1, Ordering::Relaxed);
     let input = Input::text(format!("request-{}", idx + 1), last_user);
     let outcome = st.guard.run(&messages, &input, idx as u32).await;
+    // Queued, not awaited: the writer commits within COMMIT_EVERY.
     record(&st, idx, input, &outcome);
-    // Answer only once the request is committed: a server killed after
-    // answering keeps every request it answered.
-    let _ = st.writer.flushed().await;
     let attempts = outcome.attempts();
     let m = &st.metrics;
     m.attempts
@@ -601,10 +607,6 @@ fn record(st: &ServeState, idx: usize, input: Input, outcome: &GuardOutcome) {
             .send_attempt(a.row(idx, 0, published && last, false));
     }
     let _ = st.writer.send(first.sample_row(idx, 0, String::new()));
-    if let Ok(store) = st.store.lock() {
-        let n = st.next_input.load(Ordering::Relaxed) as usize;
-        let _ = store.set_run_inputs(st.run_id, n);
-    }
 }
 
 async fn health() -> Response {

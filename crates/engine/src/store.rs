@@ -1052,17 +1052,6 @@ impl Store {
         Ok(())
     }
 
-    /// Set a run's number of inputs (live traffic grows it as it comes).
-    pub fn set_run_inputs(&self, run: i64, inputs: usize) -> Result<(), StoreError> {
-        self.conn
-            .execute(
-                "UPDATE runs SET inputs = ?2 WHERE id = ?1",
-                params![run, inputs as i64],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(())
-    }
-
     /// The successful outputs of run `from` stored under any of `keys`
     /// (the first for a key), read in one pass over that run's samples.
     pub fn cached_outputs(
@@ -1151,6 +1140,17 @@ impl Store {
     /// Start the batched writer for `run` on its own thread and connection.
     /// A revalidated run's samples are written as verdicts only (`rechecks`).
     pub fn writer(&self, run: i64) -> Result<Writer, StoreError> {
+        self.writer_committing_every(run, COMMIT_EVERY)
+    }
+
+    /// [`Store::writer`] whose transactions stay open at most `window`:
+    /// what a process killed outright can lose (`probity serve` keeps it
+    /// short; a batch run favours fewer, larger transactions).
+    pub fn writer_committing_every(
+        &self,
+        run: i64,
+        window: std::time::Duration,
+    ) -> Result<Writer, StoreError> {
         let recheck = self.run(run)?.outputs_from.is_some();
         let conn = open_connection(&self.path)?;
         let (tx, rx) = mpsc::sync_channel::<WriteOp>(QUEUE);
@@ -1158,7 +1158,7 @@ impl Store {
         let handle = std::thread::Builder::new()
             .name("probity-store-writer".into())
             .spawn(move || {
-                write_loop(conn, run, recheck, rx)
+                write_loop(conn, run, recheck, window, rx)
                     .map_err(|source| StoreError::Sqlite { path, source })
             })
             .map_err(|e| StoreError::Writer {
@@ -1278,18 +1278,34 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
 }
 
 /// The writer thread: every queued operation, in transactions of up to
-/// [`BATCH`] rows that stay open for at most [`COMMIT_EVERY`] (a flush
-/// commits at once). A revalidated run's (`recheck`) samples go to
-/// `rechecks`, verdicts only.
+/// [`BATCH`] rows that stay open for at most `window` (a flush commits at
+/// once). A revalidated run's (`recheck`) samples go to `rechecks`,
+/// verdicts only. Inputs added as they come (live traffic) raise the
+/// run's input count in the same transaction. The run's lease is
+/// refreshed from here every [`LEASE_REFRESH_S`], busy or idle, so a
+/// process whose only writes are this thread's (`probity serve`) keeps
+/// its lease without touching the store from anywhere else.
 fn write_loop(
     mut conn: Connection,
     run: i64,
     recheck: bool,
+    window: std::time::Duration,
     rx: mpsc::Receiver<WriteOp>,
 ) -> rusqlite::Result<u64> {
+    let refresh_every = std::time::Duration::from_secs_f64(LEASE_REFRESH_S);
+    let mut refreshed = std::time::Instant::now();
     let mut written = 0;
-    while let Ok(first) = rx.recv() {
-        let deadline = std::time::Instant::now() + COMMIT_EVERY;
+    loop {
+        if refreshed.elapsed() >= refresh_every {
+            refresh_lease_on(&conn, run)?;
+            refreshed = std::time::Instant::now();
+        }
+        let first = match rx.recv_timeout(refresh_every.saturating_sub(refreshed.elapsed())) {
+            Ok(op) => op,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        let deadline = std::time::Instant::now() + window;
         let mut acks = Vec::new();
         let tx = conn.transaction()?;
         {
@@ -1316,6 +1332,7 @@ fn write_loop(
             let mut op = Some(first);
             let mut n = 0;
             let mut totals = None;
+            let mut inputs_seen: Option<usize> = None;
             while let Some(next) = op.take() {
                 match next {
                     WriteOp::Totals(t) => totals = Some(t),
@@ -1359,6 +1376,7 @@ fn write_loop(
                         n += 1;
                     }
                     WriteOp::Input(idx, input) => {
+                        inputs_seen = inputs_seen.max(Some(idx + 1));
                         input_stmt.execute(params![
                             run,
                             idx as i64,
@@ -1404,6 +1422,12 @@ fn write_loop(
                 }
             }
             written += n as u64;
+            if let Some(seen) = inputs_seen {
+                tx.execute(
+                    "UPDATE runs SET inputs = MAX(inputs, ?2) WHERE id = ?1",
+                    params![run, seen as i64],
+                )?;
+            }
             if let Some(t) = totals {
                 tx.execute(
                     "UPDATE runs SET model_calls = ?2, judge_calls = ?3, tokens = ?4,
@@ -1424,6 +1448,16 @@ fn write_loop(
         }
     }
     Ok(written)
+}
+
+/// Refresh this process's lease on `run` on `conn` (the writer's own
+/// connection).
+fn refresh_lease_on(conn: &Connection, run: i64) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE leases SET refreshed_at = ?2 WHERE run_id = ?1 AND pid = ?3 AND host = ?4",
+        params![run, now_s(), i64::from(std::process::id()), host_name()],
+    )
+    .map(|_| ())
 }
 
 /// The sending side of the batched writer. Dropping it (or calling
@@ -1600,15 +1634,45 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Mark runs named `name` still marked running (a process killed while
-    /// writing them) as interrupted, except `keep`; returns how many.
-    pub fn interrupt_running(&self, name: &str, keep: Option<i64>) -> Result<usize, StoreError> {
-        self.conn
-            .execute(
-                "UPDATE runs SET status = 'interrupted' WHERE name = ?1 AND status = 'running' AND (?2 IS NULL OR id != ?2)",
-                params![name, keep],
-            )
-            .map_err(|e| self.err(e))
+    /// Mark runs named `name` still marked running whose writer is gone as
+    /// interrupted, except `keep`; returns how many. A writer is gone when
+    /// its run has no lease, when the lease was not refreshed for
+    /// [`LEASE_STALE_S`], or when its process no longer exists on this
+    /// host. Runs whose lease is alive — another `probity serve` replica
+    /// recording the same configuration — are left running.
+    pub fn interrupt_abandoned(&self, name: &str, keep: Option<i64>) -> Result<usize, StoreError> {
+        let (now, host) = (now_s(), host_name());
+        // (run, lease holder's pid, host, last refresh) — no lease: None.
+        type Held = (i64, Option<i64>, Option<String>, Option<f64>);
+        let running: Vec<Held> = self.query_all(
+            "SELECT runs.id, leases.pid, leases.host, leases.refreshed_at FROM runs
+             LEFT JOIN leases ON leases.run_id = runs.id
+             WHERE runs.name = ?1 AND runs.status = 'running' AND (?2 IS NULL OR runs.id != ?2)",
+            params![name, keep],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+        let mut n = 0;
+        for (run, pid, holder, seen) in running {
+            let gone = match (pid, holder, seen) {
+                (Some(pid), Some(holder), Some(seen)) => {
+                    now - seen > LEASE_STALE_S || (holder == host && process_gone(pid))
+                }
+                _ => true,
+            };
+            if gone {
+                n += self
+                    .conn
+                    .execute(
+                        "UPDATE runs SET status = 'interrupted' WHERE id = ?1 AND status = 'running'",
+                        params![run],
+                    )
+                    .map_err(|e| self.err(e))?;
+                self.conn
+                    .execute("DELETE FROM leases WHERE run_id = ?1", params![run])
+                    .map_err(|e| self.err(e))?;
+            }
+        }
+        Ok(n)
     }
 }
 

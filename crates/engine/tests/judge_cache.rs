@@ -283,9 +283,14 @@ fn stale_running_runs_of_a_name_are_marked_interrupted() {
     store
         .finish_run(b, RunStatus::Complete, Default::default(), 0, 0.0, None)
         .unwrap();
-    assert_eq!(store.interrupt_running("live", Some(current)).unwrap(), 1);
+    // `a` was left by a writer that is gone (no lease); `live_peer` is
+    // another replica's, its lease alive: left running.
+    let live_peer = new(&mut store, "live");
+    store.release_lease(a).unwrap();
+    assert_eq!(store.interrupt_abandoned("live", Some(current)).unwrap(), 1);
     let status = |id| store.run(id).unwrap().status;
     assert_eq!(status(a), RunStatus::Interrupted);
+    assert_eq!(status(live_peer), RunStatus::Running);
     assert_eq!(status(b), RunStatus::Complete);
     assert_eq!(status(other), RunStatus::Running);
     assert_eq!(status(current), RunStatus::Running);

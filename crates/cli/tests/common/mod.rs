@@ -43,6 +43,18 @@ impl Drop for Server {
     }
 }
 
+impl Server {
+    /// Send `signal` (`TERM`, `INT`) with `kill` and wait for the exit code.
+    pub fn stop(mut self, signal: &str) -> Option<i32> {
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &self.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.0.wait().unwrap().code()
+    }
+}
+
 /// The `probity` binary as a command, without colour.
 pub fn probity_cmd() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_probity"));
