@@ -79,7 +79,10 @@ fn requests_are_read_strictly_and_the_scheme_case_insensitively() {
     for (body, needle) in [
         (format!("{{{HI},\"stream\":\"true\"}}"), "stream"),
         (format!("{{{HI},\"stream\":1}}"), "stream"),
-        (format!("{{{HI},\"stream\":true}}"), "streaming"),
+        (
+            format!("{{{HI},\"stream_options\":{{\"include_usage\":true}}}}"),
+            "stream_options",
+        ),
         (format!("{{{HI},\"n\":5}}"), "n = 5"),
         (format!("{{{HI},\"n\":0}}"), "`n`"),
         (format!("{{{HI},\"n\":\"2\"}}"), "`n`"),

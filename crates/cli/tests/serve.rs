@@ -104,9 +104,11 @@ async fn guard_publishes_passing_outputs_through_faults_and_records_attempts() {
         .unwrap();
     assert_eq!(r.status(), 401);
 
-    // Streaming is refused with an explanation.
-    let mut b = body("hi");
+    // Streaming: the checked output as chunks, then [DONE].
+    let mut b = body("How do I prune roses?");
     b["stream"] = json!(true);
+    // Forwarded: the simulator answers this seed with a passing output.
+    b["seed"] = json!(2);
     let r = client
         .post(format!("{base}/v1/chat/completions"))
         .bearer_auth("s3cret-token")
@@ -114,8 +116,27 @@ async fn guard_publishes_passing_outputs_through_faults_and_records_attempts() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 400);
-    assert!(r.text().await.unwrap().contains("streaming"));
+    let status = r.status();
+    let headers = r.headers().clone();
+    let events = r.text().await.unwrap();
+    assert_eq!(status, 200, "{events}");
+    assert_eq!(headers["content-type"], "text/event-stream");
+    assert!(events.ends_with("data: [DONE]\n\n"), "{events}");
+    let text: String = events
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str::<Value>(d).unwrap())
+        .filter_map(|c| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(String::from)
+        })
+        .collect();
+    assert!(
+        !text.is_empty() && text.matches('\'').count() <= 3,
+        "{events}"
+    );
 
     let n = 30;
     let mut published = 0;
@@ -171,7 +192,8 @@ async fn guard_publishes_passing_outputs_through_faults_and_records_attempts() {
         .await
         .unwrap();
     assert!(
-        metrics.contains(&format!("probity_requests_total {n}")),
+        // The n requests and the streamed one.
+        metrics.contains(&format!("probity_requests_total {}", n + 1)),
         "{metrics}"
     );
     assert!(metrics.contains("probity_pass_rate"));
@@ -182,10 +204,13 @@ async fn guard_publishes_passing_outputs_through_faults_and_records_attempts() {
     let store = probity_engine::store::Store::open(&dir.path().join("runs.db")).unwrap();
     let run = store.latest_named("live").unwrap().unwrap();
     let samples = store.samples(run).unwrap();
-    assert_eq!(samples.len(), n);
+    assert_eq!(samples.len(), n + 1);
     let attempts = store.attempts(run).unwrap();
     assert!(attempts.len() >= n);
-    assert_eq!(attempts.iter().filter(|a| a.published).count(), published);
+    assert_eq!(
+        attempts.iter().filter(|a| a.published).count(),
+        published + 1
+    );
     // No secret reaches the store.
     let raw = std::fs::read(dir.path().join("runs.db")).unwrap();
     let has = |needle: &str| raw.windows(needle.len()).any(|w| w == needle.as_bytes());

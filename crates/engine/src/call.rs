@@ -4,7 +4,9 @@
 //! its counters are the run's.
 
 use crate::limits::{Backoff, RateLimiter};
-use crate::provider::types::{Provider, ProviderError, Request};
+use crate::provider::types::{
+    AnswerMeta, Provider, ProviderError, Request, WireAnswer, WireRequest,
+};
 use crate::store::{CachedOutput, RunTotals};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -87,6 +89,9 @@ pub struct Answer {
     pub output_tokens: Option<u64>,
     /// Tries it took (0 when served from the store).
     pub attempts: u32,
+    /// What the upstream said besides, for a Chat Completions client
+    /// ([`Caller::call_wire`]); redacted like the text.
+    pub meta: Option<Arc<AnswerMeta>>,
 }
 
 impl From<CachedOutput> for Answer {
@@ -98,6 +103,7 @@ impl From<CachedOutput> for Answer {
             input_tokens: hit.input_tokens,
             output_tokens: hit.output_tokens,
             attempts: 0,
+            meta: None,
         }
     }
 }
@@ -110,6 +116,29 @@ impl From<&Answer> for CachedOutput {
             input_tokens: a.input_tokens,
             output_tokens: a.output_tokens,
         }
+    }
+}
+
+/// `meta` with every text the upstream chose redacted
+/// ([`crate::redact`]); JSON values are redacted as their serialized text.
+fn redact_meta(meta: AnswerMeta) -> AnswerMeta {
+    use crate::redact::redact_owned;
+    let json = |v: serde_json::Value| {
+        let text = v.to_string();
+        let clean = redact_owned(text.clone());
+        if clean == text {
+            v
+        } else {
+            serde_json::from_str(&clean).unwrap_or(serde_json::Value::Null)
+        }
+    };
+    AnswerMeta {
+        content: meta.content.map(redact_owned),
+        tool_calls: meta.tool_calls.map(json),
+        finish_reason: meta.finish_reason.map(redact_owned),
+        model: meta.model.map(redact_owned),
+        logprobs: meta.logprobs.map(json),
+        system_fingerprint: meta.system_fingerprint.map(redact_owned),
     }
 }
 
@@ -139,6 +168,36 @@ impl Caller {
         provider: &dyn Provider,
         request: &Request,
     ) -> Result<Answer, CallFailure> {
+        self.call_with(request, || async {
+            provider
+                .complete(request)
+                .await
+                .map(|completion| WireAnswer {
+                    completion,
+                    meta: None,
+                })
+        })
+        .await
+    }
+
+    /// [`Caller::call`] for a Chat Completions client: `wire`'s messages
+    /// and fields go with the request ([`Provider::complete_wire`]) and
+    /// the answer keeps the upstream's metadata.
+    pub async fn call_wire(
+        &self,
+        provider: &dyn Provider,
+        request: &Request,
+        wire: &WireRequest,
+    ) -> Result<Answer, CallFailure> {
+        self.call_with(request, || provider.complete_wire(request, wire))
+            .await
+    }
+
+    async fn call_with<F, Fut>(&self, request: &Request, mut once: F) -> Result<Answer, CallFailure>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<WireAnswer, ProviderError>>,
+    {
         let estimate = request
             .messages
             .iter()
@@ -150,14 +209,16 @@ impl Caller {
             self.limiter.acquire(estimate).await;
             self.calls.fetch_add(1, Ordering::Relaxed);
             let started = Instant::now();
-            let result = match tokio::time::timeout(self.timeout, provider.complete(request)).await
-            {
+            let result = match tokio::time::timeout(self.timeout, once()).await {
                 Ok(r) => r,
                 Err(_) => Err(ProviderError::Timeout(self.timeout)),
             };
             attempt += 1;
             match result {
-                Ok(c) => {
+                Ok(WireAnswer {
+                    completion: c,
+                    meta,
+                }) => {
                     let used = c.input_tokens.unwrap_or(0) + c.output_tokens.unwrap_or(0);
                     if used > 0 {
                         self.limiter.settle(estimate, used as f64).await;
@@ -170,6 +231,7 @@ impl Caller {
                         input_tokens: c.input_tokens,
                         output_tokens: c.output_tokens,
                         attempts: attempt,
+                        meta: meta.map(|m| Arc::new(redact_meta(m))),
                     });
                 }
                 Err(e) if e.is_retryable() && attempt < self.call_attempts => {

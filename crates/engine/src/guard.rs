@@ -30,7 +30,7 @@
 use crate::cache_key::attempt_key;
 use crate::call::{Answer, CallFailure, Caller};
 use crate::check::{Checks, Judging};
-use crate::provider::types::{Message, Provider, Request};
+use crate::provider::types::{AnswerMeta, Message, Provider, Request, WireRequest};
 use crate::retry_policy::{Feedback, RetryPolicy};
 use crate::store::{AttemptRow, CachedOutput, OutputCache, SampleRow};
 use crate::template::TemplateError;
@@ -67,6 +67,14 @@ pub struct Attempt {
     /// output cache) and the attempt has an output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_key: Option<String>,
+    /// What the upstream said besides the output (model, finish reason,
+    /// tool calls), for a Chat Completions client ([`Guard::run_wire`]).
+    #[serde(skip)]
+    pub meta: Option<Arc<AnswerMeta>>,
+    /// The upstream's HTTP status when its call failed with one (429,
+    /// 4xx, 5xx), so a client can be told the upstream refused it.
+    #[serde(skip)]
+    pub upstream_status: Option<u16>,
 }
 
 impl Attempt {
@@ -228,6 +236,11 @@ impl Guard {
         self
     }
 
+    /// The guarded system.
+    pub fn provider(&self) -> &dyn Provider {
+        self.provider.as_ref()
+    }
+
     pub fn checks(&self) -> &Checks {
         &self.checks
     }
@@ -260,6 +273,38 @@ impl Guard {
         repetition: u32,
         first: Option<Result<Answer, CallFailure>>,
     ) -> GuardOutcome {
+        self.guard(messages, input, repetition, first, None).await
+    }
+
+    /// Guard one request of a Chat Completions client (`probity serve`):
+    /// `messages` flattened for the checks, `wire` the client's messages as
+    /// sent and the fields to forward; every attempt keeps the upstream's
+    /// metadata ([`Attempt::meta`]).
+    pub async fn run_wire(
+        &self,
+        messages: &[Message],
+        input: &Input,
+        repetition: u32,
+        wire: &WireRequest,
+    ) -> GuardOutcome {
+        self.guard(
+            messages,
+            &PreparedInput::new(input),
+            repetition,
+            None,
+            Some(wire),
+        )
+        .await
+    }
+
+    async fn guard(
+        &self,
+        messages: &[Message],
+        input: &PreparedInput<'_>,
+        repetition: u32,
+        first: Option<Result<Answer, CallFailure>>,
+        wire: Option<&WireRequest>,
+    ) -> GuardOutcome {
         let started = tokio::time::Instant::now();
         let deadline = self
             .policy
@@ -282,7 +327,7 @@ impl Guard {
                 };
             }
             let known = first.take();
-            let work = self.attempt(&current, input, repetition, number, known);
+            let work = self.attempt(&current, input, repetition, number, known, wire);
             let limit = match (attempt_timeout, deadline) {
                 (Some(t), Some(d)) => Some((tokio::time::Instant::now() + t).min(d)),
                 (Some(t), None) => Some(tokio::time::Instant::now() + t),
@@ -355,6 +400,8 @@ impl Guard {
             passed: false,
             feedback: Vec::new(),
             cache_key: None,
+            meta: None,
+            upstream_status: None,
         }
     }
 
@@ -365,6 +412,7 @@ impl Guard {
         repetition: u32,
         number: u32,
         known: Option<Result<Answer, CallFailure>>,
+        wire: Option<&WireRequest>,
     ) -> Attempt {
         let key = (self.keyed || self.outputs.is_some())
             .then(|| attempt_key(&self.fingerprint, messages, repetition as usize, number - 1));
@@ -385,7 +433,14 @@ impl Guard {
                     attempt: number - 1,
                     input: input.input().clone(),
                 };
-                let answer = self.caller.call(self.provider.as_ref(), &request).await;
+                let answer = match wire {
+                    Some(wire) => {
+                        self.caller
+                            .call_wire(self.provider.as_ref(), &request, wire)
+                            .await
+                    }
+                    None => self.caller.call(self.provider.as_ref(), &request).await,
+                };
                 if let (Some(cache), Some(key), Ok(a)) = (&self.outputs, &key, &answer) {
                     cache.put(key, CachedOutput::from(a));
                 }
@@ -428,9 +483,12 @@ impl Guard {
                     passed,
                     feedback,
                     cache_key: key,
+                    meta: a.meta,
+                    upstream_status: None,
                 }
             }
             Err((e, tries)) => Attempt {
+                upstream_status: e.status(),
                 number,
                 output: None,
                 error: Some(e.to_string()),
@@ -444,6 +502,7 @@ impl Guard {
                 passed: false,
                 feedback: Vec::new(),
                 cache_key: None,
+                meta: None,
             },
         }
     }

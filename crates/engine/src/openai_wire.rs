@@ -84,23 +84,88 @@ impl WireMessage {
     /// The message, with `system` and `developer` as system messages and
     /// any role but `assistant` as the user's.
     pub fn into_message(self) -> Message {
-        let role = match self.role.as_str() {
-            "system" | "developer" => Role::System,
-            "assistant" => Role::Assistant,
-            _ => Role::User,
-        };
-        let content = match self.content {
-            Value::String(s) => s,
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join(""),
-            Value::Null => String::new(),
-            other => other.to_string(),
-        };
-        Message { role, content }
+        Message {
+            role: role_of(&self.role),
+            content: flat_content(&self.content),
+        }
     }
+}
+
+/// A message's role as the flattened [`Message`] keeps it: `system` and
+/// `developer` are system messages, `assistant` the assistant's, any other
+/// (`user`, `tool`, `function`) the user's.
+fn role_of(role: &str) -> Role {
+    match role {
+        "system" | "developer" => Role::System,
+        "assistant" => Role::Assistant,
+        _ => Role::User,
+    }
+}
+
+/// A message's content as text: a string as is, an array of parts their
+/// `text` joined (images and other parts have none), null empty.
+fn flat_content(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// A client's message (a JSON object with a string `role`) flattened to
+/// the [`Message`] that checks, the simulator and cache keys read.
+pub fn flatten(message: &Value) -> Message {
+    Message {
+        role: role_of(
+            message
+                .get("role")
+                .and_then(Value::as_str)
+                .unwrap_or("user"),
+        ),
+        content: flat_content(message.get("content").unwrap_or(&Value::Null)),
+    }
+}
+
+/// The messages to send upstream for a client's messages as sent (`raw`)
+/// and the flattened messages of this attempt (`current`, which the guard
+/// may have changed: feedback appended to a message, messages added).
+/// A raw message whose flattened text is unchanged is sent intact (its
+/// content parts, `tool_calls`, `tool_call_id`, `name`); one with text
+/// appended gets it as a string or, when its content is an array of parts,
+/// as one more text part; one otherwise changed gets the new text as its
+/// content; messages beyond the raw ones are sent as `{role, content}`.
+pub fn upstream_messages(raw: &[Value], current: &[Message]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(current.len().max(raw.len()));
+    for (i, now) in current.iter().enumerate() {
+        let Some(sent) = raw.get(i) else {
+            out.push(json!(now));
+            continue;
+        };
+        let was = flatten(sent);
+        if was.content == now.content {
+            out.push(sent.clone());
+            continue;
+        }
+        let mut message = sent.clone();
+        let added = now.content.strip_prefix(was.content.as_str());
+        match (message.get_mut("content"), added) {
+            (Some(Value::Array(parts)), Some(added)) => {
+                parts.push(json!({"type": "text", "text": added}));
+            }
+            _ => {
+                if let Some(obj) = message.as_object_mut() {
+                    obj.insert("content".into(), Value::String(now.content.clone()));
+                }
+            }
+        }
+        out.push(message);
+    }
+    out
 }
 
 /// A chat-completions response. Every field has a default when read, so a
@@ -115,6 +180,8 @@ pub struct ChatResponse {
     pub choices: Vec<Choice>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_fingerprint: Option<String>,
 }
 
 impl ChatResponse {
@@ -130,10 +197,13 @@ impl ChatResponse {
                 message: ResponseMessage {
                     role: "assistant".into(),
                     content: Some(content),
+                    tool_calls: None,
                 },
                 finish_reason: Some("stop".into()),
+                logprobs: None,
             }],
             usage: Some(usage),
+            system_fingerprint: None,
         }
     }
 
@@ -149,6 +219,8 @@ pub struct Choice {
     pub index: u32,
     pub message: ResponseMessage,
     pub finish_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -156,6 +228,8 @@ pub struct Choice {
 pub struct ResponseMessage {
     pub role: String,
     pub content: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Value>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

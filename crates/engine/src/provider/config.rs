@@ -74,6 +74,17 @@ impl ProviderConfig {
         self.into()
     }
 
+    /// The model it names (`model` of an `openai` or `anthropic` table;
+    /// `probity-sim` for the simulator); `None` for providers without one.
+    pub fn model_name(&self) -> Option<&str> {
+        match self {
+            ProviderConfig::Openai(c) => Some(&c.model),
+            ProviderConfig::Anthropic(c) => Some(&c.model),
+            ProviderConfig::Sim(_) => Some("probity-sim"),
+            ProviderConfig::Http(_) | ProviderConfig::Command(_) => None,
+        }
+    }
+
     /// Resolves the provider's relative paths against `dir`, the directory
     /// of the configuration file it was read from (made absolute here; an
     /// empty `dir` is the working directory). Call it once, when loading a

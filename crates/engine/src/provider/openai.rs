@@ -2,9 +2,11 @@
 //! LM Studio, the `probity sim serve` endpoint, …).
 
 use super::error::ConfigError;
-use super::types::{Completion, Provider, ProviderError, Request};
+use super::types::{
+    AnswerMeta, Completion, Provider, ProviderError, Request, WireAnswer, WireRequest,
+};
 use super::util::{self, Secret};
-use crate::openai_wire::ChatResponse;
+use crate::openai_wire::{upstream_messages, ChatResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -149,6 +151,40 @@ impl OpenAiProvider {
         Value::Object(obj)
     }
 
+    /// The JSON body sent for `request` from a Chat Completions client:
+    /// [`OpenAiProvider::body`] with the client's messages as sent (and
+    /// whatever the guard added, see [`upstream_messages`]) and its fields
+    /// set over the configured ones — the configuration gives defaults, the
+    /// request wins (pins are applied before, by `probity serve`).
+    pub fn wire_body(&self, request: &Request, wire: &WireRequest) -> Value {
+        let mut body = self.body(request);
+        if let Value::Object(obj) = &mut body {
+            obj.insert(
+                "messages".into(),
+                Value::Array(upstream_messages(&wire.messages, &request.messages)),
+            );
+            for (k, v) in &wire.params {
+                obj.insert(k.clone(), v.clone());
+            }
+        }
+        body
+    }
+
+    async fn post(&self, body: &Value) -> Result<String, ProviderError> {
+        let mut builder = self.client.post(&self.url).json(body);
+        if let Some(key) = &self.key {
+            builder = builder.bearer_auth(key.expose());
+        }
+        for (k, v) in &self.headers {
+            builder = builder.header(k.as_str(), v.expose());
+        }
+        let (status, headers, body) = util::send(builder, self.timeout).await?;
+        if !(200..300).contains(&status) {
+            return Err(util::status_error(status, &headers, &self.redact(body)));
+        }
+        Ok(body)
+    }
+
     fn redact(&self, text: String) -> String {
         let mut text = match &self.key {
             Some(k) => k.redact(&text),
@@ -164,18 +200,21 @@ impl OpenAiProvider {
 #[async_trait::async_trait]
 impl Provider for OpenAiProvider {
     async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
-        let mut builder = self.client.post(&self.url).json(&self.body(request));
-        if let Some(key) = &self.key {
-            builder = builder.bearer_auth(key.expose());
-        }
-        for (k, v) in &self.headers {
-            builder = builder.header(k.as_str(), v.expose());
-        }
-        let (status, headers, body) = util::send(builder, self.timeout).await?;
-        if !(200..300).contains(&status) {
-            return Err(util::status_error(status, &headers, &self.redact(body)));
-        }
-        parse_chat_completion(&body)
+        parse_chat_completion(&self.post(&self.body(request)).await?)
+    }
+
+    /// Every field is sent on: an OpenAI-compatible server is the judge of
+    /// what it accepts (its 400 reaches the client).
+    fn forwards(&self, _field: &str) -> bool {
+        true
+    }
+
+    async fn complete_wire(
+        &self,
+        request: &Request,
+        wire: &WireRequest,
+    ) -> Result<WireAnswer, ProviderError> {
+        parse_answer(&self.post(&self.wire_body(request, wire)).await?)
     }
 
     fn fingerprint(&self) -> String {
@@ -199,6 +238,15 @@ impl Provider for OpenAiProvider {
 /// Parses an OpenAI chat-completions response body: the text of
 /// `choices[0].message.content` and the usage token counts when present.
 pub fn parse_chat_completion(body: &str) -> Result<Completion, ProviderError> {
+    parse_answer(body).map(|a| a.completion)
+}
+
+/// Parses an OpenAI chat-completions response body whole: the checked text
+/// ([`AnswerMeta::checked_text`]: the content, and tool calls when there
+/// are any), usage, and what `probity serve` passes on (model,
+/// `finish_reason`, tool calls, logprobs). A body with neither content nor
+/// tool calls is malformed.
+pub fn parse_answer(body: &str) -> Result<WireAnswer, ProviderError> {
     let v: Value = serde_json::from_str(body).map_err(|e| {
         ProviderError::BadResponse(format!(
             "response is not JSON ({e}): {}",
@@ -207,16 +255,36 @@ pub fn parse_chat_completion(body: &str) -> Result<Completion, ProviderError> {
     })?;
     let missing = || {
         ProviderError::BadResponse(format!(
-            "no choices[0].message.content in response: {}",
+            "no choices[0].message.content or tool_calls in response: {}",
             util::body_excerpt(body)
         ))
     };
     let response = ChatResponse::deserialize(&v).map_err(|_| missing())?;
-    let text = response.text().ok_or_else(missing)?;
+    let choice = response.choices.first().ok_or_else(missing)?;
+    let message = &choice.message;
+    let has_calls = message
+        .tool_calls
+        .as_ref()
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    if message.content.is_none() && !has_calls {
+        return Err(missing());
+    }
     let usage = response.usage.unwrap_or_default();
-    Ok(Completion {
-        text: text.to_string(),
-        input_tokens: usage.prompt_tokens,
-        output_tokens: usage.completion_tokens,
+    let model = Some(response.model.clone()).filter(|m| !m.is_empty());
+    Ok(WireAnswer {
+        completion: Completion {
+            text: AnswerMeta::checked_text(message.content.as_deref(), message.tool_calls.as_ref()),
+            input_tokens: usage.prompt_tokens,
+            output_tokens: usage.completion_tokens,
+        },
+        meta: Some(AnswerMeta {
+            content: message.content.clone(),
+            tool_calls: message.tool_calls.clone().filter(|_| has_calls),
+            finish_reason: choice.finish_reason.clone(),
+            model,
+            logprobs: choice.logprobs.clone().filter(|l| !l.is_null()),
+            system_fingerprint: response.system_fingerprint.clone(),
+        }),
     })
 }

@@ -42,6 +42,64 @@ pub struct Completion {
     pub output_tokens: Option<u64>,
 }
 
+/// What a Chat Completions client of `probity serve` sent beyond the
+/// flattened [`Request::messages`]: its messages as sent (roles, content
+/// parts such as images, `tool_calls`, `tool_call_id`), one per flattened
+/// message, and every other request field to forward (`temperature`,
+/// `tools`, `response_format`, …), the configuration's pins already
+/// applied. A provider that speaks a chat protocol sends them (the
+/// `openai` provider verbatim, `anthropic` mapped); any other refuses a
+/// field it cannot honour ([`Provider::forwards`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WireRequest {
+    pub messages: Vec<serde_json::Value>,
+    pub params: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What an upstream answered beyond the checked text, for `probity serve`
+/// to pass on: every field is the upstream's own, redacted.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AnswerMeta {
+    /// The message content as sent (`None`: null, as beside tool calls).
+    pub content: Option<String>,
+    /// `message.tool_calls` in the OpenAI shape.
+    pub tool_calls: Option<serde_json::Value>,
+    /// `stop`, `length`, `tool_calls`, `content_filter`, …
+    pub finish_reason: Option<String>,
+    /// The model that answered.
+    pub model: Option<String>,
+    /// `choices[0].logprobs`.
+    pub logprobs: Option<serde_json::Value>,
+    pub system_fingerprint: Option<String>,
+}
+
+impl AnswerMeta {
+    /// The text validators and verifiers check for an answer with this
+    /// content and these tool calls: the content alone without tool calls;
+    /// with them, the content (if any) and a newline, then the tool calls
+    /// as a JSON array (`[{"id":…,"type":"function","function":{"name":…,
+    /// "arguments":"…"}}]`), so a check can read them (docs/validators.md).
+    pub fn checked_text(content: Option<&str>, tool_calls: Option<&serde_json::Value>) -> String {
+        let calls = tool_calls
+            .filter(|c| c.as_array().is_some_and(|a| !a.is_empty()))
+            .map(serde_json::Value::to_string);
+        match (content.filter(|c| !c.is_empty()), calls) {
+            (Some(text), Some(calls)) => format!("{text}\n{calls}"),
+            (None, Some(calls)) => calls,
+            (text, None) => text.unwrap_or_default().to_string(),
+        }
+    }
+}
+
+/// An answer to [`Provider::complete_wire`]: the completion checked, and
+/// what the upstream said besides (`None` from a provider that has no
+/// chat protocol).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WireAnswer {
+    pub completion: Completion,
+    pub meta: Option<AnswerMeta>,
+}
+
 /// Why a call produced no output.
 #[derive(Debug, Clone, Error, PartialEq, Serialize, Deserialize)]
 pub enum ProviderError {
@@ -79,6 +137,17 @@ impl ProviderError {
         )
     }
 
+    /// The HTTP status the upstream answered with, when it answered one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ProviderError::RateLimited { .. } => Some(429),
+            ProviderError::Server { status, .. } | ProviderError::Rejected { status, .. } => {
+                Some(*status)
+            }
+            _ => None,
+        }
+    }
+
     /// The server's requested wait, if it named one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -99,6 +168,38 @@ pub trait Provider: Send + Sync {
     /// the messages (kind, model, sampling parameters), used in the cache
     /// key. Never includes secrets.
     fn fingerprint(&self) -> String;
+
+    /// Whether this provider sends the Chat Completions request field
+    /// `field` of a [`WireRequest`] on to its system. The default: none —
+    /// a provider without a chat protocol honours no such field, and
+    /// `probity serve` refuses a request that sets one (HTTP 400 naming
+    /// it) rather than drop it silently.
+    fn forwards(&self, _field: &str) -> bool {
+        false
+    }
+
+    /// One call for a Chat Completions client (`probity serve`): `wire`
+    /// carries its messages as sent and the fields to forward. The default
+    /// serves providers without a chat protocol: it refuses any field
+    /// (they are checked by the caller against [`Provider::forwards`]
+    /// first) and answers [`Provider::complete`] with no metadata.
+    async fn complete_wire(
+        &self,
+        request: &Request,
+        wire: &WireRequest,
+    ) -> Result<WireAnswer, ProviderError> {
+        if let Some(field) = wire.params.keys().find(|f| !self.forwards(f)) {
+            return Err(ProviderError::Rejected {
+                status: 400,
+                body: format!("the upstream provider cannot take the request field `{field}`"),
+            });
+        }
+        let completion = self.complete(request).await?;
+        Ok(WireAnswer {
+            completion,
+            meta: None,
+        })
+    }
 }
 
 #[async_trait::async_trait]
@@ -109,5 +210,17 @@ impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
 
     fn fingerprint(&self) -> String {
         (**self).fingerprint()
+    }
+
+    fn forwards(&self, field: &str) -> bool {
+        (**self).forwards(field)
+    }
+
+    async fn complete_wire(
+        &self,
+        request: &Request,
+        wire: &WireRequest,
+    ) -> Result<WireAnswer, ProviderError> {
+        (**self).complete_wire(request, wire).await
     }
 }

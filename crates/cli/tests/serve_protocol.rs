@@ -1,0 +1,256 @@
+//! `probity serve` is faithful to the Chat Completions protocol: request
+//! fields forwarded (or refused naming them), messages intact, the
+//! upstream's model, finish reason and tool calls passed on, its 4xx
+//! passed back, and a streamed answer that never carries a byte of a
+//! failing attempt. The upstream is a fake written here that records what
+//! it receives.
+
+mod common;
+
+use common::{probity_cmd, start, Server};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+type Reply = dyn Fn(usize, &Value) -> (u16, Value) + Send + Sync;
+
+/// A fake OpenAI upstream on 127.0.0.1: records each request body and
+/// answers `reply(call number, body)`. One request per connection.
+fn fake_upstream(reply: Box<Reply>) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for (n, conn) in listener.incoming().enumerate().take(200) {
+            let Ok(mut conn) = conn else { continue };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let (status, answer) = reply(n, &body);
+            log.lock().unwrap().push(body);
+            let text = answer.to_string();
+            let _ = write!(
+                conn,
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    (addr, seen)
+}
+
+fn answer(content: Value, tool_calls: Option<Value>, finish: &str) -> Value {
+    let mut message = json!({"role": "assistant", "content": content});
+    if let Some(calls) = tool_calls {
+        message["tool_calls"] = calls;
+    }
+    json!({
+        "id": "up-1", "object": "chat.completion", "created": 1,
+        "model": "up-model-2026-01-01",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+    })
+}
+
+fn guard(dir: &Path, upstream: &str, check: &str) -> Server {
+    let config = dir.join("guard.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "name = \"proto\"\ncall_attempts = 1\nstream_keepalive_s = 0.2\n[upstream]\nprovider = \"openai\"\nbase_url = \"http://{upstream}/v1\"\nmodel = \"up-model\"\ntemperature = 0.1\n[retry]\nattempts = 3\n[[validator]]\nname = \"c\"\nmessage = \"no canary\"\ncheck = '''{check}'''\n"
+        ),
+    )
+    .unwrap();
+    let mut cmd = probity_cmd();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--store")
+        .arg(dir.join("runs.db"));
+    start(cmd)
+}
+
+async fn post(addr: &str, body: &Value) -> (u16, reqwest::header::HeaderMap, String) {
+    let r = reqwest::Client::new()
+        .post(format!("http://{addr}/v1/chat/completions"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let (status, headers) = (r.status().as_u16(), r.headers().clone());
+    (status, headers, r.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fields_and_messages_reach_the_upstream_and_its_answer_comes_back() {
+    let (up, seen) = fake_upstream(Box::new(|_, body| {
+        if body.get("tools").is_some() {
+            let calls = json!([{"id": "call_1", "type": "function",
+                "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}]);
+            (200, answer(Value::Null, Some(calls), "tool_calls"))
+        } else {
+            (200, answer(json!("plain answer"), None, "length"))
+        }
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let g = guard(dir.path(), &up, "!output.contains(\"CANARY\")");
+    let messages = json!([
+        {"role": "developer", "content": "Be brief."},
+        {"role": "user", "content": [
+            {"type": "text", "text": "What is in this image?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+        ]},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function",
+            "function": {"name": "look", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_0", "content": "a cat"},
+    ]);
+    let fields = json!({
+        "temperature": 0.7, "top_p": 0.9, "max_tokens": 5, "stop": ["\n\n"], "seed": 3,
+        "presence_penalty": 0.1, "frequency_penalty": 0.2, "logit_bias": {"50256": -100},
+        "logprobs": false, "user": "u-1", "metadata": {"team": "a"},
+        "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}},
+    });
+    let mut body = json!({"model": "client-model", "messages": messages});
+    for (k, v) in fields.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    let (status, headers, text) = post(&g.1, &body).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(headers["x-probity-pinned"], "model");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["model"], "up-model-2026-01-01");
+    assert_eq!(v["choices"][0]["finish_reason"], "length");
+    assert_eq!(v["choices"][0]["message"]["content"], "plain answer");
+    let sent = seen.lock().unwrap()[0].clone();
+    // The request's fields win over [upstream]'s; the pinned model does not.
+    for (k, v) in fields.as_object().unwrap() {
+        assert_eq!(&sent[k], v, "{k}: {sent}");
+    }
+    assert_eq!(sent["model"], "up-model");
+    assert_eq!(sent["messages"], messages);
+
+    // Tools: the call passes through; the check saw it (it would fail
+    // on "CANARY" in the arguments).
+    let tools = json!({"model": "m", "messages": [{"role": "user", "content": "Weather in Oslo?"}],
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+        "tool_choice": "required", "parallel_tool_calls": false});
+    let (status, _, text) = post(&g.1, &tools).await;
+    assert_eq!(status, 200, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let choice = &v["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls");
+    assert_eq!(choice["message"]["content"], Value::Null);
+    assert_eq!(
+        choice["message"]["tool_calls"][0]["function"]["name"],
+        "get_weather"
+    );
+    let sent = seen.lock().unwrap()[1].clone();
+    assert_eq!(sent["tool_choice"], "required");
+    assert_eq!(sent["parallel_tool_calls"], false);
+    assert_eq!(sent["tools"], tools["tools"]);
+
+    let models: Value = reqwest::get(format!("http://{}/v1/models", g.1))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(models["data"][0]["id"], "up-model");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_answer_never_carries_a_failing_attempt() {
+    // The first attempt carries the canary; later ones are clean. The
+    // upstream is slow enough that the stream opens with keep-alives.
+    let (up, seen) = fake_upstream(Box::new(|n, _| {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        let text = if n == 0 {
+            "CANARY secret draft"
+        } else {
+            "A clean answer, checked."
+        };
+        (200, answer(json!(text), None, "stop"))
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let g = guard(dir.path(), &up, "!output.contains(\"CANARY\")");
+    let body = json!({"messages": [{"role": "user", "content": "hi"}], "stream": true,
+        "stream_options": {"include_usage": true}});
+    let (status, headers, events) = post(&g.1, &body).await;
+    assert_eq!(status, 200, "{events}");
+    // Opened before the outcome was known: no outcome headers.
+    assert!(headers.get("x-probity-attempts").is_none());
+    assert!(!events.contains("CANARY"), "{events}");
+    assert!(events.starts_with(": "), "kept alive while held: {events}");
+    let chunks: Vec<Value> = events
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .take_while(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "A clean answer, checked.");
+    // Usage summed over both attempts, in the last chunk before [DONE].
+    assert_eq!(chunks.last().unwrap()["usage"]["total_tokens"], 20);
+    assert!(events.ends_with("data: [DONE]\n\n"));
+    // The retry carried the reasons, not the canary's stream.
+    let sent = seen.lock().unwrap();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].get("stream"), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstreams_refusal_reaches_the_client_and_unforwardable_fields_are_refused() {
+    let (up, _) = fake_upstream(Box::new(|_, _| {
+        (
+            400,
+            json!({"error": {"message": "Unrecognized request argument supplied: frobnicate", "type": "invalid_request_error"}}),
+        )
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let g = guard(dir.path(), &up, "true");
+    let (status, _, text) = post(
+        &g.1,
+        &json!({"messages": [{"role": "user", "content": "hi"}], "frobnicate": 1}),
+    )
+    .await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("frobnicate"), "{text}");
+
+    // The in-process simulator takes no sampling field: refused, named.
+    let sim_dir = tempfile::tempdir().unwrap();
+    let config = sim_dir.path().join("guard.toml");
+    std::fs::write(
+        &config,
+        "[upstream]\nprovider = \"sim\"\n[[validator]]\nname = \"c\"\ncheck = \"true\"\n",
+    )
+    .unwrap();
+    let mut cmd = probity_cmd();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--store")
+        .arg(sim_dir.path().join("runs.db"));
+    let sim = start(cmd);
+    let (status, _, text) = post(
+        &sim.1,
+        &json!({"messages": [{"role": "user", "content": "hi"}], "temperature": 0.2}),
+    )
+    .await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("`temperature`"), "{text}");
+}

@@ -1,0 +1,334 @@
+//! What the guard answers for an outcome: the published output as one
+//! `chat.completion`, or as `chat.completion.chunk` server-sent events
+//! ending in `data: [DONE]`; or an error body when nothing passed.
+//! Everything here is the upstream's own (model, finish reason, tool
+//! calls, logprobs), with usage summed over the attempts.
+
+use super::config::NothingPassed;
+use crate::guard::{Attempt, GuardOutcome, Stop};
+use crate::openai_wire::{error_body, Usage};
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+/// The output to send, and how it came about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Publish {
+    /// `content` as the upstream sent it (`None`: null beside tool calls).
+    pub content: Option<String>,
+    pub tool_calls: Option<Value>,
+    pub finish_reason: String,
+    pub model: Option<String>,
+    pub logprobs: Option<Value>,
+    pub system_fingerprint: Option<String>,
+    /// `published` or `nothing-passed` (the last output, by policy).
+    pub outcome: &'static str,
+}
+
+/// What to answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Publish(Publish),
+    /// An error: its HTTP status and body.
+    Refuse(StatusCode, Value),
+}
+
+/// The answer for `outcome` under `policy`.
+pub fn decide(outcome: &GuardOutcome, policy: NothingPassed) -> Verdict {
+    match outcome {
+        GuardOutcome::Published { output, attempts } => {
+            Verdict::Publish(publish(output, attempts.last(), "published"))
+        }
+        GuardOutcome::NothingPassed { attempts, stop } => {
+            let last = attempts.iter().rev().find(|a| a.output.is_some());
+            match (policy, last) {
+                (NothingPassed::Last, Some(a)) => Verdict::Publish(publish(
+                    a.output.as_deref().unwrap_or_default(),
+                    Some(a),
+                    "nothing-passed",
+                )),
+                (_, Some(_)) => {
+                    let body = refusal(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "guard_rejected",
+                        format!(
+                            "no output passed the guard's checks ({})",
+                            tally(attempts, *stop)
+                        ),
+                        attempts,
+                    );
+                    Verdict::Refuse(StatusCode::UNPROCESSABLE_ENTITY, body)
+                }
+                (_, None) => upstream_failure(attempts, *stop),
+            }
+        }
+    }
+}
+
+/// No attempt produced an output. A request the upstream refused (a 4xx
+/// other than 429: a field it does not take, a prompt too long) is the
+/// client's to fix: its status and message are passed on. Anything else
+/// (down, 5xx, timeouts) is a 502 naming the last error.
+fn upstream_failure(attempts: &[Attempt], stop: Stop) -> Verdict {
+    let last_error = attempts
+        .iter()
+        .rev()
+        .find_map(|a| a.error.clone())
+        .unwrap_or_else(|| "no answer".into());
+    let refused = attempts
+        .iter()
+        .find_map(|a| a.upstream_status)
+        .filter(|s| (400..500).contains(s) && *s != 429)
+        .and_then(|s| StatusCode::from_u16(s).ok());
+    let (status, kind, message) = match refused {
+        Some(status) => (
+            status,
+            "invalid_request_error",
+            format!("the upstream refused the request: {last_error}"),
+        ),
+        None => (
+            StatusCode::BAD_GATEWAY,
+            "upstream_error",
+            format!(
+                "the upstream produced no output in any attempt ({}); last error: {last_error}",
+                tally(attempts, stop)
+            ),
+        ),
+    };
+    Verdict::Refuse(status, refusal(status, kind, message, attempts))
+}
+
+fn tally(attempts: &[Attempt], stop: Stop) -> String {
+    format!(
+        "{} attempt{}, stopped: {}",
+        attempts.len(),
+        if attempts.len() == 1 { "" } else { "s" },
+        match stop {
+            Stop::Exhausted => "attempts exhausted",
+            Stop::Deadline => "deadline",
+        }
+    )
+}
+
+fn refusal(status: StatusCode, kind: &str, message: String, attempts: &[Attempt]) -> Value {
+    let mut body = error_body(status.as_u16(), kind, &message);
+    body["error"]["attempts"] = attempts.iter().map(attempt_json).collect();
+    body
+}
+
+fn attempt_json(a: &Attempt) -> Value {
+    json!({
+        "attempt": a.number,
+        "passed": a.passed,
+        "error": a.error,
+        "reasons": a.feedback,
+    })
+}
+
+fn publish(output: &str, attempt: Option<&Attempt>, outcome: &'static str) -> Publish {
+    let meta = attempt.and_then(|a| a.meta.as_deref());
+    match meta {
+        Some(m) => Publish {
+            content: m.content.clone(),
+            tool_calls: m.tool_calls.clone(),
+            finish_reason: m.finish_reason.clone().unwrap_or_else(|| "stop".into()),
+            model: m.model.clone(),
+            logprobs: m.logprobs.clone(),
+            system_fingerprint: m.system_fingerprint.clone(),
+            outcome,
+        },
+        None => Publish {
+            content: Some(output.to_string()),
+            tool_calls: None,
+            finish_reason: "stop".into(),
+            model: None,
+            logprobs: None,
+            system_fingerprint: None,
+            outcome,
+        },
+    }
+}
+
+/// Token usage summed over every attempt (the cost of the answer).
+pub fn usage(attempts: &[Attempt]) -> Usage {
+    let (p, c) = attempts.iter().fold((0, 0), |(p, c), a| {
+        (
+            p + a.input_tokens.unwrap_or(0),
+            c + a.output_tokens.unwrap_or(0),
+        )
+    });
+    Usage::of(p, c)
+}
+
+/// Identity of one answer: `id`, `created`, the model named.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    pub id: String,
+    pub created: u64,
+    pub model: String,
+}
+
+/// The answer as one `chat.completion` object.
+pub fn completion(h: &Header, p: &Publish, usage: Usage) -> Value {
+    let mut message = json!({"role": "assistant", "content": p.content});
+    if let Some(calls) = &p.tool_calls {
+        message["tool_calls"] = calls.clone();
+    }
+    let mut body = json!({
+        "id": h.id,
+        "object": "chat.completion",
+        "created": h.created,
+        "model": p.model.as_deref().unwrap_or(&h.model),
+        "choices": [{
+            "index": 0,
+            "message": message,
+            "logprobs": p.logprobs,
+            "finish_reason": p.finish_reason,
+        }],
+        "usage": usage,
+    });
+    if let Some(f) = &p.system_fingerprint {
+        body["system_fingerprint"] = json!(f);
+    }
+    body
+}
+
+/// Longest piece of content in one chunk, in bytes (cut at a character
+/// boundary after whitespace where one is near).
+const PIECE: usize = 64;
+
+/// The answer as the data of `chat.completion.chunk` events, as OpenAI
+/// streams them: the role first, the content in pieces, each tool call
+/// (id, name and arguments in one delta), the finish reason in a last
+/// chunk with an empty delta, and with `include_usage` a chunk with no
+/// choices and the usage. The caller frames each as `data: …` and ends
+/// with `data: [DONE]`.
+pub fn chunks(h: &Header, p: &Publish, usage: Usage, include_usage: bool) -> Vec<Value> {
+    let model = p.model.as_deref().unwrap_or(&h.model);
+    let chunk = |choices: Value| {
+        let mut c = json!({
+            "id": h.id,
+            "object": "chat.completion.chunk",
+            "created": h.created,
+            "model": model,
+            "choices": choices,
+        });
+        if let Some(f) = &p.system_fingerprint {
+            c["system_fingerprint"] = json!(f);
+        }
+        if include_usage {
+            c["usage"] = Value::Null;
+        }
+        c
+    };
+    let delta =
+        |d: Value| json!([{"index": 0, "delta": d, "logprobs": null, "finish_reason": null}]);
+    let mut out = vec![chunk(delta(json!({"role": "assistant", "content": ""})))];
+    for piece in pieces(p.content.as_deref().unwrap_or(""), PIECE) {
+        out.push(chunk(delta(json!({"content": piece}))));
+    }
+    if let Some(calls) = p.tool_calls.as_ref().and_then(Value::as_array) {
+        for (i, call) in calls.iter().enumerate() {
+            let mut c = call.clone();
+            c["index"] = json!(i);
+            out.push(chunk(delta(json!({"tool_calls": [c]}))));
+        }
+    }
+    out.push(chunk(json!([{
+        "index": 0,
+        "delta": {},
+        "logprobs": p.logprobs,
+        "finish_reason": p.finish_reason,
+    }])));
+    if include_usage {
+        let mut last = chunk(json!([]));
+        last["usage"] = json!(usage);
+        out.push(last);
+    }
+    out
+}
+
+/// `text` cut into pieces of at most about `max` bytes, at character
+/// boundaries, preferring to cut after whitespace; joined they are `text`.
+pub fn pieces(text: &str, max: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while rest.len() > max {
+        let mut cut = max;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        if let Some(space) = rest[..cut].rfind(char::is_whitespace) {
+            if space > max / 2 {
+                cut = space + rest[space..].chars().next().map_or(1, char::len_utf8);
+            }
+        }
+        if cut == 0 {
+            // A single character longer than `max` bytes cannot happen
+            // (max ≥ 4), but never loop forever.
+            cut = rest.chars().next().map_or(rest.len(), char::len_utf8);
+        }
+        out.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
+/// One server-sent event carrying `data`.
+pub fn event(data: &Value) -> String {
+    format!("data: {data}\n\n")
+}
+
+/// The event that ends a stream.
+pub const DONE: &str = "data: [DONE]\n\n";
+
+/// A comment line that keeps a held stream open.
+pub const KEEPALIVE: &str = ": probity is checking the answer\n\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_rejoin_to_the_text_and_respect_the_size() {
+        let text = "Je ne sais pas — naïve café, déjà vu. ".repeat(9);
+        let p = pieces(&text, 16);
+        assert_eq!(p.concat(), text);
+        assert!(p.iter().all(|s| s.len() <= 16 && !s.is_empty()), "{p:?}");
+        assert!(pieces("", 16).is_empty());
+        assert_eq!(pieces("short", 16), ["short"]);
+    }
+
+    #[test]
+    fn chunks_carry_role_content_finish_and_usage_in_order() {
+        let h = Header {
+            id: "chatcmpl-x".into(),
+            created: 7,
+            model: "m".into(),
+        };
+        let p = Publish {
+            content: Some("hello there".into()),
+            tool_calls: None,
+            finish_reason: "length".into(),
+            model: Some("up".into()),
+            logprobs: None,
+            system_fingerprint: None,
+            outcome: "published",
+        };
+        let c = chunks(&h, &p, Usage::of(3, 2), true);
+        assert_eq!(c[0]["choices"][0]["delta"]["role"], "assistant");
+        let text: String = c
+            .iter()
+            .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+            .collect();
+        assert_eq!(text, "hello there");
+        let finish = &c[c.len() - 2];
+        assert_eq!(finish["choices"][0]["finish_reason"], "length");
+        let last = c.last().unwrap();
+        assert_eq!(last["choices"], json!([]));
+        assert_eq!(last["usage"]["total_tokens"], 5);
+        assert!(c.iter().all(|c| c["model"] == "up"));
+    }
+}

@@ -1,0 +1,370 @@
+//! `POST /v1/chat/completions`: read the request (the body within
+//! `body_timeout_s`), guard it, record it, answer — as one JSON object or
+//! as server-sent events. The guard runs in its own task, cancelled when
+//! the client goes away (its upstream call is dropped with it). A streamed
+//! answer is held until every check has passed: not one byte of a failing
+//! attempt is ever sent.
+
+use super::answer::{self, Header, Publish, Verdict, DONE, KEEPALIVE};
+use super::request::{self, ClientRequest};
+use super::state::ServeState;
+use crate::guard::GuardOutcome;
+use crate::openai_wire::error_body;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use probity_core::Input;
+use std::convert::Infallible;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+use subtle::ConstantTimeEq;
+use tokio::task::JoinHandle;
+
+/// An error answer in the OpenAI shape.
+pub fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
+    (status, Json(error_body(status.as_u16(), kind, message))).into_response()
+}
+
+/// Whether the request presents the expected bearer token, compared in
+/// constant time (`subtle`).
+pub fn authorized(expected: &Option<String>, headers: &HeaderMap) -> bool {
+    let Some(expected) = expected else {
+        return true;
+    };
+    // The scheme is case-insensitive (RFC 7235): `Bearer`, `bearer`, `BEARER`.
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim_start())
+        .unwrap_or("");
+    expected.as_bytes().ct_eq(presented.as_bytes()).into()
+}
+
+/// Aborts the guard's task when dropped: a client that goes away cancels
+/// its request's upstream calls.
+struct AbortOnDrop(JoinHandle<GuardOutcome>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Counts a request cancelled by its client unless disarmed (answered).
+struct CancelCount {
+    st: Arc<ServeState>,
+    armed: bool,
+}
+
+impl CancelCount {
+    /// The request was answered: nothing to count.
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelCount {
+    fn drop(&mut self) {
+        if self.armed {
+            self.st.metrics.cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+pub async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: Body) -> Response {
+    if !authorized(&st.token, &headers) {
+        st.metrics.unauthorized.fetch_add(1, Ordering::Relaxed);
+        return error_response(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "missing or wrong bearer token",
+        );
+    }
+    let started = Instant::now();
+    let bytes = match read_body(&st, body).await {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
+    let req = match request::parse(&bytes, &st.pin, st.guard.provider()) {
+        Ok(r) => r,
+        Err(message) => {
+            return error_response(StatusCode::BAD_REQUEST, "invalid_request_error", &message)
+        }
+    };
+    let idx = st.next_input.fetch_add(1, Ordering::Relaxed) as usize;
+    st.metrics.requests.fetch_add(1, Ordering::Relaxed);
+    let task = AbortOnDrop(tokio::spawn(guard(st.clone(), idx, req.clone())));
+    let cancel = CancelCount {
+        st: st.clone(),
+        armed: true,
+    };
+    let header = Header {
+        id: format!("chatcmpl-probity-{}-{}", st.run_id, idx + 1),
+        created: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        model: st.model.clone(),
+    };
+    if req.stream {
+        st.metrics.streamed.fetch_add(1, Ordering::Relaxed);
+        return stream(st, task, cancel, header, req, started).await;
+    }
+    let mut cancel = cancel;
+    let Ok(outcome) = await_task(task).await else {
+        return error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            "the guard stopped unexpectedly",
+        );
+    };
+    cancel.disarm();
+    let (verdict, usage) = finish(&st, &outcome, started);
+    let attempts = outcome.attempts().len();
+    match verdict {
+        Verdict::Publish(p) => {
+            let mut resp = Json(answer::completion(&header, &p, usage)).into_response();
+            set_headers(&mut resp, attempts, p.outcome, &req.pinned);
+            resp
+        }
+        Verdict::Refuse(status, body) => {
+            let mut resp = (status, Json(body)).into_response();
+            set_headers(&mut resp, attempts, "nothing-passed", &req.pinned);
+            resp
+        }
+    }
+}
+
+/// The guard's task, awaited; its handle aborts it if this future is
+/// dropped first.
+async fn await_task(mut task: AbortOnDrop) -> Result<GuardOutcome, tokio::task::JoinError> {
+    (&mut task.0).await
+}
+
+/// The body, read within `body_timeout_s` and `max_body_mb`.
+async fn read_body(st: &ServeState, body: Body) -> Result<Bytes, Response> {
+    match tokio::time::timeout(
+        st.body_timeout,
+        axum::body::to_bytes(body, st.max_body_bytes),
+    )
+    .await
+    {
+        Err(_) => Err(error_response(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request_error",
+            &format!(
+                "the request body did not arrive within {} s (body_timeout_s)",
+                st.body_timeout.as_secs_f64()
+            ),
+        )),
+        Ok(Err(e)) => {
+            // axum reports the limit only in its message ("length limit
+            // exceeded"); its error type is not public.
+            let too_big = e.to_string().contains("length limit");
+            Err(if too_big {
+                error_response(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "invalid_request_error",
+                    &format!(
+                        "the request body is larger than {} bytes (max_body_mb)",
+                        st.max_body_bytes
+                    ),
+                )
+            } else {
+                error_response(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request_error",
+                    &format!("cannot read the request body: {e}"),
+                )
+            })
+        }
+        Ok(Ok(b)) => Ok(b),
+    }
+}
+
+/// Guard one request and queue its record (not awaited: the writer
+/// commits within `COMMIT_EVERY`).
+async fn guard(st: Arc<ServeState>, idx: usize, req: ClientRequest) -> GuardOutcome {
+    let last_user = req
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == crate::provider::types::Role::User)
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
+    let input = Input::text(format!("request-{}", idx + 1), last_user);
+    let outcome = st
+        .guard
+        .run_wire(&req.messages, &input, idx as u32, &req.wire)
+        .await;
+    record(&st, idx, input, &outcome);
+    outcome
+}
+
+/// Store the request as input `idx` with its attempts; the sample is the
+/// first attempt.
+fn record(st: &ServeState, idx: usize, input: Input, outcome: &GuardOutcome) {
+    let attempts = outcome.attempts();
+    let Some(first) = attempts.first() else {
+        return;
+    };
+    let published = outcome.published().is_some();
+    let _ = st.writer.send_input(idx, input);
+    for a in attempts {
+        // Live traffic is always asked: it does not feed the cache.
+        let last = a.number as usize == attempts.len();
+        let _ = st
+            .writer
+            .send_attempt(a.row(idx, 0, published && last, false));
+    }
+    let _ = st.writer.send(first.sample_row(idx, 0, String::new()));
+}
+
+/// Count the outcome and decide the answer.
+fn finish(
+    st: &ServeState,
+    outcome: &GuardOutcome,
+    started: Instant,
+) -> (Verdict, crate::openai_wire::Usage) {
+    let attempts = outcome.attempts();
+    let m = &st.metrics;
+    m.attempts
+        .fetch_add(attempts.len() as u64, Ordering::Relaxed);
+    m.attempt_errors.fetch_add(
+        attempts.iter().filter(|a| a.error.is_some()).count() as u64,
+        Ordering::Relaxed,
+    );
+    m.latency_us
+        .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+    let verdict = answer::decide(outcome, st.policy);
+    match (&verdict, outcome) {
+        (_, GuardOutcome::Published { .. }) => m.published.fetch_add(1, Ordering::Relaxed),
+        (Verdict::Publish(_), _) => m.nothing_passed.fetch_add(1, Ordering::Relaxed),
+        (Verdict::Refuse(..), _) => {
+            m.rejected.fetch_add(1, Ordering::Relaxed);
+            m.nothing_passed.fetch_add(1, Ordering::Relaxed)
+        }
+    };
+    (verdict, answer::usage(attempts))
+}
+
+fn set_headers(resp: &mut Response, attempts: usize, outcome: &'static str, pinned: &[String]) {
+    let h = resp.headers_mut();
+    h.insert("x-probity-attempts", HeaderValue::from(attempts as u64));
+    h.insert("x-probity-outcome", HeaderValue::from_static(outcome));
+    if !pinned.is_empty() {
+        if let Ok(v) = HeaderValue::from_str(&pinned.join(", ")) {
+            h.insert("x-probity-pinned", v);
+        }
+    }
+}
+
+/// A streamed answer. The outcome is awaited for up to
+/// `stream_keepalive_s`: if it comes first, the answer is sent whole as
+/// events (or as a plain HTTP error when nothing passed). Otherwise the
+/// stream opens with keep-alive comments until it comes; an answer that is
+/// then refused is sent as an `error` event (the OpenAI SDKs raise it).
+async fn stream(
+    st: Arc<ServeState>,
+    mut task: AbortOnDrop,
+    mut cancel: CancelCount,
+    header: Header,
+    req: ClientRequest,
+    started: Instant,
+) -> Response {
+    let early = tokio::time::timeout(st.keepalive, &mut task.0).await;
+    if let Ok(joined) = early {
+        let Ok(outcome) = joined else {
+            return error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "server_error",
+                "the guard stopped unexpectedly",
+            );
+        };
+        cancel.disarm();
+        let (verdict, usage) = finish(&st, &outcome, started);
+        let attempts = outcome.attempts().len();
+        return match verdict {
+            Verdict::Publish(p) => {
+                let body = published_events(&header, &p, usage, req.include_usage);
+                let mut resp = sse_response(Body::from(body));
+                set_headers(&mut resp, attempts, p.outcome, &req.pinned);
+                resp
+            }
+            Verdict::Refuse(status, body) => {
+                let mut resp = (status, Json(body)).into_response();
+                set_headers(&mut resp, attempts, "nothing-passed", &req.pinned);
+                resp
+            }
+        };
+    }
+    // Held longer than the keep-alive interval: open the stream now.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(4);
+    tokio::spawn(async move {
+        // The first tick is at once: the stream opens with a comment.
+        let mut tick = tokio::time::interval(st.keepalive);
+        let outcome = loop {
+            tokio::select! {
+                joined = &mut task.0 => break joined,
+                _ = tick.tick() => {
+                    if tx.send(Bytes::from_static(KEEPALIVE.as_bytes())).await.is_err() {
+                        // The client went away: `task` aborts on drop.
+                        return;
+                    }
+                }
+                _ = tx.closed() => return,
+            }
+        };
+        let text = match outcome {
+            Ok(outcome) => {
+                cancel.disarm();
+                let (verdict, usage) = finish(&st, &outcome, started);
+                match verdict {
+                    Verdict::Publish(p) => published_events(&header, &p, usage, req.include_usage),
+                    Verdict::Refuse(_, body) => answer::event(&body) + DONE,
+                }
+            }
+            Err(_) => {
+                answer::event(&error_body(
+                    500,
+                    "server_error",
+                    "the guard stopped unexpectedly",
+                )) + DONE
+            }
+        };
+        let _ = tx.send(Bytes::from(text)).await;
+    });
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+    });
+    sse_response(Body::from_stream(body))
+}
+
+fn published_events(
+    h: &Header,
+    p: &Publish,
+    usage: crate::openai_wire::Usage,
+    include_usage: bool,
+) -> String {
+    let mut text: String = answer::chunks(h, p, usage, include_usage)
+        .iter()
+        .map(answer::event)
+        .collect();
+    text.push_str(DONE);
+    text
+}
+
+fn sse_response(body: Body) -> Response {
+    let mut resp = Response::new(body);
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
+}

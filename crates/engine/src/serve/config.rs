@@ -1,0 +1,215 @@
+//! The `--config` file of `probity serve` (docs/serve.md): its keys, and
+//! [`load`], which checks every one before anything listens.
+
+use crate::call::Caller;
+use crate::check::Checks;
+use crate::guard::Guard;
+use crate::provider::config::ProviderConfig;
+use crate::provider::types::Provider;
+use crate::retry_policy::RetryPolicy;
+use crate::validator_table::ValidatorTable;
+use crate::verifier::VerifierSpec;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::sync::Arc;
+
+/// What to answer when no attempt passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NothingPassed {
+    /// HTTP 422 with every attempt's reasons.
+    #[default]
+    Error,
+    /// HTTP 200 with the last output, flagged `x-probity-outcome: nothing-passed`.
+    Last,
+}
+
+fn d_listen() -> String {
+    "127.0.0.1:8090".into()
+}
+fn d_timeout() -> f64 {
+    60.0
+}
+fn d_call_attempts() -> u32 {
+    3
+}
+fn d_pin() -> Vec<String> {
+    vec!["model".into()]
+}
+fn d_body_timeout() -> f64 {
+    10.0
+}
+fn d_max_body_mb() -> f64 {
+    32.0
+}
+fn d_keepalive() -> f64 {
+    10.0
+}
+
+/// The `--config` file of `probity serve`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "d_listen")]
+    pub listen: String,
+    /// The environment variable holding the bearer token clients must send.
+    #[serde(default)]
+    pub token_env: Option<String>,
+    #[serde(default)]
+    pub on_nothing_passed: NothingPassed,
+    #[serde(default = "d_timeout")]
+    pub timeout_s: f64,
+    #[serde(default = "d_call_attempts")]
+    pub call_attempts: u32,
+    #[serde(default)]
+    pub requests_per_minute: Option<f64>,
+    /// Request fields the configuration decides: a client's value for
+    /// them is not forwarded (the `[upstream]` table's is used, and the
+    /// answer's `x-probity-pinned` header names them). Every other field a
+    /// client sets wins over `[upstream]`'s default.
+    #[serde(default = "d_pin")]
+    pub pin: Vec<String>,
+    /// Seconds a client may take to send its request body (HTTP 408 after).
+    #[serde(default = "d_body_timeout")]
+    pub body_timeout_s: f64,
+    /// Largest request body, in MiB (HTTP 413 above).
+    #[serde(default = "d_max_body_mb")]
+    pub max_body_mb: f64,
+    /// While a streamed answer is held for its checks, an SSE comment is
+    /// sent this often so proxies and clients do not time out.
+    #[serde(default = "d_keepalive")]
+    pub stream_keepalive_s: f64,
+    #[serde(default)]
+    pub upstream: ProviderConfig,
+    #[serde(default)]
+    pub retry: RetryPolicy,
+    #[serde(default, rename = "validator")]
+    pub validators: Vec<ValidatorTable>,
+    #[serde(default, rename = "verifier")]
+    pub verifiers: Vec<VerifierSpec>,
+}
+
+/// A loaded guard configuration.
+pub struct Loaded {
+    pub config: ServeConfig,
+    pub name: String,
+    pub text: String,
+    pub hash: String,
+    pub checks: Checks,
+    /// The bearer token, read from `token_env` (never logged or stored).
+    pub token: Option<String>,
+    /// The upstream provider, built (its key variables read).
+    pub upstream: Arc<dyn Provider>,
+}
+
+impl std::fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loaded")
+            .field("name", &self.name)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// Read and check a guard configuration; errors name the file.
+pub fn load(path: &Path) -> Result<Loaded, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let at = |m: String| format!("{}: {m}", path.display());
+    let mut config: ServeConfig = toml::from_str(&text).map_err(|e| at(e.to_string()))?;
+    // Relative paths in provider tables resolve against the file's directory.
+    let dir = path.parent().unwrap_or(Path::new("."));
+    config.upstream.resolve_paths(dir);
+    for v in &mut config.validators {
+        v.resolve_paths(dir);
+    }
+    for v in &mut config.verifiers {
+        v.resolve_paths(dir);
+    }
+    if config.validators.is_empty() && config.verifiers.is_empty() {
+        return Err(at(
+            "no [[validator]] or [[verifier]] tables: the guard needs at least one check".into(),
+        ));
+    }
+    config
+        .retry
+        .validate()
+        .map_err(|m| at(format!("[retry] {m}")))?;
+    for (key, value) in [
+        ("timeout_s", config.timeout_s),
+        ("body_timeout_s", config.body_timeout_s),
+        ("stream_keepalive_s", config.stream_keepalive_s),
+    ] {
+        crate::bounds::seconds(key, value).map_err(at)?;
+    }
+    if !(config.max_body_mb.is_finite() && config.max_body_mb > 0.0 && config.max_body_mb <= 1024.0)
+    {
+        return Err(at(format!(
+            "max_body_mb must be a number of MiB in (0, 1024], not {}",
+            config.max_body_mb
+        )));
+    }
+    let validators = config
+        .validators
+        .iter()
+        .map(|s| {
+            s.compile()
+                .map_err(|e| at(format!("[[validator]] {}: {e}", s.name())))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let verifiers = config
+        .verifiers
+        .iter()
+        .map(|s| {
+            s.compile(&config.upstream)
+                .map_err(|e| at(format!("[[verifier]] {}: {e}", s.name)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let token = match &config.token_env {
+        Some(var) => Some(
+            std::env::var(var)
+                .ok()
+                .filter(|t| !t.is_empty())
+                .inspect(|t| crate::redact::register(t))
+                .ok_or_else(|| {
+                    at(format!(
+                        "token_env: environment variable `{var}` is not set"
+                    ))
+                })?,
+        ),
+        None => None,
+    };
+    let name = config.name.clone().unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "guard".into())
+    });
+    let hash = hex::encode(Sha256::digest(text.as_bytes()));
+    let upstream = config
+        .upstream
+        .build()
+        .map_err(|e| at(format!("[upstream] {e}")))?;
+    // The feedback template compiles (checked by `validate` above too).
+    Guard::new(
+        upstream.clone(),
+        Arc::new(Checks::default()),
+        config.retry.clone(),
+        Arc::new(Caller::default()),
+    )
+    .map_err(|e| at(format!("[retry] {e}")))?;
+    Ok(Loaded {
+        config,
+        name,
+        text,
+        hash,
+        checks: Checks {
+            validators,
+            verifiers,
+        },
+        token,
+        upstream,
+    })
+}

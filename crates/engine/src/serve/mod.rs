@@ -1,0 +1,232 @@
+//! The guard as an OpenAI-compatible endpoint (`probity serve`).
+//!
+//! `POST /v1/chat/completions` forwards the request to the configured
+//! upstream, applies the [`Guard`] (validators, verifiers, retry policy)
+//! and answers with the first output that passes. When nothing passes,
+//! `on_nothing_passed` chooses between an error response (HTTP 422, with
+//! every attempt's reasons) and the last output, flagged by the
+//! `x-probity-outcome: nothing-passed` header. Every response carries
+//! `x-probity-attempts` and `x-probity-outcome`.
+//!
+//! Faithful to the protocol (docs/serve.md): the client's messages reach
+//! the upstream as sent (roles, content parts, tool calls), and every
+//! request field is forwarded or refused with HTTP 400 naming it, never
+//! dropped ([`request`]); the answer's model, finish reason, tool calls and
+//! logprobs are the upstream's, usage summed over attempts ([`answer`]).
+//! `"stream": true` is answered as `chat.completion.chunk` events once the
+//! output has passed every check ([`chat`]); `GET /v1/models` lists the
+//! upstream's model.
+//!
+//! Every request is recorded in the run store as one input of a run named
+//! after the configuration (M = 1: the sample is the first attempt, and
+//! every attempt is kept), so live traffic feeds the same tensor, reports
+//! and history as test runs. A request is answered without waiting for
+//! its record to be committed: the store's writer commits at least every
+//! [`COMMIT_EVERY`], so a server killed outright loses at most the records
+//! of the requests it answered in that window (a graceful stop loses none).
+//!
+//! `GET /health` and `GET /metrics` need no token. `/metrics` is Prometheus
+//! text with counts only; bind to localhost (the default) or put it behind
+//! your network's access control if even the counts are private.
+//!
+//! The run: created `running` when the server starts, marked `complete`
+//! when it shuts down gracefully (the shutdown future completes: Ctrl-C or
+//! SIGTERM in `probity serve`), after every recorded request is flushed.
+//! The run's lease is refreshed by the store's writer while the server
+//! lives, so replicas with the same configuration and store each record
+//! their own run side by side. A server killed outright leaves its run
+//! `running` with a lease that goes stale; the next server with the same
+//! name marks such runs `interrupted` when it starts (they keep every
+//! request and attempt they recorded), never a live replica's. Judge calls
+//! go through the judge cache of the store, as in `probity run`.
+
+mod answer;
+mod chat;
+mod config;
+mod metrics;
+mod request;
+mod state;
+
+pub use config::{load, Loaded, NothingPassed, ServeConfig};
+
+use crate::call::CallSettings;
+use crate::guard::Guard;
+use crate::recording::Recording;
+use crate::settings::{StoredRetry, StoredSettings};
+use crate::store::{NewRun, RunStatus, RunTotals, Store, StoreError};
+use axum::routing::{get, post};
+use axum::Router;
+use state::{Metrics, ServeState};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long the store's write transaction for live traffic stays open:
+/// a request is answered without waiting for its commit, so a server
+/// killed outright (`kill -9`) loses at most the records of the requests
+/// answered in the last this-long (a graceful stop loses nothing).
+pub const COMMIT_EVERY: Duration = Duration::from_millis(50);
+
+/// A running guard server's handle for the caller: the run it records into.
+pub struct Served {
+    pub run_id: i64,
+    pub requests: u64,
+    /// Earlier runs of the same name left `running` (a killed server),
+    /// marked interrupted at start.
+    pub stale_interrupted: usize,
+}
+
+/// A guard server ready to listen: its run created in the store, its guard
+/// built. Everything that can be wrong with the configuration or the store
+/// is found by [`open`], before anything listens.
+pub struct Server {
+    state: Arc<ServeState>,
+    store_path: PathBuf,
+    stale_interrupted: usize,
+    started: Instant,
+}
+
+/// Open the store at `store_path` and create the run `loaded` records into.
+pub fn open(loaded: Loaded, store_path: &Path) -> Result<Server, String> {
+    let store_err = |e: StoreError| e.to_string();
+    let mut store = Store::open(store_path).map_err(store_err)?;
+    let c = &loaded.config;
+    let upstream = loaded.upstream;
+    let checks = Arc::new(loaded.checks);
+    let infos = checks.infos();
+    let settings = StoredSettings {
+        retry: Some(StoredRetry::of(
+            &c.retry,
+            checks.validators.len(),
+            checks.verifiers.len(),
+        )),
+        ..StoredSettings::default()
+    };
+    let recording = Recording::create_live(
+        &mut store,
+        &NewRun {
+            name: &loaded.name,
+            config_hash: &loaded.hash,
+            config: &loaded.text,
+            system: &upstream.fingerprint(),
+            inputs: &[],
+            outputs_per_input: 1,
+            checks: &infos,
+            settings: &settings,
+            parent_run: None,
+            reused_from: None,
+            outputs_from: None,
+        },
+        COMMIT_EVERY,
+    )
+    .map_err(store_err)?;
+    let run_id = recording.run_id;
+    // Runs of this name still marked running whose server is gone (killed:
+    // its lease went stale or its process is gone) are not running any
+    // more; a replica's live run is left alone.
+    let stale_interrupted = store
+        .interrupt_abandoned(&loaded.name, Some(run_id))
+        .map_err(store_err)?;
+    let calls = CallSettings {
+        timeout: Duration::from_secs_f64(c.timeout_s),
+        call_attempts: c.call_attempts,
+        requests_per_minute: c.requests_per_minute,
+        tokens_per_minute: None,
+    };
+    let guard = Guard::new(upstream, checks, c.retry.clone(), calls.caller())
+        .map_err(|e| format!("[retry] {e}"))?
+        .with_judging(recording.judging(true, true));
+    let state = Arc::new(ServeState {
+        guard,
+        policy: c.on_nothing_passed,
+        token: loaded.token,
+        pin: c.pin.clone(),
+        body_timeout: Duration::from_secs_f64(c.body_timeout_s),
+        max_body_bytes: (c.max_body_mb * 1024.0 * 1024.0) as usize,
+        keepalive: Duration::from_secs_f64(c.stream_keepalive_s),
+        model: c.upstream.model_name().unwrap_or(&loaded.name).to_string(),
+        writer: recording.writer,
+        run_id,
+        next_input: AtomicU64::new(0),
+        metrics: Metrics::default(),
+    });
+    Ok(Server {
+        state,
+        store_path: store_path.to_path_buf(),
+        stale_interrupted,
+        started: Instant::now(),
+    })
+}
+
+impl Server {
+    /// The run requests are recorded into.
+    pub fn run_id(&self) -> i64 {
+        self.state.run_id
+    }
+
+    /// Earlier runs of the same name left `running`, marked interrupted.
+    pub fn stale_interrupted(&self) -> usize {
+        self.stale_interrupted
+    }
+
+    /// Serve on `listener` until `shutdown` completes; then the run is
+    /// marked complete.
+    pub async fn run(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<Served, String> {
+        let store_err = |e: StoreError| e.to_string();
+        let state = self.state;
+        let run_id = state.run_id;
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat::chat))
+            .route("/chat/completions", post(chat::chat))
+            .route("/v1/models", get(metrics::models))
+            .route("/models", get(metrics::models))
+            .route("/health", get(metrics::health))
+            .route("/metrics", get(metrics::metrics))
+            .with_state(state.clone());
+        let result = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await;
+        let n = state.next_input.load(Ordering::Relaxed);
+        let totals = RunTotals {
+            judge_calls_by_check: state.guard.checks().judge_calls(),
+            ..state.guard.caller().totals()
+        };
+        // Flush every recorded request before the run is closed.
+        state.writer.close().map_err(store_err)?;
+        let store = Store::open(&self.store_path).map_err(store_err)?;
+        store
+            .finish_run(
+                run_id,
+                RunStatus::Complete,
+                totals,
+                0,
+                self.started.elapsed().as_secs_f64(),
+                // Live traffic has no verdict of its own until analysed.
+                None,
+            )
+            .map_err(store_err)?;
+        result.map_err(|e| format!("server: {e}"))?;
+        Ok(Served {
+            run_id,
+            requests: n,
+            stale_interrupted: self.stale_interrupted,
+        })
+    }
+}
+
+/// Serve `loaded` on `listener`, recording into the store at `store_path`,
+/// until `shutdown` completes ([`open`] then [`Server::run`]).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    loaded: Loaded,
+    store_path: &Path,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<Served, String> {
+    open(loaded, store_path)?.run(listener, shutdown).await
+}
