@@ -96,17 +96,29 @@ check = "true"
     assert "frobnicate_level" in e.value.message, e.value.message
 
 
+REFUSAL = {"error": {
+    "message": "Invalid 'messages[0].content': string too long (sdk-test-marker).",
+    "type": "invalid_request_error", "param": "messages", "code": "string_above_max_length"}}
+
+
 def test_upstream_400_reaches_the_client_with_its_message(guarded):
-    refusal = {"error": {
-        "message": "Invalid 'messages[0].content': string too long (sdk-test-marker).",
-        "type": "invalid_request_error", "param": "messages", "code": "string_above_max_length"}}
-    guard, up = guarded([(400, refusal)], attempts=3)
+    guard, up = guarded([(400, REFUSAL)], attempts=3)
     with pytest.raises(openai.APIStatusError) as e:
         guard.client().chat.completions.create(model="m", messages=USER)
     assert 400 <= e.value.status_code < 500, \
         f"an upstream 400 is the client's mistake, not a gateway failure: {e.value.status_code}"
     assert "string too long (sdk-test-marker)" in e.value.message, e.value.message
-    assert len(up.requests) == 1, "a request the upstream refused is not retried"
+    assert UPSTREAM_KEY not in e.value.response.text
+
+
+def test_upstream_400_is_not_retried(guarded):
+    """The same request refused once is refused again: asking it `attempts`
+    times only spends the upstream's quota and the client's time."""
+    guard, up = guarded([(400, REFUSAL)], attempts=3)
+    with pytest.raises(openai.APIStatusError):
+        guard.client().chat.completions.create(model="m", messages=USER)
+    assert len(up.requests) == 1, \
+        f"a request the upstream refused (400) was sent {len(up.requests)} times"
 
 
 def test_upstream_down_is_a_bad_gateway_naming_it_without_the_key(start_guard):
