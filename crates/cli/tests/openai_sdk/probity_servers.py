@@ -22,7 +22,8 @@ from pathlib import Path
 import openai
 
 REPO = Path(__file__).resolve().parents[4]
-PROBITY_BIN = os.environ.get("PROBITY_BIN") or str(REPO / "target" / "debug" / "probity")
+# Resolved now: the servers run in their own working directories.
+PROBITY_BIN = str(Path(os.environ.get("PROBITY_BIN") or REPO / "target" / "debug" / "probity").resolve())
 
 #: Seconds a server may take to print its address, and to stop on SIGTERM.
 START_TIMEOUT = 20
