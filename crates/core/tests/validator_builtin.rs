@@ -288,3 +288,19 @@ proptest! {
         prop_assert!(b.check(&o));
     }
 }
+
+#[test]
+fn a_prefix_settles_only_sure_failures() {
+    use probity_core::validator::Builtin;
+    let not_secret = Builtin::Not(Box::new(Builtin::contains("SECRET")));
+    assert!(not_secret.fails_on_prefix("the SECRET is"));
+    assert!(!not_secret.fails_on_prefix("the SECR"));
+    let short = Builtin::Length {
+        min: None,
+        max: Some(5),
+    };
+    assert!(short.fails_on_prefix("123456"));
+    assert!(!short.fails_on_prefix("12345"));
+    // A check the rest of the output could still pass is never settled.
+    assert!(!Builtin::contains("x").fails_on_prefix("abc"));
+}

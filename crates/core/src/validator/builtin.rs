@@ -202,6 +202,22 @@ fn check_bounds(min: Option<usize>, max: Option<usize>) -> Result<(), BuiltinErr
 }
 
 impl Builtin {
+    /// Whether every output beginning with `prefix` fails this check,
+    /// whatever follows (see [`crate::validator::Validator::fails_on_prefix`]).
+    /// Sure failures only: `false` when the rest could still pass.
+    pub fn fails_on_prefix(&self, prefix: &str) -> bool {
+        match self {
+            // Text only grows: a length over the maximum stays over it.
+            Builtin::Length { max: Some(max), .. } => prefix.chars().count() > *max,
+            Builtin::Not(inner) => match inner.as_ref() {
+                // What the prefix contains, the whole output contains.
+                Builtin::Contains(_) => inner.check(prefix),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     /// The output contains `value` (case-sensitively).
     pub fn contains(value: &str) -> Self {
         Builtin::Contains(Literal::new(value, false, Anchor::None))
