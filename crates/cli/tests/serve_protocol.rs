@@ -16,13 +16,29 @@ use std::sync::{Arc, Mutex};
 
 type Reply = dyn Fn(usize, &Value) -> (u16, Value) + Send + Sync;
 
-/// A fake OpenAI upstream on 127.0.0.1: records each request body and
-/// answers `reply(call number, body)`. One request per connection.
+/// A reply streamed as server-sent events: `{"sse": [chunk, …]}`, one
+/// event every 20 ms.
+const SSE: &str = "sse";
+
+/// Events the fake upstream wrote for each streamed call before its
+/// client went away (or all of them).
+type Written = Arc<Mutex<Vec<usize>>>;
+
 fn fake_upstream(reply: Box<Reply>) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let (addr, seen, _) = fake_streaming_upstream(reply);
+    (addr, seen)
+}
+
+/// A fake OpenAI upstream on 127.0.0.1: records each request body and
+/// answers `reply(call number, body)` — JSON, or events ([`SSE`]). One
+/// request per connection.
+fn fake_streaming_upstream(reply: Box<Reply>) -> (String, Arc<Mutex<Vec<Value>>>, Written) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
+    let written: Written = Arc::new(Mutex::new(Vec::new()));
+    let events_log = written.clone();
     std::thread::spawn(move || {
         for (n, conn) in listener.incoming().enumerate().take(200) {
             let Ok(mut conn) = conn else { continue };
@@ -42,6 +58,25 @@ fn fake_upstream(reply: Box<Reply>) -> (String, Arc<Mutex<Vec<Value>>>) {
             let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             let (status, answer) = reply(n, &body);
             log.lock().unwrap().push(body);
+            if let Some(events) = answer.get(SSE).and_then(Value::as_array) {
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+                );
+                let mut sent = 0;
+                for e in events.iter().map(Value::to_string).chain(["[DONE]".into()]) {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    if write!(conn, "data: {e}\n\n")
+                        .and_then(|_| conn.flush())
+                        .is_err()
+                    {
+                        break;
+                    }
+                    sent += 1;
+                }
+                events_log.lock().unwrap().push(sent);
+                continue;
+            }
             let text = answer.to_string();
             let _ = write!(
                 conn,
@@ -50,7 +85,7 @@ fn fake_upstream(reply: Box<Reply>) -> (String, Arc<Mutex<Vec<Value>>>) {
             );
         }
     });
-    (addr, seen)
+    (addr, seen, written)
 }
 
 fn answer(content: Value, tool_calls: Option<Value>, finish: &str) -> Value {
@@ -67,11 +102,17 @@ fn answer(content: Value, tool_calls: Option<Value>, finish: &str) -> Value {
 }
 
 fn guard(dir: &Path, upstream: &str, check: &str) -> Server {
+    guard_with(dir, upstream, &format!("check = '''{check}'''"))
+}
+
+/// A guard over the openai upstream at `upstream` with one validator
+/// (`validator`: its keys besides name and message).
+fn guard_with(dir: &Path, upstream: &str, validator: &str) -> Server {
     let config = dir.join("guard.toml");
     std::fs::write(
         &config,
         format!(
-            "name = \"proto\"\ncall_attempts = 1\nstream_keepalive_s = 0.2\n[upstream]\nprovider = \"openai\"\nbase_url = \"http://{upstream}/v1\"\nmodel = \"up-model\"\ntemperature = 0.1\n[retry]\nattempts = 3\n[[validator]]\nname = \"c\"\nmessage = \"no canary\"\ncheck = '''{check}'''\n"
+            "name = \"proto\"\ncall_attempts = 1\nstream_keepalive_s = 0.2\n[upstream]\nprovider = \"openai\"\nbase_url = \"http://{upstream}/v1\"\nmodel = \"up-model\"\ntemperature = 0.1\n[retry]\nattempts = 3\n[[validator]]\nname = \"c\"\nmessage = \"no canary\"\n{validator}\n"
         ),
     )
     .unwrap();
@@ -208,10 +249,10 @@ async fn a_streamed_answer_never_carries_a_failing_attempt() {
     // Usage summed over both attempts, in the last chunk before [DONE].
     assert_eq!(chunks.last().unwrap()["usage"]["total_tokens"], 20);
     assert!(events.ends_with("data: [DONE]\n\n"));
-    // The retry carried the reasons, not the canary's stream.
+    // The upstream is asked to stream (it answered whole: read as such).
     let sent = seen.lock().unwrap();
     assert_eq!(sent.len(), 2);
-    assert_eq!(sent[0].get("stream"), None);
+    assert_eq!(sent[0]["stream"], true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -317,4 +358,70 @@ async fn an_anthropic_upstream_gets_the_fields_mapped_and_answers_in_openai_shap
     .await;
     assert_eq!(status, 400, "{text}");
     assert!(text.contains("`logit_bias`"), "{text}");
+}
+
+fn chunk(content: &str) -> Value {
+    json!({"id": "s", "object": "chat.completion.chunk", "created": 1, "model": "up-model-s",
+        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_upstream_answer_is_abandoned_once_its_prefix_fails() {
+    // The first answer says CANARY in its third piece, then goes on for
+    // 40 more; the second is clean.
+    let (up, seen, written) = fake_streaming_upstream(Box::new(|n, _| {
+        let mut events = vec![chunk("Well, "), chunk("the ")];
+        if n == 0 {
+            events.push(chunk("CANARY "));
+            events.extend((0..40).map(|_| chunk("filler ")));
+        } else {
+            events.push(chunk("answer is clean."));
+        }
+        events.push(json!({"id": "s", "object": "chat.completion.chunk", "created": 1, "model": "up-model-s",
+            "choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 9, "total_tokens": 13}}));
+        (200, json!({ SSE: events }))
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let g = guard_with(
+        dir.path(),
+        &up,
+        "kind = \"not-contains\"\nvalue = \"CANARY\"",
+    );
+    let (status, headers, text) = post(
+        &g.1,
+        &json!({"messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(headers["x-probity-attempts"], "2");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        v["choices"][0]["message"]["content"],
+        "Well, the answer is clean."
+    );
+    assert_eq!(v["model"], "up-model-s");
+    // The doomed answer was dropped a few events after the canary, long
+    // before its 45 events; the clean one was read to the end.
+    let written = written.lock().unwrap().clone();
+    assert_eq!(written.len(), 2, "{written:?}");
+    assert!(written[0] < 12, "the upstream kept streaming: {written:?}");
+    assert_eq!(written[1], 5);
+    // Both asked to stream; the retry carried the validator's message.
+    let sent = seen.lock().unwrap();
+    assert_eq!(sent[0]["stream"], true);
+    assert!(
+        sent[1]["messages"].to_string().contains("no canary"),
+        "{}",
+        sent[1]
+    );
+    drop(sent);
+    // The abandoned attempt is stored: its prefix, Fail in the settled check.
+    assert_eq!(g.stop("TERM"), Some(0));
+    let store = probity_engine::store::Store::open(&dir.path().join("runs.db")).unwrap();
+    let run = store.latest_named("proto").unwrap().unwrap();
+    let attempts = store.attempts(run).unwrap();
+    assert_eq!(attempts.len(), 2);
+    assert!(attempts[0].output.as_deref().unwrap().contains("CANARY"));
+    assert_eq!(attempts[0].cells, [probity_core::Cell::Fail]);
+    assert!(attempts[1].published);
 }

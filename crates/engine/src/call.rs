@@ -5,7 +5,7 @@
 
 use crate::limits::{Backoff, RateLimiter};
 use crate::provider::types::{
-    AnswerMeta, Provider, ProviderError, Request, WireAnswer, WireRequest,
+    AnswerMeta, CutWhen, Provider, ProviderError, Request, WireAnswer, WireRequest,
 };
 use crate::store::{CachedOutput, RunTotals};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -92,6 +92,9 @@ pub struct Answer {
     /// What the upstream said besides, for a Chat Completions client
     /// ([`Caller::call_wire`]); redacted like the text.
     pub meta: Option<Arc<AnswerMeta>>,
+    /// Abandoned while it streamed: `text` is a prefix that settles a
+    /// failure ([`Caller::call_wire`] with a `cut`).
+    pub cut: bool,
 }
 
 impl From<CachedOutput> for Answer {
@@ -104,6 +107,7 @@ impl From<CachedOutput> for Answer {
             output_tokens: hit.output_tokens,
             attempts: 0,
             meta: None,
+            cut: false,
         }
     }
 }
@@ -175,6 +179,7 @@ impl Caller {
                 .map(|completion| WireAnswer {
                     completion,
                     meta: None,
+                    cut: false,
                 })
         })
         .await
@@ -183,14 +188,23 @@ impl Caller {
     /// [`Caller::call`] for a Chat Completions client: `wire`'s messages
     /// and fields go with the request ([`Provider::complete_wire`]) and
     /// the answer keeps the upstream's metadata.
+    /// With `cut`, the answer is read as the upstream streams it and
+    /// abandoned as soon as its prefix settles a failure
+    /// ([`Provider::stream_wire`]).
     pub async fn call_wire(
         &self,
         provider: &dyn Provider,
         request: &Request,
         wire: &WireRequest,
+        cut: Option<CutWhen<'_>>,
     ) -> Result<Answer, CallFailure> {
-        self.call_with(request, || provider.complete_wire(request, wire))
-            .await
+        self.call_with(request, || async {
+            match cut {
+                Some(cut) => provider.stream_wire(request, wire, cut).await,
+                None => provider.complete_wire(request, wire).await,
+            }
+        })
+        .await
     }
 
     async fn call_with<F, Fut>(&self, request: &Request, mut once: F) -> Result<Answer, CallFailure>
@@ -218,6 +232,7 @@ impl Caller {
                 Ok(WireAnswer {
                     completion: c,
                     meta,
+                    cut,
                 }) => {
                     let used = c.input_tokens.unwrap_or(0) + c.output_tokens.unwrap_or(0);
                     if used > 0 {
@@ -232,6 +247,7 @@ impl Caller {
                         output_tokens: c.output_tokens,
                         attempts: attempt,
                         meta: meta.map(|m| Arc::new(redact_meta(m))),
+                        cut,
                     });
                 }
                 Err(e) if e.is_retryable() && attempt < self.call_attempts => {

@@ -30,7 +30,7 @@
 use crate::cache_key::attempt_key;
 use crate::call::{Answer, CallFailure, Caller};
 use crate::check::{Checks, Judging};
-use crate::provider::types::{AnswerMeta, Message, Provider, Request, WireRequest};
+use crate::provider::types::{AnswerMeta, CutWhen, Message, Provider, Request, WireRequest};
 use crate::retry_policy::{Feedback, RetryPolicy};
 use crate::store::{AttemptRow, CachedOutput, OutputCache, SampleRow};
 use crate::template::TemplateError;
@@ -190,6 +190,10 @@ pub struct Guard {
     fingerprint: String,
     /// Key every attempt, so a later run can reuse its output.
     keyed: bool,
+    /// Read a Chat Completions client's answers as the upstream streams
+    /// them and abandon one as soon as its prefix fails a deciding
+    /// validator ([`Guard::cutting_streams`]).
+    cut_streams: bool,
 }
 
 impl Guard {
@@ -207,6 +211,7 @@ impl Guard {
         Ok(Guard {
             fingerprint,
             keyed: false,
+            cut_streams: false,
             outputs: None,
             provider,
             checks,
@@ -238,6 +243,66 @@ impl Guard {
     pub fn keyed(mut self) -> Self {
         self.keyed = true;
         self
+    }
+
+    /// For [`Guard::run_wire`]: read each answer as the upstream streams
+    /// it, and abandon it — dropping the call, so the upstream stops
+    /// generating — as soon as its prefix settles a deciding validator's
+    /// failure ([`probity_core::Validator::fails_on_prefix`]); the next
+    /// attempt starts at once. The abandoned attempt keeps the prefix as
+    /// its output, `Fail` in the settled columns and `Missing` (not
+    /// measured) in the others.
+    pub fn cutting_streams(mut self) -> Self {
+        self.cut_streams = true;
+        self
+    }
+
+    /// Whether the prefix `text` settles a deciding validator's failure.
+    fn settled(&self, text: &str) -> bool {
+        let validators = &self.checks.validators;
+        self.columns
+            .iter()
+            .any(|&k| validators.get(k).is_some_and(|v| v.fails_on_prefix(text)))
+    }
+
+    /// The attempt abandoned on `a`'s prefix: its settled columns `Fail`,
+    /// the rest `Missing`; the feedback the failed validators' messages.
+    fn cut_attempt(&self, number: u32, key: Option<String>, a: Answer) -> Attempt {
+        let validators = &self.checks.validators;
+        let mut cells = vec![Cell::Missing; self.checks.len()];
+        let mut failed = Vec::new();
+        for &k in &self.columns {
+            if validators
+                .get(k)
+                .is_some_and(|v| v.fails_on_prefix(&a.text))
+            {
+                cells[k] = Cell::Fail;
+                failed.push(k);
+            }
+        }
+        let checked = crate::check::Checked {
+            cells,
+            reasons: Vec::new(),
+            judge_calls: 0,
+            judge_cached: 0,
+        };
+        Attempt {
+            number,
+            feedback: self.checks.feedback(&checked, &failed),
+            output: Some(a.text),
+            error: None,
+            latency_ms: a.latency_ms,
+            input_tokens: a.input_tokens,
+            output_tokens: a.output_tokens,
+            call_attempts: a.attempts,
+            judge_calls: 0,
+            cells: checked.cells,
+            reasons: Vec::new(),
+            passed: false,
+            cache_key: key,
+            meta: a.meta,
+            upstream_status: None,
+        }
     }
 
     /// The guarded system.
@@ -446,21 +511,26 @@ impl Guard {
                     attempt: number - 1,
                     input: input.input().clone(),
                 };
+                let settled = |text: &str| self.settled(text);
+                let cut: Option<CutWhen<'_>> = self.cut_streams.then_some(&settled);
                 let answer = match wire {
                     Some(wire) => {
                         self.caller
-                            .call_wire(self.provider.as_ref(), &request, wire)
+                            .call_wire(self.provider.as_ref(), &request, wire, cut)
                             .await
                     }
                     None => self.caller.call(self.provider.as_ref(), &request).await,
                 };
                 if let (Some(cache), Some(key), Ok(a)) = (&self.outputs, &key, &answer) {
-                    cache.put(key, CachedOutput::from(a));
+                    if !a.cut {
+                        cache.put(key, CachedOutput::from(a));
+                    }
                 }
                 answer
             }
         };
         match result {
+            Ok(a) if a.cut => self.cut_attempt(number, key, a),
             Ok(a) => {
                 let checked = self
                     .checks

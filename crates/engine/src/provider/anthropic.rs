@@ -264,5 +264,6 @@ pub fn parse_answer(body: &str) -> Result<WireAnswer, ProviderError> {
             logprobs: None,
             system_fingerprint: None,
         }),
+        cut: false,
     })
 }

@@ -12,6 +12,7 @@ pub(crate) mod error;
 pub(crate) mod func;
 pub(crate) mod http;
 pub(crate) mod openai;
+pub(crate) mod openai_stream;
 pub(crate) mod types;
 pub(crate) mod util;
 

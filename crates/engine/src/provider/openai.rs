@@ -2,8 +2,9 @@
 //! LM Studio, the `probity sim serve` endpoint, …).
 
 use super::error::ConfigError;
+use super::openai_stream::{Assembly, SseFrames};
 use super::types::{
-    AnswerMeta, Completion, Provider, ProviderError, Request, WireAnswer, WireRequest,
+    AnswerMeta, Completion, CutWhen, Provider, ProviderError, Request, WireAnswer, WireRequest,
 };
 use super::util::{self, Secret};
 use crate::openai_wire::{upstream_messages, ChatResponse};
@@ -170,7 +171,7 @@ impl OpenAiProvider {
         body
     }
 
-    async fn post(&self, body: &Value) -> Result<String, ProviderError> {
+    fn request(&self, body: &Value) -> reqwest::RequestBuilder {
         let mut builder = self.client.post(&self.url).json(body);
         if let Some(key) = &self.key {
             builder = builder.bearer_auth(key.expose());
@@ -178,7 +179,11 @@ impl OpenAiProvider {
         for (k, v) in &self.headers {
             builder = builder.header(k.as_str(), v.expose());
         }
-        let (status, headers, body) = util::send(builder, self.timeout).await?;
+        builder
+    }
+
+    async fn post(&self, body: &Value) -> Result<String, ProviderError> {
+        let (status, headers, body) = util::send(self.request(body), self.timeout).await?;
         if !(200..300).contains(&status) {
             return Err(util::status_error(status, &headers, &self.redact(body)));
         }
@@ -215,6 +220,63 @@ impl Provider for OpenAiProvider {
         wire: &WireRequest,
     ) -> Result<WireAnswer, ProviderError> {
         parse_answer(&self.post(&self.wire_body(request, wire)).await?)
+    }
+
+    /// Asks for `"stream": true` (with usage) and reads the events as they
+    /// come; after each read, `cut` sees the content so far, and a settled
+    /// prefix ends the call there — the response is dropped, closing the
+    /// connection, so the upstream stops generating. A server that answers
+    /// with a whole JSON body instead is read as such.
+    async fn stream_wire(
+        &self,
+        request: &Request,
+        wire: &WireRequest,
+        cut: CutWhen<'_>,
+    ) -> Result<WireAnswer, ProviderError> {
+        let mut body = self.wire_body(request, wire);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let mut resp = self
+            .request(&body)
+            .send()
+            .await
+            .map_err(|e| util::transport_error(e, self.timeout))?;
+        let status = resp.status().as_u16();
+        let is_sse = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !(200..300).contains(&status) || !is_sse {
+            let headers = resp.headers().clone();
+            let text = resp
+                .text()
+                .await
+                .map_err(|e| util::transport_error(e, self.timeout))?;
+            if !(200..300).contains(&status) {
+                return Err(util::status_error(status, &headers, &self.redact(text)));
+            }
+            return parse_answer(&text);
+        }
+        let mut frames = SseFrames::default();
+        let mut answer = Assembly::default();
+        while let Some(bytes) = resp
+            .chunk()
+            .await
+            .map_err(|e| util::transport_error(e, self.timeout))?
+        {
+            let events = frames.push(&bytes);
+            for data in &events {
+                answer.take(data)?;
+            }
+            if !events.is_empty() && cut(answer.text()) {
+                return answer.finish(true);
+            }
+            if answer.done {
+                break;
+            }
+        }
+        answer.finish(false)
     }
 
     fn fingerprint(&self) -> String {
@@ -286,5 +348,6 @@ pub fn parse_answer(body: &str) -> Result<WireAnswer, ProviderError> {
             logprobs: choice.logprobs.clone().filter(|l| !l.is_null()),
             system_fingerprint: response.system_fingerprint.clone(),
         }),
+        cut: false,
     })
 }

@@ -98,7 +98,15 @@ impl AnswerMeta {
 pub struct WireAnswer {
     pub completion: Completion,
     pub meta: Option<AnswerMeta>,
+    /// The answer was abandoned while it streamed, its prefix (the
+    /// completion's text) already settling a failure
+    /// ([`Provider::stream_wire`]); the upstream call was dropped.
+    pub cut: bool,
 }
+
+/// Whether a streamed prefix already settles a failure (see
+/// [`Provider::stream_wire`]).
+pub type CutWhen<'a> = &'a (dyn Fn(&str) -> bool + Send + Sync);
 
 /// Why a call produced no output.
 #[derive(Debug, Clone, Error, PartialEq, Serialize, Deserialize)]
@@ -198,7 +206,22 @@ pub trait Provider: Send + Sync {
         Ok(WireAnswer {
             completion,
             meta: None,
+            cut: false,
         })
+    }
+
+    /// [`Provider::complete_wire`], reading the answer as the upstream
+    /// streams it where the provider can: after each piece, `cut` is asked
+    /// whether the text so far already settles a failure, and if so the
+    /// call is dropped (the upstream stops generating) and the prefix is
+    /// answered with [`WireAnswer::cut`]. The default reads it whole.
+    async fn stream_wire(
+        &self,
+        request: &Request,
+        wire: &WireRequest,
+        _cut: CutWhen<'_>,
+    ) -> Result<WireAnswer, ProviderError> {
+        self.complete_wire(request, wire).await
     }
 }
 
@@ -222,5 +245,14 @@ impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
         wire: &WireRequest,
     ) -> Result<WireAnswer, ProviderError> {
         (**self).complete_wire(request, wire).await
+    }
+
+    async fn stream_wire(
+        &self,
+        request: &Request,
+        wire: &WireRequest,
+        cut: CutWhen<'_>,
+    ) -> Result<WireAnswer, ProviderError> {
+        (**self).stream_wire(request, wire, cut).await
     }
 }

@@ -46,6 +46,9 @@ fn d_max_body_mb() -> f64 {
 fn d_keepalive() -> f64 {
     10.0
 }
+fn d_stream_upstream() -> bool {
+    true
+}
 
 /// The `--config` file of `probity serve`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,6 +85,11 @@ pub struct ServeConfig {
     /// sent this often so proxies and clients do not time out.
     #[serde(default = "d_keepalive")]
     pub stream_keepalive_s: f64,
+    /// Ask an upstream that can stream (`openai`) for a streamed answer
+    /// and abandon it as soon as its prefix settles a deciding validator's
+    /// failure (docs/serve.md, "Cutting failing answers short").
+    #[serde(default = "d_stream_upstream")]
+    pub stream_upstream: bool,
     #[serde(default)]
     pub upstream: ProviderConfig,
     #[serde(default)]

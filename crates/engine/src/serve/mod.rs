@@ -135,9 +135,12 @@ pub fn open(loaded: Loaded, store_path: &Path) -> Result<Server, String> {
         requests_per_minute: c.requests_per_minute,
         tokens_per_minute: None,
     };
-    let guard = Guard::new(upstream, checks, c.retry.clone(), calls.caller())
+    let mut guard = Guard::new(upstream, checks, c.retry.clone(), calls.caller())
         .map_err(|e| format!("[retry] {e}"))?
         .with_judging(recording.judging(true, true));
+    if c.stream_upstream {
+        guard = guard.cutting_streams();
+    }
     let state = Arc::new(ServeState {
         guard,
         policy: c.on_nothing_passed,

@@ -1,0 +1,236 @@
+//! Reading an OpenAI-compatible streamed answer: server-sent events of
+//! `chat.completion.chunk` objects, assembled into the same answer a
+//! non-streamed call gives (content, tool calls by index, finish reason,
+//! model, usage from the `include_usage` chunk).
+//!
+//! The framing is parsed here rather than with an SSE crate: OpenAI's
+//! stream uses only `data:` lines separated by blank lines, and a crate
+//! (eventsource-stream) would bring a parser combinator library and
+//! reqwest's stream feature for these few lines.
+
+use super::types::{AnswerMeta, Completion, ProviderError, WireAnswer};
+use serde_json::{Map, Value};
+
+/// Splits bytes into events and events into their `data`.
+#[derive(Debug, Default)]
+pub struct SseFrames {
+    buffer: Vec<u8>,
+}
+
+impl SseFrames {
+    /// Add `bytes`; returns the data of every event now complete (the
+    /// `data:` lines of an event joined by newlines; comments and other
+    /// fields dropped).
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        self.buffer.extend_from_slice(bytes);
+        let mut out = Vec::new();
+        while let Some((end, sep)) = event_end(&self.buffer) {
+            let event: Vec<u8> = self.buffer.drain(..end + sep).collect();
+            let text = String::from_utf8_lossy(&event[..end]);
+            let data: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            if !data.is_empty() {
+                out.push(data.join("\n"));
+            }
+        }
+        out
+    }
+}
+
+/// Where the first event in `buf` ends, and the separator's length.
+fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
+    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
+    let crlf = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A streamed answer being assembled.
+#[derive(Debug, Default)]
+pub struct Assembly {
+    content: String,
+    saw_content: bool,
+    /// Tool calls by their `index`.
+    calls: Vec<Map<String, Value>>,
+    finish_reason: Option<String>,
+    model: Option<String>,
+    system_fingerprint: Option<String>,
+    usage: Option<(Option<u64>, Option<u64>)>,
+    pub done: bool,
+}
+
+impl Assembly {
+    /// Take one event's data: a chunk, `[DONE]`, or an `error` object (an
+    /// error mid-stream, as OpenAI sends it).
+    pub fn take(&mut self, data: &str) -> Result<(), ProviderError> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            ProviderError::BadResponse(format!(
+                "a streamed chunk is not JSON ({e}): {}",
+                super::util::body_excerpt(data)
+            ))
+        })?;
+        if let Some(error) = chunk.get("error") {
+            return Err(ProviderError::Server {
+                status: 500,
+                body: format!("error in the stream: {error}"),
+            });
+        }
+        if let Some(m) = chunk.get("model").and_then(Value::as_str) {
+            self.model.get_or_insert_with(|| m.to_string());
+        }
+        if let Some(f) = chunk.get("system_fingerprint").and_then(Value::as_str) {
+            self.system_fingerprint = Some(f.to_string());
+        }
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some((
+                u.get("prompt_tokens").and_then(Value::as_u64),
+                u.get("completion_tokens").and_then(Value::as_u64),
+            ));
+        }
+        let Some(choice) = chunk.pointer("/choices/0") else {
+            return Ok(());
+        };
+        if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(f.to_string());
+        }
+        let delta = choice.get("delta").unwrap_or(&Value::Null);
+        if let Some(text) = delta.get("content").and_then(Value::as_str) {
+            self.content.push_str(text);
+            self.saw_content = true;
+        }
+        for call in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            self.take_call(call);
+        }
+        Ok(())
+    }
+
+    /// A tool call delta: id, type and name arrive once, the arguments in
+    /// fragments, all keyed by `index`.
+    fn take_call(&mut self, call: &Value) {
+        let i = call.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+        if i > 1024 {
+            return;
+        }
+        while self.calls.len() <= i {
+            self.calls.push(Map::new());
+        }
+        let slot = &mut self.calls[i];
+        for key in ["id", "type"] {
+            if let Some(v) = call.get(key).filter(|v| v.is_string()) {
+                slot.insert(key.into(), v.clone());
+            }
+        }
+        let function = slot
+            .entry("function")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let (Some(f), Value::Object(slot_f)) = (call.get("function"), function) {
+            if let Some(name) = f.get("name").and_then(Value::as_str) {
+                slot_f.insert("name".into(), Value::String(name.into()));
+            }
+            if let Some(args) = f.get("arguments").and_then(Value::as_str) {
+                let so_far = slot_f
+                    .entry("arguments")
+                    .or_insert_with(|| Value::String(String::new()));
+                if let Value::String(s) = so_far {
+                    s.push_str(args);
+                }
+            }
+        }
+    }
+
+    /// The text received so far, as the checks would see it.
+    pub fn text(&self) -> &str {
+        &self.content
+    }
+
+    /// The answer assembled; `cut` when abandoned on a settled prefix.
+    pub fn finish(self, cut: bool) -> Result<WireAnswer, ProviderError> {
+        let tool_calls = (!self.calls.is_empty())
+            .then(|| Value::Array(self.calls.into_iter().map(Value::Object).collect()));
+        if !self.saw_content && tool_calls.is_none() && !cut {
+            return Err(ProviderError::BadResponse(
+                "the stream ended without content or tool calls".into(),
+            ));
+        }
+        let content = (self.saw_content || tool_calls.is_none()).then_some(self.content);
+        let (input_tokens, output_tokens) = self.usage.unwrap_or_default();
+        Ok(WireAnswer {
+            completion: Completion {
+                text: AnswerMeta::checked_text(content.as_deref(), tool_calls.as_ref()),
+                input_tokens,
+                output_tokens,
+            },
+            meta: Some(AnswerMeta {
+                content,
+                tool_calls,
+                finish_reason: self.finish_reason,
+                model: self.model,
+                logprobs: None,
+                system_fingerprint: self.system_fingerprint,
+            }),
+            cut,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_split_across_reads_assemble_into_the_answer() {
+        let stream = concat!(
+            "data: {\"model\":\"m-1\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n",
+            ": a comment\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\r\n\r\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\"\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\":1}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let mut frames = SseFrames::default();
+        let mut a = Assembly::default();
+        for piece in stream.as_bytes().chunks(7) {
+            for data in frames.push(piece) {
+                a.take(&data).unwrap();
+            }
+        }
+        assert!(a.done);
+        let w = a.finish(false).unwrap();
+        let meta = w.meta.unwrap();
+        assert_eq!(meta.content.as_deref(), Some("Hello"));
+        assert_eq!(meta.model.as_deref(), Some("m-1"));
+        assert_eq!(meta.finish_reason.as_deref(), Some("tool_calls"));
+        let calls = meta.tool_calls.unwrap();
+        assert_eq!(calls[0]["function"]["arguments"], "{\"a\":1}");
+        assert_eq!(calls[0]["id"], "c1");
+        assert_eq!(w.completion.output_tokens, Some(2));
+        assert!(w.completion.text.starts_with("Hello\n[{"));
+    }
+
+    #[test]
+    fn an_error_event_and_an_empty_stream_are_errors() {
+        let mut a = Assembly::default();
+        assert!(a.take("{\"error\":{\"message\":\"overloaded\"}}").is_err());
+        assert!(Assembly::default().finish(false).is_err());
+    }
+}
