@@ -6,6 +6,7 @@
 mod compare;
 mod failure;
 mod init;
+mod listen;
 mod output;
 mod plan;
 mod report_cmd;

@@ -32,9 +32,7 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
         .listen
         .clone()
         .unwrap_or_else(|| loaded.config.listen.clone());
-    let listener = tokio::net::TcpListener::bind(&listen)
-        .await
-        .map_err(|e| Failure::usage(format!("cannot listen on {listen}: {e}")))?;
+    let listener = crate::listen::bind(&listen).await?;
     let addr = listener
         .local_addr()
         .map_err(|e| Failure::incomplete(e.to_string()))?;

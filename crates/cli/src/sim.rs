@@ -77,9 +77,7 @@ pub async fn run(cmd: SimCommand) -> Result<u8, Failure> {
     file.faults
         .validate()
         .map_err(|e| Failure::usage(format!("faults: {e}")))?;
-    let listener = tokio::net::TcpListener::bind(&args.listen)
-        .await
-        .map_err(|e| Failure::usage(format!("cannot listen on {}: {e}", args.listen)))?;
+    let listener = crate::listen::bind(&args.listen).await?;
     let addr = listener
         .local_addr()
         .map_err(|e| Failure::incomplete(e.to_string()))?;
