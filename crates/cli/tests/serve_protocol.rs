@@ -425,3 +425,44 @@ async fn a_streamed_upstream_answer_is_abandoned_once_its_prefix_fails() {
     assert_eq!(attempts[0].cells, [probity_core::Cell::Fail]);
     assert!(attempts[1].published);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_cancels_the_upstream_call() {
+    // Each answer streams 45 events over about a second.
+    let (up, _, written) = fake_streaming_upstream(Box::new(|_, _| {
+        (
+            200,
+            json!({ SSE: (0..45).map(|_| chunk("word ")).collect::<Vec<_>>() }),
+        )
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let g = guard(dir.path(), &up, "true");
+    for stream in [false, true] {
+        let body =
+            json!({"messages": [{"role": "user", "content": "hi"}], "stream": stream}).to_string();
+        let mut conn = std::net::TcpStream::connect(&g.1).unwrap();
+        write!(
+            conn,
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        drop(conn);
+    }
+    // Both upstream calls end well before their 45 events.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while written.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let written = written.lock().unwrap().clone();
+    assert_eq!(written.len(), 2, "{written:?}");
+    assert!(written.iter().all(|&n| n < 30), "{written:?}");
+    let metrics = reqwest::get(format!("http://{}/metrics", g.1))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("probity_cancelled_total 2"), "{metrics}");
+}
