@@ -18,6 +18,7 @@
 
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -247,7 +248,8 @@ async fn main() -> ExitCode {
     let start = Instant::now();
     let samples = run(client, args.clone(), args.requests).await;
     let r = report(&args, &samples, start.elapsed());
-    println!("{r}");
-    println!("{}", human(&r));
+    // A reader that stops early (`| head -1`) is not an error.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{r}").and_then(|_| writeln!(out, "{}", human(&r)));
     ExitCode::SUCCESS
 }
