@@ -3,6 +3,8 @@
 #
 #   bench/guard.sh               # both figures (release build)
 #   PROBITY=target/debug/probity bench/guard.sh   # use another binary
+#   N1=200 N64=4000 NS=200 bench/guard.sh         # more requests in Figure 2
+#   ONLY=2 bench/guard.sh                         # one figure
 #
 # Figure 1 — predicted vs measured. For several true rates, `probity run`
 #   with a [retry] table samples 40 inputs × 25 guarded requests; the
@@ -10,20 +12,30 @@
 #   (geometric model at the joint rate, with its interval) and the guarded
 #   requests measure them (clustered intervals). They should agree within
 #   their intervals ("prediction HELD").
-# Figure 2 — the guard's added latency per request: sequential requests
-#   straight to `probity sim serve` and through `probity serve` (validators
-#   only, a model that always passes, so one attempt each), keep-alive HTTP
-#   from one client; the difference of the means is the guard's overhead
-#   (checks, bookkeeping, the store write, one more HTTP hop).
+# Figure 2 — what the guard costs a client, side by side in one run:
+#   `load` (crates/engine/examples/load.rs, keep-alive clients) straight to
+#   `probity sim serve` and through `probity serve` → the same sim, with the
+#   two validators of Figure 1, first `[retry] attempts = 1` (no retries),
+#   then `attempts = 3`; at concurrency 1 and 64; then streaming
+#   (`"stream": true`, 1 ms per token at the sim) time to first byte. The
+#   sim has its default rates (contractions 0.1, omit_welcome 0.15), so with
+#   attempts = 3 some requests are retried; `on_nothing_passed = "last"`
+#   keeps every answer a 200. The table gives req/s, p50/p90/p99 latency
+#   and the added latency (guarded − direct) per percentile; errors, if
+#   any, by HTTP status.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ -z "${PROBITY:-}" ]]; then
   cargo build --release -q -p probity-cli
   PROBITY="$PWD/target/release/probity"
 fi
+if [[ -z "${LOAD:-}" ]]; then
+  cargo build --release -q -p probity-engine --example load
+  LOAD="$PWD/target/release/examples/load"
+fi
 command -v python3 >/dev/null || { echo "bench/guard.sh needs python3" >&2; exit 2; }
 WORK="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'kill $(jobs -p) $(cat "$WORK/pids" 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
 checks() {
   cat <<'TOML'
@@ -44,6 +56,7 @@ inputs() {
   done
 }
 
+if [[ "${ONLY:-1}" == 1 ]]; then
 echo "== Figure 1: predicted vs measured (40 inputs x 25 requests per setting)"
 for setting in "0.1 0.15 3" "0.3 0.4 3" "0.5 0.5 4" "0.3 0.4 2"; do
   read -r c w m <<<"$setting"
@@ -58,41 +71,59 @@ for setting in "0.1 0.15 3" "0.3 0.4 3" "0.5 0.5 4" "0.3 0.4 2"; do
     | sed -n '/^Guarded system/,$p' || true
 done
 
+fi
+[[ "${ONLY:-}" == 1 ]] && exit 0
 echo
-echo "== Figure 2: the guard's added latency per request"
-N=${N:-400}
-"$PROBITY" sim serve --listen 127.0.0.1:0 --latency-ms 0 --config <(printf '[model]\ncontractions = 0\nomit_welcome = 0\n') >"$WORK/sim.out" &
-for _ in $(seq 50); do [[ -s "$WORK/sim.out" ]] && break; sleep 0.1; done
-SIM=$(sed -n 's#listening on http://\(.*\)/v1#\1#p' "$WORK/sim.out")
-{
-  printf 'name = "guard-overhead"\n[upstream]\nprovider = "openai"\nbase_url = "http://%s/v1"\nmodel = "sim"\n[retry]\nattempts = 3\n' "$SIM"
+echo "== Figure 2: the guard's cost to a client (direct to the sim vs through probity serve)"
+N1=${N1:-100}; N64=${N64:-1000}; NS=${NS:-100}
+# start NAME CMD...: runs CMD in the background, waits for its address.
+start() {
+  local name=$1; shift
+  "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+  echo $! >>"$WORK/pids"
+  for _ in $(seq 100); do grep -q '^listening on' "$WORK/$name.out" 2>/dev/null && break; sleep 0.1; done
+  sed -n 's#^listening on http://\(.*\)/v1#\1#p' "$WORK/$name.out" | grep . \
+    || { echo "$name did not start:" >&2; cat "$WORK/$name.err" >&2; exit 1; }
+}
+SIM=$(start sim "$PROBITY" sim serve --listen 127.0.0.1:0 --stream-token-ms 1)
+guard_config() {  # attempts
+  printf 'name = "guard-bench"\non_nothing_passed = "last"\ncall_attempts = 1\n'
+  printf '[upstream]\nprovider = "openai"\nbase_url = "http://%s/v1"\nmodel = "sim"\n' "$SIM"
+  printf '[retry]\nattempts = %s\n' "$1"
   checks
-} >"$WORK/guard.toml"
-"$PROBITY" serve --config "$WORK/guard.toml" --listen 127.0.0.1:0 --store "$WORK/serve.db" >"$WORK/guard.out" &
-for _ in $(seq 50); do [[ -s "$WORK/guard.out" ]] && break; sleep 0.1; done
-GUARD=$(sed -n 's#listening on http://\(.*\)/v1#\1#p' "$WORK/guard.out")
-python3 - "$SIM" "$GUARD" "$N" <<'PY'
-import http.client, json, statistics, sys, time
-sim, guard, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-def bench(addr):
-    host, port = addr.rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port))
-    times = []
-    for i in range(n + 20):
-        body = json.dumps({"model": "sim", "messages": [{"role": "user", "content": f"Thank you for tip {i}!"}]})
-        t = time.perf_counter()
-        conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
-        r = conn.getresponse(); r.read()
-        assert r.status == 200, r.status
-        if i >= 20:  # warm-up excluded
-            times.append((time.perf_counter() - t) * 1000)
-    return times
-d, g = bench(sim), bench(guard)
-def show(name, t):
-    q = statistics.quantiles(t, n=100)
-    print(f"  {name:<22} mean {statistics.mean(t):7.3f} ms  p50 {q[49]:7.3f} ms  p99 {q[98]:7.3f} ms  (n={len(t)})")
-show("direct to sim", d); show("through probity serve", g)
-diff = statistics.mean(g) - statistics.mean(d)
-se = (statistics.variance(g) / len(g) + statistics.variance(d) / len(d)) ** 0.5
-print(f"  guard overhead: {diff:.3f} ms per request (95% interval {diff - 1.96*se:.3f} .. {diff + 1.96*se:.3f} ms); p50 difference {statistics.median(g) - statistics.median(d):.3f} ms")
+}
+guard_config 1 >"$WORK/guard1.toml"; guard_config 3 >"$WORK/guard3.toml"
+G1=$(start guard1 "$PROBITY" serve --config "$WORK/guard1.toml" --listen 127.0.0.1:0 --store "$WORK/g1.db")
+G3=$(start guard3 "$PROBITY" serve --config "$WORK/guard3.toml" --listen 127.0.0.1:0 --store "$WORK/g3.db")
+: >"$WORK/results.jsonl"
+measure() {  # scenario target-name addr concurrency requests [--stream]
+  local scenario=$1 target=$2 addr=$3 c=$4 n=$5; shift 5
+  "$LOAD" --url "http://$addr/v1/chat/completions" --concurrency "$c" --requests "$n" \
+    --warmup $(( c * 2 )) "$@" \
+    | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); r["scenario"]=sys.argv[1]; r["target"]=sys.argv[2]; print(json.dumps(r))' "$scenario" "$target" \
+    >>"$WORK/results.jsonl"
+}
+for c in 1 64; do
+  n=$N1; (( c > 1 )) && n=$N64
+  measure "concurrency $c" direct "$SIM" "$c" "$n"
+  measure "concurrency $c" "guard, attempts=1" "$G1" "$c" "$n"
+  measure "concurrency $c" "guard, attempts=3" "$G3" "$c" "$n"
+done
+measure "stream, first byte" direct "$SIM" 1 "$NS" --stream
+measure "stream, first byte" "guard, attempts=1" "$G1" 1 "$NS" --stream
+python3 - "$WORK/results.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+direct = {r["scenario"]: r for r in rows if r["target"] == "direct"}
+print(f"  {'scenario':<20} {'target':<18} {'n':>6} {'req/s':>9} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}   added p50/p90/p99 ms         errors")
+for r in rows:
+    key = "ttfb_ms" if "ttfb_ms" in r else "latency_ms"
+    q = r[key]; d = direct[r["scenario"]][key]
+    errors = ", ".join(f"{k}: {v}" for k, v in r["errors"].items()) or "-"
+    if r["ok"] == 0:
+        print(f"  {r['scenario']:<20} {r['target']:<18} {r['requests']:>6} {'-':>9} {'-':>8} {'-':>8} {'-':>8}   {'-':<27}   {errors}")
+        continue
+    added = "" if r["target"] == "direct" else "/".join(f"{q[p] - d[p]:+.2f}" for p in ("p50", "p90", "p99"))
+    print(f"  {r['scenario']:<20} {r['target']:<18} {r['requests']:>6} {r['rps']:>9.1f} {q['p50']:>8.2f} {q['p90']:>8.2f} {q['p99']:>8.2f}   {added:<27}   {errors}")
+print("  (stream rows: time to first byte; a guard that refuses streaming shows its 4xx under errors)")
 PY

@@ -30,6 +30,7 @@
 //! versions (see `rng.rs`).
 
 pub mod model;
+pub mod protocol;
 pub mod rates;
 pub(crate) mod rng;
 pub mod server;

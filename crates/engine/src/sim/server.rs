@@ -3,36 +3,50 @@
 //!
 //! Routes:
 //! * `POST /v1/chat/completions` — the [`SimModel`]'s answer in the OpenAI
-//!   chat-completions shape. The body's `seed` is the repetition (so the
-//!   `openai` provider's `seed + repetition` reproduces a run); without a
-//!   seed a per-server counter is used. The attempt is always 0.
+//!   Chat Completions shape, whole or streamed (`"stream": true`), honouring
+//!   the fields [`ChatOptions`] reads (`max_tokens`, `stop`, `n`, `tools`,
+//!   `response_format`, `logprobs`, …; see `protocol.rs`). The body's
+//!   `seed` is the repetition (so the `openai` provider's `seed +
+//!   repetition` reproduces a run); without a seed a per-server counter is
+//!   used. Choice i is the model's attempt i. A field of the wrong type is
+//!   HTTP 400 naming it; unknown fields are ignored.
 //! * `GET /v1/models`, `GET /health`.
 //! * `GET /stats` — [`ServerStats`] as JSON: requests to the completions
-//!   route, injected faults in total and by kind.
+//!   route, injected faults in total and by kind, requests whose client
+//!   went away before the answer was complete, the top-level fields of the
+//!   request bodies received.
+//! * `GET /stats/last_request` — the last completions request's body as
+//!   received (a JSON string when it was not JSON; null before any).
 //!
 //! Faults ([`FaultConfig`]) are drawn before the model runs, at most one per
 //! request, from a generator seeded by the fault seed and the request's
 //! arrival number.
 
 use super::model::SimModel;
+use super::protocol::{
+    build_choice, completion_body, stream_events, BadRequest, ChatOptions, ChoiceAnswer, Event,
+    Meta,
+};
 use super::rng::{Fnv, SplitMix64};
-use crate::openai_wire::{error_body, ChatRequest, ChatResponse, Usage, WireMessage};
+use crate::openai_wire::error_body;
 use crate::provider::error::ConfigError;
-use crate::provider::types::{Message, ProviderError};
-use axum::body::Bytes;
+use crate::provider::types::{Provider, ProviderError};
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
-use std::collections::BTreeMap;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// Faults the server injects, each a per-request probability. At most one
@@ -123,6 +137,14 @@ pub struct ServerStats {
     pub by_kind: BTreeMap<String, u64>,
     /// Simulated model errors (`SimConfig::error_rate`), not counted as faults.
     pub model_errors: u64,
+    /// Requests whose client went away before the answer was complete
+    /// (during the latency, or mid-stream).
+    #[serde(default)]
+    pub cancelled: u64,
+    /// How many request bodies had each top-level field (`model`,
+    /// `messages`, `temperature`, `tools`, …), whatever its value.
+    #[serde(default)]
+    pub fields: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -141,6 +163,7 @@ struct Counters {
     timeout: AtomicU64,
     malformed: AtomicU64,
     model_errors: AtomicU64,
+    cancelled: AtomicU64,
     /// Repetition source for requests without a seed.
     unseeded: AtomicU64,
 }
@@ -151,6 +174,16 @@ struct ServerState {
     faults: FaultConfig,
     counters: Counters,
     any_fault: bool,
+    /// `system_fingerprint`: a hash of the model's fingerprint.
+    fingerprint: String,
+    fields: Mutex<BTreeMap<String, u64>>,
+    last_request: Mutex<Value>,
+}
+
+/// The lock's value, also after a panic elsewhere poisoned it (the
+/// counters stay meaningful).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl ServerState {
@@ -170,7 +203,103 @@ impl ServerState {
             faults_injected: by_kind.values().sum(),
             by_kind,
             model_errors: c.model_errors.load(Ordering::Relaxed),
+            cancelled: c.cancelled.load(Ordering::Relaxed),
+            fields: lock(&self.fields).clone(),
         }
+    }
+
+    /// Keeps the body as the last request and counts its top-level fields.
+    fn record(&self, parsed: Option<&Value>, raw: &[u8]) {
+        if let Some(Value::Object(map)) = parsed {
+            let mut fields = lock(&self.fields);
+            for key in map.keys() {
+                *fields.entry(key.clone()).or_insert(0) += 1;
+            }
+        }
+        *lock(&self.last_request) = match parsed {
+            Some(v) => v.clone(),
+            None => Value::String(String::from_utf8_lossy(raw).into_owned()),
+        };
+    }
+
+    /// HTTP 401 when a key is required and not presented.
+    fn check_key(&self, headers: &HeaderMap) -> Option<Response> {
+        let key = self.faults.require_key.as_ref()?;
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        (presented != Some(key.as_str())).then(|| {
+            error_response(
+                StatusCode::UNAUTHORIZED,
+                "invalid_request_error",
+                "Incorrect API key provided. You can find your API key in your account settings.",
+            )
+        })
+    }
+
+    /// The fault drawn for request `n`, as its response; a timeout fault
+    /// sleeps and then lets the request be answered.
+    async fn inject_fault(&self, n: u64) -> Option<Response> {
+        match self.draw_fault(n)? {
+            Fault::RateLimit => {
+                let mut resp = error_response(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limit_error",
+                    "simulated rate limit",
+                );
+                let h = resp.headers_mut();
+                h.insert(header::RETRY_AFTER, HeaderValue::from(self.faults.retry_after_secs));
+                if let Some(ms) = self.faults.retry_after_ms {
+                    h.insert("retry-after-ms", HeaderValue::from(ms));
+                }
+                Some(resp)
+            }
+            Fault::ServerError => Some(error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "server_error",
+                "simulated server error",
+            )),
+            Fault::Malformed => Some(json_response(
+                StatusCode::OK,
+                b"{\"id\": \"chatcmpl-sim\", \"object\": \"chat.completion\", \"choices\": [{\"index\": 0, \"message\": {\"role\": \"assist".to_vec(),
+            )),
+            Fault::Timeout => {
+                tokio::time::sleep(Duration::from_millis(self.faults.timeout_ms)).await;
+                None
+            }
+        }
+    }
+
+    /// The `n` choices of request `n`: choice i is the model's attempt i.
+    fn choices(
+        &self,
+        opts: &ChatOptions,
+        repetition: u64,
+        n: u64,
+    ) -> Result<Vec<ChoiceAnswer>, ProviderError> {
+        (0..u64::from(opts.n))
+            .map(|i| {
+                let out = self.model.generate(&opts.messages, repetition, i)?;
+                Ok(build_choice(
+                    opts,
+                    out.text,
+                    format!("call_sim{n:06}{i:03}"),
+                ))
+            })
+            .collect()
+    }
+
+    /// A simulated model error, counted, as its response.
+    fn model_error(&self, e: ProviderError) -> Response {
+        self.counters.model_errors.fetch_add(1, Ordering::Relaxed);
+        let status = match &e {
+            ProviderError::Server { status, .. } => {
+                StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            }
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        error_response(status, "server_error", &e.to_string())
     }
 
     fn draw_fault(&self, n: u64) -> Option<Fault> {
@@ -218,11 +347,18 @@ fn new_state(model: SimModel, faults: FaultConfig) -> io::Result<Arc<ServerState
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
     let any_fault =
         faults.rate_limit + faults.server_error + faults.timeout + faults.malformed > 0.0;
+    let fingerprint = format!(
+        "fp_{:012x}",
+        Fnv::new().bytes(model.fingerprint().as_bytes()).finish() >> 16
+    );
     Ok(Arc::new(ServerState {
         model,
         faults,
         counters: Counters::default(),
         any_fault,
+        fingerprint,
+        fields: Mutex::new(BTreeMap::new()),
+        last_request: Mutex::new(Value::Null),
     }))
 }
 
@@ -238,6 +374,7 @@ async fn run(
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/stats", get(stats))
+        .route("/stats/last_request", get(last_request))
         .with_state(state);
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
@@ -271,6 +408,11 @@ impl TestServer {
     /// Current counts (the same as `GET /stats`).
     pub fn stats(&self) -> ServerStats {
         self.state.stats()
+    }
+
+    /// The last completions request's body (as `GET /stats/last_request`).
+    pub fn last_request(&self) -> Value {
+        lock(&self.state.last_request).clone()
     }
 
     /// Stops accepting, waits for in-flight requests, returns the server's result.
@@ -329,95 +471,167 @@ fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
     (status, Json(error_body(status.as_u16(), kind, message))).into_response()
 }
 
+/// Counts its request as cancelled when dropped before [`CancelGuard::done`]:
+/// the handler's future, or a stream's body, dropped because the client
+/// went away before the answer was complete.
+#[derive(Debug)]
+struct CancelGuard(Option<Arc<ServerState>>);
+
+impl CancelGuard {
+    fn new(st: &Arc<ServerState>) -> Self {
+        CancelGuard(Some(st.clone()))
+    }
+
+    /// The answer is complete: dropping the guard counts nothing.
+    fn done(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if let Some(st) = self.0.take() {
+            st.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 async fn chat(State(st): State<Arc<ServerState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let mut guard = CancelGuard::new(&st);
+    let resp = answer(&st, &headers, &body).await;
+    guard.done();
+    resp
+}
+
+/// The answer to one request: auth, then a fault, then the request read,
+/// the latency slept, the model's choices, whole or streamed.
+async fn answer(st: &Arc<ServerState>, headers: &HeaderMap, body: &[u8]) -> Response {
     let n = st.counters.requests.fetch_add(1, Ordering::Relaxed);
-    if let Some(key) = &st.faults.require_key {
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if presented != Some(key.as_str()) {
-            return error_response(
-                StatusCode::UNAUTHORIZED,
-                "invalid_request_error",
-                "Incorrect API key provided. You can find your API key in your account settings.",
-            );
-        }
+    let parsed: Result<Value, _> = serde_json::from_slice(body);
+    st.record(parsed.as_ref().ok(), body);
+    if let Some(resp) = st.check_key(headers) {
+        return resp;
     }
-    match st.draw_fault(n) {
-        Some(Fault::RateLimit) => {
-            let mut resp = error_response(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limit_error",
-                "simulated rate limit",
-            );
-            let h = resp.headers_mut();
-            h.insert(header::RETRY_AFTER, HeaderValue::from(st.faults.retry_after_secs));
-            if let Some(ms) = st.faults.retry_after_ms {
-                h.insert("retry-after-ms", HeaderValue::from(ms));
-            }
-            return resp;
-        }
-        Some(Fault::ServerError) => {
-            return error_response(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "server_error",
-                "simulated server error",
-            )
-        }
-        Some(Fault::Malformed) => {
-            return json_response(
-                StatusCode::OK,
-                b"{\"id\": \"chatcmpl-sim\", \"object\": \"chat.completion\", \"choices\": [{\"index\": 0, \"message\": {\"role\": \"assist".to_vec(),
-            )
-        }
-        Some(Fault::Timeout) => {
-            tokio::time::sleep(Duration::from_millis(st.faults.timeout_ms)).await;
-        }
-        None => {}
+    if let Some(resp) = st.inject_fault(n).await {
+        return resp;
     }
-    let req: ChatRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
+    let value = match parsed {
+        Ok(v) => v,
         Err(e) => {
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                &format!("invalid chat completions request: {e}"),
-            )
+            return bad_request(&BadRequest {
+                param: String::new(),
+                message: format!("the body is not JSON: {e}"),
+            })
         }
     };
-    let messages: Vec<Message> = req
-        .messages
-        .into_iter()
-        .map(WireMessage::into_message)
-        .collect();
-    let repetition = match req.seed {
+    let opts = match ChatOptions::parse(&value) {
+        Ok(o) => o,
+        Err(e) => return bad_request(&e),
+    };
+    let repetition = match opts.seed {
         Some(s) => s,
         None => st.counters.unseeded.fetch_add(1, Ordering::Relaxed),
     };
-    let latency = st.model.latency(&messages, repetition, 0);
+    let latency = st.model.latency(&opts.messages, repetition, 0);
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
-    match st.model.generate(&messages, repetition, 0) {
-        Ok(out) => Json(ChatResponse::single(
-            format!("chatcmpl-sim-{n}"),
-            0,
-            req.model.as_deref().unwrap_or("probity-sim"),
-            out.text,
-            Usage::of(out.input_tokens, out.output_tokens),
-        ))
-        .into_response(),
-        Err(e) => {
-            st.counters.model_errors.fetch_add(1, Ordering::Relaxed);
-            let status = match &e {
-                ProviderError::Server { status, .. } => {
-                    StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-                }
-                _ => StatusCode::INTERNAL_SERVER_ERROR,
-            };
-            error_response(status, "server_error", &e.to_string())
+    let choices = match st.choices(&opts, repetition, n) {
+        Ok(c) => c,
+        Err(e) => return st.model_error(e),
+    };
+    let meta = Meta {
+        id: format!("chatcmpl-sim-{n}"),
+        created: unix_now(),
+        model: opts.model.clone(),
+        system_fingerprint: st.fingerprint.clone(),
+    };
+    if opts.stream {
+        let token = Duration::from_millis(st.model.config().stream_token_ms);
+        sse_response(st, stream_events(&meta, &opts, &choices), token)
+    } else {
+        Json(completion_body(&meta, &opts, &choices)).into_response()
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// HTTP 400 in OpenAI's shape, `param` naming the field.
+fn bad_request(e: &BadRequest) -> Response {
+    let param = if e.param.is_empty() {
+        Value::Null
+    } else {
+        Value::String(e.param.clone())
+    };
+    let body = json!({"error": {"message": e.message, "type": "invalid_request_error",
+        "param": param, "code": null}});
+    (StatusCode::BAD_REQUEST, Json(body)).into_response()
+}
+
+/// The events as `text/event-stream`, each `data: {json}` and a last
+/// `data: [DONE]`, an event carrying k tokens sent `k × token` after the
+/// one before it.
+fn sse_response(st: &Arc<ServerState>, events: Vec<Event>, token: Duration) -> Response {
+    let mut queue: VecDeque<(Bytes, Duration)> = events
+        .into_iter()
+        .map(|e| {
+            let line = format!("data: {}\n\n", e.data);
+            let delay = token.saturating_mul(u32::try_from(e.tokens).unwrap_or(u32::MAX));
+            (Bytes::from(line), delay)
+        })
+        .collect();
+    queue.push_back((Bytes::from_static(b"data: [DONE]\n\n"), Duration::ZERO));
+    let body = SseBody {
+        queue,
+        sleep: None,
+        guard: CancelGuard::new(st),
+    };
+    let mut resp = Body::from_stream(body).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
+}
+
+/// A streamed answer: its events, each after its delay; dropped before
+/// the last one (the client went away), it counts as cancelled.
+struct SseBody {
+    queue: VecDeque<(Bytes, Duration)>,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    guard: CancelGuard,
+}
+
+impl futures_util::Stream for SseBody {
+    type Item = Result<Bytes, io::Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let Some(&(_, delay)) = this.queue.front() else {
+            this.guard.done();
+            return Poll::Ready(None);
+        };
+        if !delay.is_zero() {
+            let sleep = this
+                .sleep
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(delay)));
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.sleep = None;
         }
+        let next = this.queue.pop_front().map(|(bytes, _)| Ok(bytes));
+        if this.queue.is_empty() {
+            this.guard.done();
+        }
+        Poll::Ready(next)
     }
 }
 
@@ -432,4 +646,8 @@ async fn health() -> Response {
 
 async fn stats(State(st): State<Arc<ServerState>>) -> Response {
     Json(st.stats()).into_response()
+}
+
+async fn last_request(State(st): State<Arc<ServerState>>) -> Response {
+    Json(lock(&st.last_request).clone()).into_response()
 }
