@@ -125,5 +125,46 @@ for r in rows:
         continue
     added = "" if r["target"] == "direct" else "/".join(f"{q[p] - d[p]:+.2f}" for p in ("p50", "p90", "p99"))
     print(f"  {r['scenario']:<20} {r['target']:<18} {r['requests']:>6} {r['rps']:>9.1f} {q['p50']:>8.2f} {q['p90']:>8.2f} {q['p99']:>8.2f}   {added:<27}   {errors}")
-print("  (stream rows: time to first byte; a guard that refuses streaming shows its 4xx under errors)")
+print("  (stream rows: time to first byte)")
+PY
+
+echo
+echo "== Figure 3: cutting failing answers short (stream_upstream on vs off)"
+# A sim streaming a token every 5 ms whose answers contain contractions
+# half the time; a validator that allows none ("'" must not appear), so a
+# failing answer is settled at its first contraction. Same requests, same
+# sim: the guard reading the upstream's stream and dropping it at the
+# first contraction vs the guard waiting for whole answers.
+N3=${N3:-100}
+printf '[model]\ncontractions = 0.5\nstream_token_ms = 5\n' >"$WORK/sim3.toml"
+SIM3=$(start sim3 "$PROBITY" sim serve --listen 127.0.0.1:0 --config "$WORK/sim3.toml")
+cut_config() {  # stream_upstream
+  printf 'name = "cut-bench"\non_nothing_passed = "last"\ncall_attempts = 1\nstream_upstream = %s\n' "$1"
+  printf '[upstream]\nprovider = "openai"\nbase_url = "http://%s/v1"\nmodel = "sim"\n' "$SIM3"
+  printf '[retry]\nattempts = 3\n[[validator]]\nname = "no_contractions"\nmessage = "Write without contractions"\nkind = "not-contains"\nvalue = "%s"\n' "'"
+}
+cut_config true >"$WORK/cut-on.toml"; cut_config false >"$WORK/cut-off.toml"
+: >"$WORK/cut.jsonl"
+for mode in off on; do
+  G=$(start "cut-$mode" "$PROBITY" serve --config "$WORK/cut-$mode.toml" --listen 127.0.0.1:0 --store "$WORK/cut-$mode.db")
+  before=$(curl -s "http://$SIM3/stats")
+  "$LOAD" --url "http://$G/v1/chat/completions" --concurrency 4 --requests "$N3" --warmup 0 \
+    | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); r["mode"]=sys.argv[1]; r["before"]=json.loads(sys.argv[2]); print(json.dumps(r))' "$mode" "$before" >>"$WORK/cut.jsonl"
+  curl -s "http://$SIM3/stats" >"$WORK/cut-$mode.stats"
+done
+python3 - "$WORK/cut.jsonl" "$WORK/cut-off.stats" "$WORK/cut-on.stats" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+after = {"off": json.load(open(sys.argv[2])), "on": json.load(open(sys.argv[3]))}
+print(f"  {'stream_upstream':<16} {'n':>5} {'req/s':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'tokens/req':>11} {'cancelled':>10}")
+per = {}
+for r in rows:
+    a, b = after[r["mode"]], r["before"]
+    tokens = (a.get("generated_tokens", 0) - b.get("generated_tokens", 0)) / max(r["ok"], 1)
+    cancelled = a.get("cancelled", 0) - b.get("cancelled", 0)
+    q = r["latency_ms"]; per[r["mode"]] = (q, tokens)
+    print(f"  {r['mode']:<16} {r['requests']:>5} {r['rps']:>8.1f} {q['p50']:>8.1f} {q['p90']:>8.1f} {q['p99']:>8.1f} {tokens:>11.1f} {cancelled:>10}")
+if "on" in per and "off" in per:
+    (qon, ton), (qoff, toff) = per["on"], per["off"]
+    print(f"  on/off ratio: p50 {qon['p50']/qoff['p50']:.2f}, p90 {qon['p90']/qoff['p90']:.2f}, tokens generated per request {ton/max(toff,1e-9):.2f}")
 PY

@@ -141,6 +141,11 @@ pub struct ServerStats {
     /// (during the latency, or mid-stream).
     #[serde(default)]
     pub cancelled: u64,
+    /// Tokens the simulated model generated: every token of a whole
+    /// answer; of a streamed one, those sent (a client that stops reading
+    /// early spares the model the rest).
+    #[serde(default)]
+    pub generated_tokens: u64,
     /// How many request bodies had each top-level field (`model`,
     /// `messages`, `temperature`, `tools`, …), whatever its value.
     #[serde(default)]
@@ -164,6 +169,7 @@ struct Counters {
     malformed: AtomicU64,
     model_errors: AtomicU64,
     cancelled: AtomicU64,
+    generated_tokens: AtomicU64,
     /// Repetition source for requests without a seed.
     unseeded: AtomicU64,
 }
@@ -204,6 +210,7 @@ impl ServerState {
             by_kind,
             model_errors: c.model_errors.load(Ordering::Relaxed),
             cancelled: c.cancelled.load(Ordering::Relaxed),
+            generated_tokens: c.generated_tokens.load(Ordering::Relaxed),
             fields: lock(&self.fields).clone(),
         }
     }
@@ -550,6 +557,10 @@ async fn answer(st: &Arc<ServerState>, headers: &HeaderMap, body: &[u8]) -> Resp
         let token = Duration::from_millis(st.model.config().stream_token_ms);
         sse_response(st, stream_events(&meta, &opts, &choices), token)
     } else {
+        let tokens: u64 = choices.iter().map(|c| c.token_count()).sum();
+        st.counters
+            .generated_tokens
+            .fetch_add(tokens, Ordering::Relaxed);
         Json(completion_body(&meta, &opts, &choices)).into_response()
     }
 }
@@ -577,19 +588,20 @@ fn bad_request(e: &BadRequest) -> Response {
 /// `data: [DONE]`, an event carrying k tokens sent `k × token` after the
 /// one before it.
 fn sse_response(st: &Arc<ServerState>, events: Vec<Event>, token: Duration) -> Response {
-    let mut queue: VecDeque<(Bytes, Duration)> = events
+    let mut queue: VecDeque<(Bytes, Duration, u64)> = events
         .into_iter()
         .map(|e| {
             let line = format!("data: {}\n\n", e.data);
             let delay = token.saturating_mul(u32::try_from(e.tokens).unwrap_or(u32::MAX));
-            (Bytes::from(line), delay)
+            (Bytes::from(line), delay, e.tokens as u64)
         })
         .collect();
-    queue.push_back((Bytes::from_static(b"data: [DONE]\n\n"), Duration::ZERO));
+    queue.push_back((Bytes::from_static(b"data: [DONE]\n\n"), Duration::ZERO, 0));
     let body = SseBody {
         queue,
         sleep: None,
         guard: CancelGuard::new(st),
+        st: st.clone(),
     };
     let mut resp = Body::from_stream(body).into_response();
     let h = resp.headers_mut();
@@ -604,9 +616,11 @@ fn sse_response(st: &Arc<ServerState>, events: Vec<Event>, token: Duration) -> R
 /// A streamed answer: its events, each after its delay; dropped before
 /// the last one (the client went away), it counts as cancelled.
 struct SseBody {
-    queue: VecDeque<(Bytes, Duration)>,
+    /// Each event, the wait before it, and the tokens it carries.
+    queue: VecDeque<(Bytes, Duration, u64)>,
     sleep: Option<Pin<Box<tokio::time::Sleep>>>,
     guard: CancelGuard,
+    st: Arc<ServerState>,
 }
 
 impl futures_util::Stream for SseBody {
@@ -614,7 +628,7 @@ impl futures_util::Stream for SseBody {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        let Some(&(_, delay)) = this.queue.front() else {
+        let Some(&(_, delay, _)) = this.queue.front() else {
             this.guard.done();
             return Poll::Ready(None);
         };
@@ -627,7 +641,11 @@ impl futures_util::Stream for SseBody {
             }
             this.sleep = None;
         }
-        let next = this.queue.pop_front().map(|(bytes, _)| Ok(bytes));
+        let next = this.queue.pop_front().map(|(bytes, _, tokens)| {
+            let sent = &this.st.counters.generated_tokens;
+            sent.fetch_add(tokens, Ordering::Relaxed);
+            Ok(bytes)
+        });
         if this.queue.is_empty() {
             this.guard.done();
         }
