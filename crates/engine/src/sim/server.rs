@@ -593,7 +593,7 @@ fn sse_response(st: &Arc<ServerState>, events: Vec<Event>, token: Duration) -> R
         .map(|e| {
             let line = format!("data: {}\n\n", e.data);
             let delay = token.saturating_mul(u32::try_from(e.tokens).unwrap_or(u32::MAX));
-            (Bytes::from(line), delay, e.tokens as u64)
+            (Bytes::from(line), delay, e.tokens)
         })
         .collect();
     queue.push_back((Bytes::from_static(b"data: [DONE]\n\n"), Duration::ZERO, 0));
