@@ -3,7 +3,8 @@
 //! fails — soundness, checked on random prefixes and continuations — and
 //! each rule must fire where it should.
 
-use probity_core::validator::Builtin;
+use probity_core::validator::{Builtin, Expression, Validator};
+use probity_core::{Input, Verdict};
 use proptest::prelude::*;
 
 /// Chars that exercise case folding (`K`, the Kelvin sign, `ß`, `ẞ`),
@@ -242,5 +243,148 @@ fn checks_more_text_could_still_pass_are_never_settled() {
         for p in ["", "abc", "x", "{\"a\": 1}", "}}"] {
             assert!(!b.fails_on_prefix(p), "{b:?} settled {p:?}");
         }
+    }
+}
+
+/// An expression of a recognised shape (or not), with `L` standing for a
+/// literal, `P` for a pattern and `N` for a number.
+const SHAPES: &[&str] = &[
+    "count(output, L) <= N",
+    "output.count(L) < N",
+    "count( output ,L )==N",
+    "len(output) <= N",
+    "output.len < N",
+    "output.len() == N",
+    "chars(output) <= N",
+    "words(output) <= N",
+    "words(output) < N",
+    "output.contains(L)",
+    "!output.contains(L)",
+    "! contains(output, L)",
+    "!(L in output)",
+    "L in output",
+    "output.starts_with(L)",
+    "!output.starts_with(L)",
+    "output == L",
+    "L == output",
+    "matches(output, P)",
+    "!matches(output, P)",
+    "count(output, L) <= N && !output.contains(L)",
+    "!(len(output) < N && !matches(output, P))",
+    "(words(output) <= N) && !(output.starts_with(L));",
+    "count(output, L) <= N || len(output) <= N",
+];
+
+/// Shapes whose literal may be a char (`'x'`).
+fn takes_a_char(shape: &str) -> bool {
+    shape.contains("L in") || shape.contains("contains(")
+}
+
+fn shape_source() -> impl Strategy<Value = (String, String)> {
+    (
+        prop::sample::select(SHAPES),
+        text(3),
+        pattern(),
+        0usize..6,
+        any::<bool>(),
+    )
+        .prop_map(|(shape, lit, pat, n, char_lit)| {
+            let l = match lit.chars().next() {
+                Some(c) if char_lit && takes_a_char(shape) => format!("{c:?}"),
+                _ => format!("{lit:?}"),
+            };
+            let src = shape
+                .replace('L', &l)
+                .replace('P', &format!("{pat:?}"))
+                .replace('N', &n.to_string());
+            (src, lit)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// Soundness for expressions, against Rhai's own evaluation: a settled
+    /// prefix never passes, whatever follows.
+    #[test]
+    fn an_expression_settled_on_a_prefix_never_passes(
+        ((src, lit), neg) in (shape_source(), any::<bool>()),
+        prefix in text(10),
+        cont in text(4),
+        with_lit in any::<bool>(),
+    ) {
+        let e = Expression::compile(&src).map_err(|e| TestCaseError::fail(format!("{src}: {e}")))?;
+        let e = if neg { e.negate() } else { e };
+        if e.fails_on_prefix(&prefix) {
+            let whole = if with_lit { format!("{prefix}{lit}{cont}") } else { format!("{prefix}{cont}") };
+            let v = e.evaluate(&Input::text("0", ""), &whole);
+            prop_assert!(v != Verdict::Pass, "{src} (negated: {neg}) settled on {prefix:?} but passes {whole:?}");
+        }
+    }
+}
+
+fn expr(src: &str) -> Expression {
+    Expression::compile(src).unwrap_or_else(|e| panic!("{src}: {e}"))
+}
+
+/// The expression `src` settles `yes` and not `no`.
+fn expr_fires(src: &str, yes: &str, no: &str) {
+    let e = expr(src);
+    assert!(e.fails_on_prefix(yes), "{src} should settle {yes:?}");
+    assert!(!e.fails_on_prefix(no), "{src} should not settle {no:?}");
+}
+
+#[test]
+fn the_papers_contraction_validator_is_settled_on_its_fourth_quote() {
+    let v = Validator::new("contraction_validator")
+        .expression(r#"count(output, "'") <= 3"#)
+        .unwrap();
+    assert!(v.fails_on_prefix("I can't, won't, don't, isn't"));
+    assert!(!v.fails_on_prefix("I can't, won't, don't"));
+    expr_fires(r#"count(output,"'")<3"#, "'''", "''");
+}
+
+#[test]
+fn recognised_shapes_fire() {
+    expr_fires(r#"!output.contains("sorry")"#, "I am sorry", "I am sor");
+    expr_fires(r#"!("sorry" in output)"#, "so sorry", "so");
+    expr_fires(r#"!output.contains('!')"#, "hi!", "hi");
+    expr_fires("len(output) <= 5", "123456", "12345");
+    expr_fires("output.len() < 3", "abc", "ab");
+    expr_fires("words(output) <= 2", "a b c", "a b");
+    expr_fires(r#"output.starts_with("Sure")"#, "Sorry", "Su");
+    expr_fires(r#"output == "yes""#, "yes.", "ye");
+    expr_fires(
+        r#"!matches(output, "https?://")"#,
+        "see https://x",
+        "see https:/",
+    );
+    // A conjunction fails when either part does.
+    let both = r#"count(output, "'") <= 1 && !output.contains("X")"#;
+    expr_fires(both, "X", "'");
+    expr_fires(both, "''", "'");
+    // Negated, a conjunction fails when every part surely passes.
+    let e = expr(r#"output.contains("a") && output.contains("b")"#).negate();
+    assert!(e.fails_on_prefix("ab"));
+    assert!(!e.fails_on_prefix("a"));
+}
+
+#[test]
+fn other_expressions_are_never_settled() {
+    for src in [
+        r#"count(output, "'") <= 3 || true"#,
+        r#"!count(output, "'") <= 3"#,
+        r#"count(output, "'") <= 3 // && false"#,
+        r#"if true { !output.contains("a") } else { false }"#,
+        r#"!output.contains(input_text)"#,
+        r#"!output.contains(`a`)"#,
+        r#"let x = 1; len(output) <= x"#,
+        r#"count_matches(output, "a") <= 1"#,
+        r#"len(output) <= 1.5"#,
+        r#"!lower(output).contains("a")"#,
+        r#"output.contains("a")"#,
+        r#"matches(output, "a")"#,
+    ] {
+        assert!(!expr(src).fails_on_prefix("aaaa aaaa"), "{src} settled");
     }
 }
