@@ -105,6 +105,37 @@ impl Counter {
             Counter::Regex(re) => re.find_iter(text).count(),
         }
     }
+
+    /// Whether appending text never lowers [`count`](Self::count), so a
+    /// prefix's count is a lower bound for the whole output's. True for a
+    /// non-empty substring: every match is exactly as many chars long as
+    /// the literal (case folding maps a char to a char), so a match that
+    /// would start before a match of the prefix and run past the prefix's
+    /// end would have to be longer than it; the leftmost-first scan of a
+    /// longer text thus finds every match it found in the prefix. False
+    /// for a regex: with alternation or greedy repetition a longer text
+    /// can turn many short matches into one long one (`a.*b|a` matches
+    /// `aaaa` four times and `aaaab` once).
+    pub fn is_monotone(&self) -> bool {
+        match self {
+            Counter::Substring(l) => !l.value.is_empty(),
+            Counter::Regex(_) => false,
+        }
+    }
+}
+
+/// Whether `re` matches every text beginning with `prefix`: some match
+/// ends strictly before the prefix's end. The regex crate has no
+/// look-around: its assertions (`^`, `$`, `\A`, `\z`, `\b`, `\B`, in
+/// multi-line and CRLF modes too) look at most one char either side of
+/// their position, so a match ending at a char boundary before the end
+/// of the prefix reads only the prefix — the char after its end included
+/// — and is a match of any longer text. `shortest_match` gives the
+/// earliest end of any match; a match ending exactly at the prefix's end
+/// might depend on what follows (`a$`, `a\b`), so it settles nothing.
+fn regex_settled(re: &Regex, prefix: &str) -> bool {
+    re.shortest_match(prefix)
+        .is_some_and(|end| end < prefix.len())
 }
 
 /// A compiled JSON schema and its source.
@@ -205,17 +236,102 @@ impl Builtin {
     /// Whether every output beginning with `prefix` fails this check,
     /// whatever follows (see [`crate::validator::Validator::fails_on_prefix`]).
     /// Sure failures only: `false` when the rest could still pass.
+    ///
+    /// The rules, each sound because the quantity it reads can only grow
+    /// (or the part of the output it reads is already complete) as text is
+    /// appended:
+    ///
+    /// * `Length`, `Words` with a `max`: the prefix already has more chars
+    ///   (words) than `max`. Appending never lowers either count: the last
+    ///   word may grow, but it stays one word.
+    /// * `Count` of a substring with a `max`: the prefix already has more
+    ///   occurrences ([`Counter::is_monotone`]). Regex counts never.
+    /// * `StartsWith`, `Equals`: the prefix fails and so does its best
+    ///   continuation, the rest of the literal (`best_completion`).
+    /// * `Not(Contains)`, `Not(StartsWith)`: the prefix already passes the
+    ///   inner check, and a longer output still does.
+    /// * `Not(Regex)`: a match of the regex ends before the prefix does
+    ///   (`regex_settled`).
+    /// * `Not(Length)`, `Not(Words)`, `Not(Count)` of a substring, with no
+    ///   `max`: the prefix already reaches `min`, so every output is within
+    ///   the bounds and the negation fails.
+    ///
+    /// `Contains`, `Regex`, `EndsWith`, `IsJson`, `JsonSchema` and the
+    /// other negations are never settled by a prefix here.
     pub fn fails_on_prefix(&self, prefix: &str) -> bool {
         match self {
-            // Text only grows: a length over the maximum stays over it.
             Builtin::Length { max: Some(max), .. } => prefix.chars().count() > *max,
-            Builtin::Not(inner) => match inner.as_ref() {
-                // What the prefix contains, the whole output contains.
-                Builtin::Contains(_) => inner.check(prefix),
-                _ => false,
-            },
+            Builtin::Words { max: Some(max), .. } => word_count(prefix) > *max,
+            Builtin::Count {
+                counter,
+                max: Some(max),
+                ..
+            } => counter.is_monotone() && counter.count(prefix) > *max,
+            Builtin::StartsWith { .. } | Builtin::Equals { .. } => {
+                !self.check(prefix)
+                    && self
+                        .best_completion(prefix)
+                        .is_some_and(|o| !self.check(&o))
+            }
+            Builtin::Not(inner) => inner.settled_on_prefix(prefix),
             _ => false,
         }
+    }
+
+    /// Whether every output beginning with `prefix` passes this check: the
+    /// sure failures of its negation (see [`Builtin::fails_on_prefix`]).
+    fn settled_on_prefix(&self, prefix: &str) -> bool {
+        match self {
+            // What the prefix contains or starts with, so does any longer
+            // output: the literal's match lies inside the prefix (a
+            // case-insensitive literal is a regex with no assertion but
+            // `\A`, so its match is one in the longer output too; `trim`
+            // only strips whitespace before a prefix that then starts with
+            // the literal, or the literal is empty).
+            Builtin::Contains(_) | Builtin::StartsWith { .. } => self.check(prefix),
+            Builtin::Regex(re) => regex_settled(re, prefix),
+            Builtin::Length { min, max: None } => prefix.chars().count() >= min.unwrap_or(0),
+            Builtin::Words { min, max: None } => word_count(prefix) >= min.unwrap_or(0),
+            Builtin::Count {
+                counter,
+                min,
+                max: None,
+            } => counter.is_monotone() && counter.count(prefix) >= min.unwrap_or(0),
+            Builtin::Not(inner) => inner.fails_on_prefix(prefix),
+            _ => false,
+        }
+    }
+
+    /// For `StartsWith` and `Equals`: `prefix` followed by the literal's
+    /// chars past the (trimmed) prefix's length. If neither it nor `prefix`
+    /// itself passes, no output beginning with `prefix` does:
+    ///
+    /// * Without `trim`, an output passes only if its first chars match the
+    ///   literal's char for char (a case-insensitive literal is a regex
+    ///   matching exactly one char per char of it, no whitespace char has a
+    ///   case variant). So the prefix must match the literal's start (and
+    ///   for `Equals`, not be longer), and then the literal's rest completes
+    ///   it.
+    /// * With `trim`, let `q` be the prefix without its leading whitespace.
+    ///   If `q` is empty, the trimmed output is the trimmed continuation,
+    ///   and the literal itself is the best continuation (it fails only if
+    ///   trimming changes it; `Equals` with an empty literal passes on
+    ///   `prefix`). Otherwise the trimmed output is `q` followed by the
+    ///   continuation (trimmed at its end for `Equals`): a continuation of
+    ///   only whitespace leaves `prefix`'s verdict, any other gives
+    ///   `q` + (continuation without trailing whitespace), which must match
+    ///   the literal as without `trim` — the literal's rest does when
+    ///   anything does.
+    fn best_completion(&self, prefix: &str) -> Option<String> {
+        let (literal, trim) = match self {
+            Builtin::StartsWith { literal, trim } | Builtin::Equals { literal, trim } => {
+                (literal, *trim)
+            }
+            _ => return None,
+        };
+        let q = if trim { prefix.trim_start() } else { prefix };
+        let rest: String = literal.value.chars().skip(q.chars().count()).collect();
+        Some(format!("{prefix}{rest}"))
     }
 
     /// The output contains `value` (case-sensitively).

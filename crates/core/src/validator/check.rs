@@ -344,19 +344,24 @@ impl Validator {
 }
 
 impl Validator {
-    /// [`evaluate_prepared`](Self::evaluate_prepared), with the reason the
-    /// check gave for its verdict (only an external check gives one).
     /// Whether every output that begins with `prefix` fails this validator,
     /// whatever follows — so a streamed answer can be abandoned as soon as
     /// its prefix settles the verdict. `false` when that cannot be known
     /// (closures, programs, most expressions): only ever a sure failure.
+    /// Built-in kinds follow [`Builtin::fails_on_prefix`]; expressions of a
+    /// few exact shapes (`count(output, "'") <= 3`, …) follow
+    /// [`Expression::fails_on_prefix`], whose verdict on the whole output is
+    /// then a fail (never a pass).
     pub fn fails_on_prefix(&self, prefix: &str) -> bool {
         match &self.check {
             Check::Builtin(b) => b.fails_on_prefix(prefix),
+            Check::Expression(e) => e.fails_on_prefix(prefix),
             _ => false,
         }
     }
 
+    /// [`evaluate_prepared`](Self::evaluate_prepared), with the reason the
+    /// check gave for its verdict (only an external check gives one).
     pub fn explain_prepared(&self, input: &PreparedInput<'_>, output: &str) -> Explained {
         match &self.check {
             Check::External(f) => {

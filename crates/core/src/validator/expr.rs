@@ -56,6 +56,7 @@
 //! regex yields [`Verdict::Error`] with the reason.
 
 use super::builtin::{compile_regex, count_substring, word_count};
+use super::shapes::{recognise, PrefixRule};
 use crate::model::Input;
 use crate::verdict::Verdict;
 use regex::Regex;
@@ -321,6 +322,9 @@ pub struct Expression {
     ast: Arc<AST>,
     uses_input: bool,
     negated: bool,
+    /// How a prefix settles it, when its source is a recognised shape
+    /// (negated along with the expression).
+    prefix_rule: Option<Arc<PrefixRule>>,
 }
 
 impl std::fmt::Debug for Expression {
@@ -376,6 +380,7 @@ impl Expression {
             ast: Arc::new(ast),
             uses_input,
             negated: false,
+            prefix_rule: recognise(source).map(Arc::new),
         })
     }
 
@@ -384,7 +389,25 @@ impl Expression {
     #[must_use]
     pub fn negate(mut self) -> Self {
         self.negated = !self.negated;
+        self.prefix_rule = self
+            .prefix_rule
+            .map(|r| Arc::new(r.as_ref().clone().negate()));
         self
+    }
+
+    /// Whether no output beginning with `prefix` passes, whatever follows
+    /// (see [`super::check::Validator::fails_on_prefix`]). Only an
+    /// expression that is exactly one of a few shapes, or a conjunction of
+    /// them, is ever settled: `count(output, "'") <= 3`,
+    /// `len(output) <= 280`, `!output.contains("sorry")`,
+    /// `!matches(output, "https?://")`, … (the list is in the `shapes`
+    /// module); each is read as the built-in check it computes and decided
+    /// by [`Builtin::fails_on_prefix`](super::builtin::Builtin::fails_on_prefix).
+    /// Anything else — input, other functions, `||`, `if` — is `false`.
+    pub fn fails_on_prefix(&self, prefix: &str) -> bool {
+        self.prefix_rule
+            .as_ref()
+            .is_some_and(|r| r.fails_on_prefix(prefix))
     }
 
     /// Whether this expression's result is inverted.

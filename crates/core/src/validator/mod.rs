@@ -26,6 +26,7 @@ pub mod check;
 pub mod eval;
 pub mod expr;
 pub mod prepared;
+mod shapes;
 pub mod spec;
 
 pub use builtin::{Builtin, BuiltinError};
