@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The guard (paper §4) on the simulator, whose true rates are known.
 #
-#   bench/guard.sh               # both figures (release build)
+#   bench/guard.sh               # every figure (release build)
 #   PROBITY=target/debug/probity bench/guard.sh   # use another binary
 #   N1=200 N64=4000 NS=200 bench/guard.sh         # more requests in Figure 2
-#   ONLY=2 bench/guard.sh                         # one figure
+#   ONLY=2 bench/guard.sh                         # Figures 2 and 3 only
 #
 # Figure 1 — predicted vs measured. For several true rates, `probity run`
 #   with a [retry] table samples 40 inputs × 25 guarded requests; the
@@ -22,7 +22,13 @@
 #   attempts = 3 some requests are retried; `on_nothing_passed = "last"`
 #   keeps every answer a 200. The table gives req/s, p50/p90/p99 latency
 #   and the added latency (guarded − direct) per percentile; errors, if
-#   any, by HTTP status.
+#   any, by HTTP status. The overhead rows use a sim that answers at once;
+#   the stream rows one that takes 1 ms per token.
+# Figure 3 — cutting failing answers short: the same requests through a
+#   guard that reads the upstream's stream and drops a doomed answer at
+#   its first forbidden character (`stream_upstream = true`) and one that
+#   waits for whole answers (`false`); latency and tokens the model
+#   generated per request (the sim's `generated_tokens`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ -z "${PROBITY:-}" ]]; then
@@ -85,16 +91,22 @@ start() {
   sed -n 's#^listening on http://\(.*\)/v1#\1#p' "$WORK/$name.out" | grep . \
     || { echo "$name did not start:" >&2; cat "$WORK/$name.err" >&2; exit 1; }
 }
-SIM=$(start sim "$PROBITY" sim serve --listen 127.0.0.1:0 --stream-token-ms 1)
-guard_config() {  # attempts
+# The overhead rows: a sim that answers at once (the guard's own cost is
+# then all that differs). The stream rows: a sim that takes 1 ms per
+# token, streamed or not, as a model does.
+SIM=$(start sim "$PROBITY" sim serve --listen 127.0.0.1:0)
+SIMP=$(start simp "$PROBITY" sim serve --listen 127.0.0.1:0 --token-ms 1)
+guard_config() {  # attempts upstream
   printf 'name = "guard-bench"\non_nothing_passed = "last"\ncall_attempts = 1\n'
-  printf '[upstream]\nprovider = "openai"\nbase_url = "http://%s/v1"\nmodel = "sim"\n' "$SIM"
+  printf '[upstream]\nprovider = "openai"\nbase_url = "http://%s/v1"\nmodel = "sim"\n' "$2"
   printf '[retry]\nattempts = %s\n' "$1"
   checks
 }
-guard_config 1 >"$WORK/guard1.toml"; guard_config 3 >"$WORK/guard3.toml"
+guard_config 1 "$SIM" >"$WORK/guard1.toml"; guard_config 3 "$SIM" >"$WORK/guard3.toml"
+guard_config 1 "$SIMP" >"$WORK/guard1p.toml"
 G1=$(start guard1 "$PROBITY" serve --config "$WORK/guard1.toml" --listen 127.0.0.1:0 --store "$WORK/g1.db")
 G3=$(start guard3 "$PROBITY" serve --config "$WORK/guard3.toml" --listen 127.0.0.1:0 --store "$WORK/g3.db")
+G1P=$(start guard1p "$PROBITY" serve --config "$WORK/guard1p.toml" --listen 127.0.0.1:0 --store "$WORK/g1p.db")
 : >"$WORK/results.jsonl"
 measure() {  # scenario target-name addr concurrency requests [--stream]
   local scenario=$1 target=$2 addr=$3 c=$4 n=$5; shift 5
@@ -109,8 +121,8 @@ for c in 1 64; do
   measure "concurrency $c" "guard, attempts=1" "$G1" "$c" "$n"
   measure "concurrency $c" "guard, attempts=3" "$G3" "$c" "$n"
 done
-measure "stream, first byte" direct "$SIM" 1 "$NS" --stream
-measure "stream, first byte" "guard, attempts=1" "$G1" 1 "$NS" --stream
+measure "stream, first byte" direct "$SIMP" 1 "$NS" --stream
+measure "stream, first byte" "guard, attempts=1" "$G1P" 1 "$NS" --stream
 python3 - "$WORK/results.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -125,7 +137,7 @@ for r in rows:
         continue
     added = "" if r["target"] == "direct" else "/".join(f"{q[p] - d[p]:+.2f}" for p in ("p50", "p90", "p99"))
     print(f"  {r['scenario']:<20} {r['target']:<18} {r['requests']:>6} {r['rps']:>9.1f} {q['p50']:>8.2f} {q['p90']:>8.2f} {q['p99']:>8.2f}   {added:<27}   {errors}")
-print("  (stream rows: time to first byte)")
+print("  (stream rows: time to first byte at 1 ms per token; the guard sends nothing before the whole answer has passed)")
 PY
 
 echo
@@ -136,7 +148,7 @@ echo "== Figure 3: cutting failing answers short (stream_upstream on vs off)"
 # sim: the guard reading the upstream's stream and dropping it at the
 # first contraction vs the guard waiting for whole answers.
 N3=${N3:-100}
-printf '[model]\ncontractions = 0.5\nstream_token_ms = 5\n' >"$WORK/sim3.toml"
+printf '[model]\ncontractions = 0.5\ntoken_ms = 5\n' >"$WORK/sim3.toml"
 SIM3=$(start sim3 "$PROBITY" sim serve --listen 127.0.0.1:0 --config "$WORK/sim3.toml")
 cut_config() {  # stream_upstream
   printf 'name = "cut-bench"\non_nothing_passed = "last"\ncall_attempts = 1\nstream_upstream = %s\n' "$1"

@@ -28,9 +28,10 @@ pub struct ServeArgs {
     /// Mean latency per request, in milliseconds.
     #[arg(long)]
     latency_ms: Option<u64>,
-    /// Delay per token of a streamed answer ("stream": true), in milliseconds.
+    /// Milliseconds the model takes per generated token: a streamed answer
+    /// sends each piece as it is generated, a whole answer once all are.
     #[arg(long)]
-    stream_token_ms: Option<u64>,
+    token_ms: Option<u64>,
     /// Probability of answering 429 with Retry-After.
     #[arg(long)]
     rate_limit: Option<f64>,
@@ -71,7 +72,7 @@ pub async fn run(cmd: SimCommand) -> Result<u8, Failure> {
     let (m, f) = (&mut file.model, &mut file.faults);
     m.seed = args.seed.unwrap_or(m.seed);
     m.latency_ms = args.latency_ms.unwrap_or(m.latency_ms);
-    m.stream_token_ms = args.stream_token_ms.unwrap_or(m.stream_token_ms);
+    m.token_ms = args.token_ms.unwrap_or(m.token_ms);
     f.rate_limit = args.rate_limit.unwrap_or(f.rate_limit);
     f.server_error = args.server_error.unwrap_or(f.server_error);
     f.timeout = args.timeout.unwrap_or(f.timeout);

@@ -361,7 +361,7 @@ async fn a_tool_call_streams_its_arguments_in_fragments() {
 
 #[tokio::test]
 async fn generated_tokens_count_what_the_model_sent() {
-    let s = server(|c| c.stream_token_ms = 5).await;
+    let s = server(|c| c.token_ms = 5).await;
     let client = reqwest::Client::new();
     // A whole answer: all its completion tokens.
     let whole: Value = client
@@ -412,7 +412,7 @@ async fn wait_for_cancelled(s: &TestServer, n: u64) {
 
 #[tokio::test]
 async fn a_client_leaving_mid_stream_is_counted_cancelled() {
-    let s = server(|c| c.stream_token_ms = 30).await;
+    let s = server(|c| c.token_ms = 30).await;
     let mut r = reqwest::Client::new()
         .post(format!("{}/chat/completions", s.base_url()))
         .json(&body(json!({"stream": true})))

@@ -34,7 +34,7 @@ fn d_invalid_json() -> f64 {
 /// latency_ms = 0            # mean latency per call
 /// latency_jitter_ms = 0     # latency uniform in mean ± jitter (clamped at 0)
 /// input_spread = 0.0        # 0 ≤ ρ < 1: per-input heterogeneity (see below)
-/// stream_token_ms = 0       # `probity sim serve` only: delay per streamed token
+/// token_ms = 0              # `probity sim serve` only: time per generated token
 /// ```
 ///
 /// `input_spread` = 0 gives every input exactly the configured rates. A
@@ -67,7 +67,7 @@ pub struct SimConfig {
     /// `probity sim serve`), after `latency_ms`; the in-process provider
     /// does not stream and ignores it.
     #[serde(default)]
-    pub stream_token_ms: u64,
+    pub token_ms: u64,
 }
 
 impl Default for SimConfig {
@@ -81,7 +81,7 @@ impl Default for SimConfig {
             latency_ms: 0,
             latency_jitter_ms: 0,
             input_spread: 0.0,
-            stream_token_ms: 0,
+            token_ms: 0,
         }
     }
 }

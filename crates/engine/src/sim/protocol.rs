@@ -668,7 +668,7 @@ pub fn completion_body(meta: &Meta, opts: &ChatOptions, choices: &[ChoiceAnswer]
 }
 
 /// One server-sent event: its JSON, and the tokens it carries (which the
-/// server waits `stream_token_ms` for, each, before sending it).
+/// server waits `token_ms` for, each, before sending it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub data: Value,

@@ -554,10 +554,16 @@ async fn answer(st: &Arc<ServerState>, headers: &HeaderMap, body: &[u8]) -> Resp
         system_fingerprint: st.fingerprint.clone(),
     };
     if opts.stream {
-        let token = Duration::from_millis(st.model.config().stream_token_ms);
+        let token = Duration::from_millis(st.model.config().token_ms);
         sse_response(st, stream_events(&meta, &opts, &choices), token)
     } else {
         let tokens: u64 = choices.iter().map(|c| c.token_count()).sum();
+        // A whole answer comes once all its tokens are generated.
+        let per_token = Duration::from_millis(st.model.config().token_ms);
+        let generation = per_token.saturating_mul(u32::try_from(tokens).unwrap_or(u32::MAX));
+        if !generation.is_zero() {
+            tokio::time::sleep(generation).await;
+        }
         st.counters
             .generated_tokens
             .fetch_add(tokens, Ordering::Relaxed);
