@@ -180,6 +180,39 @@ impl Checks {
         (cells, reasons)
     }
 
+    /// [`Checks::validate`] on the expressions' evaluation pool (large
+    /// stacks; a slow expression never holds an async worker), awaited: the
+    /// worker goes on with other tasks meanwhile. One hand-over each way,
+    /// where blocking the worker in place would cost a thread hand-over of
+    /// the worker itself besides.
+    async fn validate_on_eval_pool(
+        self: &Arc<Self>,
+        input: &probity_core::Input,
+        output: &str,
+    ) -> Validated {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (checks, input, output) = (self.clone(), input.clone(), output.to_string());
+        probity_core::validator::spawn_on_eval_stack(move || {
+            // A panic must not reach the pool (rayon aborts on one): the
+            // sender is dropped instead, and the cells below are errors.
+            let validated = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                checks.validate(&PreparedInput::new(&input), &output)
+            }));
+            if let Ok(v) = validated {
+                let _ = tx.send(v);
+            }
+        });
+        rx.await.unwrap_or_else(|_| {
+            let reason = "the check's evaluation stopped unexpectedly".to_string();
+            (
+                vec![Cell::Error; self.validators.len()],
+                (0..self.validators.len())
+                    .map(|k| (k, reason.clone()))
+                    .collect(),
+            )
+        })
+    }
+
     /// [`Checks::validate`] for many outputs at once, in parallel on the
     /// expressions' evaluation threads: the bulk path of revalidation.
     pub fn validate_many(&self, outputs: &[(&PreparedInput<'_>, &str)]) -> Vec<Validated> {
@@ -216,7 +249,7 @@ impl Checks {
     /// Check one output with every validator and every verifier (one judge
     /// call each through `caller`, or a judgement from `judging`'s cache).
     pub async fn check(
-        &self,
+        self: &Arc<Self>,
         caller: &Caller,
         judging: &Judging,
         input: &PreparedInput<'_>,
@@ -225,7 +258,7 @@ impl Checks {
         attempt: u32,
     ) -> Checked {
         let (mut cells, mut reasons) = if self.has_expressions() {
-            off_async_workers(|| self.validate(input, output))
+            self.validate_on_eval_pool(input.input(), output).await
         } else if self.has_external() {
             blocking(|| self.validate(input, output))
         } else {

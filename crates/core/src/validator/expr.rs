@@ -247,6 +247,17 @@ pub fn on_eval_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     }
 }
 
+/// Run `f` on a thread of the evaluation pool without waiting for it (the
+/// caller learns the result through whatever `f` sends); on this thread
+/// when the pool could not start. For async callers, which must not block
+/// their worker: one hand-over to the pool instead of a blocked worker.
+pub fn spawn_on_eval_stack(f: impl FnOnce() + Send + 'static) {
+    match eval_pool() {
+        Some(pool) => pool.spawn(f),
+        None => f(),
+    }
+}
+
 /// Whether the evaluation pool is unavailable here (it could not start),
 /// so an evaluation would run on the caller's own stack.
 fn needs_eval_stack() -> bool {

@@ -35,6 +35,6 @@ pub use check::{
     VerdictFn, DEFAULT_MINIMUM_SUCCESS_PERCENTAGE, DEFAULT_WEIGHT,
 };
 pub use eval::{evaluate_all, Evaluator};
-pub use expr::{on_eval_stack, CompileError, Expression};
+pub use expr::{on_eval_stack, spawn_on_eval_stack, CompileError, Expression};
 pub use prepared::PreparedInput;
 pub use spec::{BuiltinKind, SchemaSpec, ValidatorSpec};
