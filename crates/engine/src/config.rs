@@ -25,18 +25,22 @@
 //! Unknown keys are errors, and every error names the file, the line and
 //! column, and the field.
 
-use crate::bounds;
-use crate::call::CallSettings;
-use crate::check::Checks;
-use crate::experiment::{Experiment, Source};
-use crate::inputs::{load_inputs, InputError};
+pub mod bounds;
+pub mod example;
+pub mod inputs;
+pub mod template;
+
+use crate::checks::check::Checks;
+use crate::checks::validator_table::ValidatorTable;
+use crate::checks::verifier::VerifierSpec;
+use crate::config::inputs::{load_inputs, InputError};
+use crate::config::template::PromptTemplate;
+use crate::provider::call::CallSettings;
 use crate::provider::config::ProviderConfig;
-use crate::retry_policy::RetryPolicy;
-use crate::revalidate::Recheck;
-use crate::settings::{Analysis, StoredSettings};
-use crate::template::PromptTemplate;
-use crate::validator_table::ValidatorTable;
-use crate::verifier::VerifierSpec;
+use crate::retry::policy::RetryPolicy;
+use crate::run::experiment::{Experiment, Source};
+use crate::run::revalidate::Recheck;
+use crate::store::settings::{Analysis, StoredSettings};
 use probity_core::stats::ClusterMethod;
 use probity_core::stats::VerdictMode;
 use probity_core::validator::ValidatorError;
@@ -175,7 +179,7 @@ impl Default for ExperimentConfig {
             retry_target: 0.99,
             cluster: o.cluster,
             pass_k: o.pass_k,
-            error_budget: crate::experiment::DEFAULT_ERROR_BUDGET,
+            error_budget: crate::run::experiment::DEFAULT_ERROR_BUDGET,
             weight_field: None,
             sequential: false,
         }
@@ -261,7 +265,7 @@ impl Config {
             path: path.to_path_buf(),
             source,
         })?;
-        Config::from_str(crate::inputs::strip_bom(&text), path)
+        Config::from_str(crate::config::inputs::strip_bom(&text), path)
     }
 
     /// Parse and check `text` as if read from `path` (relative input files
@@ -468,7 +472,9 @@ impl Config {
             concurrency: e.concurrency,
             deadline: e.deadline_s.map(bounds::clamp_seconds),
             error_budget: e.error_budget,
-            sequential: e.sequential.then(crate::experiment::Sequential::default),
+            sequential: e
+                .sequential
+                .then(crate::run::experiment::Sequential::default),
             source: Some(self.source()),
         })
     }

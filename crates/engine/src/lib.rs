@@ -15,35 +15,22 @@
 //! # Ok(()) }
 //! ```
 
-pub mod bounds;
-pub mod cache_key;
-pub mod call;
-pub mod check;
-pub mod compare;
+pub mod checks;
 pub mod config;
-pub mod example;
-pub mod experiment;
-pub mod guard;
-pub mod inputs;
-pub mod limits;
-pub mod openai_wire;
-pub mod outcome;
-pub mod program;
 pub mod provider;
-pub mod recording;
-pub mod redact;
-pub mod retry_policy;
-pub mod revalidate;
-mod rounds;
-pub mod runner;
+pub mod retry;
+pub mod run;
 pub mod serve;
-pub mod settings;
 pub mod sim;
 pub mod store;
-pub mod stored;
-pub mod template;
-pub mod validator_table;
-pub mod verifier;
+
+// The modules by their earlier, flat names, for users of the crate.
+pub use checks::{cache_key, check, program, validator_table, verifier};
+pub use config::{bounds, example, inputs, template};
+pub use provider::{call, limits, openai_wire, redact};
+pub use retry::{guard, policy as retry_policy};
+pub use run::{compare, experiment, outcome, recording, revalidate, runner, stored};
+pub use store::settings;
 
 pub use call::{CallSettings, Caller};
 pub use check::{Checks, Judging};

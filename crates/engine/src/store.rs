@@ -11,7 +11,9 @@
 //! Nothing secret is stored: the configuration names the environment
 //! variable that holds an API key, never the key.
 
-use crate::settings::StoredSettings;
+pub mod settings;
+
+use crate::store::settings::StoredSettings;
 use probity_core::causes::Causes;
 use probity_core::sequential::SequentialOutcome;
 use probity_core::stats::Decision;
@@ -428,7 +430,7 @@ pub struct AttemptRow {
     pub passed: bool,
     /// This attempt's output was published.
     pub published: bool,
-    /// The request's cache key (see `crate::cache_key::attempt_key`)
+    /// The request's cache key (see `crate::checks::cache_key::attempt_key`)
     /// when the attempt produced an output and outputs are cached; `None`
     /// for errors, live traffic and stores older than schema 4.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -436,7 +438,7 @@ pub struct AttemptRow {
 }
 
 /// A successful judgement (PASS or FAIL) of a judge request, cached under
-/// its key (see `crate::cache_key::judgement_key`). Failed or unreadable
+/// its key (see `crate::checks::cache_key::judgement_key`). Failed or unreadable
 /// judgements are never cached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgementRow {

@@ -29,7 +29,6 @@
 //! conjunct does (a negated conjunction if every negated conjunct does).
 
 use super::builtin::Builtin;
-use super::expr::engine;
 use regex::Regex;
 use rhai::Dynamic;
 use std::sync::OnceLock;
@@ -185,9 +184,17 @@ fn bounds(op: &str, n: i64) -> Option<(Option<usize>, Option<usize>)> {
     }
 }
 
-/// A string or char literal's value, as Rhai reads it.
+/// A string or char literal's value, as Rhai reads it: Rhai's own parser,
+/// with no function registered and a few operations allowed (a literal
+/// takes none), so the value is exactly what the check will compare.
 fn literal(source: &str) -> Option<String> {
-    let value: Dynamic = engine().eval_expression(source).ok()?;
+    static LITERALS: std::sync::OnceLock<rhai::Engine> = std::sync::OnceLock::new();
+    let engine = LITERALS.get_or_init(|| {
+        let mut e = rhai::Engine::new_raw();
+        e.set_max_operations(16).set_max_expr_depths(4, 4);
+        e
+    });
+    let value: Dynamic = engine.eval_expression(source).ok()?;
     if value.is_char() {
         return value.as_char().ok().map(String::from);
     }

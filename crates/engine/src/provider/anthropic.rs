@@ -6,7 +6,7 @@ use super::types::{
     AnswerMeta, Completion, Provider, ProviderError, Request, Role, WireAnswer, WireRequest,
 };
 use super::util::{self, Secret};
-use crate::openai_wire::upstream_messages;
+use crate::provider::openai_wire::upstream_messages;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::time::Duration;

@@ -38,7 +38,7 @@ pub const FORWARDED: &[&str] = &[
 ];
 
 /// `body` (the provider's own, from its configuration) with the client's
-/// `messages` (OpenAI-shaped, as [`crate::openai_wire::upstream_messages`]
+/// `messages` (OpenAI-shaped, as [`crate::provider::openai_wire::upstream_messages`]
 /// gives them) and `params` mapped in; the request's fields win.
 pub fn apply(
     body: &mut Map<String, Value>,

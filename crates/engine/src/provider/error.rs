@@ -1,6 +1,6 @@
 //! Why a provider configuration cannot be turned into a provider.
 
-use crate::template::TemplateError;
+use crate::config::template::TemplateError;
 use thiserror::Error;
 
 /// A provider configuration that cannot be turned into a provider.

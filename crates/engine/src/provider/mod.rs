@@ -3,16 +3,24 @@
 //! Every provider turns a rendered [`Request`] (chat messages plus the
 //! repetition index) into a [`Completion`] or a typed [`ProviderError`].
 //! Errors become Error cells of the tensor — never failures in disguise.
+//! Calls are made through a `Caller` (`call`: rate limits from `limits`,
+//! timeouts, retries, redaction of secrets by `redact`); `openai_wire` is
+//! the Chat Completions format the openai provider, `probity serve` and
+//! the simulator's server share.
 
 pub(crate) mod anthropic;
 pub(crate) mod anthropic_wire;
+pub mod call;
 pub(crate) mod command;
 pub(crate) mod config;
 pub(crate) mod error;
 pub(crate) mod func;
 pub(crate) mod http;
+pub mod limits;
 pub(crate) mod openai;
 pub(crate) mod openai_stream;
+pub mod openai_wire;
+pub mod redact;
 pub(crate) mod types;
 pub(crate) mod util;
 

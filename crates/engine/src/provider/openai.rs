@@ -7,7 +7,7 @@ use super::types::{
     AnswerMeta, Completion, CutWhen, Provider, ProviderError, Request, WireAnswer, WireRequest,
 };
 use super::util::{self, Secret};
-use crate::openai_wire::{upstream_messages, ChatResponse};
+use crate::provider::openai_wire::{upstream_messages, ChatResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;

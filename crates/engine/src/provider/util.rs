@@ -43,7 +43,7 @@ pub(crate) fn read_env(var: &str, needed_for: &str) -> Result<Secret, ConfigErro
     std::env::var(var)
         .map(|v| {
             // Masked wherever a provider's or server's text repeats it.
-            crate::redact::register(&v);
+            crate::provider::redact::register(&v);
             Secret(v)
         })
         .map_err(|_| ConfigError::MissingEnv {

@@ -5,8 +5,8 @@
 //! calls, logprobs), with usage summed over the attempts.
 
 use super::config::NothingPassed;
-use crate::guard::{Attempt, GuardOutcome, Stop};
-use crate::openai_wire::{error_body, Usage};
+use crate::provider::openai_wire::{error_body, Usage};
+use crate::retry::guard::{Attempt, GuardOutcome, Stop};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 

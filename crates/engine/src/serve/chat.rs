@@ -8,8 +8,8 @@
 use super::answer::{self, Header, Publish, Verdict, DONE, KEEPALIVE};
 use super::request::{self, ClientRequest};
 use super::state::ServeState;
-use crate::guard::GuardOutcome;
-use crate::openai_wire::error_body;
+use crate::provider::openai_wire::error_body;
+use crate::retry::guard::GuardOutcome;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -229,7 +229,7 @@ fn finish(
     st: &ServeState,
     outcome: &GuardOutcome,
     started: Instant,
-) -> (Verdict, crate::openai_wire::Usage) {
+) -> (Verdict, crate::provider::openai_wire::Usage) {
     let attempts = outcome.attempts();
     let m = &st.metrics;
     m.attempts
@@ -347,7 +347,7 @@ async fn stream(
 fn published_events(
     h: &Header,
     p: &Publish,
-    usage: crate::openai_wire::Usage,
+    usage: crate::provider::openai_wire::Usage,
     include_usage: bool,
 ) -> String {
     let mut text: String = answer::chunks(h, p, usage, include_usage)

@@ -1,14 +1,14 @@
 //! The `--config` file of `probity serve` (docs/serve.md): its keys, and
 //! [`load`], which checks every one before anything listens.
 
-use crate::call::Caller;
-use crate::check::Checks;
-use crate::guard::Guard;
+use crate::checks::check::Checks;
+use crate::checks::validator_table::ValidatorTable;
+use crate::checks::verifier::VerifierSpec;
+use crate::provider::call::Caller;
 use crate::provider::config::ProviderConfig;
 use crate::provider::types::Provider;
-use crate::retry_policy::RetryPolicy;
-use crate::validator_table::ValidatorTable;
-use crate::verifier::VerifierSpec;
+use crate::retry::guard::Guard;
+use crate::retry::policy::RetryPolicy;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -151,7 +151,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         ("body_timeout_s", config.body_timeout_s),
         ("stream_keepalive_s", config.stream_keepalive_s),
     ] {
-        crate::bounds::seconds(key, value).map_err(at)?;
+        crate::config::bounds::seconds(key, value).map_err(at)?;
     }
     if !(config.max_body_mb.is_finite() && config.max_body_mb > 0.0 && config.max_body_mb <= 1024.0)
     {
@@ -181,7 +181,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
             std::env::var(var)
                 .ok()
                 .filter(|t| !t.is_empty())
-                .inspect(|t| crate::redact::register(t))
+                .inspect(|t| crate::provider::redact::register(t))
                 .ok_or_else(|| {
                     at(format!(
                         "token_env: environment variable `{var}` is not set"

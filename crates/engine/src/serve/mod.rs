@@ -49,10 +49,10 @@ mod state;
 
 pub use config::{load, Loaded, NothingPassed, ServeConfig};
 
-use crate::call::CallSettings;
-use crate::guard::Guard;
-use crate::recording::Recording;
-use crate::settings::{StoredRetry, StoredSettings};
+use crate::provider::call::CallSettings;
+use crate::retry::guard::Guard;
+use crate::run::recording::Recording;
+use crate::store::settings::{StoredRetry, StoredSettings};
 use crate::store::{NewRun, RunStatus, RunTotals, Store, StoreError};
 use axum::routing::{get, post};
 use axum::Router;

@@ -3,7 +3,7 @@
 //! and every other field forwarded to the upstream or refused — never
 //! dropped.
 
-use crate::openai_wire::flatten;
+use crate::provider::openai_wire::flatten;
 use crate::provider::types::{Message, Provider, WireRequest};
 use serde_json::{Map, Value};
 

@@ -2,7 +2,7 @@
 //! the run's writer and the counters `/metrics` shows.
 
 use super::config::NothingPassed;
-use crate::guard::Guard;
+use crate::retry::guard::Guard;
 use crate::store::Writer;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;

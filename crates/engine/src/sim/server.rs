@@ -28,8 +28,8 @@ use super::protocol::{
     Meta,
 };
 use super::rng::{Fnv, SplitMix64};
-use crate::openai_wire::error_body;
 use crate::provider::error::ConfigError;
+use crate::provider::openai_wire::error_body;
 use crate::provider::types::{Provider, ProviderError};
 use axum::body::{Body, Bytes};
 use axum::extract::State;

@@ -8,9 +8,9 @@
 //! revalidation, live traffic through `probity serve` — goes through
 //! [`Checks`].
 
-use crate::call::Caller;
+use crate::checks::verifier::{JudgeVerdict, Verifier};
+use crate::provider::call::Caller;
 use crate::store::{JudgementCache, JudgementRow};
-use crate::verifier::{JudgeVerdict, Verifier};
 use probity_core::validator::{on_eval_stack, PreparedInput};
 use probity_core::{Cell, CheckInfo, CheckKind, Validator, Verdict};
 use std::sync::atomic::Ordering;

@@ -2,7 +2,7 @@
 //! API key variable, any `${ENV:…}` reference in a URL, header or body) is
 //! registered here when it is read, and every text that comes back from a
 //! provider or a server — outputs, error messages, bodies quoted in them —
-//! passes through [`redact`] in [`crate::call::Caller::call`] before
+//! passes through [`redact`] in [`crate::provider::call::Caller::call`] before
 //! anything stores, prints, reports or answers it.
 //!
 //! A secret is replaced by `***` wherever it appears in any form an

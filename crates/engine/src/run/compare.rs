@@ -6,8 +6,8 @@
 //! candidate's analysis settings (confidence, error policy, interval
 //! method) apply to both runs.
 
+use crate::run::stored;
 use crate::store::{RunRecord, RunStatus, Store, StoreError};
-use crate::stored;
 use probity_core::compare::{align_by_id, compare_runs, CompareOptions, Comparison, RunData};
 use probity_core::ReliabilityTensor;
 

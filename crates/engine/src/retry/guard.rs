@@ -27,13 +27,13 @@
 //! # Ok(()) }
 //! ```
 
-use crate::cache_key::attempt_key;
-use crate::call::{Answer, CallFailure, Caller};
-use crate::check::{Checks, Judging};
+use crate::checks::cache_key::attempt_key;
+use crate::checks::check::{Checks, Judging};
+use crate::config::template::TemplateError;
+use crate::provider::call::{Answer, CallFailure, Caller};
 use crate::provider::types::{AnswerMeta, CutWhen, Message, Provider, Request, WireRequest};
-use crate::retry_policy::{Feedback, RetryPolicy};
+use crate::retry::policy::{Feedback, RetryPolicy};
 use crate::store::{AttemptRow, CachedOutput, OutputCache, SampleRow};
-use crate::template::TemplateError;
 use probity_core::validator::PreparedInput;
 use probity_core::{Cell, Input};
 use serde::{Deserialize, Serialize};
@@ -62,7 +62,7 @@ pub struct Attempt {
     pub passed: bool,
     /// What was (or would be) fed back after this attempt.
     pub feedback: Vec<String>,
-    /// The request's cache key (see [`crate::cache_key::attempt_key`])
+    /// The request's cache key (see [`crate::checks::cache_key::attempt_key`])
     /// when the guard keys its attempts ([`Guard::keyed`], or it has an
     /// output cache) and the attempt has an output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -280,7 +280,7 @@ impl Guard {
                 failed.push(k);
             }
         }
-        let checked = crate::check::Checked {
+        let checked = crate::checks::check::Checked {
             cells,
             reasons: Vec::new(),
             judge_calls: 0,
@@ -378,11 +378,11 @@ impl Guard {
         let deadline = self
             .policy
             .deadline_s
-            .and_then(|s| started.checked_add(crate::bounds::clamp_seconds(s)));
+            .and_then(|s| started.checked_add(crate::config::bounds::clamp_seconds(s)));
         let attempt_timeout = self
             .policy
             .attempt_timeout_s
-            .map(crate::bounds::clamp_seconds);
+            .map(crate::config::bounds::clamp_seconds);
         let mut attempts: Vec<Attempt> = Vec::new();
         let mut current = messages.to_vec();
         let mut first = first;

@@ -31,7 +31,7 @@
 //! known probabilities, so tests can check the whole path against known
 //! truth.
 
-use crate::cache_key::{judgement_key, JudgeQuestion};
+use crate::checks::cache_key::{judgement_key, JudgeQuestion};
 use crate::provider::config::ProviderConfig;
 use crate::provider::error::ConfigError;
 use crate::provider::openai::OpenAiConfig;

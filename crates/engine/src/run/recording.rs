@@ -2,7 +2,7 @@
 //! run, starts its batched writer and opens its judgement cache — for
 //! `probity run`, `probity revalidate` and `probity serve` alike.
 
-use crate::check::Judging;
+use crate::checks::check::Judging;
 use crate::store::{NewRun, Store, StoreError, Writer};
 use std::sync::Arc;
 

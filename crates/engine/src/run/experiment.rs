@@ -6,7 +6,7 @@
 //!
 //! Build one in code, or load one from a TOML file with
 //! [`crate::config::Config::load`] and [`crate::config::Config::experiment`];
-//! then [`crate::runner::run`] it into a [`crate::runner::Sink`] (the run
+//! then [`crate::run::runner::run`] it into a [`crate::run::runner::Sink`] (the run
 //! store or memory).
 //!
 //! ```no_run
@@ -22,13 +22,13 @@
 //! # Ok(()) }
 //! ```
 
-use crate::call::CallSettings;
-use crate::check::Checks;
+use crate::checks::check::Checks;
+use crate::checks::verifier::Verifier;
+use crate::config::template::{PromptTemplate, TemplateError};
+use crate::provider::call::CallSettings;
 use crate::provider::types::Provider;
-use crate::retry_policy::RetryPolicy;
-use crate::settings::{Analysis, StoredRetry, StoredSequential, StoredSettings};
-use crate::template::{PromptTemplate, TemplateError};
-use crate::verifier::Verifier;
+use crate::retry::policy::RetryPolicy;
+use crate::store::settings::{Analysis, StoredRetry, StoredSequential, StoredSettings};
 use probity_core::{Input, Validator};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -212,9 +212,11 @@ impl Experiment {
         if self.concurrency == 0 {
             return Some("concurrency must be at least 1".into());
         }
-        if let Err(m) =
-            crate::bounds::shape(self.inputs.len(), self.outputs_per_input, self.checks.len())
-        {
+        if let Err(m) = crate::config::bounds::shape(
+            self.inputs.len(),
+            self.outputs_per_input,
+            self.checks.len(),
+        ) {
             return Some(m);
         }
         if !(0.0..=1.0).contains(&self.error_budget) {

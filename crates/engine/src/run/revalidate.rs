@@ -3,11 +3,11 @@
 //! verdicts (the outputs stay where they were sampled). No call to the
 //! system under test; judges only for judgements not already cached.
 
-use crate::call::{CallSettings, Caller};
-use crate::check::{Checks, NOT_JUDGED};
-use crate::experiment::{Experiment, Source};
-use crate::recording::Recording;
-use crate::settings::StoredSettings;
+use crate::checks::check::{Checks, NOT_JUDGED};
+use crate::provider::call::{CallSettings, Caller};
+use crate::run::experiment::{Experiment, Source};
+use crate::run::recording::Recording;
+use crate::store::settings::StoredSettings;
 use crate::store::{NewRun, RunStatus, RunTotals, SampleRow, Store, StoreError};
 use probity_core::causes::Causes;
 use probity_core::validator::PreparedInput;
@@ -216,7 +216,7 @@ pub async fn revalidate(
     let new_id = recording.run_id;
     recording.writer.finish()?;
     let summary = tensor.as_ref().and_then(|t| {
-        crate::stored::summarize(&settings, &infos, t, &weights_of)
+        crate::run::stored::summarize(&settings, &infos, t, &weights_of)
             .ok()
             .map(|s| (s, t))
     });
@@ -224,7 +224,7 @@ pub async fn revalidate(
     let summary = match summary {
         Some((s, t)) if settings.sequential.is_some() => {
             let record = store.run(new_id)?;
-            Some(crate::stored::sequential_summary(s, &record, t))
+            Some(crate::run::stored::sequential_summary(s, &record, t))
         }
         other => other.map(|(s, _)| s),
     };

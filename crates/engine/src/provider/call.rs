@@ -3,7 +3,7 @@
 //! [`Caller`] makes every call of a run (to the system and to judges), so
 //! its counters are the run's.
 
-use crate::limits::{Backoff, RateLimiter};
+use crate::provider::limits::{Backoff, RateLimiter};
 use crate::provider::types::{
     AnswerMeta, CutWhen, Provider, ProviderError, Request, WireAnswer, WireRequest,
 };
@@ -124,9 +124,9 @@ impl From<&Answer> for CachedOutput {
 }
 
 /// `meta` with every text the upstream chose redacted
-/// ([`crate::redact`]); JSON values are redacted as their serialized text.
+/// ([`crate::provider::redact`]); JSON values are redacted as their serialized text.
 fn redact_meta(meta: AnswerMeta) -> AnswerMeta {
-    use crate::redact::redact_owned;
+    use crate::provider::redact::redact_owned;
     let json = |v: serde_json::Value| {
         let text = v.to_string();
         let clean = redact_owned(text.clone());
@@ -240,8 +240,8 @@ impl Caller {
                         self.tokens.fetch_add(used, Ordering::Relaxed);
                     }
                     return Ok(Answer {
-                        // The one redaction point (crate::redact).
-                        text: crate::redact::redact_owned(c.text),
+                        // The one redaction point (crate::provider::redact).
+                        text: crate::provider::redact::redact_owned(c.text),
                         latency_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
                         input_tokens: c.input_tokens,
                         output_tokens: c.output_tokens,
@@ -253,13 +253,13 @@ impl Caller {
                 Err(e) if e.is_retryable() && attempt < self.call_attempts => {
                     tokio::time::sleep(self.backoff.delay(attempt - 1, e.retry_after())).await;
                 }
-                Err(e) => return Err((crate::redact::error(e), attempt)),
+                Err(e) => return Err((crate::provider::redact::error(e), attempt)),
             }
         }
     }
 
     /// This caller's counts: calls (judges' included), judge calls, tokens
-    /// (per check: see [`crate::check::Checks::judge_calls`]).
+    /// (per check: see [`crate::checks::check::Checks::judge_calls`]).
     pub fn totals(&self) -> RunTotals {
         RunTotals {
             model_calls: Caller::count(&self.calls),

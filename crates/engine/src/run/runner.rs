@@ -7,26 +7,26 @@
 //! is measured (§4.2) and every attempt is recorded. Calls run
 //! concurrently (a fixed pool of workers, bounded by `concurrency`), behind
 //! client-side rate limits, with per-call timeouts and retries with backoff
-//! on rate limits, 5xx and timeouts (one [`crate::call::Caller`] makes
+//! on rate limits, 5xx and timeouts (one [`crate::provider::call::Caller`] makes
 //! them all). A call that still fails becomes Error cells — never a failure
 //! in disguise, never an abort.
 //!
 //! Into the store ([`Sink::Store`]), outputs already stored (this run's,
 //! when resuming, or any run's identical request, see
-//! [`crate::cache_key`]) are not requested again. In memory
+//! [`crate::checks::cache_key`]) are not requested again. In memory
 //! ([`Sink::Memory`]) every sample is a call.
 
-use crate::cache_key::sample_key;
-use crate::call::{Answer, Caller};
-use crate::check::Judging;
-use crate::experiment::Experiment;
-use crate::guard::{Guard, GuardOutcome};
-use crate::outcome::{Halt, Progress, RunOutcome};
+use crate::checks::cache_key::sample_key;
+use crate::checks::check::Judging;
+use crate::provider::call::{Answer, Caller};
 use crate::provider::types::Message;
-use crate::recording::Recording;
-use crate::retry_policy::RetryPolicy;
-use crate::rounds::{Next, Rounds};
-use crate::settings::StoredSequential;
+use crate::retry::guard::{Guard, GuardOutcome};
+use crate::retry::policy::RetryPolicy;
+use crate::run::experiment::Experiment;
+use crate::run::outcome::{Halt, Progress, RunOutcome};
+use crate::run::recording::Recording;
+use crate::run::rounds::{Next, Rounds};
+use crate::store::settings::StoredSequential;
 use crate::store::{
     AttemptRow, NewRun, RunStatus, RunTotals, SampleRow, Store, StoreError, Writer,
 };

@@ -2,7 +2,7 @@
 //! column): what is needed to analyse its tensor again exactly as it was
 //! analysed when it ran.
 
-use crate::retry_policy::RetryPolicy;
+use crate::retry::policy::RetryPolicy;
 use probity_core::{Aggregate, AnalysisOptions, Input, Strategy};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

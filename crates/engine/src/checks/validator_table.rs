@@ -6,7 +6,7 @@
 //! [`ProgramSpec`], anything else as a [`ValidatorSpec`]; each denies the
 //! keys it does not know, and an error lists the keys it accepts.
 
-use crate::program::ProgramSpec;
+use crate::checks::program::ProgramSpec;
 use probity_core::validator::{Validator, ValidatorError, ValidatorSpec};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::Path;

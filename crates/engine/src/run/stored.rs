@@ -2,7 +2,7 @@
 //! and the guarded system of a run with a retry policy measured beside its
 //! prediction (§4.2).
 
-use crate::settings::StoredSettings;
+use crate::store::settings::StoredSettings;
 use crate::store::{RunRecord, Store, StoreError};
 use probity_core::causes::Causes;
 use probity_core::{CheckInfo, Input, ReliabilityTensor, Summary};

@@ -1,0 +1,10 @@
+//! What judges an output: the validators and verifiers of a run in column
+//! order (`check`), LLM judges (`verifier`, paper §4), `[[validator]]`
+//! tables and external programs, and the keys that recognise a request
+//! already answered.
+
+pub mod cache_key;
+pub mod check;
+pub mod program;
+pub mod validator_table;
+pub mod verifier;
