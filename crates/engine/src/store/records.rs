@@ -1,0 +1,330 @@
+//! The rows of the store as the engine reads and writes them: a run's
+//! header and totals, samples, attempts, judgements, cached outputs; and how
+//! a row of SQLite becomes one.
+
+use super::settings::StoredSettings;
+use probity_core::causes::Causes;
+use probity_core::sequential::SequentialOutcome;
+use probity_core::stats::Decision;
+use probity_core::{Cell, CheckInfo, Input};
+use serde::{Deserialize, Serialize};
+
+/// A run's header row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: i64,
+    pub name: String,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    pub status: RunStatus,
+    pub config_hash: String,
+    pub config: String,
+    pub system: String,
+    pub inputs: usize,
+    pub outputs_per_input: usize,
+    pub checks: Vec<CheckInfo>,
+    /// The analysis settings the run was made with.
+    pub settings: StoredSettings,
+    pub parent_run: Option<i64>,
+    /// Calls made for this run over all its sessions (to the system and
+    /// to judges, retries included).
+    pub model_calls: u64,
+    /// Of `model_calls`, those made to judges.
+    pub judge_calls: u64,
+    /// Tokens reported by providers (prompt + completion), all sessions.
+    pub tokens: u64,
+    /// Judge calls per check, in column order (0 for validators), all
+    /// sessions.
+    pub judge_calls_by_check: Vec<u64>,
+    /// Samples whose output was reused from run `reused_from` (no call).
+    pub cached: u64,
+    /// The run whose stored outputs this run reused (`probity run --reuse`).
+    pub reused_from: Option<i64>,
+    pub duration_s: Option<f64>,
+    /// Each check's decision, in column order, as the run that wrote the
+    /// last samples summarised them when it finished; `None` for a run
+    /// being written, a run of `probity serve`, or one stored before
+    /// schema 7 (rebuild it from its samples, `stored::load`).
+    #[serde(default)]
+    pub verdicts: Option<Vec<Decision>>,
+    /// The run whose samples hold this run's outputs: a revalidated run's
+    /// verdicts are stored over its source's outputs, never a copy. `None`:
+    /// its own.
+    #[serde(default)]
+    pub outputs_from: Option<i64>,
+    /// A sequential run's outcome (why it stopped, after how many inputs
+    /// and samples, each check's confidence sequence), stored when it
+    /// finishes; `None` for a fixed-size run, or one being written.
+    #[serde(default)]
+    pub sequential: Option<SequentialOutcome>,
+}
+
+/// A run's call counts over all its sessions.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RunTotals {
+    /// Calls to the system and to judges (retries included).
+    pub model_calls: u64,
+    /// Of `model_calls`, those to judges.
+    pub judge_calls: u64,
+    /// Tokens reported (prompt + completion).
+    pub tokens: u64,
+    /// Judge calls per check, in column order (0 for validators).
+    pub judge_calls_by_check: Vec<u64>,
+}
+
+impl std::ops::Add for RunTotals {
+    type Output = RunTotals;
+    fn add(self, o: RunTotals) -> RunTotals {
+        let k = self
+            .judge_calls_by_check
+            .len()
+            .max(o.judge_calls_by_check.len());
+        let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+        RunTotals {
+            model_calls: self.model_calls + o.model_calls,
+            judge_calls: self.judge_calls + o.judge_calls,
+            tokens: self.tokens + o.tokens,
+            judge_calls_by_check: (0..k)
+                .map(|i| at(&self.judge_calls_by_check, i) + at(&o.judge_calls_by_check, i))
+                .collect(),
+        }
+    }
+}
+
+impl RunRecord {
+    /// The counts so far.
+    pub fn totals(&self) -> RunTotals {
+        RunTotals {
+            model_calls: self.model_calls,
+            judge_calls: self.judge_calls,
+            tokens: self.tokens,
+            judge_calls_by_check: self.judge_calls_by_check.clone(),
+        }
+    }
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
+pub enum RunStatus {
+    /// Being written (or killed while being written: resumable).
+    Running,
+    /// Stopped before every sample was taken (Ctrl-C, deadline): resumable.
+    Interrupted,
+    Complete,
+}
+
+impl RunStatus {
+    /// The stored name; a status this version does not know reads as
+    /// `Running` (resumable, never complete).
+    fn parse(s: &str) -> RunStatus {
+        s.parse().unwrap_or(RunStatus::Running)
+    }
+}
+
+/// A new run's header, before it has an id.
+#[derive(Debug, Clone)]
+pub struct NewRun<'a> {
+    pub name: &'a str,
+    pub config_hash: &'a str,
+    pub config: &'a str,
+    pub system: &'a str,
+    pub inputs: &'a [Input],
+    pub outputs_per_input: usize,
+    pub checks: &'a [CheckInfo],
+    pub settings: &'a StoredSettings,
+    pub parent_run: Option<i64>,
+    /// The run whose stored outputs this one reuses, if any.
+    pub reused_from: Option<i64>,
+    /// A revalidation: the run whose samples hold the outputs this run
+    /// re-checks (its rows hold only verdicts).
+    pub outputs_from: Option<i64>,
+}
+
+/// One stored sample and its verdicts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleRow {
+    pub input_idx: usize,
+    pub repetition: usize,
+    pub cache_key: String,
+    /// The output, or `None` when the call failed.
+    pub output: Option<String>,
+    /// Why the call failed.
+    pub error: Option<String>,
+    pub latency_ms: Option<f64>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub call_attempts: u32,
+    /// One cell per check, in column order.
+    pub cells: Vec<Cell>,
+    /// Reasons for Error (and verifier) cells: `(k, reason)`.
+    pub reasons: Vec<(usize, String)>,
+}
+
+impl SampleRow {
+    /// Count this sample's errors into `causes`: a failed call's error, or
+    /// the reasons of the checks that could not judge its output.
+    pub fn note_causes(&self, causes: &mut Causes) {
+        let at = (self.input_idx, self.repetition);
+        match &self.error {
+            Some(e) => causes.add_call_error(at, e),
+            None => causes.add_output(
+                at,
+                self.reasons
+                    .iter()
+                    .filter(|(k, _)| self.cells.get(*k) == Some(&Cell::Error))
+                    .map(|(k, r)| (*k, r.as_str())),
+            ),
+        }
+    }
+}
+
+/// What the guarded measurement counts of one stored attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptCounts {
+    pub input_idx: usize,
+    /// 1-based.
+    pub attempt: u32,
+    pub published: bool,
+    /// Calls made for it: to the system (retries included) and to judges.
+    pub calls: u64,
+    /// Tokens reported (prompt + completion).
+    pub tokens: u64,
+}
+
+/// One attempt of a guarded sample (a run with a retry policy, or live
+/// traffic through `probity serve`). The sample itself (`samples`) holds the
+/// first attempt: the single-attempt tensor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRow {
+    pub input_idx: usize,
+    pub repetition: usize,
+    /// 1-based.
+    pub attempt: u32,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub latency_ms: Option<f64>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub call_attempts: u32,
+    pub judge_calls: u64,
+    pub cells: Vec<Cell>,
+    pub reasons: Vec<(usize, String)>,
+    /// Passed every deciding check.
+    pub passed: bool,
+    /// This attempt's output was published.
+    pub published: bool,
+    /// The request's cache key (see `crate::checks::cache_key::attempt_key`)
+    /// when the attempt produced an output and outputs are cached; `None`
+    /// for errors, live traffic and stores older than schema 4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_key: Option<String>,
+}
+
+/// A successful judgement (PASS or FAIL) of a judge request, cached under
+/// its key (see `crate::checks::cache_key::judgement_key`). Failed or unreadable
+/// judgements are never cached.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgementRow {
+    pub cache_key: String,
+    pub pass: bool,
+    pub reasons: Vec<String>,
+    /// The judge's answer as received.
+    pub raw: String,
+}
+
+/// A cached, successful output for a cache key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedOutput {
+    pub output: String,
+    pub latency_ms: Option<f64>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+}
+
+pub(super) fn cell_byte(c: Cell) -> u8 {
+    c as u8
+}
+
+pub(super) fn byte_cell(b: u8) -> Cell {
+    match b {
+        1 => Cell::Pass,
+        2 => Cell::Fail,
+        3 => Cell::Error,
+        _ => Cell::Missing,
+    }
+}
+
+pub(super) const RUN_COLUMNS: &str =
+    "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
+    outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
+    judge_calls, tokens, reused_from, judge_calls_by_check, verdicts, outputs_from,
+    sequential FROM runs";
+
+/// Every run's samples: a run's own, or a revalidated run's verdicts over
+/// the outputs of the run they came from (the `run_samples` view).
+pub(super) const SAMPLE_COLUMNS: &str =
+    "SELECT input_idx, repetition, cache_key, output, error, latency_ms, input_tokens, output_tokens,
+    call_attempts, cells, reasons FROM run_samples";
+
+pub(super) fn sample_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SampleRow> {
+    let cells: Vec<u8> = r.get(9)?;
+    let reasons: Option<String> = r.get(10)?;
+    Ok(SampleRow {
+        input_idx: r.get::<_, i64>(0)? as usize,
+        repetition: r.get::<_, i64>(1)? as usize,
+        cache_key: r.get(2)?,
+        output: r.get(3)?,
+        error: r.get(4)?,
+        latency_ms: r.get(5)?,
+        input_tokens: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
+        output_tokens: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
+        call_attempts: r.get::<_, i64>(8)? as u32,
+        cells: cells.into_iter().map(byte_cell).collect(),
+        reasons: reasons
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
+    })
+}
+
+pub(super) fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+    let checks: String = r.get(10)?;
+    let settings: String = r.get(11)?;
+    Ok(RunRecord {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        created_at: r.get(2)?,
+        finished_at: r.get(3)?,
+        status: RunStatus::parse(&r.get::<_, String>(4)?),
+        config_hash: r.get(5)?,
+        config: r.get(6)?,
+        system: r.get(7)?,
+        inputs: r.get::<_, i64>(8)? as usize,
+        outputs_per_input: r.get::<_, i64>(9)? as usize,
+        checks: serde_json::from_str(&checks).unwrap_or_default(),
+        // A settings column this version cannot read (none has been
+        // written so far) is analysed with the defaults.
+        settings: serde_json::from_str(&settings).unwrap_or_default(),
+        parent_run: r.get(12)?,
+        model_calls: r.get::<_, i64>(13)? as u64,
+        cached: r.get::<_, i64>(14)? as u64,
+        duration_s: r.get(15)?,
+        judge_calls: r.get::<_, i64>(16)? as u64,
+        tokens: r.get::<_, i64>(17)? as u64,
+        reused_from: r.get(18)?,
+        judge_calls_by_check: r
+            .get::<_, Option<String>>(19)?
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
+        // Unreadable (a decision this version does not know) reads as none.
+        verdicts: r
+            .get::<_, Option<String>>(20)?
+            .and_then(|s| serde_json::from_str(&s).ok()),
+        outputs_from: r.get(21)?,
+        sequential: r
+            .get::<_, Option<String>>(22)?
+            .and_then(|s| serde_json::from_str(&s).ok()),
+    })
+}
