@@ -5,6 +5,7 @@
 #   PROBITY=target/debug/probity bench/guard.sh   # use another binary
 #   N1=200 N64=4000 NS=200 bench/guard.sh         # more requests in Figure 2
 #   ONLY=2 bench/guard.sh                         # Figures 2 and 3 only
+#   ONLY=3 bench/guard.sh                         # Figure 3 only
 #
 # Figure 1 — predicted vs measured. For several true rates, `probity run`
 #   with a [retry] table samples 40 inputs × 25 guarded requests; the
@@ -79,9 +80,6 @@ done
 
 fi
 [[ "${ONLY:-}" == 1 ]] && exit 0
-echo
-echo "== Figure 2: the guard's cost to a client (direct to the sim vs through probity serve)"
-N1=${N1:-100}; N64=${N64:-1000}; NS=${NS:-100}
 # start NAME CMD...: runs CMD in the background, waits for its address.
 start() {
   local name=$1; shift
@@ -91,6 +89,10 @@ start() {
   sed -n 's#^listening on http://\(.*\)/v1#\1#p' "$WORK/$name.out" | grep . \
     || { echo "$name did not start:" >&2; cat "$WORK/$name.err" >&2; exit 1; }
 }
+if [[ "${ONLY:-}" != 3 ]]; then
+echo
+echo "== Figure 2: the guard's cost to a client (direct to the sim vs through probity serve)"
+N1=${N1:-100}; N64=${N64:-1000}; NS=${NS:-100}
 # The overhead rows: a sim that answers at once (the guard's own cost is
 # then all that differs). The stream rows: a sim that takes 1 ms per
 # token, streamed or not, as a model does.
@@ -139,6 +141,7 @@ for r in rows:
     print(f"  {r['scenario']:<20} {r['target']:<18} {r['requests']:>6} {r['rps']:>9.1f} {q['p50']:>8.2f} {q['p90']:>8.2f} {q['p99']:>8.2f}   {added:<27}   {errors}")
 print("  (stream rows: time to first byte at 1 ms per token; the guard sends nothing before the whole answer has passed)")
 PY
+fi
 
 echo
 echo "== Figure 3: cutting failing answers short (stream_upstream on vs off)"
@@ -156,11 +159,13 @@ cut_config() {  # stream_upstream
   printf '[retry]\nattempts = 3\n[[validator]]\nname = "no_contractions"\nmessage = "Write without contractions"\nkind = "not-contains"\nvalue = "%s"\n' "'"
 }
 cut_config true >"$WORK/cut-on.toml"; cut_config false >"$WORK/cut-off.toml"
+# Not a thank-you (the sim would answer "You're welcome": never passing).
+printf '{"model": "sim", "messages": [{"role": "user", "content": "How do I water roses?"}]}' >"$WORK/cut-body.json"
 : >"$WORK/cut.jsonl"
 for mode in off on; do
   G=$(start "cut-$mode" "$PROBITY" serve --config "$WORK/cut-$mode.toml" --listen 127.0.0.1:0 --store "$WORK/cut-$mode.db")
   before=$(curl -s "http://$SIM3/stats")
-  "$LOAD" --url "http://$G/v1/chat/completions" --concurrency 4 --requests "$N3" --warmup 0 \
+  "$LOAD" --url "http://$G/v1/chat/completions" --concurrency 4 --requests "$N3" --warmup 0 --body "$WORK/cut-body.json" \
     | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); r["mode"]=sys.argv[1]; r["before"]=json.loads(sys.argv[2]); print(json.dumps(r))' "$mode" "$before" >>"$WORK/cut.jsonl"
   curl -s "http://$SIM3/stats" >"$WORK/cut-$mode.stats"
 done
