@@ -20,6 +20,7 @@ pub mod config;
 pub mod provider;
 pub mod retry;
 pub mod run;
+#[cfg(feature = "server")]
 pub mod serve;
 pub mod sim;
 pub mod store;

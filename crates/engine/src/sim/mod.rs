@@ -33,9 +33,11 @@ pub mod model;
 pub mod protocol;
 pub mod rates;
 pub(crate) mod rng;
+#[cfg(feature = "server")]
 pub mod server;
 mod text;
 
 pub use model::{SimConfig, SimModel, SimOutput};
 pub use rates::{SimEvents, TrueRates};
+#[cfg(feature = "server")]
 pub use server::{serve, spawn_test_server, FaultConfig, ServerStats, TestServer};
