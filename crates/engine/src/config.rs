@@ -269,7 +269,7 @@ impl Config {
     pub fn from_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: describe_toml_error(&e, text),
+            message: crate::toml_error::describe(&e, text),
         })?;
         Config::from_parts(file, text, path, Vec::new())
     }
@@ -558,19 +558,6 @@ fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// toml's message, which already carries "line L, column C", the offending
-/// line and a caret, plus the dotted path of the field where known.
-fn describe_toml_error(e: &toml::de::Error, text: &str) -> String {
-    let msg = e.to_string();
-    match e.span() {
-        Some(span) if !msg.contains("line") => {
-            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            format!("line {line}: {msg}")
-        }
-        _ => msg.trim_end().to_string(),
-    }
 }
 
 fn hash_config(file: &ConfigFile, inputs: &[Input]) -> String {

@@ -42,6 +42,7 @@ pub mod sim;
 pub mod store;
 pub mod stored;
 pub mod template;
+pub mod toml_error;
 pub mod validator_table;
 pub mod verifier;
 

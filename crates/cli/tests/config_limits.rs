@@ -1,0 +1,89 @@
+//! Configurations whose trouble is their size or their pace, met before
+//! any call: a dotted key nested too deep (named with its line, in every
+//! configuration file), command-line overrides applied before the size
+//! checks, and rate limits that make a run long or impossible.
+
+mod common;
+
+use common::{probity, probity_cmd, text};
+use std::path::Path;
+use std::process::Output;
+
+const CHECK: &str = "[[validator]]\nname = \"short\"\ncheck = 'output.len() < 10000'\n";
+const ONE_INPUT: &str = "[[input]]\nid = \"a\"\ntext = \"hi\"\n";
+
+fn write(dir: &Path, name: &str, body: &str) {
+    std::fs::write(dir.join(name), body).unwrap();
+}
+
+/// A sim-system configuration with `experiment` in its `[experiment]`
+/// table, `checks` as its checks and `rest` appended.
+fn config(experiment: &str, checks: &str, rest: &str) -> String {
+    format!(
+        "name = \"limits\"\n[system]\nprovider = \"sim\"\nseed = 1\n[experiment]\n{experiment}\n{checks}\n{rest}"
+    )
+}
+
+/// Exit 2 with no panic; stderr names `file` and every one of `needles`.
+fn assert_usage_error(out: &Output, file: &str, needles: &[&str]) {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(err.contains(file), "no file named: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{n:?} not in: {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// `[a.a.a…]`, `depth` keys deep.
+fn deep_header(depth: usize) -> String {
+    format!("[{}]\nx = 1\n", vec!["a"; depth].join("."))
+}
+
+#[test]
+fn a_too_deep_dotted_header_names_file_line_and_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    // Lines 1–11 are the configuration; the header is line 12.
+    let body = config("", CHECK, &format!("{ONE_INPUT}\n{}", deep_header(100)));
+    let line = body.lines().position(|l| l.starts_with("[a.a")).unwrap() + 1;
+    write(dir.path(), "probity.toml", &body);
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    assert_usage_error(
+        &out,
+        "probity.toml",
+        &[&format!("line {line}"), "nested 100 deep", "at most 80"],
+    );
+}
+
+#[test]
+fn a_too_deep_dotted_key_in_a_serve_config_names_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("guard.toml");
+    let key = vec!["k"; 90].join(".");
+    std::fs::write(
+        &path,
+        format!("name = \"g\"\n[upstream]\nprovider = \"sim\"\n{key} = 1\n{CHECK}"),
+    )
+    .unwrap();
+    let out = probity_cmd()
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .arg("--store")
+        .arg(dir.path().join("runs.db"))
+        .output()
+        .unwrap();
+    assert_usage_error(&out, "guard.toml", &["line 4", "nested 90 deep"]);
+}
+
+#[test]
+fn a_too_deep_dotted_header_in_a_sim_serve_config_names_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sim.toml");
+    std::fs::write(&path, format!("[model]\nseed = 1\n{}", deep_header(81))).unwrap();
+    let out = probity_cmd()
+        .args(["sim", "serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_usage_error(&out, "sim.toml", &["line 3", "nested 81 deep"]);
+}
