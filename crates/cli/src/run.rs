@@ -6,7 +6,7 @@ use crate::store_arg::StoreArg;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use probity_engine::compare::RunTensor;
-use probity_engine::config::Config;
+use probity_engine::config::{Config, Overrides};
 use probity_engine::store::RunStatus;
 use probity_engine::stored::StoredRun;
 use probity_engine::{run_with, Control, Experiment, Progress, RunError, Sink};
@@ -55,22 +55,22 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: RunArgs) -> Result<u8, Failure> {
-    let config = Config::load(&args.config).map_err(|e| Failure::usage(e.to_string()))?;
+    if args.outputs == Some(0) {
+        return Err(Failure::usage("--outputs must be at least 1"));
+    }
+    if args.concurrency == Some(0) {
+        return Err(Failure::usage("--concurrency must be at least 1"));
+    }
+    // The flags replace the file's settings before any check of its size.
+    let overrides = Overrides {
+        outputs_per_input: args.outputs,
+        concurrency: args.concurrency,
+    };
+    let config =
+        Config::load_with(&args.config, &overrides).map_err(|e| Failure::usage(e.to_string()))?;
     let mut experiment = config
         .experiment()
         .map_err(|e| Failure::usage(e.to_string()))?;
-    if let Some(m) = args.outputs {
-        if m == 0 {
-            return Err(Failure::usage("--outputs must be at least 1"));
-        }
-        experiment.outputs_per_input = m;
-    }
-    if let Some(c) = args.concurrency {
-        if c == 0 {
-            return Err(Failure::usage("--concurrency must be at least 1"));
-        }
-        experiment.concurrency = c;
-    }
     if args.sequential && experiment.sequential.is_none() {
         experiment = experiment.sequential();
     }

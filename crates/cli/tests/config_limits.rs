@@ -87,3 +87,47 @@ fn a_too_deep_dotted_header_in_a_sim_serve_config_names_file_and_line() {
         .unwrap();
     assert_usage_error(&out, "sim.toml", &["line 3", "nested 81 deep"]);
 }
+
+#[test]
+fn outputs_flag_applies_before_the_sample_count_bound() {
+    // 10,001 inputs × 1,000 outputs is over the 10,000,000-sample bound;
+    // with --outputs 1 it is 10,001 samples.
+    let dir = tempfile::tempdir().unwrap();
+    let rows: String = (0..10_001)
+        .map(|i| format!("{{\"text\": \"q{i}\"}}\n"))
+        .collect();
+    write(dir.path(), "in.jsonl", &rows);
+    write(
+        dir.path(),
+        "probity.toml",
+        &config("inputs = \"in.jsonl\"\noutputs_per_input = 1000", CHECK, ""),
+    );
+    let refused = probity(dir.path(), &["run", "--quiet"]);
+    assert_usage_error(&refused, "probity.toml", &["samples"]);
+
+    let out = probity(
+        dir.path(),
+        &["run", "--quiet", "--outputs", "1", "--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["shape"]["outputs_per_input"], 1, "{report}");
+    assert_eq!(report["shape"]["inputs"], 10_001, "{report}");
+}
+
+#[test]
+fn outputs_flag_applies_before_the_outputs_per_input_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "probity.toml",
+        &config("outputs_per_input = 2000000", CHECK, ONE_INPUT),
+    );
+    let refused = probity(dir.path(), &["run", "--quiet"]);
+    assert_usage_error(&refused, "probity.toml", &["outputs_per_input"]);
+    let out = probity(dir.path(), &["run", "--quiet", "--outputs", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // And the other way: a flag over the bound is refused like the key.
+    let over = probity(dir.path(), &["run", "--quiet", "--outputs", "2000001"]);
+    assert_usage_error(&over, "probity.toml", &["outputs_per_input = 2000001"]);
+}
