@@ -131,3 +131,116 @@ fn outputs_flag_applies_before_the_outputs_per_input_bound() {
     let over = probity(dir.path(), &["run", "--quiet", "--outputs", "2000001"]);
     assert_usage_error(&over, "probity.toml", &["outputs_per_input = 2000001"]);
 }
+
+/// 20 inputs × 20 outputs: 400 samples, one call each.
+fn paced(limits: &str) -> String {
+    let inputs: String = (0..20)
+        .map(|i| format!("[[input]]\ntext = \"question number {i}, please\"\n"))
+        .collect();
+    config(&format!("outputs_per_input = 20\n{limits}"), CHECK, &inputs)
+}
+
+#[test]
+fn an_absurd_request_rate_is_a_configuration_error_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "probity.toml",
+        &paced("requests_per_minute = 1e-7"),
+    );
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    assert_usage_error(
+        &out,
+        "probity.toml",
+        &["requests_per_minute", "400 calls", "more than 10 years"],
+    );
+    assert!(!dir.path().join("runs.db").exists() || common::json_runs(dir.path()).is_empty());
+}
+
+#[test]
+fn an_absurd_token_rate_is_a_configuration_error_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "probity.toml",
+        &paced("tokens_per_minute = 1e-6"),
+    );
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    assert_usage_error(
+        &out,
+        "probity.toml",
+        &["tokens_per_minute", "prompt tokens", "more than 10 years"],
+    );
+}
+
+#[test]
+fn a_deadline_the_rate_cannot_meet_is_refused_naming_both_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "probity.toml",
+        &paced("requests_per_minute = 1.5\ndeadline_s = 600"),
+    );
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    assert_usage_error(
+        &out,
+        "probity.toml",
+        &[
+            "deadline_s = 600",
+            "requests_per_minute = 1.5",
+            "400 calls",
+            "4 h 25 min",
+        ],
+    );
+    // The figure is for what the run will take: with --outputs 1, 20
+    // calls at 1.5 a minute, 12 min 20 s — still past 10 minutes.
+    let out = probity(dir.path(), &["run", "--quiet", "--outputs", "1"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("20 calls") && err.contains("12 min 20 s"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_long_run_says_how_long_before_it_starts() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "probity.toml",
+        &paced("requests_per_minute = 1.5"),
+    );
+    let mut child = probity_cmd()
+        .current_dir(dir.path())
+        .args(["run", "--quiet"])
+        .env("PROBITY_STORE", dir.path().join("runs.db"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        line.trim_end(),
+        "rate limits: 400 calls at requests_per_minute = 1.5 take at least 4 h 25 min"
+    );
+}
+
+#[test]
+fn a_rate_that_keeps_up_says_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "probity.toml",
+        &paced("requests_per_minute = 500\ndeadline_s = 60"),
+    );
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("rate limits"), "{err}");
+}
