@@ -69,8 +69,10 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     };
     let config =
         Config::load_with(&args.config, &overrides).map_err(|e| Failure::usage(e.to_string()))?;
+    // The configuration's hash is all that is needed of it after this.
+    let hash = config.hash.clone();
     let mut experiment = config
-        .experiment()
+        .into_experiment()
         .map_err(|e| Failure::usage(e.to_string()))?;
     if args.sequential && experiment.sequential.is_none() {
         experiment = experiment.sequential();
@@ -83,9 +85,8 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         None => None,
     };
     if args.resume {
-        let hash = &config.hash;
         match store
-            .resumable_run(hash)
+            .resumable_run(&hash)
             .map_err(|e| Failure::incomplete(e.to_string()))?
         {
             Some(id) => {

@@ -506,6 +506,17 @@ impl Config {
         }
     }
 
+    /// [`Config::experiment`] taking the inputs rather than copying them:
+    /// for a caller done with the configuration (one copy of a million
+    /// inputs is hundreds of megabytes). The configuration keeps its
+    /// hash, text and checks.
+    pub fn into_experiment(mut self) -> Result<Experiment, ConfigError> {
+        let inputs = std::mem::take(&mut self.inputs);
+        let mut experiment = self.experiment()?;
+        experiment.inputs = inputs;
+        Ok(experiment)
+    }
+
     /// The experiment: the `[system]` provider built (reading the key
     /// variables it names), everything else as loaded.
     pub fn experiment(&self) -> Result<Experiment, ConfigError> {
