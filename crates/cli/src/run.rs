@@ -6,12 +6,13 @@ use crate::store_arg::StoreArg;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use probity_engine::compare::RunTensor;
-use probity_engine::config::Config;
+use probity_engine::config::{Config, Overrides};
+use probity_engine::limits::{ABSURD_RUN_S, LONG_RUN_S};
 use probity_engine::store::RunStatus;
 use probity_engine::stored::StoredRun;
 use probity_engine::{run_with, Control, Experiment, Progress, RunError, Sink};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 #[derive(Args)]
@@ -55,44 +56,45 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: RunArgs) -> Result<u8, Failure> {
-    let config = Config::load(&args.config).map_err(|e| Failure::usage(e.to_string()))?;
+    if args.outputs == Some(0) {
+        return Err(Failure::usage("--outputs must be at least 1"));
+    }
+    if args.concurrency == Some(0) {
+        return Err(Failure::usage("--concurrency must be at least 1"));
+    }
+    // The flags replace the file's settings before any check of its size.
+    let overrides = Overrides {
+        outputs_per_input: args.outputs,
+        concurrency: args.concurrency,
+    };
+    let config =
+        Config::load_with(&args.config, &overrides).map_err(|e| Failure::usage(e.to_string()))?;
+    // The configuration's hash is all that is needed of it after this.
+    let hash = config.hash.clone();
     let mut experiment = config
-        .experiment()
+        .into_experiment()
         .map_err(|e| Failure::usage(e.to_string()))?;
-    if let Some(m) = args.outputs {
-        if m == 0 {
-            return Err(Failure::usage("--outputs must be at least 1"));
-        }
-        experiment.outputs_per_input = m;
-    }
-    if let Some(c) = args.concurrency {
-        if c == 0 {
-            return Err(Failure::usage("--concurrency must be at least 1"));
-        }
-        experiment.concurrency = c;
-    }
     if args.sequential && experiment.sequential.is_none() {
         experiment = experiment.sequential();
     }
+    let total = (experiment.inputs.len() * experiment.outputs_per_input) as u64;
+    let mut left = total;
     let mut store = args.store.open()?;
     let reuse = match &args.reuse {
         Some(spec) => Some(args.store.resolve(&store, spec)?),
         None => None,
     };
     if args.resume {
-        let hash = &config.hash;
         match store
-            .resumable_run(hash)
+            .resumable_run(&hash)
             .map_err(|e| Failure::incomplete(e.to_string()))?
         {
             Some(id) => {
                 let stored = store
                     .sample_count(id)
                     .map_err(|e| Failure::incomplete(e.to_string()))?;
-                eprintln!(
-                    "resuming run {id}: {stored} of {} samples stored",
-                    experiment.inputs.len() * experiment.outputs_per_input
-                );
+                eprintln!("resuming run {id}: {stored} of {total} samples stored");
+                left = total.saturating_sub(stored as u64);
             }
             None => {
                 return Err(Failure::usage(format!(
@@ -103,6 +105,8 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             }
         }
     }
+
+    check_pace(&args.config, &experiment, left)?;
 
     let (cancel_tx, cancel) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -188,12 +192,53 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     }
     if outcome.status != RunStatus::Complete {
         return Err(Failure::incomplete(format!(
-            "run {run_id} stopped before every sample was taken ({taken} of {}); `probity run --resume {}` continues it",
-            experiment.inputs.len() * experiment.outputs_per_input,
+            "run {run_id} stopped before every sample was taken ({taken} of {total}); `probity run --resume {}` continues it",
             args.config.display()
         )));
     }
     Ok(verdict_code(passed))
+}
+
+/// The rate limits against the run, before any call: the least time the
+/// `samples` still to take can last under them is printed when it is long
+/// ([`LONG_RUN_S`]); a run it puts past `deadline_s`, or past ten years
+/// ([`ABSURD_RUN_S`]: a mistyped limit), is refused naming the keys. A
+/// sequential run may stop early, so its budget is only printed.
+fn check_pace(config: &Path, experiment: &Experiment, samples: u64) -> Result<(), Failure> {
+    let pace = experiment.pace(samples);
+    let Some(slow) = pace.slowest() else {
+        return Ok(());
+    };
+    let what = pace.describe(slow);
+    let file = config.display();
+    if experiment.sequential.is_some() {
+        if slow.seconds > LONG_RUN_S {
+            eprintln!(
+                "rate limits: the whole sequential budget, {what} (the run may stop earlier)"
+            );
+        }
+        return Ok(());
+    }
+    if slow.seconds > ABSURD_RUN_S {
+        return Err(Failure::usage(format!(
+            "{file}: [experiment] {} = {} would make the run last more than 10 years ({what}): a mistake in the configuration",
+            slow.key, slow.per_minute
+        )));
+    }
+    if let Some(deadline) = experiment
+        .deadline
+        .filter(|d| slow.seconds > d.as_secs_f64())
+    {
+        return Err(Failure::usage(format!(
+            "{file}: [experiment] deadline_s = {} cannot be met at the configured rate: {what}; raise {} or deadline_s, or take fewer samples (--outputs)",
+            deadline.as_secs_f64(),
+            slow.key
+        )));
+    }
+    if slow.seconds > LONG_RUN_S {
+        eprintln!("rate limits: {what}");
+    }
+    Ok(())
 }
 
 /// The most common causes of errors (not measured), on stderr.

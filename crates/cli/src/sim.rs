@@ -64,8 +64,10 @@ pub async fn run(cmd: SimCommand) -> Result<u8, Failure> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))?;
-            toml::from_str::<ServeFile>(&text)
-                .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?
+            toml::from_str::<ServeFile>(&text).map_err(|e| {
+                let why = probity_engine::toml_error::describe(&e, &text);
+                Failure::usage(format!("{}: {why}", path.display()))
+            })?
         }
         None => ServeFile::default(),
     };

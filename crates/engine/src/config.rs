@@ -29,6 +29,7 @@ pub mod bounds;
 pub mod example;
 pub mod inputs;
 pub mod template;
+pub mod toml_error;
 
 use crate::checks::check::Checks;
 use crate::checks::validator_table::ValidatorTable;
@@ -258,24 +259,70 @@ pub struct Config {
     pub hash: String,
 }
 
+/// Settings given on the command line in place of the file's
+/// (`probity run --outputs M --concurrency C`). They are applied before
+/// the configuration is checked, so every bound (samples, cells,
+/// concurrency) is checked against what the run will do; the hash is the
+/// file's as written, so `--resume` finds a run started with them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Overrides {
+    /// In place of `[experiment] outputs_per_input`.
+    pub outputs_per_input: Option<usize>,
+    /// In place of `[experiment] concurrency`.
+    pub concurrency: Option<usize>,
+}
+
+impl Overrides {
+    /// Write these settings into `e`; returns the values they replaced, to
+    /// be put back where the file as written is needed (the hash).
+    fn apply(&self, e: &mut ExperimentConfig) -> Overrides {
+        let written = Overrides {
+            outputs_per_input: Some(e.outputs_per_input),
+            concurrency: Some(e.concurrency),
+        };
+        if let Some(m) = self.outputs_per_input {
+            e.outputs_per_input = m;
+        }
+        if let Some(c) = self.concurrency {
+            e.concurrency = c;
+        }
+        written
+    }
+}
+
 impl Config {
     /// Read, parse and check `path`, and load its inputs.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        Config::load_with(path, &Overrides::default())
+    }
+
+    /// [`Config::load`] with `overrides` in place of the file's settings,
+    /// applied before any check.
+    pub fn load_with(path: &Path, overrides: &Overrides) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        Config::from_str(crate::config::inputs::strip_bom(&text), path)
+        Config::from_str_with(crate::config::inputs::strip_bom(&text), path, overrides)
     }
 
     /// Parse and check `text` as if read from `path` (relative input files
     /// resolve against `path`'s directory).
     pub fn from_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        Config::from_str_with(text, path, &Overrides::default())
+    }
+
+    /// [`Config::from_str`] with `overrides` applied before any check.
+    pub fn from_str_with(
+        text: &str,
+        path: &Path,
+        overrides: &Overrides,
+    ) -> Result<Config, ConfigError> {
         let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: describe_toml_error(&e, text),
+            message: crate::config::toml_error::describe(&e, text),
         })?;
-        Config::from_parts(file, text, path, Vec::new())
+        Config::checked(file, text, path, Vec::new(), overrides)
     }
 
     /// A configuration assembled in code (the Python package): `file` as
@@ -286,12 +333,25 @@ impl Config {
     /// increasing order. Every check [`Config::from_str`] makes is made,
     /// and the hash covers `text` too (code is not in `file`).
     pub fn from_parts(
-        mut file: ConfigFile,
+        file: ConfigFile,
         text: &str,
         path: &Path,
         code: Vec<(usize, Validator)>,
     ) -> Result<Config, ConfigError> {
+        Config::checked(file, text, path, code, &Overrides::default())
+    }
+
+    /// [`Config::from_parts`] with `overrides` applied to `file` before
+    /// any check; the hash is over `file` as written.
+    fn checked(
+        mut file: ConfigFile,
+        text: &str,
+        path: &Path,
+        code: Vec<(usize, Validator)>,
+        overrides: &Overrides,
+    ) -> Result<Config, ConfigError> {
         let from_code = !code.is_empty();
+        let written = overrides.apply(&mut file.experiment);
         file.resolve_paths(path.parent().unwrap_or(Path::new(".")));
         let invalid = |message: String| ConfigError::Invalid {
             path: path.to_path_buf(),
@@ -394,7 +454,7 @@ impl Config {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "probity".into())
         });
-        let mut hash = hash_config(&file, &inputs);
+        let mut hash = hash_config(&file, &written, &inputs);
         if from_code {
             hash = hex::encode(Sha256::digest(format!("{hash}\n{text}")));
         }
@@ -449,6 +509,17 @@ impl Config {
             requests_per_minute: e.requests_per_minute,
             tokens_per_minute: e.tokens_per_minute,
         }
+    }
+
+    /// [`Config::experiment`] taking the inputs rather than copying them:
+    /// for a caller done with the configuration (one copy of a million
+    /// inputs is hundreds of megabytes). The configuration keeps its
+    /// hash, text and checks.
+    pub fn into_experiment(mut self) -> Result<Experiment, ConfigError> {
+        let inputs = std::mem::take(&mut self.inputs);
+        let mut experiment = self.experiment()?;
+        experiment.inputs = inputs;
+        Ok(experiment)
     }
 
     /// The experiment: the `[system]` provider built (reading the key
@@ -566,24 +637,14 @@ fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// toml's message, which already carries "line L, column C", the offending
-/// line and a caret, plus the dotted path of the field where known.
-fn describe_toml_error(e: &toml::de::Error, text: &str) -> String {
-    let msg = e.to_string();
-    match e.span() {
-        Some(span) if !msg.contains("line") => {
-            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            format!("line {line}: {msg}")
-        }
-        _ => msg.trim_end().to_string(),
-    }
-}
-
-fn hash_config(file: &ConfigFile, inputs: &[Input]) -> String {
+/// SHA-256 over `file` with the `written` settings put back in place of
+/// the command line's ([`Overrides::apply`]) and `inputs`.
+fn hash_config(file: &ConfigFile, written: &Overrides, inputs: &[Input]) -> String {
     let mut h = Sha256::new();
     // The name does not change what is asked; everything else does.
     let mut f = file.clone();
     f.name = None;
+    written.apply(&mut f.experiment);
     h.update(serde_json::to_vec(&f).unwrap_or_default());
     h.update(serde_json::to_vec(inputs).unwrap_or_default());
     hex::encode(h.finalize())

@@ -27,7 +27,7 @@ pub mod store;
 
 // The modules by their earlier, flat names, for users of the crate.
 pub use checks::{cache_key, check, program, validator_table, verifier};
-pub use config::{bounds, example, inputs, template};
+pub use config::{bounds, example, inputs, template, toml_error};
 pub use provider::{call, limits, openai_wire, redact};
 pub use retry::{guard, policy as retry_policy};
 pub use run::{compare, experiment, outcome, recording, revalidate, runner, stored};

@@ -5,7 +5,7 @@
 
 use crate::provider::limits::{Backoff, RateLimiter};
 use crate::provider::types::{
-    AnswerMeta, CutWhen, Provider, ProviderError, Request, WireAnswer, WireRequest,
+    AnswerMeta, CutWhen, Message, Provider, ProviderError, Request, WireAnswer, WireRequest,
 };
 use crate::store::{CachedOutput, RunTotals};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -146,6 +146,13 @@ fn redact_meta(meta: AnswerMeta) -> AnswerMeta {
     }
 }
 
+/// The tokens a call of `messages` is expected to use before it is made:
+/// a quarter of their characters' bytes (what the token limit is debited
+/// with until the provider reports the real use).
+pub fn estimated_tokens(messages: &[Message]) -> f64 {
+    messages.iter().map(|m| m.content.len()).sum::<usize>() as f64 / 4.0
+}
+
 /// A call that failed after its tries: the last error and the number of
 /// tries.
 pub type CallFailure = (ProviderError, u32);
@@ -212,12 +219,7 @@ impl Caller {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<WireAnswer, ProviderError>>,
     {
-        let estimate = request
-            .messages
-            .iter()
-            .map(|m| m.content.len())
-            .sum::<usize>() as f64
-            / 4.0;
+        let estimate = estimated_tokens(&request.messages);
         let mut attempt = 0;
         loop {
             self.limiter.acquire(estimate).await;

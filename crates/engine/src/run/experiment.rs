@@ -26,6 +26,7 @@ use crate::checks::check::Checks;
 use crate::checks::verifier::Verifier;
 use crate::config::template::{PromptTemplate, TemplateError};
 use crate::provider::call::CallSettings;
+use crate::provider::limits::Pace;
 use crate::provider::types::Provider;
 use crate::retry::policy::RetryPolicy;
 use crate::store::settings::{Analysis, StoredRetry, StoredSequential, StoredSettings};
@@ -193,6 +194,37 @@ impl Experiment {
     pub fn prompt(mut self, system: Option<&str>, user: &str) -> Result<Self, TemplateError> {
         self.prompt = Arc::new(PromptTemplate::new(system, user)?);
         Ok(self)
+    }
+
+    /// What the rate limits make of the calls of `samples` samples (all
+    /// N × M, or what a resumed run still lacks): one call to the system
+    /// per sample and one per judge, each at its first try; prompts
+    /// estimated as the limiter does ([`crate::provider::call::estimated_tokens`]),
+    /// rendered only when a token limit is set. A lower bound on the time
+    /// the run takes ([`Pace`]).
+    pub fn pace(&self, samples: u64) -> Pace {
+        let c = &self.calls;
+        let per_sample = 1 + self.checks.verifiers.len() as u64;
+        let calls = samples.saturating_mul(per_sample);
+        let mut prompt_tokens = 0.0;
+        if c.tokens_per_minute.is_some() && !self.inputs.is_empty() {
+            // The system's prompts, in the proportion the samples are of
+            // N × M.
+            let all: f64 = self
+                .inputs
+                .iter()
+                .filter_map(|input| self.prompt.render(input).ok())
+                .map(|m| crate::provider::call::estimated_tokens(&m))
+                .sum();
+            let total = (self.inputs.len() * self.outputs_per_input.max(1)) as f64;
+            prompt_tokens = all * self.outputs_per_input as f64 * samples as f64 / total;
+        }
+        Pace::new(
+            calls,
+            prompt_tokens,
+            c.requests_per_minute,
+            c.tokens_per_minute,
+        )
     }
 
     /// What is wrong with this experiment before anything is called, if

@@ -127,7 +127,8 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let at = |m: String| format!("{}: {m}", path.display());
-    let mut config: ServeConfig = toml::from_str(&text).map_err(|e| at(e.to_string()))?;
+    let mut config: ServeConfig =
+        toml::from_str(&text).map_err(|e| at(crate::config::toml_error::describe(&e, &text)))?;
     // Relative paths in provider tables resolve against the file's directory.
     let dir = path.parent().unwrap_or(Path::new("."));
     config.upstream.resolve_paths(dir);

@@ -1,0 +1,166 @@
+//! TOML errors that name their place: one function every configuration
+//! reader (`probity.toml`, `probity serve --config`, `probity sim serve
+//! --config`) turns a parse error into a message with.
+//!
+//! The `toml` crate's errors carry "line L, column C" and a caret, except
+//! one: a dotted key deeper than the reader's nesting limit
+//! (`[a.a.a…]`, more than 80 keys) comes back as a bare "recursion limit" with no
+//! position. [`describe`] finds that line itself.
+
+/// Most keys in one dotted key (`a.b.c` is 3) the TOML reader accepts: the
+/// tables it opens (all keys but the last) stop at its nesting limit, 80.
+pub const MAX_KEY_DEPTH: usize = 80;
+
+/// `e` as a message naming the line: toml's own text when it has a
+/// position ("line L, column C", the line and a caret), otherwise the line
+/// of `text` it is about, found here, and what is wrong there.
+pub fn describe(e: &toml::de::Error, text: &str) -> String {
+    let msg = e.to_string();
+    if let Some(span) = e.span() {
+        if msg.contains("line") {
+            return msg.trim_end().to_string();
+        }
+        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+        return format!("line {line}: {}", msg.trim_end());
+    }
+    match too_deep_key(text) {
+        Some((line, depth)) => format!(
+            "line {line}: a dotted key nested {depth} deep; TOML here allows at most {MAX_KEY_DEPTH} keys in one dotted key ({})",
+            msg.trim_end()
+        ),
+        None => msg.trim_end().to_string(),
+    }
+}
+
+/// The first line (1-based) whose key — a `[table]` or `[[array]]` header,
+/// or the key of `key = value` — has more than [`MAX_KEY_DEPTH`] dotted
+/// parts, with that number; `None` when no line has one. Lines inside
+/// multi-line strings are skipped.
+pub fn too_deep_key(text: &str) -> Option<(usize, usize)> {
+    let mut in_multiline: Option<&str> = None;
+    for (n, line) in text.lines().enumerate() {
+        if let Some(delim) = in_multiline {
+            if line.matches(delim).count() % 2 == 1 {
+                in_multiline = None;
+            }
+            continue;
+        }
+        let trimmed = line.trim_start();
+        let key = trimmed
+            .strip_prefix("[[")
+            .or_else(|| trimmed.strip_prefix('['))
+            .unwrap_or(trimmed);
+        let depth = key_depth(key);
+        if depth > MAX_KEY_DEPTH {
+            return Some((n + 1, depth));
+        }
+        for delim in ["\"\"\"", "'''"] {
+            if line.matches(delim).count() % 2 == 1 {
+                in_multiline = Some(delim);
+                break;
+            }
+        }
+    }
+    None
+}
+
+/// The number of dot-separated parts of the key `s` starts with (up to
+/// `]`, `=`, `#` or the end), quoted parts (`"a.b"`, `'a.b'`) counting as
+/// one; 0 when `s` starts with no key.
+fn key_depth(s: &str) -> usize {
+    let mut parts = 0;
+    let mut in_part = false;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in s.chars() {
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' && q == '"' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            '"' | '\'' => {
+                quote = Some(c);
+                if !in_part {
+                    parts += 1;
+                    in_part = true;
+                }
+            }
+            '.' => in_part = false,
+            ']' | '=' | '#' => break,
+            c if c.is_whitespace() => {}
+            c if c.is_ascii_alphanumeric() || c == '-' || c == '_' => {
+                if !in_part {
+                    parts += 1;
+                    in_part = true;
+                }
+            }
+            _ => break,
+        }
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deep(n: usize) -> String {
+        vec!["a"; n].join(".")
+    }
+
+    #[test]
+    fn key_depth_counts_dotted_parts() {
+        assert_eq!(key_depth("a.b.c]"), 3);
+        assert_eq!(key_depth("a . \"b.c\" . 'd' = 1"), 3);
+        assert_eq!(key_depth("x = 1.5"), 1);
+        assert_eq!(key_depth(""), 0);
+        assert_eq!(key_depth("# a.b.c"), 0);
+    }
+
+    #[test]
+    fn the_line_of_a_too_deep_header_or_key_is_found() {
+        let text = format!("x = 1\n\n[{}]\ny = 2\n", deep(100));
+        assert_eq!(too_deep_key(&text), Some((3, 100)));
+        let text = format!("x = 1\n{} = 2\n", deep(85));
+        assert_eq!(too_deep_key(&text), Some((2, 85)));
+        let text = format!("[[{}]]\n", deep(90));
+        assert_eq!(too_deep_key(&text), Some((1, 90)));
+        assert_eq!(too_deep_key(&format!("[{}]\n", deep(80))), None);
+    }
+
+    #[test]
+    fn lines_inside_multiline_strings_are_not_keys() {
+        let text = format!("s = '''\n[{}]\n'''\n[{}]\n", deep(100), deep(81));
+        assert_eq!(too_deep_key(&text), Some((4, 81)));
+    }
+
+    #[test]
+    fn a_too_deep_header_is_described_with_its_line() {
+        let text = format!("name = \"x\"\n\n[{}]\nx = 1\n", deep(100));
+        let e = toml::from_str::<toml::Table>(&text).unwrap_err();
+        let m = describe(&e, &text);
+        assert!(m.starts_with("line 3: a dotted key nested 100 deep"), "{m}");
+        assert!(m.contains("at most 80"), "{m}");
+    }
+
+    #[test]
+    fn the_reader_accepts_exactly_max_key_depth() {
+        let ok = format!("[{}]\n", deep(MAX_KEY_DEPTH));
+        assert!(toml::from_str::<toml::Table>(&ok).is_ok());
+        let bad = format!("[{}]\n", deep(MAX_KEY_DEPTH + 1));
+        assert!(toml::from_str::<toml::Table>(&bad).is_err());
+    }
+
+    #[test]
+    fn errors_with_a_position_keep_toml_s_text() {
+        let text = "x = \n";
+        let e = toml::from_str::<toml::Table>(text).unwrap_err();
+        assert!(describe(&e, text).contains("line 1"));
+    }
+}
