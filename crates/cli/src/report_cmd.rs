@@ -73,6 +73,10 @@ pub struct RunsArgs {
 /// List stored runs, newest first.
 pub fn runs(args: &RunsArgs) -> Result<u8, Failure> {
     let store = args.store.open()?;
+    // Runs whose process was killed outright read as interrupted, not
+    // running for ever. Best effort: a store that cannot be written (read
+    // only) is still listed, as stored.
+    let _ = store.interrupt_all_abandoned();
     let runs = store
         .runs(args.name.as_deref())
         .map_err(|e| Failure::incomplete(e.to_string()))?;

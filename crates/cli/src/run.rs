@@ -141,6 +141,14 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let run_id = outcome.stored_id();
     if let Some(halt) = &outcome.halt {
         print_causes(&outcome);
+        if halt.is_configuration() {
+            // A broken check: fixing it changes the configuration, so the
+            // fixed run is a new one.
+            return Err(Failure::usage(format!(
+                "run {run_id} stopped with no verdict: {halt}\nfix the check, then `probity run {}` again",
+                args.config.display()
+            )));
+        }
         return Err(Failure::incomplete(format!(
             "run {run_id} stopped with no verdict: {halt}\n`probity run --resume {}` continues it once the cause is fixed",
             args.config.display()

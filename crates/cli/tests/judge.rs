@@ -200,13 +200,16 @@ async fn serve_marks_its_run_complete_on_shutdown_and_killed_runs_interrupted() 
     )
     .unwrap();
 
-    // Killed outright: its run stays "running".
+    // Killed outright: its run stays "running" in the store (read
+    // directly: `probity runs` would mark it interrupted, its process gone).
     let killed = serve(d);
     drop(killed);
-    let runs = json_runs(d);
+    let store = probity_engine::store::Store::open(&d.join("runs.db")).unwrap();
+    let runs = store.runs(None).unwrap();
     assert_eq!(runs.len(), 1);
-    assert_eq!(runs[0]["status"], "running");
-    let killed_id = runs[0]["id"].as_i64().unwrap();
+    assert_eq!(runs[0].status, probity_engine::store::RunStatus::Running);
+    let killed_id = runs[0].id;
+    drop(store);
 
     // The next server marks it interrupted; SIGINT completes its own run.
     let server = serve(d);
@@ -295,8 +298,10 @@ async fn a_killed_server_keeps_what_it_answered_before_the_commit_window() {
     // every answered request is stored, even under kill -9.
     tokio::time::sleep(probity_engine::serve::COMMIT_EVERY * 4).await;
     drop(server);
+    // Listed after the kill: interrupted (its process is gone), every
+    // answered request kept.
     let runs = json_runs(d);
-    assert_eq!(runs[0]["status"], "running", "{:?}", runs[0]);
+    assert_eq!(runs[0]["status"], "interrupted", "{:?}", runs[0]);
     assert_eq!(runs[0]["inputs"], 20, "{:?}", runs[0]);
     let store = probity_engine::store::Store::open(&d.join("runs.db")).unwrap();
     assert_eq!(

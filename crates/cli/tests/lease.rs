@@ -90,3 +90,76 @@ fn a_second_resume_is_refused_naming_the_holder_until_it_is_gone() {
     let err = text(&d.stderr);
     assert!(!err.contains("is being run by"), "{err}");
 }
+
+/// Issue 24, item 5: a revalidation killed outright (kill -9) is listed as
+/// interrupted once its process is gone, not running for ever; while it
+/// lives it is listed as running.
+#[test]
+fn a_killed_revalidation_is_listed_as_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs: String = (0..5)
+        .map(|i| format!("[[input]]\nid = \"q{i}\"\ntext = \"t{i}\"\n"))
+        .collect();
+    let config = |check: &str| {
+        format!(
+            "name = \"recheck\"\n[system]\nprovider = \"sim\"\n[experiment]\noutputs_per_input = 20\n[[validator]]\nname = \"c\"\ncheck = '''{check}'''\n{inputs}"
+        )
+    };
+    std::fs::write(
+        dir.path().join("probity.toml"),
+        config("output.len() < 100000"),
+    )
+    .unwrap();
+    // Each evaluation runs into its 1 s limit: 100 outputs take a while.
+    std::fs::write(
+        dir.path().join("slow.toml"),
+        config("let a = []; for i in 0..50000 { a = [a]; } true"),
+    )
+    .unwrap();
+    let first = cmd(dir.path(), false).output().unwrap();
+    assert!(
+        matches!(first.status.code(), Some(0 | 1)),
+        "{}",
+        text(&first.stderr)
+    );
+
+    let mut child = probity_cmd()
+        .current_dir(dir.path())
+        .args(["revalidate", "1", "--config", "slow.toml"])
+        .env("PROBITY_STORE", dir.path().join("runs.db"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let store = probity_engine::store::Store::open(&dir.path().join("runs.db")).unwrap();
+    let start = Instant::now();
+    while store.lease_holder(2).unwrap() != Some(i64::from(child.id())) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the revalidation never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = |dir: &Path| {
+        let runs = common::json_runs(dir);
+        runs.iter()
+            .find(|r| r["id"] == 2)
+            .map(|r| r["status"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    assert_eq!(
+        status(dir.path()),
+        "running",
+        "a live revalidation is left alone"
+    );
+    child.kill().unwrap(); // SIGKILL: no chance to clean up.
+    child.wait().unwrap();
+    assert_eq!(status(dir.path()), "interrupted");
+    // It stays so, and the revalidated run is untouched.
+    assert_eq!(status(dir.path()), "interrupted");
+    let runs = common::json_runs(dir.path());
+    assert_eq!(
+        runs.iter().find(|r| r["id"] == 1).unwrap()["status"],
+        "complete"
+    );
+}

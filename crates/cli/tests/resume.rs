@@ -105,4 +105,12 @@ fn kill_nine_then_resume_loses_nothing_and_asks_nothing_twice() {
         "model_calls {calls}, simulator saw {}",
         requests(&server.1)
     );
+    // The documented window (README, docs/architecture.md): the calls not
+    // counted are those made after the killed session's last commit, whose
+    // samples were lost with them and asked again — no more than that.
+    let uncounted = requests(&server.1) - calls;
+    assert!(
+        uncounted <= missing,
+        "{uncounted} calls not counted, only {missing} samples asked again"
+    );
 }

@@ -184,10 +184,53 @@ check = '''lenght(output) > 0'''
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("could not judge any output") && err.contains("length_check"),
+        err.contains("erred on every one of the first 10 outputs")
+            && err.contains("broken")
+            && err.contains("`length_check`"),
         "{err}"
     );
     assert!(err.contains("lenght"), "{err}");
+    assert_no_verdict(&out);
+}
+
+/// Samples stored in the store at `dir/runs.db`.
+fn stored_samples(dir: &Path) -> i64 {
+    let db = rusqlite::Connection::open(dir.join("runs.db")).unwrap();
+    db.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// Issue 24, item 2: a check that runs into its time limit on every output
+/// (each evaluation takes a second) stops the run after the first outputs,
+/// not after all 400 of them, and with three such checks after the same
+/// few outputs.
+#[test]
+fn a_check_that_times_out_on_its_first_outputs_stops_the_run_early() {
+    const SLOW: &str = "let a = []; for i in 0..50000 { a = [a]; } true";
+    for k in [1, 3] {
+        let dir = tempfile::tempdir().unwrap();
+        let checks: String = (0..k)
+            .map(|x| format!("[[validator]]\nname = \"slow_{x}\"\ncheck = '''{SLOW}'''\n"))
+            .collect();
+        write_config(dir.path(), "provider = \"sim\"", &checks);
+        let out = probity(dir.path(), &["run", "--quiet"]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        for x in 0..k {
+            assert!(err.contains(&format!("`slow_{x}`")), "{err}");
+        }
+        assert!(
+            err.contains("time limit") && err.contains("broken"),
+            "{err}"
+        );
+        assert_no_verdict(&out);
+        // The first 10 outputs are kept; outputs whose checks had not run
+        // when the run stopped are not waited for (nor stored).
+        assert_eq!(stored_samples(dir.path()), 10, "{k} checks: {err}");
+        let runs = common::json_runs(dir.path());
+        assert_eq!(runs[0]["status"], "interrupted");
+        assert!(runs[0]["model_calls"].as_u64().unwrap() <= 10 + 16);
+    }
 }
 
 #[test]

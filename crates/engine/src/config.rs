@@ -467,6 +467,7 @@ impl Config {
             checks: Checks {
                 validators,
                 verifiers,
+                ..Checks::default()
             },
             prompt: Arc::new(prompt),
             hash,

@@ -333,6 +333,7 @@ async fn library_guard_with_and_without_an_output_cache() {
             .message("Mention the moon")
             .check(|o: &str| o.contains("moon"))],
         verifiers: vec![],
+        ..Checks::default()
     });
     let policy = RetryPolicy {
         attempts: 3,

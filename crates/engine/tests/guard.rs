@@ -206,6 +206,7 @@ async fn guard_feeds_reasons_back_and_reports_nothing_passed() {
             .message("Mention the moon")
             .check(|o: &str| o.contains("moon"))],
         verifiers: vec![],
+        ..Checks::default()
     };
     let guard = Guard::new(
         provider,
@@ -251,6 +252,7 @@ async fn never_passing(latency_ms: u64, policy: RetryPolicy) -> GuardOutcome {
     let checks = Checks {
         validators: vec![Validator::new("never").check(|_: &str| false)],
         verifiers: vec![],
+        ..Checks::default()
     };
     let guard = Guard::new(
         provider,

@@ -82,6 +82,7 @@ fn a_fails_reason_is_kept_with_its_cell() {
     let checks = probity_engine::check::Checks {
         validators: vec![v],
         verifiers: Vec::new(),
+        ..Default::default()
     };
     let (cells, reasons) = checks.validate(&prepared, "nope");
     assert_eq!(cells, [probity_core::Cell::Fail]);

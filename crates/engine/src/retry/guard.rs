@@ -17,6 +17,7 @@
 //! let checks = Checks {
 //!     validators: vec![Validator::new("short").check(|o: &str| o.len() < 500)],
 //!     verifiers: vec![],
+//!     ..Checks::default()
 //! };
 //! let guard = Guard::new(provider, Arc::new(checks), RetryPolicy::default(), Arc::new(Caller::default()))?;
 //! let messages = [Message { role: Role::User, content: "Thank you!".into() }];

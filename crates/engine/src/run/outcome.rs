@@ -26,7 +26,8 @@ pub struct Progress {
 }
 
 /// Why a run stopped before its samples were all taken, with no verdict:
-/// failed calls say nothing about the system's behaviour.
+/// failed calls say nothing about the system's behaviour, and a check that
+/// cannot judge outputs says nothing either.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Halt {
     /// The first calls of the session all failed with one cause (a wrong
@@ -41,6 +42,23 @@ pub enum Halt {
         /// The most common cause.
         cause: String,
     },
+    /// Checks erred on every one of the first outputs they saw: broken
+    /// checks (a configuration error), found before the run spent its
+    /// samples on them.
+    BrokenChecks {
+        /// Outputs checked when the run stopped.
+        outputs: u64,
+        /// `(check name, its most common cause)`, in column order.
+        checks: Vec<(String, String)>,
+    },
+}
+
+impl Halt {
+    /// A configuration error (exit 2), not a run that could not complete
+    /// (exit 3): a broken check.
+    pub fn is_configuration(&self) -> bool {
+        matches!(self, Halt::BrokenChecks { .. })
+    }
 }
 
 impl std::fmt::Display for Halt {
@@ -60,6 +78,19 @@ impl std::fmt::Display for Halt {
                 "{errors} calls failed, more than the error budget of {:.0}% of {samples} samples (error_budget = {share}); most common cause: {cause}",
                 share * 100.0
             ),
+            Halt::BrokenChecks { outputs, checks } => {
+                let named: Vec<String> = checks
+                    .iter()
+                    .map(|(name, cause)| format!("`{name}`: {cause}"))
+                    .collect();
+                write!(
+                    f,
+                    "{} erred on every one of the first {outputs} outputs, so {} broken and cannot judge the system: {}",
+                    if checks.len() == 1 { "a check" } else { "checks" },
+                    if checks.len() == 1 { "it is" } else { "they are" },
+                    named.join("; ")
+                )
+            }
         }
     }
 }

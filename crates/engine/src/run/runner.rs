@@ -17,7 +17,7 @@
 //! ([`Sink::Memory`]) every sample is a call.
 
 use crate::checks::cache_key::sample_key;
-use crate::checks::check::Judging;
+use crate::checks::check::{Checks, Judging, StopFlag};
 use crate::provider::call::{Answer, Caller};
 use crate::provider::types::Message;
 use crate::retry::guard::{Guard, GuardOutcome};
@@ -86,12 +86,22 @@ pub struct Control<'a> {
 /// the system cannot be measured (a wrong key, a dead server).
 pub const FIRST_CALLS: u64 = 10;
 
-/// When failed calls stop a run: more than `share` of its samples, or the
-/// first calls of this session all failing with one cause.
+/// Outputs on every one of which a check must err, from the run's first,
+/// for the run to stop as soon as it has seen them: the check is broken
+/// (the same number as [`FIRST_CALLS`], the same idea for checks).
+pub const FIRST_OUTPUTS: u64 = FIRST_CALLS;
+
+/// When errors stop a run with no verdict: failed calls — more than
+/// `share` of its samples, or the first calls of this session all failing
+/// with one cause — or checks that erred on every one of the run's first
+/// [`FIRST_OUTPUTS`] outputs ([`Causes::broken`], the definition the
+/// finished run's report uses too).
 struct ErrorBudget {
     share: f64,
     samples: u64,
     first_calls: u64,
+    /// The checks' names, in column order.
+    checks: Vec<String>,
 }
 
 impl ErrorBudget {
@@ -124,7 +134,31 @@ impl ErrorBudget {
                     .unwrap_or_default(),
             });
         }
-        None
+        self.broken_checks(causes)
+    }
+
+    /// The checks that erred on every output of the run so far, once it
+    /// has checked at least [`FIRST_OUTPUTS`].
+    fn broken_checks(&self, causes: &Causes) -> Option<Halt> {
+        if causes.outputs < FIRST_OUTPUTS {
+            return None;
+        }
+        let checks: Vec<(String, String)> = causes
+            .broken()
+            .into_iter()
+            .map(|(k, cause)| {
+                let name = self
+                    .checks
+                    .get(k)
+                    .cloned()
+                    .unwrap_or_else(|| format!("#{k}"));
+                (name, cause.message.clone())
+            })
+            .collect();
+        (!checks.is_empty()).then_some(Halt::BrokenChecks {
+            outputs: causes.outputs,
+            checks,
+        })
     }
 }
 
@@ -327,9 +361,16 @@ pub async fn run_with(
     let mut settings = experiment.stored_settings();
     let policy = experiment.retry.clone().unwrap_or_else(RetryPolicy::single);
     let caller: Arc<Caller> = experiment.calls.caller();
+    // This run's own stop flag: set when it stops, so outputs not yet
+    // checked are not waited for.
+    let checks = Checks {
+        stop: StopFlag::default(),
+        ..experiment.checks.clone()
+    };
+    let stop_checks = checks.stop.clone();
     let mut guard = Guard::new(
         experiment.system.clone(),
-        Arc::new(experiment.checks.clone()),
+        Arc::new(checks),
         policy,
         caller.clone(),
     )
@@ -544,25 +585,34 @@ pub async fn run_with(
         .as_ref()
         .and_then(|r| r.stop().is_none().then_some(work));
     let queue = Arc::new(tokio::sync::Mutex::new(work_rx));
-    let (tx, mut rx) = mpsc::channel::<(SampleRow, Vec<AttemptRow>)>(1024);
+    // Samples done but not yet counted stay few (two per worker): when the
+    // first calls all fail, or a check is broken, the run stops within a
+    // few calls of the rule however slowly this loop is scheduled.
+    let (tx, mut rx) = mpsc::channel::<(SampleRow, Vec<AttemptRow>)>(workers.max(1) * 2);
     // Without a cancel channel, one whose sender lives as long as the run
     // (a closed channel would read as "cancelled").
     let (_never, uncancelled) = watch::channel(false);
     let cancel = control.cancel.unwrap_or(uncancelled);
+    // What the workers watch: set on a cancel, the deadline or a halt. A
+    // worker whose sample was being checked when it was set drops the
+    // sample (its call is counted, not stored: `--resume` asks again).
+    // Aborting alone is not enough: a worker whose next cell is ready never
+    // yields, so an abort would not reach it.
+    let (stop_tx, stop) = watch::channel(false);
     let mut handles = Vec::with_capacity(workers);
     for _ in 0..workers {
         let (shared, queue, tx) = (shared.clone(), queue.clone(), tx.clone());
-        let mut cancel = cancel.clone();
+        let mut stop = stop.clone();
         handles.push(tokio::spawn(async move {
             loop {
-                if *cancel.borrow() {
+                if *stop.borrow() {
                     return;
                 }
                 let next = {
                     let mut q = queue.lock().await;
                     tokio::select! {
                         w = q.recv() => w,
-                        _ = cancel.wait_for(|c| *c) => None,
+                        _ = stop.wait_for(|c| *c) => None,
                     }
                 };
                 let Some((i, j, known)) = next else {
@@ -570,9 +620,9 @@ pub async fn run_with(
                 };
                 let sampled = tokio::select! {
                     r = shared.sample(i, j, known.map(|a| *a)) => r,
-                    _ = cancel.wait_for(|c| *c) => return,
+                    _ = stop.wait_for(|c| *c) => return,
                 };
-                if tx.send(sampled).await.is_err() {
+                if *stop.borrow() || tx.send(sampled).await.is_err() {
                     return;
                 }
             }
@@ -588,11 +638,22 @@ pub async fn run_with(
         share: experiment.error_budget,
         samples: (n * m) as u64,
         first_calls: FIRST_CALLS.min(pending as u64),
+        checks: infos.iter().map(|c| c.name.clone()).collect(),
     };
     let (mut session_done, mut session_errors) = (0u64, 0u64);
     let mut halt = None;
     let mut cancel = cancel;
     let mut interrupted = false;
+    // No new sample starts; calls in flight are abandoned.
+    let stop_workers = |handles: &[tokio::task::JoinHandle<()>]| {
+        let _ = stop_tx.send(true);
+        // After the workers' signal: a worker that finds its checks skipped
+        // finds the signal set too, and drops the sample.
+        stop_checks.stop();
+        for h in handles {
+            h.abort();
+        }
+    };
     let mut lease_tick = tokio::time::interval(std::time::Duration::from_secs_f64(
         crate::store::LEASE_REFRESH_S,
     ));
@@ -605,11 +666,14 @@ pub async fn run_with(
                 }
                 continue;
             }
-            _ = cancel.wait_for(|c| *c), if !interrupted => { interrupted = true; continue; }
+            _ = cancel.wait_for(|c| *c), if !interrupted => {
+                interrupted = true;
+                stop_workers(&handles);
+                continue;
+            }
             _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } }, if !interrupted => {
                 interrupted = true;
-                // Stop the workers the same way Ctrl-C does.
-                for h in &handles { h.abort(); }
+                stop_workers(&handles);
                 continue;
             }
         };
@@ -653,9 +717,7 @@ pub async fn run_with(
             halt = budget.exceeded(session_done, session_errors, progress.errors, &causes);
             if halt.is_some() {
                 interrupted = true;
-                for h in &handles {
-                    h.abort();
-                }
+                stop_workers(&handles);
             }
         }
     }

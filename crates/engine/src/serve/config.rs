@@ -217,6 +217,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         checks: Checks {
             validators,
             verifiers,
+            ..Checks::default()
         },
         token,
         upstream,

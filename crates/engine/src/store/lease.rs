@@ -144,13 +144,32 @@ impl Store {
     /// host. Runs whose lease is alive — another `probity serve` replica
     /// recording the same configuration — are left running.
     pub fn interrupt_abandoned(&self, name: &str, keep: Option<i64>) -> Result<usize, StoreError> {
+        self.interrupt_abandoned_named(Some(name), keep)
+    }
+
+    /// [`Store::interrupt_abandoned`] for every run, whatever its name: a
+    /// `probity run` or `probity revalidate` killed outright (`kill -9`, a
+    /// crash) reads as interrupted once its process is gone, instead of
+    /// running for ever. A run marked so can still be resumed
+    /// (`--resume` takes any unfinished run).
+    pub fn interrupt_all_abandoned(&self) -> Result<usize, StoreError> {
+        self.interrupt_abandoned_named(None, None)
+    }
+
+    /// Runs still marked running whose writer is gone, named `name` (any
+    /// name: `None`), except `keep`, marked interrupted; how many.
+    fn interrupt_abandoned_named(
+        &self,
+        name: Option<&str>,
+        keep: Option<i64>,
+    ) -> Result<usize, StoreError> {
         let (now, host) = (now_s(), host_name());
         // (run, lease holder's pid, host, last refresh) — no lease: None.
         type Held = (i64, Option<i64>, Option<String>, Option<f64>);
         let running: Vec<Held> = self.query_all(
             "SELECT runs.id, leases.pid, leases.host, leases.refreshed_at FROM runs
              LEFT JOIN leases ON leases.run_id = runs.id
-             WHERE runs.name = ?1 AND runs.status = 'running' AND (?2 IS NULL OR runs.id != ?2)",
+             WHERE (?1 IS NULL OR runs.name = ?1) AND runs.status = 'running' AND (?2 IS NULL OR runs.id != ?2)",
             params![name, keep],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )?;
