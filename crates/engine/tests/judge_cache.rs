@@ -140,7 +140,7 @@ async fn failed_and_unreadable_judgements_are_not_cached() {
         // stops once it has seen the first outputs, before all of them.
         let errors = out.tensor.counts().error;
         assert!(
-            (probity_engine::runner::FIRST_OUTPUTS..SAMPLES as u64).contains(&errors),
+            (probity_engine::runner::FIRST_OUTPUTS..SAMPLES).contains(&errors),
             "{judge}: {errors} errors"
         );
     }
