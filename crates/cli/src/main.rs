@@ -16,6 +16,7 @@ mod run_info;
 mod serve;
 mod signals;
 mod sim;
+mod stdout;
 mod store_arg;
 mod trend;
 

@@ -76,7 +76,7 @@ impl OutputArgs {
         let main = render(doc, self.format, self.color());
         match &self.output {
             Some(path) => write(path, &main)?,
-            None => print!("{main}"),
+            None => crate::stdout::out(&main),
         }
         if let Some(path) = &self.junit {
             write(path, &render(doc, Format::Junit, false))?;

@@ -106,7 +106,7 @@ pub fn run(args: &PlanArgs) -> Result<u8, Failure> {
         run: None,
         sample_size,
     };
-    print!("{}", render(&report, Format::Text, false));
+    crate::stdout::out(&render(&report, Format::Text, false));
     Ok(0)
 }
 
@@ -197,7 +197,7 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
             guarded,
         }),
     };
-    print!("{}", render(&report, Format::Text, false));
+    crate::stdout::out(&render(&report, Format::Text, false));
     Ok(0)
 }
 

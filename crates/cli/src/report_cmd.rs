@@ -45,7 +45,7 @@ pub fn report(args: &ReportArgs) -> Result<u8, Failure> {
     let id = args.store.resolve(&store, run)?;
     let report = load_report(&store, id)?;
     if args.heatmap {
-        print!("{}", probity_report::heatmap(&report, args.out.color()));
+        crate::stdout::out(&probity_report::heatmap(&report, args.out.color()));
     } else {
         args.out.emit(&report)?;
     }
@@ -87,17 +87,17 @@ pub fn runs(args: &RunsArgs) -> Result<u8, Failure> {
             if let Some(obj) = v.as_object_mut() {
                 obj.insert("model".into(), system_label(&r.system).into());
             }
-            println!("{v}");
+            crate::stdout::line(&v.to_string());
         }
         return Ok(0);
     }
-    println!(
+    crate::stdout::line(&format!(
         "{:>5}  {:<20}  {:<20}  {:<10}  {:<12}  {:<24}  {:>12}  {:<8}  verdicts",
         "run", "name", "created", "status", "config", "model", "N×M×K", "calls"
-    );
+    ));
     for r in &runs {
         let verdicts = tally(&store, r);
-        println!(
+        crate::stdout::line(&format!(
             "{:>5}  {:<20}  {:<20}  {:<10}  {:<12}  {:<24}  {:>12}  {:<8}  {}",
             r.id,
             truncate(&clean(&r.name), 20),
@@ -108,7 +108,7 @@ pub fn runs(args: &RunsArgs) -> Result<u8, Failure> {
             format!("{}×{}×{}", r.inputs, r.outputs_per_input, r.checks.len()),
             r.model_calls,
             verdicts
-        );
+        ));
     }
     Ok(0)
 }

@@ -85,7 +85,7 @@ pub fn trend(
     let text = render(&t, shown, false);
     match &out.output {
         Some(path) => crate::output::write(path, &text)?,
-        None => print!("{text}"),
+        None => crate::stdout::out(&text),
     }
     if let Some(path) = &out.markdown {
         crate::output::append(path, &render(&t, Format::Markdown, false))?;

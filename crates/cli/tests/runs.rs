@@ -47,3 +47,27 @@ fn runs_shows_the_verdicts_a_rebuild_gives() {
     let runs = json_runs(d);
     assert_eq!(runs[1]["verdicts"], serde_json::json!(["fail", "pass"]));
 }
+
+#[test]
+fn a_reader_that_closes_early_is_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    assert_eq!(probity(d, &["run", "--quiet"]).status.code(), Some(1));
+    for args in [&["runs", "--json"][..], &["runs"], &["report", "1"]] {
+        // `probity … | head -0`: the pipe's reader is gone before a byte.
+        let mut child = common::probity_cmd()
+            .current_dir(d)
+            .env("PROBITY_STORE", d.join("runs.db"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = text(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}
