@@ -197,6 +197,29 @@ async fn guard_publishes_passing_outputs_through_faults_and_records_attempts() {
         "{metrics}"
     );
     assert!(metrics.contains("probity_pass_rate"));
+    // Per check: every request's first attempt has one cell, every
+    // published answer passed (the streamed request is one of each).
+    let sum = |prefix: &str| -> u64 {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    for check in ["contraction_validator", "politeness_validator"] {
+        let cells = format!("probity_check_cells_total{{check=\"{check}\"");
+        assert_eq!(
+            sum(&format!("{cells},attempt=\"first\"")),
+            n as u64 + 1,
+            "{metrics}"
+        );
+        assert_eq!(
+            sum(&format!("{cells},attempt=\"published\",cell=\"pass\"")),
+            published as u64 + 1,
+            "{metrics}"
+        );
+    }
+    assert_eq!(sum("probity_request_duration_seconds_count"), n as u64 + 1);
     // A graceful stop flushes every answered request.
     assert_eq!(guard.stop("TERM"), Some(0));
 

@@ -17,7 +17,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use probity_core::Input;
 use std::convert::Infallible;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 use subtle::ConstantTimeEq;
@@ -71,14 +70,14 @@ impl CancelCount {
 impl Drop for CancelCount {
     fn drop(&mut self) {
         if self.armed {
-            self.st.metrics.cancelled.fetch_add(1, Ordering::Relaxed);
+            self.st.metrics.cancelled.inc();
         }
     }
 }
 
 pub async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: Body) -> Response {
     if !authorized(&st.token, &headers) {
-        st.metrics.unauthorized.fetch_add(1, Ordering::Relaxed);
+        st.metrics.unauthorized.inc();
         return error_response(
             StatusCode::UNAUTHORIZED,
             "authentication_error",
@@ -96,8 +95,8 @@ pub async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: B
             return error_response(StatusCode::BAD_REQUEST, "invalid_request_error", &message)
         }
     };
-    let idx = st.next_input.fetch_add(1, Ordering::Relaxed) as usize;
-    st.metrics.requests.fetch_add(1, Ordering::Relaxed);
+    let idx = st.next_index();
+    st.metrics.requests.inc();
     let task = AbortOnDrop(tokio::spawn(guard(st.clone(), idx, req.clone())));
     let cancel = CancelCount {
         st: st.clone(),
@@ -111,7 +110,7 @@ pub async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: B
         model: st.model.clone(),
     };
     if req.stream {
-        st.metrics.streamed.fetch_add(1, Ordering::Relaxed);
+        st.metrics.streamed.inc();
         return stream(st, task, cancel, header, req, started).await;
     }
     let mut cancel = cancel;
@@ -232,23 +231,30 @@ fn finish(
 ) -> (Verdict, crate::provider::openai_wire::Usage) {
     let attempts = outcome.attempts();
     let m = &st.metrics;
-    m.attempts
-        .fetch_add(attempts.len() as u64, Ordering::Relaxed);
-    m.attempt_errors.fetch_add(
-        attempts.iter().filter(|a| a.error.is_some()).count() as u64,
-        Ordering::Relaxed,
-    );
-    m.latency_us
-        .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+    m.attempts.inc_by(attempts.len() as u64);
+    m.attempt_errors
+        .inc_by(attempts.iter().filter(|a| a.error.is_some()).count() as u64);
+    m.latency.observe(started.elapsed().as_secs_f64());
+    if let Some(first) = attempts.first() {
+        m.count_cells(&st.check_names, "first", &first.cells);
+    }
     let verdict = answer::decide(outcome, st.policy);
     match (&verdict, outcome) {
-        (_, GuardOutcome::Published { .. }) => m.published.fetch_add(1, Ordering::Relaxed),
-        (Verdict::Publish(_), _) => m.nothing_passed.fetch_add(1, Ordering::Relaxed),
+        (_, GuardOutcome::Published { attempts, .. }) => {
+            m.published.inc();
+            if let Some(last) = attempts.last() {
+                m.count_cells(&st.check_names, "published", &last.cells);
+            }
+        }
+        (Verdict::Publish(_), _) => {
+            m.nothing_passed.inc();
+        }
         (Verdict::Refuse(..), _) => {
-            m.rejected.fetch_add(1, Ordering::Relaxed);
-            m.nothing_passed.fetch_add(1, Ordering::Relaxed)
+            m.rejected.inc();
+            m.nothing_passed.inc();
         }
     };
+    m.update_pass_rate();
     (verdict, answer::usage(attempts))
 }
 

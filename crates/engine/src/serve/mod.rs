@@ -25,9 +25,10 @@
 //! [`COMMIT_EVERY`], so a server killed outright loses at most the records
 //! of the requests it answered in that window (a graceful stop loses none).
 //!
-//! `GET /health` and `GET /metrics` need no token. `/metrics` is Prometheus
-//! text with counts only; bind to localhost (the default) or put it behind
-//! your network's access control if even the counts are private.
+//! `GET /health` and `GET /metrics` need no token. `/metrics` is
+//! OpenMetrics text (`prometheus-client`) with counts only, per check among
+//! them; bind to localhost (the default) or put it behind your network's
+//! access control if even the counts are private.
 //!
 //! The run: created `running` when the server starts, marked `complete`
 //! when it shuts down gracefully (the shutdown future completes: Ctrl-C or
@@ -96,6 +97,7 @@ pub fn open(loaded: Loaded, store_path: &Path) -> Result<Server, String> {
     let upstream = loaded.upstream;
     let checks = Arc::new(loaded.checks);
     let infos = checks.infos();
+    let check_names: Vec<String> = infos.iter().map(|c| c.name.clone()).collect();
     let settings = StoredSettings {
         retry: Some(StoredRetry::of(
             &c.retry,
@@ -150,6 +152,7 @@ pub fn open(loaded: Loaded, store_path: &Path) -> Result<Server, String> {
         max_body_bytes: (c.max_body_mb * 1024.0 * 1024.0) as usize,
         keepalive: Duration::from_secs_f64(c.stream_keepalive_s),
         model: c.upstream.model_name().unwrap_or(&loaded.name).to_string(),
+        check_names,
         writer: recording.writer,
         run_id,
         next_input: AtomicU64::new(0),
