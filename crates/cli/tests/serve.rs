@@ -220,6 +220,36 @@ async fn guard_publishes_passing_outputs_through_faults_and_records_attempts() {
         );
     }
     assert_eq!(sum("probity_request_duration_seconds_count"), n as u64 + 1);
+    // Each check's live rate: the first attempts' share of passes, inside
+    // its confidence sequence.
+    let gauge = |name: &str, check: &str| -> f64 {
+        let prefix = format!("{name}{{check=\"{check}\",attempt=\"first\"}} ");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix)?.parse().ok())
+            .unwrap_or_else(|| panic!("no {prefix}in {metrics}"))
+    };
+    for check in ["contraction_validator", "politeness_validator"] {
+        let cells = format!("probity_check_cells_total{{check=\"{check}\",attempt=\"first\"");
+        let (pass, fail) = (
+            sum(&format!("{cells},cell=\"pass\"")) as f64,
+            sum(&format!("{cells},cell=\"fail\"")) as f64,
+        );
+        let rate = gauge("probity_check_pass_rate", check);
+        assert!(
+            (rate - pass / (pass + fail)).abs() < 1e-9,
+            "{check}: {rate}"
+        );
+        let (lo, hi) = (
+            gauge("probity_check_pass_rate_lower", check),
+            gauge("probity_check_pass_rate_upper", check),
+        );
+        assert!(
+            0.0 <= lo && lo <= rate && rate <= hi && hi <= 1.0,
+            "{check}: {lo} {rate} {hi}"
+        );
+        assert!(hi - lo < 1.0, "{check}: an interval that learned nothing");
+    }
     // A graceful stop flushes every answered request.
     assert_eq!(guard.stop("TERM"), Some(0));
 

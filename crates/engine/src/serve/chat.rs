@@ -237,6 +237,7 @@ fn finish(
     m.latency.observe(started.elapsed().as_secs_f64());
     if let Some(first) = attempts.first() {
         m.count_cells(&st.check_names, "first", &first.cells);
+        st.live.observe("first", &first.cells);
     }
     let verdict = answer::decide(outcome, st.policy);
     match (&verdict, outcome) {
@@ -244,6 +245,7 @@ fn finish(
             m.published.inc();
             if let Some(last) = attempts.last() {
                 m.count_cells(&st.check_names, "published", &last.cells);
+                st.live.observe("published", &last.cells);
             }
         }
         (Verdict::Publish(_), _) => {

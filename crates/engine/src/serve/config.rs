@@ -49,6 +49,9 @@ fn d_keepalive() -> f64 {
 fn d_stream_upstream() -> bool {
     true
 }
+fn d_confidence() -> f64 {
+    0.95
+}
 
 /// The `--config` file of `probity serve`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,6 +93,9 @@ pub struct ServeConfig {
     /// failure (docs/serve.md, "Cutting failing answers short").
     #[serde(default = "d_stream_upstream")]
     pub stream_upstream: bool,
+    /// The confidence of each check's live confidence sequence (`/metrics`).
+    #[serde(default = "d_confidence")]
+    pub confidence: f64,
     #[serde(default)]
     pub upstream: ProviderConfig,
     #[serde(default)]
@@ -153,6 +159,12 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         ("stream_keepalive_s", config.stream_keepalive_s),
     ] {
         crate::config::bounds::seconds(key, value).map_err(at)?;
+    }
+    if !(config.confidence > 0.0 && config.confidence < 1.0) {
+        return Err(at(format!(
+            "confidence must be a number in (0, 1), such as 0.95, not {}",
+            config.confidence
+        )));
     }
     if !(config.max_body_mb.is_finite() && config.max_body_mb > 0.0 && config.max_body_mb <= 1024.0)
     {

@@ -152,6 +152,7 @@ pub fn open(loaded: Loaded, store_path: &Path) -> Result<Server, String> {
         max_body_bytes: (c.max_body_mb * 1024.0 * 1024.0) as usize,
         keepalive: Duration::from_secs_f64(c.stream_keepalive_s),
         model: c.upstream.model_name().unwrap_or(&loaded.name).to_string(),
+        live: state::LiveRates::new(check_names.len(), c.confidence)?,
         check_names,
         writer: recording.writer,
         run_id,

@@ -4,6 +4,7 @@
 use super::config::NothingPassed;
 use crate::retry::guard::Guard;
 use crate::store::Writer;
+use probity_core::stats::{BettingSequence, Interval};
 use probity_core::Cell;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -12,7 +13,74 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
+
+/// One check's live rate in one kind of attempt.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RateLabels {
+    pub check: String,
+    pub attempt: String,
+}
+
+/// The anytime-valid confidence sequences of every check's live pass rate
+/// (the betting sequences of `probity_core::stats::BettingSequence`, the
+/// same the sequential mode uses): each request's first attempt and its
+/// published answer are one observation each (1 pass, 0 fail; errors and
+/// missing cells are not observations). Valid however often `/metrics` is
+/// read — P(the true rate ever leaves its sequence) ≤ 1 − `confidence` —
+/// for requests that are independent draws from one traffic (a rate that
+/// drifts is what a window or a change test would follow: issue 20).
+#[derive(Debug)]
+pub struct LiveRates {
+    first: Vec<Mutex<BettingSequence>>,
+    published: Vec<Mutex<BettingSequence>>,
+}
+
+impl LiveRates {
+    /// One pair of sequences per check, at `confidence`.
+    pub fn new(checks: usize, confidence: f64) -> Result<Self, String> {
+        let one = || {
+            BettingSequence::new(confidence, &[])
+                .map(Mutex::new)
+                .map_err(|e| format!("confidence: {e}"))
+        };
+        Ok(LiveRates {
+            first: (0..checks).map(|_| one()).collect::<Result<_, _>>()?,
+            published: (0..checks).map(|_| one()).collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// Observe `cells` of an attempt of `kind` (`first`, `published`).
+    pub fn observe(&self, kind: &str, cells: &[Cell]) {
+        let sequences = if kind == "first" {
+            &self.first
+        } else {
+            &self.published
+        };
+        for (seq, cell) in sequences.iter().zip(cells) {
+            let x = match cell {
+                Cell::Pass => 1.0,
+                Cell::Fail => 0.0,
+                Cell::Error | Cell::Missing => continue,
+            };
+            if let Ok(mut seq) = seq.lock() {
+                let _ = seq.observe(x);
+            }
+        }
+    }
+
+    /// Each check's (kind, observations, mean, interval).
+    fn each(&self) -> impl Iterator<Item = (usize, &'static str, u64, f64, Interval)> + '_ {
+        let kinds = [("first", &self.first), ("published", &self.published)];
+        kinds.into_iter().flat_map(|(kind, seqs)| {
+            seqs.iter().enumerate().filter_map(move |(k, seq)| {
+                let seq = seq.lock().ok()?;
+                Some((k, kind, seq.observations(), seq.mean(), seq.interval()))
+            })
+        })
+    }
+}
 
 /// One check's cell in one kind of attempt: `attempt` is `first` (the
 /// system's own reliability) or `published` (the attempt answered).
@@ -45,6 +113,11 @@ pub struct Metrics {
     /// Time spent guarding a request (from its body read to its answer).
     pub latency: Histogram,
     pub pass_rate: Gauge<f64, AtomicU64>,
+    /// Each check's live rate and its confidence sequence's bounds, set
+    /// from [`LiveRates`] when the metrics are read.
+    pub rate: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    pub rate_lower: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    pub rate_upper: Family<RateLabels, Gauge<f64, AtomicU64>>,
 }
 
 impl Default for Metrics {
@@ -104,8 +177,31 @@ impl Default for Metrics {
             "Share of finished requests that published an output.",
             pass_rate.clone(),
         );
+        let gauges = |registry: &mut Registry, name: &str, help: &str| {
+            let g = Family::<RateLabels, Gauge<f64, AtomicU64>>::default();
+            registry.register(name, help, g.clone());
+            g
+        };
+        let rate = gauges(
+            &mut registry,
+            "probity_check_pass_rate",
+            "Each check's live pass rate: attempt = first (the system's own) or published.",
+        );
+        let rate_lower = gauges(
+            &mut registry,
+            "probity_check_pass_rate_lower",
+            "Lower bound of the rate's anytime-valid confidence sequence (valid however often it is read).",
+        );
+        let rate_upper = gauges(
+            &mut registry,
+            "probity_check_pass_rate_upper",
+            "Upper bound of the rate's anytime-valid confidence sequence.",
+        );
         Metrics {
             registry,
+            rate,
+            rate_lower,
+            rate_upper,
             requests,
             published,
             nothing_passed,
@@ -142,6 +238,22 @@ impl Metrics {
         }
     }
 
+    /// Set the live-rate gauges from `rates` (checks named `names`).
+    pub fn update_rates(&self, names: &[String], rates: &LiveRates) {
+        for (k, kind, n, mean, interval) in rates.each() {
+            let (Some(name), true) = (names.get(k), n > 0) else {
+                continue;
+            };
+            let labels = RateLabels {
+                check: name.clone(),
+                attempt: kind.to_string(),
+            };
+            self.rate.get_or_create(&labels).set(mean);
+            self.rate_lower.get_or_create(&labels).set(interval.lower);
+            self.rate_upper.get_or_create(&labels).set(interval.upper);
+        }
+    }
+
     /// Refresh the pass-rate gauge from the counters.
     pub fn update_pass_rate(&self) {
         let published = self.published.get();
@@ -166,6 +278,7 @@ pub struct ServeState {
     pub model: String,
     /// The checks' names, in column order (the metrics' labels).
     pub check_names: Vec<String>,
+    pub live: LiveRates,
     pub writer: Writer,
     pub run_id: i64,
     pub next_input: AtomicU64,
