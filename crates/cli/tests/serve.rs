@@ -220,6 +220,15 @@ async fn guard_publishes_passing_outputs_through_faults_and_records_attempts() {
         );
     }
     assert_eq!(sum("probity_request_duration_seconds_count"), n as u64 + 1);
+    // The cost of reliability: retries used tokens too (P(pass) < 1).
+    assert!(
+        sum("probity_tokens_total{attempt=\"first\"}") > 0,
+        "{metrics}"
+    );
+    assert!(
+        sum("probity_tokens_total{attempt=\"retry\"}") > 0,
+        "{metrics}"
+    );
     // Each check's live rate: the first attempts' share of passes, inside
     // its confidence sequence.
     let gauge = |name: &str, check: &str| -> f64 {

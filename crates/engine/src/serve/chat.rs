@@ -7,7 +7,7 @@
 
 use super::answer::{self, Header, Publish, Verdict, DONE, KEEPALIVE};
 use super::request::{self, ClientRequest};
-use super::state::ServeState;
+use super::state::{AttemptLabel, ServeState};
 use crate::provider::openai_wire::error_body;
 use crate::retry::guard::GuardOutcome;
 use axum::body::{Body, Bytes};
@@ -235,6 +235,15 @@ fn finish(
     m.attempt_errors
         .inc_by(attempts.iter().filter(|a| a.error.is_some()).count() as u64);
     m.latency.observe(started.elapsed().as_secs_f64());
+    for a in attempts {
+        let used = a.input_tokens.unwrap_or(0) + a.output_tokens.unwrap_or(0);
+        let attempt = if a.number == 1 { "first" } else { "retry" };
+        m.tokens
+            .get_or_create(&AttemptLabel {
+                attempt: attempt.into(),
+            })
+            .inc_by(used);
+    }
     if let Some(first) = attempts.first() {
         m.count_cells(&st.check_names, "first", &first.cells);
         st.live.observe("first", &first.cells);

@@ -16,6 +16,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// Which attempt a cost is for.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AttemptLabel {
+    pub attempt: String,
+}
+
 /// One check's live rate in one kind of attempt.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RateLabels {
@@ -103,6 +109,9 @@ pub struct Metrics {
     pub rejected: Counter,
     pub attempts: Counter,
     pub attempt_errors: Counter,
+    /// Tokens (prompt + completion) by attempt: `first`, or `retry` (the
+    /// cost of reliability).
+    pub tokens: Family<AttemptLabel, Counter>,
     pub unauthorized: Counter,
     /// Requests whose client went away before the answer: their upstream
     /// calls were cancelled and they are not recorded.
@@ -158,6 +167,12 @@ impl Default for Metrics {
             "probity_streamed",
             "Requests answered as server-sent events.",
         );
+        let tokens = Family::<AttemptLabel, Counter>::default();
+        registry.register(
+            "probity_tokens",
+            "Tokens (prompt + completion) the upstream reported: attempt = first, or retry (what reliability cost).",
+            tokens.clone(),
+        );
         let cells = Family::<CellLabels, Counter>::default();
         registry.register(
             "probity_check_cells",
@@ -208,6 +223,7 @@ impl Default for Metrics {
             rejected,
             attempts,
             attempt_errors,
+            tokens,
             unauthorized,
             cancelled,
             streamed,
