@@ -4,6 +4,7 @@
 //! configuration, 3 the run could not complete.
 
 mod compare;
+mod export;
 mod failure;
 mod init;
 mod listen;
@@ -51,6 +52,8 @@ enum Command {
     Runs(report_cmd::RunsArgs),
     /// Compare two runs: per check, the change from baseline (A) to candidate (B) with an interval; exit 1 on a significant regression.
     Compare(compare::CompareArgs),
+    /// Write a run's failing inputs (or --all) as an inputs file `probity run` reads (paper §4.2.6).
+    Export(export::ExportArgs),
     /// Plan retries: attempts needed for an output to pass every check (paper §4.2).
     Plan(plan::PlanArgs),
     /// Guard live traffic: an OpenAI-compatible endpoint that retries until an output passes (paper §4).
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         Command::Revalidate(args) => revalidate::run(&args),
         Command::Runs(args) => report_cmd::runs(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::Export(args) => export::run(&args),
         Command::Plan(args) => plan::run(&args),
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(args))),
         Command::Sim(cmd) => runtime().and_then(|rt| rt.block_on(sim::run(cmd))),

@@ -1,10 +1,11 @@
 //! A run: the experiment (N inputs × M outputs × K checks, paper §2.2),
 //! sampled and checked by the runner (in rounds when sequential), recorded
 //! in the store, and what is done with stored runs afterwards (revalidated,
-//! read back, compared).
+//! read back, compared, exported as inputs).
 
 pub mod compare;
 pub mod experiment;
+pub mod export;
 pub mod outcome;
 pub mod recording;
 pub mod revalidate;

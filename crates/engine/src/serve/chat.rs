@@ -195,7 +195,19 @@ async fn guard(st: Arc<ServeState>, idx: usize, req: ClientRequest) -> GuardOutc
         .find(|m| m.role == crate::provider::types::Role::User)
         .map(|m| m.content.clone())
         .unwrap_or_default();
-    let input = Input::text(format!("request-{}", idx + 1), last_user);
+    // The request as a test input (`probity export`): its last user
+    // message as `text`, its messages flattened to text (content parts'
+    // text; images are not kept), registered secrets masked.
+    let mask = crate::provider::redact::redact_owned;
+    let mut input = Input::text(format!("request-{}", idx + 1), mask(last_user));
+    let messages: Vec<serde_json::Value> = req
+        .messages
+        .iter()
+        .map(|m| serde_json::json!({"role": m.role, "content": mask(m.content.clone())}))
+        .collect();
+    input
+        .fields
+        .insert("messages".into(), serde_json::Value::Array(messages));
     let outcome = st
         .guard
         .run_wire(&req.messages, &input, idx as u32, &req.wire)

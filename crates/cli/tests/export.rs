@@ -1,0 +1,127 @@
+//! `probity export`: a run's failing inputs as an inputs file that
+//! `probity run` reads — from a test run and from live traffic.
+
+mod common;
+
+use common::{probity, probity_cmd, start, text};
+use probity_core::Cell;
+use probity_engine::store::Store;
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+fn rows(s: &str) -> Vec<Value> {
+    s.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_test_runs_failing_inputs_become_a_regression_inputs_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    assert_eq!(probity(d, &["run", "--quiet"]).status.code(), Some(1));
+    let out = probity(d, &["export", "1", "--out", "failing.jsonl"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let exported = rows(&std::fs::read_to_string(d.join("failing.jsonl")).unwrap());
+
+    // The inputs with a failed or erred cell, read from the store.
+    let store = Store::open(&d.join("runs.db")).unwrap();
+    let inputs = store.inputs(1).unwrap();
+    let failing: BTreeSet<String> = store
+        .samples(1)
+        .unwrap()
+        .iter()
+        .filter(|s| {
+            s.cells
+                .iter()
+                .any(|c| matches!(c, Cell::Fail | Cell::Error))
+        })
+        .map(|s| inputs[s.input_idx].id.clone())
+        .collect();
+    assert!(!failing.is_empty() && failing.len() < inputs.len());
+    let ids: BTreeSet<String> = exported
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, failing);
+    for r in &exported {
+        assert!(r["text"].is_string(), "{r}");
+        let checks = r["failed_checks"].as_array().unwrap();
+        assert!(!checks.is_empty(), "{r}");
+        assert!(
+            r["reasons"].as_array().is_some_and(|a| !a.is_empty()),
+            "{r}"
+        );
+        assert_eq!(r["source_run"], 1);
+    }
+    // --all: every input.
+    let all = probity(d, &["export", "1", "--all"]);
+    assert_eq!(rows(&text(&all.stdout)).len(), inputs.len());
+
+    // `probity run` reads it as its inputs.
+    let cfg = std::fs::read_to_string(d.join("probity.toml"))
+        .unwrap()
+        .replace("inputs = \"inputs.jsonl\"", "inputs = \"failing.jsonl\"");
+    std::fs::write(d.join("regression.toml"), cfg).unwrap();
+    let out = probity(d, &["run", "regression.toml", "--quiet"]);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        text(&out.stderr)
+    );
+    let runs = common::json_runs(d);
+    assert_eq!(runs[0]["inputs"], failing.len(), "{:?}", runs[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_requests_that_failed_are_exported_with_their_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("guard.toml"),
+        "name = \"live\"\n[upstream]\nprovider = \"sim\"\n[retry]\nattempts = 2\n[[validator]]\nname = \"no_roses\"\nmessage = \"Do not talk about roses\"\ncheck = '''!output.contains(\"roses\")'''\n",
+    )
+    .unwrap();
+    let mut cmd = probity_cmd();
+    cmd.current_dir(d)
+        .args(["serve", "--listen", "127.0.0.1:0", "--config", "guard.toml"])
+        .env("PROBITY_STORE", d.join("runs.db"));
+    let server = start(cmd);
+    let client = reqwest::Client::new();
+    for text in [
+        "How do I prune roses?",
+        "How do I water basil?",
+        "Are roses hardy?",
+    ] {
+        client
+            .post(format!("http://{}/v1/chat/completions", server.1))
+            .json(&serde_json::json!({"messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": text}]}))
+            .send()
+            .await
+            .unwrap();
+    }
+    assert_eq!(server.stop("TERM"), Some(0));
+    let out = probity(d, &["export", "live"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let exported = rows(&text(&out.stdout));
+    // The sim repeats the question's topic: both rose requests fail, on
+    // every attempt; the basil one passes.
+    let texts: Vec<&str> = exported
+        .iter()
+        .map(|r| r["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["How do I prune roses?", "Are roses hardy?"]);
+    for r in &exported {
+        assert_eq!(r["failed_checks"], serde_json::json!(["no_roses"]));
+        assert_eq!(r["published"], false);
+        assert_eq!(r["messages"][0]["role"], "system");
+        assert_eq!(r["messages"][1]["content"], r["text"]);
+        assert!(
+            r["reasons"].to_string().contains("Do not talk about roses"),
+            "{r}"
+        );
+    }
+}
