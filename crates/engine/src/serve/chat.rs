@@ -114,29 +114,47 @@ pub async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: B
         return stream(st, task, cancel, header, req, started).await;
     }
     let mut cancel = cancel;
-    let Ok(outcome) = await_task(task).await else {
+    let joined = await_task(task).await;
+    respond(
+        &st,
+        joined,
+        &mut cancel,
+        started,
+        &req.pinned,
+        |p, usage| Json(answer::completion(&header, p, usage)).into_response(),
+    )
+}
+
+/// The answer once the guard's task is done: the published output rendered
+/// by `publish` (one JSON object, or events), or the refusal as a plain
+/// HTTP error; with the outcome headers either way.
+fn respond(
+    st: &ServeState,
+    joined: Result<GuardOutcome, tokio::task::JoinError>,
+    cancel: &mut CancelCount,
+    started: Instant,
+    pinned: &[String],
+    publish: impl FnOnce(&Publish, crate::provider::openai_wire::Usage) -> Response,
+) -> Response {
+    let Ok(outcome) = joined else {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             "server_error",
-            "the guard stopped unexpectedly",
+            GUARD_STOPPED,
         );
     };
     cancel.disarm();
-    let (verdict, usage) = finish(&st, &outcome, started);
-    let attempts = outcome.attempts().len();
-    match verdict {
-        Verdict::Publish(p) => {
-            let mut resp = Json(answer::completion(&header, &p, usage)).into_response();
-            set_headers(&mut resp, attempts, p.outcome, &req.pinned);
-            resp
-        }
-        Verdict::Refuse(status, body) => {
-            let mut resp = (status, Json(body)).into_response();
-            set_headers(&mut resp, attempts, "nothing-passed", &req.pinned);
-            resp
-        }
-    }
+    let (verdict, usage) = finish(st, &outcome, started);
+    let (mut resp, name) = match verdict {
+        Verdict::Publish(p) => (publish(&p, usage), p.outcome),
+        Verdict::Refuse(status, body) => ((status, Json(body)).into_response(), "nothing-passed"),
+    };
+    set_headers(&mut resp, outcome.attempts().len(), name, pinned);
+    resp
 }
+
+/// What a client is told when the guard's task itself failed.
+const GUARD_STOPPED: &str = "the guard stopped unexpectedly";
 
 /// The guard's task, awaited; its handle aborts it if this future is
 /// dropped first.
@@ -307,29 +325,21 @@ async fn stream(
 ) -> Response {
     let early = tokio::time::timeout(st.keepalive, &mut task.0).await;
     if let Ok(joined) = early {
-        let Ok(outcome) = joined else {
-            return error_response(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "server_error",
-                "the guard stopped unexpectedly",
-            );
-        };
-        cancel.disarm();
-        let (verdict, usage) = finish(&st, &outcome, started);
-        let attempts = outcome.attempts().len();
-        return match verdict {
-            Verdict::Publish(p) => {
-                let body = published_events(&header, &p, usage, req.include_usage);
-                let mut resp = sse_response(Body::from(body));
-                set_headers(&mut resp, attempts, p.outcome, &req.pinned);
-                resp
-            }
-            Verdict::Refuse(status, body) => {
-                let mut resp = (status, Json(body)).into_response();
-                set_headers(&mut resp, attempts, "nothing-passed", &req.pinned);
-                resp
-            }
-        };
+        return respond(
+            &st,
+            joined,
+            &mut cancel,
+            started,
+            &req.pinned,
+            |p, usage| {
+                sse_response(Body::from(published_events(
+                    &header,
+                    p,
+                    usage,
+                    req.include_usage,
+                )))
+            },
+        );
     }
     // Held longer than the keep-alive interval: open the stream now.
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(4);
@@ -357,13 +367,7 @@ async fn stream(
                     Verdict::Refuse(_, body) => answer::event(&body) + DONE,
                 }
             }
-            Err(_) => {
-                answer::event(&error_body(
-                    500,
-                    "server_error",
-                    "the guard stopped unexpectedly",
-                )) + DONE
-            }
+            Err(_) => answer::event(&error_body(500, "server_error", GUARD_STOPPED)) + DONE,
         };
         let _ = tx.send(Bytes::from(text)).await;
     });
