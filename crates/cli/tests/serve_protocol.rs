@@ -274,6 +274,8 @@ async fn the_upstreams_refusal_reaches_the_client_and_unforwardable_fields_are_r
     assert!(text.contains("frobnicate"), "{text}");
     // Refused once is refused again: no second attempt ([retry] attempts = 3).
     assert_eq!(seen.lock().unwrap().len(), 1);
+    // A check no prefix can settle (`true`): the answer is asked for whole.
+    assert_eq!(seen.lock().unwrap()[0].get("stream"), None);
 
     // The in-process simulator takes no sampling field: refused, named.
     let sim_dir = tempfile::tempdir().unwrap();

@@ -304,3 +304,22 @@ fn a_prefix_settles_only_sure_failures() {
     // A check the rest of the output could still pass is never settled.
     assert!(!Builtin::contains("x").fails_on_prefix("abc"));
 }
+
+#[test]
+fn only_checks_a_prefix_can_settle_may_cut_a_stream() {
+    use probity_core::validator::Builtin;
+    let cut = [
+        Builtin::Not(Box::new(Builtin::contains("x"))),
+        Builtin::Length {
+            min: None,
+            max: Some(3),
+        },
+    ];
+    for b in &cut {
+        assert!(b.may_fail_on_prefix(), "{b:?}");
+        assert!(b.fails_on_prefix("xxxx"), "{b:?}");
+    }
+    for b in [Builtin::contains("x"), Builtin::IsJson] {
+        assert!(!b.may_fail_on_prefix(), "{b:?}");
+    }
+}

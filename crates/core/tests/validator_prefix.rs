@@ -92,6 +92,8 @@ proptest! {
         if b.fails_on_prefix(&prefix) {
             let whole = format!("{prefix}{cont}");
             prop_assert!(!b.check(&whole), "{b:?} settled on {prefix:?} but passes {whole:?}");
+            // A guard streams only when a check may settle: this one may.
+            prop_assert!(b.may_fail_on_prefix(), "{b:?} settled but says it never may");
         }
     }
 
@@ -112,6 +114,7 @@ proptest! {
             let b = if neg { b.negate() } else { b };
             if b.fails_on_prefix(&prefix) {
                 prop_assert!(!b.check(&whole), "{b:?} settled on {prefix:?} but passes {whole:?}");
+                prop_assert!(b.may_fail_on_prefix(), "{b:?} settled but says it never may");
             }
         }
     }
@@ -319,6 +322,7 @@ proptest! {
             let whole = if with_lit { format!("{prefix}{lit}{cont}") } else { format!("{prefix}{cont}") };
             let v = e.evaluate(&Input::text("0", ""), &whole);
             prop_assert!(v != Verdict::Pass, "{src} (negated: {neg}) settled on {prefix:?} but passes {whole:?}");
+            prop_assert!(e.may_fail_on_prefix(), "{src} settled but says it never may");
         }
     }
 }

@@ -278,6 +278,41 @@ impl Builtin {
         }
     }
 
+    /// Whether [`Builtin::fails_on_prefix`] can ever be true for this check
+    /// (its arms, without a prefix): when no check of a guard can, reading
+    /// an upstream's stream is not worth its cost.
+    pub fn may_fail_on_prefix(&self) -> bool {
+        match self {
+            Builtin::Length { max: Some(_), .. }
+            | Builtin::Words { max: Some(_), .. }
+            | Builtin::StartsWith { .. }
+            | Builtin::Equals { .. } => true,
+            Builtin::Count {
+                counter,
+                max: Some(_),
+                ..
+            } => counter.is_monotone(),
+            Builtin::Not(inner) => inner.may_settle_on_prefix(),
+            _ => false,
+        }
+    }
+
+    /// Whether [`Builtin::settled_on_prefix`] can ever be true (its arms).
+    fn may_settle_on_prefix(&self) -> bool {
+        match self {
+            Builtin::Contains(_)
+            | Builtin::StartsWith { .. }
+            | Builtin::Regex(_)
+            | Builtin::Length { max: None, .. }
+            | Builtin::Words { max: None, .. } => true,
+            Builtin::Count {
+                counter, max: None, ..
+            } => counter.is_monotone(),
+            Builtin::Not(inner) => inner.may_fail_on_prefix(),
+            _ => false,
+        }
+    }
+
     /// Whether every output beginning with `prefix` passes this check: the
     /// sure failures of its negation (see [`Builtin::fails_on_prefix`]).
     fn settled_on_prefix(&self, prefix: &str) -> bool {

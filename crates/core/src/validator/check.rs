@@ -360,6 +360,16 @@ impl Validator {
         }
     }
 
+    /// Whether [`Validator::fails_on_prefix`] can ever be true for this
+    /// validator, whatever the prefix.
+    pub fn may_fail_on_prefix(&self) -> bool {
+        match &self.check {
+            Check::Builtin(b) => b.may_fail_on_prefix(),
+            Check::Expression(e) => e.may_fail_on_prefix(),
+            _ => false,
+        }
+    }
+
     /// [`evaluate_prepared`](Self::evaluate_prepared), with the reason the
     /// check gave for its verdict (only an external check gives one).
     pub fn explain_prepared(&self, input: &PreparedInput<'_>, output: &str) -> Explained {

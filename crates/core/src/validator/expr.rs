@@ -421,6 +421,12 @@ impl Expression {
             .is_some_and(|r| r.fails_on_prefix(prefix))
     }
 
+    /// Whether [`Expression::fails_on_prefix`] can ever be true: the
+    /// expression is one of the recognised shapes.
+    pub fn may_fail_on_prefix(&self) -> bool {
+        self.prefix_rule.is_some()
+    }
+
     /// Whether this expression's result is inverted.
     pub fn is_negated(&self) -> bool {
         self.negated

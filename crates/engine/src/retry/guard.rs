@@ -253,8 +253,16 @@ impl Guard {
     /// attempt starts at once. The abandoned attempt keeps the prefix as
     /// its output, `Fail` in the settled columns and `Missing` (not
     /// measured) in the others.
+    ///
+    /// Only when a deciding validator can be settled by a prefix at all
+    /// ([`probity_core::Validator::may_fail_on_prefix`]): otherwise the
+    /// answer is asked for whole, as without this.
     pub fn cutting_streams(mut self) -> Self {
-        self.cut_streams = true;
+        let validators = &self.checks.validators;
+        self.cut_streams = self
+            .columns
+            .iter()
+            .any(|&k| validators.get(k).is_some_and(|v| v.may_fail_on_prefix()));
         self
     }
 
