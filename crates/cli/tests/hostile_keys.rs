@@ -147,13 +147,8 @@ fn serve_does_not_answer_its_clients_with_the_upstream_key() {
         ),
     )
     .unwrap();
-    let mut cmd = probity_cmd();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .arg("--store")
-        .arg(dir.path().join("runs.db"))
-        .env("HOSTILE_KEY", KEY)
-        .stderr(Stdio::piped());
+    let mut cmd = common::serve_cmd(dir.path(), &config);
+    cmd.env("HOSTILE_KEY", KEY).stderr(Stdio::piped());
     let server = start(cmd);
     let guard = server.1.clone();
     let body = r#"{"messages":[{"role":"user","content":"hi"}]}"#;

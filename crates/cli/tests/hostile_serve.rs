@@ -44,14 +44,11 @@ fn serve(dir: &Path, config: &Path) -> Server {
     start(serve_cmd(dir, config))
 }
 
-/// `probity serve` on a free port with `config`, its store in `dir`.
+/// `probity serve` on a free port with `config`, its store in `dir`, the
+/// token and the upstream key in its environment.
 fn serve_cmd(dir: &Path, config: &Path) -> std::process::Command {
-    let mut cmd = probity_cmd();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(config)
-        .arg("--store")
-        .arg(dir.join("runs.db"))
-        .env("HOSTILE_TOKEN", "tok-12345")
+    let mut cmd = common::serve_cmd(dir, config);
+    cmd.env("HOSTILE_TOKEN", "tok-12345")
         .env("HOSTILE_UPSTREAM_KEY", UPSTREAM_KEY);
     cmd
 }

@@ -44,12 +44,8 @@ check = '''if input.text.contains("Thank you") {{ output.contains("You're welcom
 }
 
 fn serve(dir: &Path, config: &Path) -> Server {
-    let mut cmd = probity();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(config)
-        .arg("--store")
-        .arg(dir.join("runs.db"))
-        .env("PROBITY_TEST_TOKEN", "s3cret-token")
+    let mut cmd = common::serve_cmd(dir, config);
+    cmd.env("PROBITY_TEST_TOKEN", "s3cret-token")
         .env("PROBITY_TEST_UPSTREAM_KEY", "upstream-key");
     start(cmd)
 }

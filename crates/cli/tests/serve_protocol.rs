@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{probity_cmd, start, Server};
+use common::{serve_cmd, start, Server};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -116,12 +116,7 @@ fn guard_with(dir: &Path, upstream: &str, validator: &str) -> Server {
         ),
     )
     .unwrap();
-    let mut cmd = probity_cmd();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .arg("--store")
-        .arg(dir.join("runs.db"));
-    start(cmd)
+    start(serve_cmd(dir, &config))
 }
 
 async fn post(addr: &str, body: &Value) -> (u16, reqwest::header::HeaderMap, String) {
@@ -285,12 +280,7 @@ async fn the_upstreams_refusal_reaches_the_client_and_unforwardable_fields_are_r
         "[upstream]\nprovider = \"sim\"\n[[validator]]\nname = \"c\"\ncheck = \"true\"\n",
     )
     .unwrap();
-    let mut cmd = probity_cmd();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .arg("--store")
-        .arg(sim_dir.path().join("runs.db"));
-    let sim = start(cmd);
+    let sim = start(serve_cmd(sim_dir.path(), &config));
     let (status, _, text) = post(
         &sim.1,
         &json!({"messages": [{"role": "user", "content": "hi"}], "temperature": 0.2}),
@@ -318,12 +308,8 @@ async fn an_anthropic_upstream_gets_the_fields_mapped_and_answers_in_openai_shap
         format!("call_attempts = 1\n[upstream]\nprovider = \"anthropic\"\nbase_url = \"http://{up}\"\nmodel = \"claude-x\"\napi_key_env = \"PROTO_ANTHROPIC_KEY\"\n[[validator]]\nname = \"c\"\ncheck = '''output.contains(\"get_weather\")'''\n"),
     )
     .unwrap();
-    let mut cmd = probity_cmd();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .arg("--store")
-        .arg(dir.path().join("runs.db"))
-        .env("PROTO_ANTHROPIC_KEY", "sk-ant-test-key-123456");
+    let mut cmd = serve_cmd(dir.path(), &config);
+    cmd.env("PROTO_ANTHROPIC_KEY", "sk-ant-test-key-123456");
     let g = start(cmd);
     let body = json!({"messages": [{"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Weather in Oslo?"}],

@@ -62,6 +62,18 @@ pub fn probity_cmd() -> Command {
     c
 }
 
+/// `probity serve` on a free port with the guard file `config`, its run
+/// store in `dir/runs.db` (start it with [`start`]).
+#[allow(dead_code)] // not every test binary starts a guard
+pub fn serve_cmd(dir: &Path, config: &Path) -> Command {
+    let mut cmd = probity_cmd();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(config)
+        .arg("--store")
+        .arg(dir.join("runs.db"));
+    cmd
+}
+
 /// Start `probity sim serve` on a free port; returns it with its address.
 pub fn sim_serve(args: &[&str]) -> Server {
     let mut cmd = probity_cmd();
