@@ -44,6 +44,8 @@ enum Command {
     Init(init::InitArgs),
     /// Run a reliability test: sample the system N×M times and check every output.
     Run(run::RunArgs),
+    /// Work on a shared run (`probity run --shared`) from this process, on this machine or another with the same store.
+    Work(run::WorkArgs),
     /// Show a stored run's report.
     Report(report_cmd::ReportArgs),
     /// Re-check a stored run's outputs with changed validators (no calls to the system; judges only for uncached judgements).
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Init(args) => init::run(&args),
         Command::Run(args) => runtime().and_then(|rt| rt.block_on(run::run(args))),
+        Command::Work(args) => runtime().and_then(|rt| rt.block_on(run::work(args))),
         Command::Report(args) => report_cmd::report(&args),
         Command::Revalidate(args) => revalidate::run(&args),
         Command::Runs(args) => report_cmd::runs(&args),

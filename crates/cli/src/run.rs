@@ -46,6 +46,10 @@ pub struct RunArgs {
     /// is established (docs/config.md, Sequential testing).
     #[arg(long)]
     sequential: bool,
+    /// Share the run with other processes: `probity work` with the same
+    /// file and store, on any machine, takes inputs from it (docs/store.md).
+    #[arg(long, conflicts_with_all = ["resume", "reuse", "sequential"])]
+    shared: bool,
     /// No progress display.
     #[arg(short, long)]
     quiet: bool,
@@ -53,6 +57,53 @@ pub struct RunArgs {
     store: StoreArg,
     #[command(flatten)]
     out: OutputArgs,
+    /// `probity work`: the run to join (`Some(None)`: the latest
+    /// unfinished run of the file).
+    #[arg(skip)]
+    join: Option<Option<String>>,
+}
+
+/// `probity work`: one more worker for a shared run.
+#[derive(Args)]
+pub struct WorkArgs {
+    /// The configuration file the run was made with.
+    #[arg(default_value = "probity.toml")]
+    config: PathBuf,
+    /// The run to work on (an id, or a name: its latest run); by default
+    /// the latest unfinished run of the file.
+    #[arg(long, value_name = "RUN")]
+    run: Option<String>,
+    /// Override [experiment] concurrency (this worker's calls at once).
+    #[arg(long, value_name = "N")]
+    concurrency: Option<usize>,
+    /// No progress display.
+    #[arg(short, long)]
+    quiet: bool,
+    #[command(flatten)]
+    store: StoreArg,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+/// Work on a shared run (`probity run --shared`) from this process: claim
+/// its inputs a batch at a time, sample and check them, store them; the
+/// worker that stores the last sample reports the run's verdict.
+pub async fn work(args: WorkArgs) -> Result<u8, Failure> {
+    run(RunArgs {
+        config: args.config,
+        resume: false,
+        reuse: None,
+        outputs: None,
+        concurrency: args.concurrency,
+        baseline: None,
+        sequential: false,
+        shared: true,
+        quiet: args.quiet,
+        store: args.store,
+        out: args.out,
+        join: Some(args.run),
+    })
+    .await
 }
 
 pub async fn run(args: RunArgs) -> Result<u8, Failure> {
@@ -69,8 +120,10 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     };
     let config =
         Config::load_with(&args.config, &overrides).map_err(|e| Failure::usage(e.to_string()))?;
-    // The configuration's hash is all that is needed of it after this.
+    // The configuration's hash and store are all that is needed of it
+    // after this.
     let hash = config.hash.clone();
+    let store_table = config.file.store.clone();
     let mut experiment = config
         .into_experiment()
         .map_err(|e| Failure::usage(e.to_string()))?;
@@ -79,11 +132,34 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     }
     let total = (experiment.inputs.len() * experiment.outputs_per_input) as u64;
     let mut left = total;
-    let mut store = args.store.open()?;
+    let mut store = args.store.open_for(store_table.as_ref())?;
     let reuse = match &args.reuse {
         Some(spec) => Some(args.store.resolve(&store, spec)?),
         None => None,
     };
+    let join = match &args.join {
+        None => None,
+        Some(Some(spec)) => Some(args.store.resolve(&store, spec)?),
+        Some(None) => Some(
+            store
+                .resumable_run(&hash)
+                .map_err(|e| Failure::incomplete(e.to_string()))?
+                .ok_or_else(|| {
+                    Failure::usage(format!(
+                        "nothing to work on: {} holds no unfinished run of {} (start one with `probity run --shared`)",
+                        store.location(),
+                        args.config.display()
+                    ))
+                })?,
+        ),
+    };
+    if let Some(id) = join {
+        let stored = store
+            .sample_count(id)
+            .map_err(|e| Failure::incomplete(e.to_string()))?;
+        eprintln!("working on run {id}: {stored} of {total} samples stored");
+        left = total.saturating_sub(stored as u64);
+    }
     if args.resume {
         match store
             .resumable_run(&hash)
@@ -99,7 +175,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             None => {
                 return Err(Failure::usage(format!(
                     "nothing to resume: {} holds no unfinished run of {} (run without --resume to start one)",
-                    args.store.store.display(),
+                    store.location(),
                     args.config.display()
                 )))
             }
@@ -125,6 +201,8 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             cancel: Some(cancel),
             on_progress: Some(Box::new(|p: &Progress| display.update(p))),
             reuse,
+            shared: args.shared,
+            join,
         },
     )
     .await

@@ -46,8 +46,8 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
         eprintln!("warning: listening on {addr} without a token (set token_env): anyone who can reach it can spend your upstream quota");
     }
     let name = loaded.name.clone();
-    let server =
-        probity_engine::serve::open(loaded, &args.store.store).map_err(Failure::incomplete)?;
+    let location = args.store.location(loaded.config.store.as_ref())?;
+    let server = probity_engine::serve::open(loaded, &location).map_err(Failure::incomplete)?;
     // Ctrl-C or SIGTERM: stop taking requests, finish those in flight,
     // flush the store and mark the run complete. Handled from before the
     // address is printed: a signal right after it is not fatal.

@@ -2,24 +2,45 @@
 
 use crate::failure::Failure;
 use clap::Args;
-use probity_engine::store::Store;
-use std::path::PathBuf;
+use probity_engine::config::StoreTable;
+use probity_engine::store::{Store, StoreLocation};
+
+/// Where runs are kept when nothing says otherwise.
+const DEFAULT_STORE: &str = ".probity/runs.db";
 
 #[derive(Args, Clone)]
 pub struct StoreArg {
-    /// The run store (SQLite). Created on first use.
-    #[arg(
-        long,
-        env = "PROBITY_STORE",
-        default_value = ".probity/runs.db",
-        global = true
-    )]
-    pub store: PathBuf,
+    /// The run store: a SQLite file (created on first use), or a
+    /// PostgreSQL database shared by a team (`postgres://user@host/db`;
+    /// the password from the URL or PGPASSWORD, never printed). Default: the
+    /// configuration's `[store] url`, else .probity/runs.db.
+    #[arg(long, env = "PROBITY_STORE", global = true, value_name = "PATH|URL")]
+    pub store: Option<String>,
 }
 
 impl StoreArg {
+    /// The store named by `--store` or `PROBITY_STORE`, else by the
+    /// configuration's `[store]` table, else the default file.
+    pub fn location(&self, table: Option<&StoreTable>) -> Result<StoreLocation, Failure> {
+        if let Some(s) = self.store.as_deref().filter(|s| !s.is_empty()) {
+            return Ok(StoreLocation::parse(s));
+        }
+        match table {
+            Some(table) => table.location().map_err(Failure::usage),
+            None => Ok(StoreLocation::parse(DEFAULT_STORE)),
+        }
+    }
+
+    /// Open the store (`--store`, `PROBITY_STORE` or the default).
     pub fn open(&self) -> Result<Store, Failure> {
-        Store::open(&self.store).map_err(|e| Failure::incomplete(e.to_string()))
+        self.open_for(None)
+    }
+
+    /// Open the store for a command that read a configuration, whose
+    /// `[store]` table applies when no flag or variable is given.
+    pub fn open_for(&self, table: Option<&StoreTable>) -> Result<Store, Failure> {
+        let location = self.location(table)?;
+        Store::connect(&location).map_err(|e| Failure::incomplete(e.to_string()))
     }
 
     /// Resolve a run given by id, or by name (its latest run).
@@ -30,8 +51,6 @@ impl StoreArg {
         store
             .latest_named(run)
             .map_err(|e| Failure::incomplete(e.to_string()))?
-            .ok_or_else(|| {
-                Failure::usage(format!("no run named {run:?} in {}", self.store.display()))
-            })
+            .ok_or_else(|| Failure::usage(format!("no run named {run:?} in {}", store.location())))
     }
 }

@@ -27,7 +27,7 @@ pub fn trend(
         return Err(Failure::usage(format!(
             "no complete run named {:?} in {}",
             probity_report::sanitize::terminal_line(name, 80),
-            store.path().display()
+            store.location()
         )));
     }
     records.reverse();

@@ -224,6 +224,37 @@ pub struct ConfigFile {
     /// Inline inputs, one table each.
     #[serde(default, rename = "input")]
     pub inputs: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// Where this configuration's runs are stored, unless `--store` or
+    /// `PROBITY_STORE` says otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreTable>,
+}
+
+/// `[store]`: the run store shared by everyone who runs this file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreTable {
+    /// A SQLite file (relative to the working directory) or a PostgreSQL
+    /// URL without its password (`postgres://ci@db.internal/probity`; the
+    /// password comes from `PGPASSWORD`): the file is stored with every
+    /// run, so it must hold no secret.
+    pub url: String,
+}
+
+impl StoreTable {
+    /// The location, or why the table is refused (a password written in
+    /// the file).
+    pub fn location(&self) -> Result<crate::store::StoreLocation, String> {
+        let location = crate::store::StoreLocation::parse(&self.url);
+        if let crate::store::StoreLocation::Postgres(url) = &location {
+            if url.redacted() != url.secret() {
+                return Err(format!(
+                    "[store] url = \"{url}\": holds a password, and this file is stored with every run; put the password in PGPASSWORD (or give the URL with --store or PROBITY_STORE) instead"
+                ));
+            }
+        }
+        Ok(location)
+    }
 }
 
 impl ConfigFile {
@@ -444,6 +475,9 @@ impl Config {
                 }
             }
         }
+        if let Some(store) = &file.store {
+            store.location().map_err(invalid)?;
+        }
         if let Some(0) = file.experiment.pass_k {
             return Err(invalid(
                 "[experiment] pass_k = 0: pass^k and pass@k need k ≥ 1".into(),
@@ -645,6 +679,8 @@ fn hash_config(file: &ConfigFile, written: &Overrides, inputs: &[Input]) -> Stri
     // The name does not change what is asked; everything else does.
     let mut f = file.clone();
     f.name = None;
+    // Nor where the runs are kept.
+    f.store = None;
     written.apply(&mut f.experiment);
     h.update(serde_json::to_vec(&f).unwrap_or_default());
     h.update(serde_json::to_vec(inputs).unwrap_or_default());

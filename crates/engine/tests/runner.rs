@@ -213,6 +213,7 @@ async fn cancel_then_resume_loses_nothing_and_repeats_nothing() {
                 }
             })),
             reuse: None,
+            ..Control::default()
         },
     )
     .await

@@ -49,6 +49,7 @@ pub fn config(spec: &str, cwd: &Path, code: Vec<(usize, Validator)>) -> Result<C
         verifiers: Vec::new(),
         retry: None,
         inputs: Vec::new(),
+        store: None,
     };
     if let Some(v) = field(&mut spec, "system") {
         file.system = section("system", v)?;

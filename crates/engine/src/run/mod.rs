@@ -3,6 +3,7 @@
 //! in the store, and what is done with stored runs afterwards (revalidated,
 //! read back, compared, exported as inputs).
 
+pub(crate) mod claims;
 pub mod compare;
 pub mod experiment;
 pub mod export;

@@ -247,10 +247,10 @@ pub async fn revalidate(
     store.finish_run(
         new_id,
         status,
-        RunTotals {
+        Some(RunTotals {
             judge_calls_by_check: checks.judge_calls(),
             ..caller.totals()
-        },
+        }),
         written,
         started.elapsed().as_secs_f64(),
         verdicts.as_deref(),
@@ -301,7 +301,7 @@ fn validate_rows(
 /// stops rather than store a run with samples silently missing.
 fn lost(store: &Store, e: tokio::task::JoinError) -> StoreError {
     StoreError::Writer {
-        path: store.path().to_path_buf(),
+        store: store.location().clone(),
         what: format!("checking the stored outputs failed: {e}"),
     }
 }

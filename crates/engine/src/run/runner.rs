@@ -22,6 +22,7 @@ use crate::provider::call::{Answer, Caller};
 use crate::provider::types::Message;
 use crate::retry::guard::{Guard, GuardOutcome};
 use crate::retry::policy::RetryPolicy;
+use crate::run::claims::ClaimFeed;
 use crate::run::experiment::Experiment;
 use crate::run::outcome::{Halt, Progress, RunOutcome};
 use crate::run::recording::Recording;
@@ -80,6 +81,14 @@ pub struct Control<'a> {
     /// for an identical request, instead of calling (store only). A new
     /// run otherwise calls the system for every sample.
     pub reuse: Option<i64>,
+    /// Share the run with other processes through the store's claims
+    /// (`probity run --shared`): this one takes inputs a batch at a time,
+    /// and `probity work` processes on any machine may join (store only;
+    /// not sequential, not with `reuse`).
+    pub shared: bool,
+    /// Join this stored run as one more of its workers (`probity work`):
+    /// no new run, no lease taken; implies `shared`.
+    pub join: Option<i64>,
 }
 
 /// Calls whose failure with one cause, before any success, stops a run:
@@ -344,6 +353,21 @@ pub async fn run_with(
         experiment.outputs_per_input,
         experiment.checks.len(),
     );
+    let is_shared = control.shared || control.join.is_some();
+    if is_shared {
+        let refused = if experiment.sequential.is_some() {
+            Some("a sequential run is worked by one process (its rounds are decided as they end)")
+        } else if control.reuse.is_some() {
+            Some("--reuse serves stored outputs to one process; run it without sharing")
+        } else if matches!(sink, Sink::Memory) {
+            Some("a run kept in memory cannot be shared")
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            return Err(RunError::Config(at(format!("shared run: {why}"))));
+        }
+    }
     let messages = experiment
         .inputs
         .iter()
@@ -411,7 +435,21 @@ pub async fn run_with(
             None,
         ),
         Sink::Store(store) => {
-            let resumed_id = if control.resume {
+            let resumed_id = if let Some(id) = control.join {
+                let run = store.run(id)?;
+                if run.config_hash != hash {
+                    return Err(RunError::Config(at(format!(
+                        "run {id} ({}) was made with another configuration: a worker must use the very file it was made with",
+                        run.name
+                    ))));
+                }
+                if run.status == RunStatus::Complete {
+                    return Err(RunError::Config(at(format!(
+                        "run {id} is complete: nothing to work on"
+                    ))));
+                }
+                Some(id)
+            } else if control.resume {
                 let id = store.resumable_run(&hash)?;
                 if id.is_none() {
                     return Err(RunError::NothingToResume);
@@ -423,8 +461,11 @@ pub async fn run_with(
             let recording = match resumed_id {
                 Some(id) => {
                     // One process at a time: refused, naming the holder,
-                    // while another live process runs it.
-                    store.take_lease(id)?;
+                    // while another live process runs it (a worker of a
+                    // shared run takes no lease: its claims are its own).
+                    if control.join.is_none() {
+                        store.take_lease(id)?;
+                    }
                     let previous = store.run(id)?;
                     resumed_sequential = Some(previous.settings.sequential);
                     base = previous.totals();
@@ -544,7 +585,7 @@ pub async fn run_with(
             })),
             Next::Stop(_) => {}
         }
-    } else {
+    } else if !is_shared {
         queue.extend(
             (0..n * m)
                 .filter(|&c| !done[c])
@@ -572,18 +613,28 @@ pub async fn run_with(
         record_attempts: experiment.retry.is_some(),
     });
     let workers = experiment.concurrency.min(match rounds {
+        _ if is_shared => n * m,
         Some(_) => pending,
         None => queue.len(),
     });
     // The work: every cell at once, or (sequential) one round at a time,
     // the sender kept until the run stops.
-    let (work, work_rx) = mpsc::unbounded_channel::<(usize, usize, Option<Box<Answer>>)>();
+    let (work, work_rx) = mpsc::unbounded_channel::<Job>();
     for cell in queue {
         let _ = work.send(cell);
     }
-    let mut work = rounds
-        .as_ref()
-        .and_then(|r| r.stop().is_none().then_some(work));
+    let keep = is_shared || rounds.as_ref().is_some_and(|r| r.stop().is_none());
+    let mut work = keep.then_some(work);
+    // A shared run: the first claimed cells.
+    let mut feed = match (&store, is_shared) {
+        (Some((_, run_id)), true) => Some(ClaimFeed::new(*run_id, m, workers)),
+        _ => None,
+    };
+    let mut waiting = false;
+    if let (Some(f), Some((store, _)), Recorder::Store(writer)) = (feed.as_mut(), &store, &recorder)
+    {
+        waiting = refill(f, store, writer, &mut work).await? == Refill::Wait;
+    }
     let queue = Arc::new(tokio::sync::Mutex::new(work_rx));
     // Samples done but not yet counted stay few (two per worker): when the
     // first calls all fail, or a check is broken, the run stops within a
@@ -654,15 +705,30 @@ pub async fn run_with(
             h.abort();
         }
     };
-    let mut lease_tick = tokio::time::interval(std::time::Duration::from_secs_f64(
-        crate::store::LEASE_REFRESH_S,
-    ));
+    // A shared run's claims are refreshed three times per life.
+    let mut refresh_every = std::time::Duration::from_secs_f64(crate::store::LEASE_REFRESH_S);
+    if is_shared {
+        refresh_every = refresh_every.min(crate::store::claim_ttl() / 3);
+    }
+    let mut lease_tick = tokio::time::interval(refresh_every);
+    // A shared run with nothing claimable left but inputs other workers
+    // hold: looked at again this often (theirs expire if they die).
+    let mut claim_tick = tokio::time::interval(std::time::Duration::from_secs(1));
     loop {
         let next = tokio::select! {
             row = rx.recv() => row,
             _ = lease_tick.tick() => {
                 if let Some((store, run_id)) = &store {
                     let _ = store.refresh_lease(*run_id);
+                    if is_shared {
+                        let _ = store.refresh_claims(*run_id);
+                    }
+                }
+                continue;
+            }
+            _ = claim_tick.tick(), if waiting && !interrupted => {
+                if let (Some(f), Some((store, _)), Recorder::Store(writer)) = (feed.as_mut(), &store, &recorder) {
+                    waiting = refill(f, store, writer, &mut work).await? == Refill::Wait;
                 }
                 continue;
             }
@@ -687,8 +753,17 @@ pub async fn run_with(
         for a in attempts {
             recorder.attempt(a)?;
         }
+        let input = row.input_idx;
         recorder.sample(row)?;
-        recorder.totals(base.clone() + session_totals(&caller, &shared))?;
+        recorder.totals(session_totals(&caller, &shared))?;
+        if let (Some(f), Some((store, _)), Recorder::Store(writer)) =
+            (feed.as_mut(), &store, &recorder)
+        {
+            f.returned(input);
+            if f.outstanding() < workers && !interrupted {
+                waiting = refill(f, store, writer, &mut work).await? == Refill::Wait;
+            }
+        }
         report(&progress);
         if let Some(r) = rounds.as_mut() {
             if let Some(d) = done.get_mut(cell) {
@@ -725,14 +800,49 @@ pub async fn run_with(
         let _ = h.await;
     }
     drop(work);
+    if let (Some(f), Some((store, _)), Recorder::Store(writer)) = (feed.as_mut(), &store, &recorder)
+    {
+        f.settle(store, writer).await?;
+    }
+    // Every call of this session, those of abandoned samples included.
+    recorder.totals(session_totals(&caller, &shared))?;
     let samples = recorder.finish()?;
     let stopped = rounds.as_ref().and_then(Rounds::stop);
-    let status = if (progress.done == progress.total || stopped.is_some()) && halt.is_none() {
+    let mut status = if (progress.done == progress.total || stopped.is_some()) && halt.is_none() {
         RunStatus::Complete
     } else {
         RunStatus::Interrupted
     };
-    let totals = base + session_totals(&caller, &shared);
+    let mut totals = base + session_totals(&caller, &shared);
+    // A shared run is judged on every worker's samples: read back.
+    let mut others_working = false;
+    if let (true, Some((store, run_id))) = (is_shared, &store) {
+        if interrupted {
+            store.release_claims(*run_id)?;
+        }
+        let (open, held) = store.open_inputs(*run_id)?;
+        others_working = open > 0 && held > 0;
+        status = if open == 0 && halt.is_none() {
+            RunStatus::Complete
+        } else {
+            RunStatus::Interrupted
+        };
+        tensor =
+            ReliabilityTensor::new(n, m, k).map_err(|e| RunError::Config(at(e.to_string())))?;
+        let mut stored = Progress {
+            done: 0,
+            passes: vec![(0, 0); k],
+            ..progress.clone()
+        };
+        store.each_sample_cells(*run_id, |i, j, cells| {
+            if i < n && j < m && cells.len() == k {
+                count_cells(&mut tensor, &mut stored, i, j, cells);
+            }
+        })?;
+        progress = stored;
+        causes = store.causes(*run_id, k)?;
+        totals = store.run(*run_id)?.totals();
+    }
     let duration = started.elapsed();
     let summary = experiment
         .analysis
@@ -769,15 +879,19 @@ pub async fn run_with(
             if let Some(o) = &sequential {
                 store.set_sequential(run_id, o)?;
             }
-            store.put_snapshot(run_id, &tensor, &causes)?;
-            store.finish_run(
-                run_id,
-                status,
-                totals.clone(),
-                progress.cached,
-                duration.as_secs_f64(),
-                verdicts.as_deref(),
-            )?;
+            // A worker stopping while others work on leaves the run to them.
+            if !others_working {
+                store.put_snapshot(run_id, &tensor, &causes)?;
+                // The counts are the writer's: every process adds its own.
+                store.finish_run(
+                    run_id,
+                    status,
+                    None,
+                    progress.cached,
+                    duration.as_secs_f64(),
+                    verdicts.as_deref(),
+                )?;
+            }
             Some(run_id)
         }
         None => None,
@@ -803,5 +917,50 @@ pub async fn run_with(
         duration,
         input_ids: experiment.inputs.iter().map(|i| i.id.clone()).collect(),
         samples,
+    })
+}
+
+/// A cell to sample, `(input, repetition, its first answer when served
+/// from the store)`.
+type Job = (usize, usize, Option<Box<Answer>>);
+
+/// What [`refill`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum Refill {
+    /// Cells are out (or were just handed out).
+    More,
+    /// Nothing to claim now, but inputs other live workers hold: look
+    /// again later (a dead worker's claims expire).
+    Wait,
+    /// Every input of the run is done: no more work; the sender is dropped.
+    Done,
+}
+
+/// Keep a shared run's workers busy: mark the inputs finished so far done,
+/// claim the next ones and hand out their cells.
+async fn refill(
+    feed: &mut ClaimFeed,
+    store: &Store,
+    writer: &Writer,
+    work: &mut Option<mpsc::UnboundedSender<Job>>,
+) -> Result<Refill, StoreError> {
+    feed.settle(store, writer).await?;
+    let cells = feed.claim(store)?;
+    if let Some(w) = work.as_ref() {
+        for (i, j) in cells {
+            let _ = w.send((i, j, None));
+        }
+    }
+    if feed.outstanding() > 0 {
+        return Ok(Refill::More);
+    }
+    // Inputs claimed all stored are finished: marked at once.
+    feed.settle(store, writer).await?;
+    Ok(match store.open_inputs(feed.run())? {
+        (0, _) => {
+            work.take();
+            Refill::Done
+        }
+        _ => Refill::Wait,
     })
 }

@@ -36,7 +36,7 @@ pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
         &store.inputs(id)?,
     )
     .map_err(|what| StoreError::Damaged {
-        path: store.path().to_path_buf(),
+        store: store.location().clone(),
         run: id,
         what,
     })?;
@@ -56,7 +56,7 @@ fn rebuild(
     (n, m, k): (usize, usize, usize),
 ) -> Result<ReliabilityTensor, StoreError> {
     let damaged = |what: String| StoreError::Damaged {
-        path: store.path().to_path_buf(),
+        store: store.location().clone(),
         run: id,
         what,
     };

@@ -104,6 +104,10 @@ pub struct ServeConfig {
     pub validators: Vec<ValidatorTable>,
     #[serde(default, rename = "verifier")]
     pub verifiers: Vec<VerifierSpec>,
+    /// Where the served traffic is recorded unless `--store` or
+    /// `PROBITY_STORE` says otherwise (replicas share a PostgreSQL store).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<crate::config::StoreTable>,
 }
 
 /// A loaded guard configuration.
@@ -159,6 +163,9 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         ("stream_keepalive_s", config.stream_keepalive_s),
     ] {
         crate::config::bounds::seconds(key, value).map_err(at)?;
+    }
+    if let Some(store) = &config.store {
+        store.location().map_err(at)?;
     }
     if !(config.confidence > 0.0 && config.confidence < 1.0) {
         return Err(at(format!(

@@ -54,12 +54,11 @@ use crate::provider::call::CallSettings;
 use crate::retry::guard::Guard;
 use crate::run::recording::Recording;
 use crate::store::settings::{StoredRetry, StoredSettings};
-use crate::store::{NewRun, RunStatus, RunTotals, Store, StoreError};
+use crate::store::{NewRun, RunStatus, RunTotals, Store, StoreError, StoreLocation};
 use axum::routing::{get, post};
 use axum::Router;
 use state::{Metrics, ServeState};
 use std::future::Future;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -84,15 +83,15 @@ pub struct Served {
 /// is found by [`open`], before anything listens.
 pub struct Server {
     state: Arc<ServeState>,
-    store_path: PathBuf,
+    store: StoreLocation,
     stale_interrupted: usize,
     started: Instant,
 }
 
-/// Open the store at `store_path` and create the run `loaded` records into.
-pub fn open(loaded: Loaded, store_path: &Path) -> Result<Server, String> {
+/// Open the store at `location` and create the run `loaded` records into.
+pub fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> {
     let store_err = |e: StoreError| e.to_string();
-    let mut store = Store::open(store_path).map_err(store_err)?;
+    let mut store = Store::connect(location).map_err(store_err)?;
     let c = &loaded.config;
     let upstream = loaded.upstream;
     let checks = Arc::new(loaded.checks);
@@ -161,7 +160,7 @@ pub fn open(loaded: Loaded, store_path: &Path) -> Result<Server, String> {
     });
     Ok(Server {
         state,
-        store_path: store_path.to_path_buf(),
+        store: location.clone(),
         stale_interrupted,
         started: Instant::now(),
     })
@@ -206,12 +205,12 @@ impl Server {
         };
         // Flush every recorded request before the run is closed.
         state.writer.close().map_err(store_err)?;
-        let store = Store::open(&self.store_path).map_err(store_err)?;
+        let store = Store::connect(&self.store).map_err(store_err)?;
         store
             .finish_run(
                 run_id,
                 RunStatus::Complete,
-                totals,
+                Some(totals),
                 0,
                 self.started.elapsed().as_secs_f64(),
                 // Live traffic has no verdict of its own until analysed.
@@ -227,13 +226,13 @@ impl Server {
     }
 }
 
-/// Serve `loaded` on `listener`, recording into the store at `store_path`,
+/// Serve `loaded` on `listener`, recording into the store at `location`,
 /// until `shutdown` completes ([`open`] then [`Server::run`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     loaded: Loaded,
-    store_path: &Path,
+    location: &StoreLocation,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Served, String> {
-    open(loaded, store_path)?.run(listener, shutdown).await
+    open(loaded, location)?.run(listener, shutdown).await
 }

@@ -1,36 +1,71 @@
-//! What can go wrong with the store, each naming the store's path.
+//! What can go wrong with the store, each naming the store (its password
+//! masked, [`StoreLocation`]'s `Display`).
 
+use super::location::StoreLocation;
 use super::schema::SCHEMA_VERSION;
-use std::path::PathBuf;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum StoreError {
-    #[error("run store {path}: {source}")]
+    #[error("run store {store}: {source}")]
     Sqlite {
-        path: PathBuf,
+        store: StoreLocation,
         source: rusqlite::Error,
     },
-    #[error("run store {path}: written by a newer probity (schema {found}, this one knows {SCHEMA_VERSION})")]
-    TooNew { path: PathBuf, found: i64 },
-    #[error("run store {path}: no run {run}")]
-    NoSuchRun { path: PathBuf, run: i64 },
-    #[error("run store {path}: run {run} is damaged: {what}")]
+    #[cfg(feature = "postgres")]
+    #[error("run store {store}: {}", describe(source))]
+    Postgres {
+        store: StoreLocation,
+        source: postgres::Error,
+    },
+    /// The store cannot be reached or opened at all (a wrong URL, a dead
+    /// server, a build without PostgreSQL support).
+    #[error("run store {store}: {what}")]
+    Unreachable { store: StoreLocation, what: String },
+    #[error("run store {store}: written by a newer probity (schema {found}, this one knows {SCHEMA_VERSION})")]
+    TooNew { store: StoreLocation, found: i64 },
+    #[error("run store {store}: no run {run}")]
+    NoSuchRun { store: StoreLocation, run: i64 },
+    #[error("run store {store}: run {run} is damaged: {what}")]
     Damaged {
-        path: PathBuf,
+        store: StoreLocation,
         run: i64,
         what: String,
     },
-    #[error("run store {path}: the writer stopped: {what}")]
-    Writer { path: PathBuf, what: String },
+    #[error("run store {store}: the writer stopped: {what}")]
+    Writer { store: StoreLocation, what: String },
     /// Another live process owns the run (`--resume` twice at once).
-    #[error("run store {path}: run {run} is being run by process {pid} on {host} (since {since}, last seen {seen_s:.0} s ago); wait for it to finish or stop it, then resume")]
+    #[error("run store {store}: run {run} is being run by process {pid} on {host} (since {since}, last seen {seen_s:.0} s ago); wait for it to finish or stop it, then resume")]
     Leased {
-        path: PathBuf,
+        store: StoreLocation,
         run: i64,
         pid: i64,
         host: String,
         since: String,
         seen_s: f64,
     },
+    /// What this kind of store cannot do (`probity work` on a SQLite file).
+    #[error("run store {store}: {what}")]
+    Unsupported { store: StoreLocation, what: String },
+}
+
+/// What went wrong in PostgreSQL, as a user reads it: the server's own
+/// message (with its detail and hint) for an error it reported, else the
+/// client's, which includes its cause ("error connecting to server:
+/// Connection refused"). Neither ever holds the password.
+#[cfg(feature = "postgres")]
+fn describe(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut text = format!("{}: {}", db.severity(), db.message());
+            if let Some(detail) = db.detail() {
+                text.push_str(&format!(" ({detail})"));
+            }
+            if let Some(hint) = db.hint() {
+                text.push_str(&format!("; hint: {hint}"));
+            }
+            text
+        }
+        None => e.to_string(),
+    }
 }

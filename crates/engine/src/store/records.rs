@@ -1,6 +1,6 @@
 //! The rows of the store as the engine reads and writes them: a run's
 //! header and totals, samples, attempts, judgements, cached outputs; and how
-//! a row of SQLite becomes one.
+//! a stored row becomes one (`rows`).
 
 use super::settings::StoredSettings;
 use probity_core::causes::Causes;
@@ -91,6 +91,25 @@ impl std::ops::Add for RunTotals {
     }
 }
 
+impl RunTotals {
+    /// What `self` counted beyond `earlier` (an earlier reading of the
+    /// same session's counts).
+    pub fn since(&self, earlier: &RunTotals) -> RunTotals {
+        let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+        RunTotals {
+            model_calls: self.model_calls.saturating_sub(earlier.model_calls),
+            judge_calls: self.judge_calls.saturating_sub(earlier.judge_calls),
+            tokens: self.tokens.saturating_sub(earlier.tokens),
+            judge_calls_by_check: (0..self.judge_calls_by_check.len())
+                .map(|i| {
+                    at(&self.judge_calls_by_check, i)
+                        .saturating_sub(at(&earlier.judge_calls_by_check, i))
+                })
+                .collect(),
+        }
+    }
+}
+
 impl RunRecord {
     /// The counts so far.
     pub fn totals(&self) -> RunTotals {
@@ -119,7 +138,7 @@ pub enum RunStatus {
 impl RunStatus {
     /// The stored name; a status this version does not know reads as
     /// `Running` (resumable, never complete).
-    fn parse(s: &str) -> RunStatus {
+    pub(super) fn parse(s: &str) -> RunStatus {
         s.parse().unwrap_or(RunStatus::Running)
     }
 }
@@ -242,89 +261,4 @@ pub struct CachedOutput {
     pub latency_ms: Option<f64>,
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
-}
-
-pub(super) fn cell_byte(c: Cell) -> u8 {
-    c as u8
-}
-
-pub(super) fn byte_cell(b: u8) -> Cell {
-    match b {
-        1 => Cell::Pass,
-        2 => Cell::Fail,
-        3 => Cell::Error,
-        _ => Cell::Missing,
-    }
-}
-
-pub(super) const RUN_COLUMNS: &str =
-    "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
-    outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
-    judge_calls, tokens, reused_from, judge_calls_by_check, verdicts, outputs_from,
-    sequential FROM runs";
-
-/// Every run's samples: a run's own, or a revalidated run's verdicts over
-/// the outputs of the run they came from (the `run_samples` view).
-pub(super) const SAMPLE_COLUMNS: &str =
-    "SELECT input_idx, repetition, cache_key, output, error, latency_ms, input_tokens, output_tokens,
-    call_attempts, cells, reasons FROM run_samples";
-
-pub(super) fn sample_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SampleRow> {
-    let cells: Vec<u8> = r.get(9)?;
-    let reasons: Option<String> = r.get(10)?;
-    Ok(SampleRow {
-        input_idx: r.get::<_, i64>(0)? as usize,
-        repetition: r.get::<_, i64>(1)? as usize,
-        cache_key: r.get(2)?,
-        output: r.get(3)?,
-        error: r.get(4)?,
-        latency_ms: r.get(5)?,
-        input_tokens: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
-        output_tokens: r.get::<_, Option<i64>>(7)?.map(|v| v as u64),
-        call_attempts: r.get::<_, i64>(8)? as u32,
-        cells: cells.into_iter().map(byte_cell).collect(),
-        reasons: reasons
-            .and_then(|s| serde_json::from_str(&s).ok())
-            .unwrap_or_default(),
-    })
-}
-
-pub(super) fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
-    let checks: String = r.get(10)?;
-    let settings: String = r.get(11)?;
-    Ok(RunRecord {
-        id: r.get(0)?,
-        name: r.get(1)?,
-        created_at: r.get(2)?,
-        finished_at: r.get(3)?,
-        status: RunStatus::parse(&r.get::<_, String>(4)?),
-        config_hash: r.get(5)?,
-        config: r.get(6)?,
-        system: r.get(7)?,
-        inputs: r.get::<_, i64>(8)? as usize,
-        outputs_per_input: r.get::<_, i64>(9)? as usize,
-        checks: serde_json::from_str(&checks).unwrap_or_default(),
-        // A settings column this version cannot read (none has been
-        // written so far) is analysed with the defaults.
-        settings: serde_json::from_str(&settings).unwrap_or_default(),
-        parent_run: r.get(12)?,
-        model_calls: r.get::<_, i64>(13)? as u64,
-        cached: r.get::<_, i64>(14)? as u64,
-        duration_s: r.get(15)?,
-        judge_calls: r.get::<_, i64>(16)? as u64,
-        tokens: r.get::<_, i64>(17)? as u64,
-        reused_from: r.get(18)?,
-        judge_calls_by_check: r
-            .get::<_, Option<String>>(19)?
-            .and_then(|s| serde_json::from_str(&s).ok())
-            .unwrap_or_default(),
-        // Unreadable (a decision this version does not know) reads as none.
-        verdicts: r
-            .get::<_, Option<String>>(20)?
-            .and_then(|s| serde_json::from_str(&s).ok()),
-        outputs_from: r.get(21)?,
-        sequential: r
-            .get::<_, Option<String>>(22)?
-            .and_then(|s| serde_json::from_str(&s).ok()),
-    })
 }

@@ -3,13 +3,12 @@
 //! [`BATCH`] rows at least every [`COMMIT_EVERY`] (or the window a live
 //! run asks for).
 
+use super::backend::{Batch, BatchWriter, WriterFactory};
 use super::error::StoreError;
-use super::lease::{refresh_lease_on, LEASE_REFRESH_S};
-use super::records::{cell_byte, AttemptRow, JudgementRow, RunTotals, SampleRow};
-use super::sqlite::{open_connection, Store};
+use super::lease::LEASE_REFRESH_S;
+use super::location::StoreLocation;
+use super::records::{AttemptRow, JudgementRow, RunTotals, SampleRow};
 use probity_core::Input;
-use rusqlite::{params, Connection};
-use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -19,7 +18,7 @@ const BATCH: usize = 8192;
 /// How long a write transaction stays open for more rows: every sample is
 /// committed within this of arriving, and a fast run writes few, large
 /// transactions (each commit rewrites the pages it touched).
-const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+pub(super) const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Operations queued for the writer at most: a run that samples faster
 /// than the disk takes its rows waits, instead of growing memory.
@@ -31,34 +30,32 @@ enum WriteOp {
     Attempt(AttemptRow),
     Input(usize, Input),
     Judgement(JudgementRow),
-    /// The run's counts so far, written with the batch (so a killed run
-    /// keeps the calls it made).
+    /// This session's counts so far, added to the run's with the batch (so
+    /// a killed run keeps the calls it made).
     Totals(RunTotals),
     /// Answered once everything queued before it is committed.
     Flush(tokio::sync::oneshot::Sender<()>),
 }
 
-/// The writer thread: every queued operation, in transactions of up to
-/// [`BATCH`] rows that stay open for at most `window` (a flush commits at
-/// once). A revalidated run's (`recheck`) samples go to `rechecks`,
-/// verdicts only. Inputs added as they come (live traffic) raise the
-/// run's input count in the same transaction. The run's lease is
-/// refreshed from here every [`LEASE_REFRESH_S`], busy or idle, so a
-/// process whose only writes are this thread's (`probity serve`) keeps
-/// its lease without touching the store from anywhere else.
+/// The writer thread: every queued operation, in batches of up to
+/// [`BATCH`] rows gathered for at most `window` (a flush commits at once),
+/// each committed in one transaction by the backend's [`BatchWriter`]. The
+/// run's lease is refreshed from here every [`LEASE_REFRESH_S`], busy or
+/// idle, so a process whose only writes are this thread's (`probity
+/// serve`) keeps its lease without touching the store from anywhere else.
 fn write_loop(
-    mut conn: Connection,
-    run: i64,
-    recheck: bool,
+    mut out: Box<dyn BatchWriter>,
     window: std::time::Duration,
     rx: mpsc::Receiver<WriteOp>,
-) -> rusqlite::Result<u64> {
+) -> Result<u64, StoreError> {
     let refresh_every = std::time::Duration::from_secs_f64(LEASE_REFRESH_S);
     let mut refreshed = std::time::Instant::now();
     let mut written = 0;
+    // This session's counts already added to the run's.
+    let mut added = RunTotals::default();
     loop {
         if refreshed.elapsed() >= refresh_every {
-            refresh_lease_on(&conn, run)?;
+            out.refresh_lease()?;
             refreshed = std::time::Instant::now();
         }
         let first = match rx.recv_timeout(refresh_every.saturating_sub(refreshed.elapsed())) {
@@ -68,142 +65,36 @@ fn write_loop(
         };
         let deadline = std::time::Instant::now() + window;
         let mut acks = Vec::new();
-        let tx = conn.transaction()?;
-        {
-            let mut attempt_stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO attempts (run_id, input_idx, repetition, attempt, output, error, latency_ms,
-                    input_tokens, output_tokens, call_attempts, judge_calls, cells, reasons, passed, published, cache_key)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-            )?;
-            let mut input_stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO inputs (run_id, idx, input_id, fields) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            let mut sample_stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO samples (run_id, input_idx, repetition, cache_key, output, error, latency_ms,
-                    input_tokens, output_tokens, call_attempts, cells, reasons)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            )?;
-            let mut recheck_stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO rechecks (run_id, input_idx, repetition, cells, reasons)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            let mut judgement_stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO judgements (cache_key, verdict, reasons, raw) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            let mut op = Some(first);
-            let mut n = 0;
-            let mut totals = None;
-            let mut inputs_seen: Option<usize> = None;
-            while let Some(next) = op.take() {
-                match next {
-                    WriteOp::Totals(t) => totals = Some(t),
-                    WriteOp::Flush(ack) => {
-                        acks.push(ack);
-                        // Answered once committed: commit now.
-                        break;
-                    }
-                    WriteOp::Judgement(j) => {
-                        judgement_stmt.execute(params![
-                            j.cache_key,
-                            j.pass,
-                            serde_json::to_string(&j.reasons).unwrap_or_default(),
-                            j.raw,
-                        ])?;
-                        n += 1;
-                    }
-                    WriteOp::Attempt(a) => {
-                        let cells: Vec<u8> = a.cells.iter().map(|&c| cell_byte(c)).collect();
-                        let reasons = (!a.reasons.is_empty())
-                            .then(|| serde_json::to_string(&a.reasons).unwrap_or_default());
-                        attempt_stmt.execute(params![
-                            run,
-                            a.input_idx as i64,
-                            a.repetition as i64,
-                            a.attempt as i64,
-                            a.output,
-                            a.error,
-                            a.latency_ms,
-                            a.input_tokens.map(|v| v as i64),
-                            a.output_tokens.map(|v| v as i64),
-                            a.call_attempts as i64,
-                            a.judge_calls as i64,
-                            cells,
-                            reasons,
-                            a.passed,
-                            a.published,
-                            // Only an output is cached: errors are asked again.
-                            a.cache_key.as_ref().filter(|_| a.output.is_some()),
-                        ])?;
-                        n += 1;
-                    }
-                    WriteOp::Input(idx, input) => {
-                        inputs_seen = inputs_seen.max(Some(idx + 1));
-                        input_stmt.execute(params![
-                            run,
-                            idx as i64,
-                            input.id,
-                            serde_json::Value::Object(input.fields).to_string()
-                        ])?;
-                        n += 1;
-                    }
-                    WriteOp::Sample(s) => {
-                        let cells: Vec<u8> = s.cells.iter().map(|&c| cell_byte(c)).collect();
-                        let reasons = (!s.reasons.is_empty())
-                            .then(|| serde_json::to_string(&s.reasons).unwrap_or_default());
-                        if recheck {
-                            recheck_stmt.execute(params![
-                                run,
-                                s.input_idx as i64,
-                                s.repetition as i64,
-                                cells,
-                                reasons,
-                            ])?;
-                        } else {
-                            sample_stmt.execute(params![
-                                run,
-                                s.input_idx as i64,
-                                s.repetition as i64,
-                                s.cache_key,
-                                s.output,
-                                s.error,
-                                s.latency_ms,
-                                s.input_tokens.map(|v| v as i64),
-                                s.output_tokens.map(|v| v as i64),
-                                s.call_attempts as i64,
-                                cells,
-                                reasons,
-                            ])?;
-                        }
-                        n += 1;
-                    }
+        let mut batch = Batch::default();
+        // The session's counts as last sent in this batch.
+        let mut latest = None;
+        let mut op = Some(first);
+        while let Some(next) = op.take() {
+            match next {
+                WriteOp::Totals(t) => latest = Some(t),
+                WriteOp::Flush(ack) => {
+                    acks.push(ack);
+                    // Answered once committed: commit now.
+                    break;
                 }
-                if n < BATCH {
-                    let left = deadline.saturating_duration_since(std::time::Instant::now());
-                    op = rx.recv_timeout(left).ok();
-                }
+                WriteOp::Judgement(j) => batch.judgements.push(j),
+                WriteOp::Attempt(a) => batch.attempts.push(a),
+                WriteOp::Input(idx, input) => batch.inputs.push((idx, input)),
+                WriteOp::Sample(s) => batch.samples.push(s),
             }
-            written += n as u64;
-            if let Some(seen) = inputs_seen {
-                tx.execute(
-                    "UPDATE runs SET inputs = MAX(inputs, ?2) WHERE id = ?1",
-                    params![run, seen as i64],
-                )?;
-            }
-            if let Some(t) = totals {
-                tx.execute(
-                    "UPDATE runs SET model_calls = ?2, judge_calls = ?3, tokens = ?4,
-                     judge_calls_by_check = ?5 WHERE id = ?1",
-                    params![
-                        run,
-                        t.model_calls as i64,
-                        t.judge_calls as i64,
-                        t.tokens as i64,
-                        serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default()
-                    ],
-                )?;
+            if batch.rows() < BATCH {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                op = rx.recv_timeout(left).ok();
             }
         }
-        tx.commit()?;
+        if let Some(t) = latest {
+            batch.totals = Some(t.since(&added));
+            added = t;
+        }
+        if !batch.is_empty() {
+            out.commit(&batch)?;
+        }
+        written += batch.rows() as u64;
         for ack in acks {
             let _ = ack.send(());
         }
@@ -218,11 +109,13 @@ pub struct Writer {
     /// clone keeps the thread alive.
     tx: Arc<Mutex<Option<mpsc::SyncSender<WriteOp>>>>,
     handle: Mutex<Option<JoinHandle<Result<u64, StoreError>>>>,
-    path: PathBuf,
+    store: StoreLocation,
 }
 
 impl Writer {
-    /// Queue the run's counts so far (written with the next batch).
+    /// Queue this session's counts so far: what is new since the last is
+    /// added to the run's with the next batch, so every process writing a
+    /// run adds its own.
     pub fn send_totals(&self, totals: RunTotals) -> Result<(), StoreError> {
         self.op(WriteOp::Totals(totals))
     }
@@ -266,7 +159,7 @@ impl Writer {
 
     fn op(&self, op: WriteOp) -> Result<(), StoreError> {
         send(&self.tx, op).ok_or_else(|| StoreError::Writer {
-            path: self.path.clone(),
+            store: self.store.clone(),
             what: "the writer thread has stopped (see the error it reported)".into(),
         })
     }
@@ -291,7 +184,7 @@ impl Writer {
         match handle {
             Some(h) => h.join().unwrap_or_else(|_| {
                 Err(StoreError::Writer {
-                    path: self.path.clone(),
+                    store: self.store.clone(),
                     what: "the writer thread panicked".into(),
                 })
             }),
@@ -323,39 +216,49 @@ impl JudgementSink {
     }
 }
 
-impl Store {
-    /// Start the batched writer for `run` on its own thread and connection.
-    /// A revalidated run's samples are written as verdicts only (`rechecks`).
-    pub fn writer(&self, run: i64) -> Result<Writer, StoreError> {
-        self.writer_committing_every(run, COMMIT_EVERY)
-    }
-
-    /// [`Store::writer`] whose transactions stay open at most `window`:
-    /// what a process killed outright can lose (`probity serve` keeps it
-    /// short; a batch run favours fewer, larger transactions).
-    pub fn writer_committing_every(
-        &self,
-        run: i64,
+impl Writer {
+    /// Start the writer thread: `factory` opens its connection there; an
+    /// error opening it is returned here.
+    pub(super) fn start(
+        store: StoreLocation,
+        factory: WriterFactory,
         window: std::time::Duration,
     ) -> Result<Writer, StoreError> {
-        let recheck = self.run(run)?.outputs_from.is_some();
-        let conn = open_connection(&self.path)?;
         let (tx, rx) = mpsc::sync_channel::<WriteOp>(QUEUE);
-        let path = self.path.clone();
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), StoreError>>(1);
         let handle = std::thread::Builder::new()
             .name("probity-store-writer".into())
             .spawn(move || {
-                write_loop(conn, run, recheck, window, rx)
-                    .map_err(|source| StoreError::Sqlite { path, source })
+                let out = match factory() {
+                    Ok(out) => {
+                        let _ = ready_tx.send(Ok(()));
+                        out
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return Ok(0);
+                    }
+                };
+                write_loop(out, window, rx)
             })
             .map_err(|e| StoreError::Writer {
-                path: self.path.clone(),
+                store: store.clone(),
                 what: e.to_string(),
             })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                return Err(StoreError::Writer {
+                    store,
+                    what: "the writer thread stopped while connecting".into(),
+                })
+            }
+        }
         Ok(Writer {
             tx: Arc::new(Mutex::new(Some(tx))),
             handle: Mutex::new(Some(handle)),
-            path: self.path.clone(),
+            store,
         })
     }
 }

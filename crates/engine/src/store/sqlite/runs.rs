@@ -1,21 +1,20 @@
 //! Runs: created, finished, listed and read back by id or name.
 
-use super::error::StoreError;
-use super::lease::{host_name, now_s};
-use super::records::{run_from_row, NewRun, RunRecord, RunStatus, RunTotals, RUN_COLUMNS};
-use super::sqlite::Store;
+use super::db::Sqlite;
+use super::schema::NOW_S;
+use crate::store::backend::RunEnd;
+use crate::store::error::StoreError;
+use crate::store::identity::me;
+use crate::store::records::{NewRun, RunRecord};
+use crate::store::rows::{run_from_row, RUN_COLUMNS};
 use probity_core::sequential::SequentialOutcome;
-use probity_core::stats::Decision;
 use rusqlite::{params, OptionalExtension};
 
-impl Store {
+impl Sqlite {
     /// Create a run and store its inputs; returns its id.
-    pub fn create_run(&mut self, run: &NewRun<'_>) -> Result<i64, StoreError> {
+    pub(super) fn create_run(&mut self, run: &NewRun<'_>) -> Result<i64, StoreError> {
         let path = self.path.clone();
-        let err = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let err = |source| super::db::err_at(&path, source);
         let tx = self.conn.transaction().map_err(err)?;
         tx.execute(
             "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input, checks, settings, parent_run, reused_from, outputs_from)
@@ -38,8 +37,8 @@ impl Store {
         let id = tx.last_insert_rowid();
         // The new run is this process's from the start.
         tx.execute(
-            "INSERT OR REPLACE INTO leases (run_id, pid, host, refreshed_at) VALUES (?1, ?2, ?3, ?4)",
-            params![id, i64::from(std::process::id()), host_name(), now_s()],
+            &format!("INSERT OR REPLACE INTO leases (run_id, pid, host, holder, refreshed_at) VALUES (?1, ?2, ?3, ?4, {NOW_S})"),
+            params![id, me().pid, me().host, me().token],
         )
         .map_err(err)?;
         {
@@ -63,7 +62,7 @@ impl Store {
     }
 
     /// The most recent unfinished run with this configuration hash.
-    pub fn resumable_run(&self, config_hash: &str) -> Result<Option<i64>, StoreError> {
+    pub(super) fn resumable_run(&self, config_hash: &str) -> Result<Option<i64>, StoreError> {
         self.conn
             .query_row(
                 "SELECT id FROM runs WHERE config_hash = ?1 AND status != 'complete' ORDER BY id DESC LIMIT 1",
@@ -74,46 +73,47 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Mark a run finished (or interrupted): its counts over all sessions
-    /// (`totals`), this session's reused samples and duration, which
-    /// add to the earlier sessions', and each check's decision over every
-    /// stored sample (`verdicts`, in column order; `None` leaves none, and
-    /// `probity runs` rebuilds them from the samples).
-    pub fn finish_run(
-        &self,
-        run: i64,
-        status: RunStatus,
-        totals: RunTotals,
-        cached: u64,
-        duration_s: f64,
-        verdicts: Option<&[Decision]>,
-    ) -> Result<(), StoreError> {
-        self.conn
-            .execute(
+    pub(super) fn finish_run(&self, run: i64, end: &RunEnd<'_>) -> Result<(), StoreError> {
+        let write = || -> rusqlite::Result<()> {
+            let tx = self.conn.unchecked_transaction()?;
+            tx.execute(
                 "UPDATE runs SET status = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'),
-                 model_calls = ?3, judge_calls = ?4, tokens = ?5, cached = cached + ?6,
-                 duration_s = COALESCE(duration_s, 0) + ?7, judge_calls_by_check = ?8,
-                 verdicts = ?9
+                 cached = cached + ?3, duration_s = COALESCE(duration_s, 0) + ?4, verdicts = ?5
                  WHERE id = ?1",
                 params![
                     run,
-                    <&str>::from(status),
-                    totals.model_calls as i64,
-                    totals.judge_calls as i64,
-                    totals.tokens as i64,
-                    cached as i64,
-                    duration_s,
-                    serde_json::to_string(&totals.judge_calls_by_check).unwrap_or_default(),
-                    verdicts.and_then(|v| serde_json::to_string(v).ok())
+                    <&str>::from(end.status),
+                    end.cached as i64,
+                    end.duration_s,
+                    end.verdicts.and_then(|v| serde_json::to_string(v).ok())
                 ],
-            )
-            .map_err(|e| self.err(e))?;
+            )?;
+            if let Some(t) = end.totals {
+                tx.execute(
+                    "UPDATE runs SET model_calls = ?2, judge_calls = ?3, tokens = ?4,
+                     judge_calls_by_check = ?5 WHERE id = ?1",
+                    params![
+                        run,
+                        t.model_calls as i64,
+                        t.judge_calls as i64,
+                        t.tokens as i64,
+                        serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default(),
+                    ],
+                )?;
+            }
+            tx.commit()
+        };
+        write().map_err(|e| self.err(e))?;
         // Finished or interrupted, the run is no longer this process's.
         self.release_lease(run)
     }
 
     /// Store a sequential run's outcome with it (when it finishes).
-    pub fn set_sequential(&self, run: i64, outcome: &SequentialOutcome) -> Result<(), StoreError> {
+    pub(super) fn set_sequential(
+        &self,
+        run: i64,
+        outcome: &SequentialOutcome,
+    ) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "UPDATE runs SET sequential = ?2 WHERE id = ?1",
@@ -125,32 +125,26 @@ impl Store {
 
     /// Every run, newest first, optionally only those whose name contains
     /// `name`.
-    pub fn runs(&self, name: Option<&str>) -> Result<Vec<RunRecord>, StoreError> {
+    pub(super) fn runs(&self, name: Option<&str>) -> Result<Vec<RunRecord>, StoreError> {
         self.query_all(
             &format!("{RUN_COLUMNS} WHERE (?1 IS NULL OR instr(name, ?1) > 0) ORDER BY id DESC"),
             params![name],
-            run_from_row,
+            |r| run_from_row(r),
         )
     }
 
     /// One run's header.
-    pub fn run(&self, run: i64) -> Result<RunRecord, StoreError> {
+    pub(super) fn run(&self, run: i64) -> Result<Option<RunRecord>, StoreError> {
         self.conn
-            .query_row(
-                &format!("{RUN_COLUMNS} WHERE id = ?1"),
-                params![run],
-                run_from_row,
-            )
-            .optional()
-            .map_err(|e| self.err(e))?
-            .ok_or(StoreError::NoSuchRun {
-                path: self.path.clone(),
-                run,
+            .query_row(&format!("{RUN_COLUMNS} WHERE id = ?1"), params![run], |r| {
+                run_from_row(r)
             })
+            .optional()
+            .map_err(|e| self.err(e))
     }
 
     /// The latest run whose name is exactly `name`.
-    pub fn latest_named(&self, name: &str) -> Result<Option<i64>, StoreError> {
+    pub(super) fn latest_named(&self, name: &str) -> Result<Option<i64>, StoreError> {
         self.conn
             .query_row(
                 "SELECT id FROM runs WHERE name = ?1 ORDER BY id DESC LIMIT 1",

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The shared store against the embedded one, measured side by side in one
+# run (issue 19):
+#
+#   eval "$(scripts/postgres.sh)"       # a PostgreSQL to measure (PROBITY_TEST_PG)
+#   bench/store.sh
+#   INPUTS=100 OUTPUTS=100 bench/store.sh   # smaller
+#
+# 1. INPUTS × OUTPUTS samples (default 1,000 × 100 = 100,000) × 3 checks
+#    through the in-process simulator into SQLite, then into PostgreSQL:
+#    wall time, samples/s, the ratio PostgreSQL/SQLite (goal ≥ 0.5), bytes
+#    stored per sample (SQLite: the file and its WAL; PostgreSQL: the
+#    database's growth) and WAL bytes the server wrote per sample.
+# 2. `probity runs` on a store of 1,000 runs (headers copied in SQL): the
+#    median of 5 (goal < 100 ms), both stores.
+# 3. One shared run on a latency-bound system (the simulator at 200 ms a
+#    call, 30 inputs × 10 outputs, concurrency 4 per process): 1 process vs
+#    3 (`run --shared` + 2 × `work`): wall-time ratio (goal ≤ 0.4).
+#
+# Figures depend on the machine and its load: compare them within one run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${PROBITY_TEST_PG:?set PROBITY_TEST_PG (eval \"\$(scripts/postgres.sh)\")}"
+if [ -z "${BIN:-}" ]; then
+  cargo build --release -q -p probity-cli
+  BIN="$PWD/target/release/probity"
+fi
+INPUTS="${INPUTS:-1000}"
+OUTPUTS="${OUTPUTS:-100}"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/probity-store.XXXXXX")"
+DB="probity_bench_$$"
+base="${PROBITY_TEST_PG%/*}"
+query="${PROBITY_TEST_PG#*\?}"; [ "$query" = "$PROBITY_TEST_PG" ] && query="" || query="?$query"
+PG="$base/$DB$query"
+psql_admin() { psql "$PROBITY_TEST_PG" -qtAX -v ON_ERROR_STOP=1 -c "$1"; }
+psql_db() { psql "$PG" -qtAX -v ON_ERROR_STOP=1 -c "$1"; }
+cleanup() { psql_admin "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+psql_admin "CREATE DATABASE $DB"
+
+now_ms() { date +%s%3N; }
+
+for i in $(seq 1 "$INPUTS"); do
+  printf '{"id":"q%05d","text":"Thank you for answer number %d."}\n' "$i" "$i"
+done >"$WORK/inputs.jsonl"
+cat >"$WORK/probity.toml" <<TOML
+name = "store-bench"
+[system]
+provider = "sim"
+seed = 1
+[experiment]
+inputs = "inputs.jsonl"
+outputs_per_input = $OUTPUTS
+concurrency = 32
+[[validator]]
+name = "contractions"
+check = '''count(output, "'") <= 3'''
+minimum_success_percentage = 0.85
+[[validator]]
+name = "politeness"
+kind = "contains"
+value = "You're welcome"
+minimum_success_percentage = 0.8
+[[validator]]
+name = "not_empty"
+kind = "length"
+min = 1
+TOML
+samples=$((INPUTS * OUTPUTS))
+
+echo "== 1. $INPUTS × $OUTPUTS = $samples samples × 3 checks"
+t0=$(now_ms); "$BIN" run "$WORK/probity.toml" --store "$WORK/runs.db" -q >/dev/null || [ $? = 1 ]; t1=$(now_ms)
+lite_ms=$((t1 - t0))
+lite_bytes=$(( $(stat -c %s "$WORK/runs.db") + $( [ -f "$WORK/runs.db-wal" ] && stat -c %s "$WORK/runs.db-wal" || echo 0) ))
+"$BIN" runs --store "$PG" >/dev/null   # the tables, made before measuring
+size0=$(psql_db "SELECT pg_database_size(current_database())")
+wal0=$(psql_db "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")
+t0=$(now_ms); "$BIN" run "$WORK/probity.toml" --store "$PG" -q >/dev/null || [ $? = 1 ]; t1=$(now_ms)
+pg_ms=$((t1 - t0))
+size1=$(psql_db "SELECT pg_database_size(current_database())")
+wal1=$(psql_db "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")
+stored=$(psql_db "SELECT COUNT(*) FROM samples")
+[ "$stored" = "$samples" ] || { echo "PostgreSQL holds $stored samples, not $samples" >&2; exit 1; }
+awk -v s="$samples" -v l="$lite_ms" -v p="$pg_ms" -v lb="$lite_bytes" -v pb=$((size1 - size0)) -v w=$((wal1 - wal0)) 'BEGIN {
+  printf "SQLite:     %6.2f s  %8.0f samples/s  %5.0f bytes stored/sample\n", l/1000, s/(l/1000), lb/s
+  printf "PostgreSQL: %6.2f s  %8.0f samples/s  %5.0f bytes stored/sample  %5.0f WAL bytes/sample\n", p/1000, s/(p/1000), pb/s, w/s
+  printf "throughput PostgreSQL/SQLite: %.2f× (goal ≥ 0.5×)\n", l/p
+}'
+
+echo "== 2. probity runs on a store of 1,000 runs"
+python3 - "$WORK/runs.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+cols = [r[1] for r in db.execute("PRAGMA table_info(runs)") if r[1] != "id"]
+while db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] < 1000:
+    n = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    db.execute(f"INSERT INTO runs ({','.join(cols)}) SELECT {','.join(cols)} FROM runs LIMIT {min(n, 1000 - n)}")
+db.commit()
+PY
+psql_db "INSERT INTO runs (name, created_at, finished_at, status, config_hash, config, system, inputs, outputs_per_input, checks, settings, model_calls, cached, duration_s, judge_calls, tokens, judge_calls_by_check, verdicts)
+  SELECT name, created_at, finished_at, status, config_hash, config, system, inputs, outputs_per_input, checks, settings, model_calls, cached, duration_s, judge_calls, tokens, judge_calls_by_check, verdicts
+  FROM runs, generate_series(1, 999)" >/dev/null
+for store in "$WORK/runs.db" "$PG"; do
+  times=()
+  for _ in 1 2 3 4 5; do
+    t0=$(now_ms); "$BIN" runs --store "$store" >/dev/null; t1=$(now_ms)
+    times+=($((t1 - t0)))
+  done
+  median=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 3p)
+  case "$store" in postgres*) name=PostgreSQL ;; *) name=SQLite ;; esac
+  listed=$(( $("$BIN" runs --store "$store" | wc -l) - 1 ))
+  echo "$name: probity runs over $listed runs: median ${median} ms of 5 (goal < 100 ms)"
+done
+
+echo "== 3. a latency-bound run (200 ms a call), 1 process vs 3"
+head -n 30 "$WORK/inputs.jsonl" >"$WORK/slow.jsonl"
+sed -e 's/^seed = 1$/seed = 1\nlatency_ms = 200/' -e 's/^inputs = "inputs.jsonl"/inputs = "slow.jsonl"/' \
+  -e "s/^outputs_per_input = .*/outputs_per_input = 10/" -e 's/^concurrency = 32/concurrency = 4/' \
+  -e 's/^name = "store-bench"/name = "store-bench-slow"/' "$WORK/probity.toml" >"$WORK/slow.toml"
+t0=$(now_ms); "$BIN" run "$WORK/slow.toml" --store "$PG" -q >/dev/null || [ $? = 1 ]; t1=$(now_ms)
+one_ms=$((t1 - t0))
+t0=$(now_ms)
+"$BIN" run "$WORK/slow.toml" --store "$PG" --shared -q >/dev/null &
+creator=$!
+until [ "$(psql_db "SELECT COUNT(*) FROM claims c JOIN runs r ON r.id = c.run_id WHERE r.status = 'running'")" -gt 0 ]; do sleep 0.05; done
+"$BIN" work "$WORK/slow.toml" --store "$PG" -q >/dev/null &
+w1=$!
+"$BIN" work "$WORK/slow.toml" --store "$PG" -q >/dev/null &
+w2=$!
+for p in $creator $w1 $w2; do wait "$p" || [ $? = 1 ]; done
+t1=$(now_ms)
+three_ms=$((t1 - t0))
+awk -v a="$one_ms" -v b="$three_ms" 'BEGIN {
+  printf "1 process: %.2f s; 3 processes: %.2f s; ratio %.2f (goal ≤ 0.4)\n", a/1000, b/1000, b/a
+}'

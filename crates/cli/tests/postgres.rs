@@ -1,0 +1,396 @@
+//! The shared PostgreSQL store as users meet it, against a real server
+//! (`PROBITY_TEST_PG`; see `probity_engine::store::postgres::testing`):
+//! eight `probity run` processes at once; one run split over three
+//! processes, one killed with SIGKILL; the server restarted mid-run; a
+//! wrong password. Every command here is the `probity` binary.
+
+mod common;
+
+use common::text;
+use probity_engine::store::postgres::testing::TestDatabase;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// `probity ARGS` in `dir` against `store`.
+fn probity(dir: &Path, store: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_probity"));
+    c.current_dir(dir)
+        .args(args)
+        .env("PROBITY_STORE", store)
+        .env("PROBITY_CLAIM_TTL_S", "2")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn output(mut c: Command) -> Output {
+    c.output().expect("run probity")
+}
+
+/// `probity init` in `dir`, its simulator slowed to `latency_ms` a call
+/// and its seed pinned.
+fn init(dir: &Path, latency_ms: u64) {
+    let out = Command::new(env!("CARGO_BIN_EXE_probity"))
+        .current_dir(dir)
+        .args(["init", "."])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let path = dir.join("probity.toml");
+    let config = std::fs::read_to_string(&path).unwrap().replace(
+        "[system]\nprovider = \"sim\"\n",
+        &format!("[system]\nprovider = \"sim\"\nlatency_ms = {latency_ms}\n"),
+    );
+    assert!(config.contains("latency_ms"), "the simulator table moved");
+    // Pinned: runs of the same file sample the same outputs.
+    let config = if config.contains("\nseed = ") {
+        config
+    } else {
+        config.replace("latency_ms =", "seed = 42\nlatency_ms =")
+    };
+    std::fs::write(path, config).unwrap();
+}
+
+/// Wait for `child`, at most `limit`.
+fn wait(mut child: Child, limit: Duration) -> Output {
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < limit,
+            "probity did not finish in {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The JSON report of run `run` (rates per check).
+fn report(dir: &Path, store: &str, run: &str) -> Value {
+    let out = output(probity(dir, store, &["report", run, "--format", "json"]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Each check's name, passes and count, from a JSON report.
+fn counts(report: &Value) -> Vec<(String, u64, u64)> {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["rate"]["pass"].as_u64().unwrap(),
+                c["rate"]["n"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Eight processes write runs to one database at once: every one ends
+/// with a verdict, ids are distinct, every run holds all its samples.
+#[test]
+fn eight_processes_write_runs_at_once() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 0);
+    let children: Vec<Child> = (0..8)
+        .map(|_| {
+            probity(dir.path(), db.url(), &["run", "-q"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = wait(child, Duration::from_secs(120));
+        // 1: the simulator's contraction check fails by design.
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert!(!text(&out.stderr).contains("probity-test-pw"));
+    }
+    assert_eq!(
+        db.query("SELECT COUNT(DISTINCT id) || '/' || COUNT(*) || ' ' || string_agg(DISTINCT status, ',') FROM runs"),
+        ["8/8 complete"]
+    );
+    assert_eq!(
+        db.query("SELECT COUNT(*) FROM samples GROUP BY run_id HAVING COUNT(*) = 400"),
+        vec!["400".to_string(); 8]
+    );
+    let runs = output(probity(dir.path(), db.url(), &["runs"]));
+    assert_eq!(runs.status.code(), Some(0), "{}", text(&runs.stderr));
+    assert_eq!(text(&runs.stdout).matches("complete").count(), 8);
+}
+
+/// One run, three processes (`run --shared` and two `work`), one killed
+/// with SIGKILL while it holds inputs: the others take its inputs once its
+/// claims expire, and the run ends with every sample exactly once and the
+/// verdicts of a one-process run of the same seeded simulator.
+#[test]
+fn three_workers_one_killed_store_every_sample_once() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 60);
+    let creator = probity(
+        dir.path(),
+        db.url(),
+        &["run", "--shared", "--concurrency", "4", "-q"],
+    )
+    .spawn()
+    .unwrap();
+    let started = Instant::now();
+    while db.query("SELECT COUNT(*) FROM claims") != ["20"] {
+        assert!(started.elapsed() < Duration::from_secs(30), "no claims");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let worker = probity(dir.path(), db.url(), &["work", "--concurrency", "4", "-q"])
+        .spawn()
+        .unwrap();
+    let mut victim = probity(dir.path(), db.url(), &["work", "--concurrency", "4", "-q"])
+        .spawn()
+        .unwrap();
+    // Killed while it holds inputs of its own.
+    let victim_pid = victim.id();
+    let held = format!("SELECT COUNT(*) > 0 FROM claims WHERE pid = {victim_pid} AND NOT done");
+    while db.query(&held) != ["t"] {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the third worker claimed nothing"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    let creator = wait(creator, Duration::from_secs(180));
+    let worker = wait(worker, Duration::from_secs(180));
+    for out in [&creator, &worker] {
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    }
+    assert_eq!(db.query("SELECT COUNT(*) FROM samples"), ["400"]);
+    assert_eq!(db.query("SELECT status FROM runs"), ["complete"]);
+    assert_eq!(db.query("SELECT COUNT(*) FROM claims WHERE done"), ["20"]);
+    // Every worker's calls added up: at least one per stored sample (the
+    // killed worker's last, uncommitted ones are lost with it).
+    let calls: u64 = db.query("SELECT model_calls FROM runs")[0].parse().unwrap();
+    assert!((400..=460).contains(&calls), "model_calls {calls}");
+    // The same verdicts as one process on SQLite.
+    let single = dir.path().join("single.db");
+    let single = single.to_str().unwrap();
+    let out = output(probity(dir.path(), single, &["run", "-q"]));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        counts(&report(dir.path(), db.url(), "1")),
+        counts(&report(dir.path(), single, "1"))
+    );
+}
+
+/// A wrong password, a missing database: exit 3, the cause named, the
+/// password nowhere; nothing is written.
+#[test]
+fn a_wrong_password_or_database_is_named_and_the_password_never_shown() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 0);
+    let (scheme, rest) = db.url().split_once("://").unwrap();
+    let (userinfo, host) = rest.split_once('@').unwrap();
+    let user = userinfo.split(':').next().unwrap();
+    let wrong = format!("{scheme}://{user}:Wr0ngSecret@{host}");
+    for (store, cause) in [
+        (wrong.as_str(), "password authentication failed"),
+        (&*format!("{}_gone", db.url()), "does not exist"),
+    ] {
+        for args in [&["run", "-q"][..], &["runs"], &["report", "1"]] {
+            let out = output(probity(dir.path(), store, args));
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+            assert!(err.contains(cause), "{args:?}: {err}");
+            assert!(
+                !err.contains("Wr0ngSecret") && !err.contains("probity-test-pw"),
+                "{err}"
+            );
+        }
+    }
+    assert_eq!(db.query("SELECT COUNT(*) FROM runs"), ["0"]);
+}
+
+/// A PostgreSQL server of this test's own (so it may be restarted), from
+/// Debian's binaries; run as the `postgres` user when this is root.
+struct PrivateServer {
+    dir: tempfile::TempDir,
+    bin: std::path::PathBuf,
+    port: u16,
+}
+
+impl PrivateServer {
+    fn start() -> Option<PrivateServer> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+            .find(|b| b.join("initdb").exists());
+        let Some(bin) = bin else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI: no PostgreSQL binaries in /usr/lib/postgresql"
+            );
+            eprintln!("skipped: no PostgreSQL binaries in /usr/lib/postgresql");
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = PrivateServer { dir, bin, port };
+        if server.root() {
+            let chown = Command::new("chown")
+                .args(["-R", "postgres"])
+                .arg(server.dir.path())
+                .status()
+                .unwrap();
+            assert!(chown.success());
+        }
+        let data = server.dir.path().join("data");
+        server.pg(
+            "initdb",
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "--auth=trust",
+                "-U",
+                "postgres",
+            ],
+        );
+        server.ctl("start");
+        Some(server)
+    }
+
+    fn root(&self) -> bool {
+        Command::new("id")
+            .arg("-u")
+            .output()
+            .map(|o| text(&o.stdout).trim() == "0")
+            .unwrap_or(false)
+    }
+
+    fn pg(&self, tool: &str, args: &[&str]) {
+        let exe = self.bin.join(tool);
+        let mut c = if self.root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(exe);
+            c
+        } else {
+            Command::new(exe)
+        };
+        let out = c.args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{tool}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+    }
+
+    /// `pg_ctl start|restart`, waiting until it is up.
+    fn ctl(&self, action: &str) {
+        let d = self.dir.path();
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1",
+            self.port,
+            d.display()
+        );
+        self.pg(
+            "pg_ctl",
+            &[
+                "-D",
+                d.join("data").to_str().unwrap(),
+                "-l",
+                d.join("log").to_str().unwrap(),
+                "-o",
+                &opts,
+                "-m",
+                "fast",
+                "-w",
+                action,
+            ],
+        );
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        let data = self.dir.path().join("data");
+        let exe = self.bin.join("pg_ctl");
+        let mut c = if self.root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(exe);
+            c
+        } else {
+            Command::new(exe)
+        };
+        let _ = c
+            .args(["-D", data.to_str().unwrap(), "-m", "immediate", "stop"])
+            .output();
+    }
+}
+
+/// The server restarted while a run writes: the run gets its connections
+/// back and ends with every sample stored — or, past the writer's
+/// patience, stops with exit 3 naming the store and resumes with nothing
+/// lost.
+#[test]
+fn a_server_restarted_mid_run_loses_nothing() {
+    let Some(server) = PrivateServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 40);
+    let url = server.url();
+    let run = probity(dir.path(), &url, &["run", "--concurrency", "4", "-q"])
+        .spawn()
+        .unwrap();
+    let count = |sql: &str| -> Option<i64> {
+        let out = Command::new("psql")
+            .args([&url, "-tAc", sql])
+            .output()
+            .ok()?;
+        text(&out.stdout).trim().parse().ok()
+    };
+    let started = Instant::now();
+    while count("SELECT COUNT(*) FROM samples").unwrap_or(0) < 40 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no sample stored"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.ctl("restart");
+    let out = wait(run, Duration::from_secs(180));
+    let err = text(&out.stderr);
+    println!("after the restart: exit {:?}", out.status.code());
+    match out.status.code() {
+        Some(1) => {}
+        Some(3) => {
+            assert!(err.contains("127.0.0.1"), "{err}");
+            let again = output(probity(dir.path(), &url, &["run", "--resume", "-q"]));
+            assert_eq!(again.status.code(), Some(1), "{}", text(&again.stderr));
+        }
+        other => panic!("exit {other:?}: {err}"),
+    }
+    assert_eq!(count("SELECT COUNT(*) FROM samples"), Some(400));
+    assert_eq!(
+        count("SELECT COUNT(*) FROM runs WHERE status = 'complete'"),
+        Some(1)
+    );
+}

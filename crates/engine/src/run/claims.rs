@@ -1,0 +1,96 @@
+//! A run shared between processes (`probity run --shared`, `probity
+//! work`): each takes inputs a batch at a time through the store's claims
+//! instead of every cell at once, samples the cells of those inputs not yet
+//! stored, and marks an input done once all its samples are committed. A
+//! worker killed outright stops refreshing its claims; after
+//! [`crate::store::claim_ttl`] another takes its inputs and samples only
+//! what was not stored, so the run ends with every sample exactly once.
+
+use crate::store::{Store, StoreError, Writer};
+use std::collections::HashMap;
+
+/// The inputs this process holds and what is left of them.
+pub(crate) struct ClaimFeed {
+    run: i64,
+    /// Outputs per input (M).
+    m: usize,
+    /// Inputs claimed at a time.
+    batch: usize,
+    /// Per claimed input, its cells handed out and not yet back.
+    left: HashMap<usize, usize>,
+    /// Inputs whose every sample is sent to the writer, to be marked done
+    /// once committed ([`ClaimFeed::settle`]).
+    finished: Vec<usize>,
+}
+
+impl ClaimFeed {
+    /// A feed for `run` of M = `m` that claims enough inputs at a time to
+    /// keep `workers` busy twice over.
+    pub(crate) fn new(run: i64, m: usize, workers: usize) -> ClaimFeed {
+        ClaimFeed {
+            run,
+            m,
+            batch: (2 * workers).div_ceil(m.max(1)).max(1),
+            left: HashMap::new(),
+            finished: Vec::new(),
+        }
+    }
+
+    pub(crate) fn run(&self) -> i64 {
+        self.run
+    }
+
+    /// Cells handed out and not yet back.
+    pub(crate) fn outstanding(&self) -> usize {
+        self.left.values().sum()
+    }
+
+    /// Claim the next inputs; the `(input, repetition)` cells of theirs
+    /// not yet stored (an input some worker left all stored is finished at
+    /// once). Empty when no input is left to claim.
+    pub(crate) fn claim(&mut self, store: &Store) -> Result<Vec<(usize, usize)>, StoreError> {
+        let inputs = store.claim_inputs(self.run, self.batch)?;
+        let stored = store.stored_cells_of(self.run, &inputs)?;
+        let stored: std::collections::HashSet<(usize, usize)> = stored.into_iter().collect();
+        let mut cells = Vec::new();
+        for i in inputs {
+            let before = cells.len();
+            cells.extend((0..self.m).map(|j| (i, j)).filter(|c| !stored.contains(c)));
+            match cells.len() - before {
+                0 => self.finished.push(i),
+                n => {
+                    self.left.insert(i, n);
+                }
+            }
+        }
+        Ok(cells)
+    }
+
+    /// Cell `(i, _)` came back (stored or dropped).
+    pub(crate) fn returned(&mut self, i: usize) {
+        if let Some(n) = self.left.get_mut(&i) {
+            *n -= 1;
+            if *n == 0 {
+                self.left.remove(&i);
+                self.finished.push(i);
+            }
+        }
+    }
+
+    /// Mark the finished inputs done, once the writer has committed every
+    /// sample sent so far.
+    pub(crate) async fn settle(
+        &mut self,
+        store: &Store,
+        writer: &Writer,
+    ) -> Result<(), StoreError> {
+        if self.finished.is_empty() {
+            return Ok(());
+        }
+        // An error here is the writer's, reported when it is finished.
+        let _ = writer.flushed().await;
+        store.finish_inputs(self.run, &self.finished)?;
+        self.finished.clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,67 @@
+//! The caches' lookups in PostgreSQL, on a connection of their own.
+
+use super::conn::Conn;
+use crate::store::backend::CacheReader;
+use crate::store::error::StoreError;
+use crate::store::location::PostgresUrl;
+use crate::store::records::{CachedOutput, JudgementRow};
+use crate::store::rows::{cached_from_row, RowRead};
+
+pub(super) fn lookup_judgement(
+    c: &mut postgres::Client,
+    key: &str,
+) -> Result<Option<JudgementRow>, postgres::Error> {
+    c.query_opt(
+        "SELECT verdict, reasons, raw FROM judgements WHERE cache_key = $1",
+        &[&key],
+    )?
+    .map(|r| {
+        Ok(JudgementRow {
+            cache_key: key.to_string(),
+            pass: r.flag(0)?,
+            reasons: serde_json::from_str(&r.text(1)?).unwrap_or_default(),
+            raw: r.text(2)?,
+        })
+    })
+    .transpose()
+}
+
+/// A connection of its own for the caches.
+pub(super) struct Reader {
+    conn: Conn,
+}
+
+impl Reader {
+    pub(super) fn open(url: &PostgresUrl) -> Result<Reader, StoreError> {
+        Ok(Reader {
+            conn: Conn::open(url)?,
+        })
+    }
+}
+
+impl CacheReader for Reader {
+    fn judgement(&mut self, key: &str) -> Result<Option<JudgementRow>, StoreError> {
+        let key = key.to_string();
+        self.conn.call(move |c| lookup_judgement(c, &key))
+    }
+
+    fn output(&mut self, key: &str, from: i64) -> Result<Option<CachedOutput>, StoreError> {
+        let key = key.to_string();
+        self.conn.call(move |c| {
+            let hit = c.query_opt(
+                "SELECT output, latency_ms, input_tokens, output_tokens FROM attempts
+                 WHERE cache_key = $1 AND run_id = $2 AND output IS NOT NULL LIMIT 1",
+                &[&key, &from],
+            )?;
+            let hit = match hit {
+                Some(r) => Some(r),
+                None => c.query_opt(
+                    "SELECT output, latency_ms, input_tokens, output_tokens FROM samples
+                     WHERE cache_key = $1 AND run_id = $2 AND error IS NULL AND output IS NOT NULL LIMIT 1",
+                    &[&key, &from],
+                )?,
+            };
+            hit.map(|r| cached_from_row(&r, 0)).transpose()
+        })
+    }
+}

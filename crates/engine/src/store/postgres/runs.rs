@@ -1,0 +1,157 @@
+//! Runs in PostgreSQL: created (id from the identity column, inputs in one
+//! statement), finished, listed and read back.
+
+use super::db::Postgres;
+use super::schema::NOW_TEXT;
+use crate::store::backend::RunEnd;
+use crate::store::error::StoreError;
+use crate::store::identity::me;
+use crate::store::records::{NewRun, RunRecord};
+use crate::store::rows::{run_from_row, RUN_COLUMNS};
+use probity_core::sequential::SequentialOutcome;
+
+impl Postgres {
+    pub(super) fn create_run(&mut self, run: &NewRun<'_>) -> Result<i64, StoreError> {
+        let row = (
+            run.name.to_string(),
+            run.config_hash.to_string(),
+            run.config.to_string(),
+            run.system.to_string(),
+            run.inputs.len() as i64,
+            run.outputs_per_input as i64,
+            serde_json::to_string(run.checks).unwrap_or_default(),
+            serde_json::to_string(run.settings).unwrap_or_default(),
+            (run.parent_run, run.reused_from, run.outputs_from),
+        );
+        let idx: Vec<i64> = (0..run.inputs.len() as i64).collect();
+        let ids: Vec<Vec<u8>> = run
+            .inputs
+            .iter()
+            .map(|i| i.id.clone().into_bytes())
+            .collect();
+        let fields: Vec<String> = run
+            .inputs
+            .iter()
+            .map(|i| serde_json::Value::Object(i.fields.clone()).to_string())
+            .collect();
+        self.conn.call(move |c| {
+            let (name, hash, config, system, n, m, checks, settings, (parent, reused, from)) = &row;
+            let mut tx = c.transaction()?;
+            let id: i64 = tx
+                .query_one(
+                    "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input,
+                        checks, settings, parent_run, reused_from, outputs_from)
+                     VALUES ($1, 'running', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+                    &[name, hash, config, system, n, m, checks, settings, parent, reused, from],
+                )?
+                .get(0);
+            // The new run is this process's from the start.
+            tx.execute(
+                "INSERT INTO leases (run_id, pid, host, holder, refreshed_at) VALUES ($1, $2, $3, $4, now())",
+                &[&id, &me().pid, &me().host, &me().token],
+            )?;
+            tx.execute(
+                "INSERT INTO inputs (run_id, idx, input_id, fields)
+                 SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BYTEA[], $4::TEXT[])",
+                &[&id, &idx, &ids, &fields],
+            )?;
+            tx.commit()?;
+            Ok(id)
+        })
+    }
+
+    pub(super) fn resumable_run(&self, config_hash: &str) -> Result<Option<i64>, StoreError> {
+        let hash = config_hash.to_string();
+        self.conn.call(move |c| {
+            Ok(c.query_opt(
+                "SELECT id FROM runs WHERE config_hash = $1 AND status != 'complete' ORDER BY id DESC LIMIT 1",
+                &[&hash],
+            )?
+            .map(|r| r.get(0)))
+        })
+    }
+
+    pub(super) fn finish_run(&self, run: i64, end: &RunEnd<'_>) -> Result<(), StoreError> {
+        let status = <&str>::from(end.status).to_string();
+        let (cached, duration) = (end.cached as i64, end.duration_s);
+        let verdicts = end.verdicts.and_then(|v| serde_json::to_string(v).ok());
+        let totals = end.totals.map(|t| {
+            (
+                t.model_calls as i64,
+                t.judge_calls as i64,
+                t.tokens as i64,
+                serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default(),
+            )
+        });
+        self.conn.call(move |c| {
+            let mut tx = c.transaction()?;
+            tx.execute(
+                &format!(
+                    "UPDATE runs SET status = $2, finished_at = {NOW_TEXT}, cached = cached + $3,
+                     duration_s = COALESCE(duration_s, 0) + $4, verdicts = $5 WHERE id = $1"
+                ),
+                &[&run, &status, &cached, &duration, &verdicts],
+            )?;
+            if let Some((calls, judge, tokens, by_check)) = &totals {
+                tx.execute(
+                    "UPDATE runs SET model_calls = $2, judge_calls = $3, tokens = $4,
+                     judge_calls_by_check = $5 WHERE id = $1",
+                    &[&run, calls, judge, tokens, by_check],
+                )?;
+            }
+            tx.commit()
+        })?;
+        // Finished or interrupted, the run is no longer this process's.
+        self.release_lease(run)
+    }
+
+    pub(super) fn set_sequential(
+        &self,
+        run: i64,
+        outcome: &SequentialOutcome,
+    ) -> Result<(), StoreError> {
+        let text = serde_json::to_string(outcome).ok();
+        self.conn.call(move |c| {
+            c.execute(
+                "UPDATE runs SET sequential = $2 WHERE id = $1",
+                &[&run, &text],
+            )
+            .map(|_| ())
+        })
+    }
+
+    pub(super) fn runs(&self, name: Option<&str>) -> Result<Vec<RunRecord>, StoreError> {
+        let name = name.map(str::to_string);
+        self.conn.call(move |c| {
+            c.query(
+                &format!(
+                    "{RUN_COLUMNS} WHERE ($1::TEXT IS NULL OR strpos(name, $1) > 0) ORDER BY id DESC"
+                ),
+                &[&name],
+            )?
+            .iter()
+            .map(run_from_row)
+            .collect()
+        })
+    }
+
+    pub(super) fn run(&self, run: i64) -> Result<Option<RunRecord>, StoreError> {
+        self.conn.call(move |c| {
+            c.query_opt(&format!("{RUN_COLUMNS} WHERE id = $1"), &[&run])?
+                .as_ref()
+                .map(run_from_row)
+                .transpose()
+        })
+    }
+
+    pub(super) fn latest_named(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        let name = name.to_string();
+        self.conn.call(move |c| {
+            Ok(c.query_opt(
+                "SELECT id FROM runs WHERE name = $1 ORDER BY id DESC LIMIT 1",
+                &[&name],
+            )?
+            .map(|r| r.get(0)))
+        })
+    }
+}

@@ -1,0 +1,269 @@
+//! The writer thread's transactions in PostgreSQL: each table's rows of a
+//! batch in one `INSERT … SELECT FROM UNNEST(…)` (one round trip per table,
+//! not per row), replacing rows already stored, all in one transaction.
+//!
+//! A lost connection (the server restarted, a network blip) is opened
+//! again and the same batch committed again — replacing makes that
+//! harmless — for up to [`RECONNECT_FOR`]; past that, the writer stops with
+//! the cause, the run stops with it, and `--resume` asks for what was not
+//! stored.
+
+use super::conn::{connect, transient};
+use super::lease::refresh_lease_on;
+use crate::store::backend::{Batch, BatchWriter, WriterFactory};
+use crate::store::error::StoreError;
+use crate::store::location::{PostgresUrl, StoreLocation};
+use crate::store::rows::{add_by_check, cell_bytes, reasons_text};
+use postgres::Client;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// How long a writer tries to get a lost connection back.
+pub(super) const RECONNECT_FOR: Duration = Duration::from_secs(60);
+
+struct Writer {
+    url: PostgresUrl,
+    client: Client,
+    run: i64,
+    /// A revalidated run: samples go to `rechecks`, verdicts only.
+    recheck: bool,
+}
+
+pub(super) fn factory(url: PostgresUrl, run: i64, recheck: bool) -> WriterFactory {
+    Box::new(move || {
+        let client = connect(&url)?;
+        Ok(Box::new(Writer {
+            url,
+            client,
+            run,
+            recheck,
+        }) as Box<dyn BatchWriter>)
+    })
+}
+
+/// The indexes of `rows` keeping only the last row of each key (one
+/// statement may not touch a row twice).
+fn last_of_each<T, K: std::hash::Hash + Eq>(rows: &[T], key: impl Fn(&T) -> K) -> Vec<usize> {
+    let mut last: HashMap<K, usize> = HashMap::with_capacity(rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        last.insert(key(r), i);
+    }
+    let mut keep: Vec<usize> = last.into_values().collect();
+    keep.sort_unstable();
+    keep
+}
+
+fn write(c: &mut Client, run: i64, recheck: bool, batch: &Batch) -> Result<(), postgres::Error> {
+    let mut tx = c.transaction()?;
+    if !batch.inputs.is_empty() {
+        let keep = last_of_each(&batch.inputs, |(i, _)| *i);
+        let idx: Vec<i64> = keep.iter().map(|&k| batch.inputs[k].0 as i64).collect();
+        let ids: Vec<Vec<u8>> = keep
+            .iter()
+            .map(|&k| batch.inputs[k].1.id.clone().into_bytes())
+            .collect();
+        let fields: Vec<String> = keep
+            .iter()
+            .map(|&k| serde_json::Value::Object(batch.inputs[k].1.fields.clone()).to_string())
+            .collect();
+        tx.execute(
+            "INSERT INTO inputs (run_id, idx, input_id, fields)
+             SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BYTEA[], $4::TEXT[])
+             ON CONFLICT (run_id, idx) DO UPDATE SET input_id = EXCLUDED.input_id, fields = EXCLUDED.fields",
+            &[&run, &idx, &ids, &fields],
+        )?;
+        let seen = idx.iter().max().map_or(0, |m| m + 1);
+        tx.execute(
+            "UPDATE runs SET inputs = GREATEST(inputs, $2) WHERE id = $1",
+            &[&run, &seen],
+        )?;
+    }
+    if !batch.samples.is_empty() {
+        let keep = last_of_each(&batch.samples, |s| (s.input_idx, s.repetition));
+        let rows: Vec<_> = keep.iter().map(|&k| &batch.samples[k]).collect();
+        let i: Vec<i64> = rows.iter().map(|s| s.input_idx as i64).collect();
+        let j: Vec<i64> = rows.iter().map(|s| s.repetition as i64).collect();
+        let cells: Vec<Vec<u8>> = rows.iter().map(|s| cell_bytes(&s.cells)).collect();
+        let reasons: Vec<Option<String>> = rows.iter().map(|s| reasons_text(&s.reasons)).collect();
+        if recheck {
+            tx.execute(
+                "INSERT INTO rechecks (run_id, input_idx, repetition, cells, reasons)
+                 SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::BYTEA[], $5::TEXT[])
+                 ON CONFLICT (run_id, input_idx, repetition)
+                 DO UPDATE SET cells = EXCLUDED.cells, reasons = EXCLUDED.reasons",
+                &[&run, &i, &j, &cells, &reasons],
+            )?;
+        } else {
+            let key: Vec<&str> = rows.iter().map(|s| s.cache_key.as_str()).collect();
+            let output: Vec<Option<&[u8]>> = rows
+                .iter()
+                .map(|s| s.output.as_deref().map(str::as_bytes))
+                .collect();
+            let error: Vec<Option<&[u8]>> = rows
+                .iter()
+                .map(|s| s.error.as_deref().map(str::as_bytes))
+                .collect();
+            let latency: Vec<Option<f64>> = rows.iter().map(|s| s.latency_ms).collect();
+            let tin: Vec<Option<i64>> = rows
+                .iter()
+                .map(|s| s.input_tokens.map(|v| v as i64))
+                .collect();
+            let tout: Vec<Option<i64>> = rows
+                .iter()
+                .map(|s| s.output_tokens.map(|v| v as i64))
+                .collect();
+            let calls: Vec<i64> = rows.iter().map(|s| s.call_attempts as i64).collect();
+            tx.execute(
+                "INSERT INTO samples (run_id, input_idx, repetition, cache_key, output, error, latency_ms,
+                    input_tokens, output_tokens, call_attempts, cells, reasons)
+                 SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::TEXT[], $5::BYTEA[], $6::BYTEA[],
+                    $7::DOUBLE PRECISION[], $8::BIGINT[], $9::BIGINT[], $10::BIGINT[], $11::BYTEA[], $12::TEXT[])
+                 ON CONFLICT (run_id, input_idx, repetition) DO UPDATE SET cache_key = EXCLUDED.cache_key,
+                    output = EXCLUDED.output, error = EXCLUDED.error, latency_ms = EXCLUDED.latency_ms,
+                    input_tokens = EXCLUDED.input_tokens, output_tokens = EXCLUDED.output_tokens,
+                    call_attempts = EXCLUDED.call_attempts, cells = EXCLUDED.cells, reasons = EXCLUDED.reasons",
+                &[&run, &i, &j, &key, &output, &error, &latency, &tin, &tout, &calls, &cells, &reasons],
+            )?;
+        }
+    }
+    if !batch.attempts.is_empty() {
+        let keep = last_of_each(&batch.attempts, |a| (a.input_idx, a.repetition, a.attempt));
+        let rows: Vec<_> = keep.iter().map(|&k| &batch.attempts[k]).collect();
+        let i: Vec<i64> = rows.iter().map(|a| a.input_idx as i64).collect();
+        let j: Vec<i64> = rows.iter().map(|a| a.repetition as i64).collect();
+        let n: Vec<i64> = rows.iter().map(|a| a.attempt as i64).collect();
+        let output: Vec<Option<&[u8]>> = rows
+            .iter()
+            .map(|a| a.output.as_deref().map(str::as_bytes))
+            .collect();
+        let error: Vec<Option<&[u8]>> = rows
+            .iter()
+            .map(|a| a.error.as_deref().map(str::as_bytes))
+            .collect();
+        let latency: Vec<Option<f64>> = rows.iter().map(|a| a.latency_ms).collect();
+        let tin: Vec<Option<i64>> = rows
+            .iter()
+            .map(|a| a.input_tokens.map(|v| v as i64))
+            .collect();
+        let tout: Vec<Option<i64>> = rows
+            .iter()
+            .map(|a| a.output_tokens.map(|v| v as i64))
+            .collect();
+        let calls: Vec<i64> = rows.iter().map(|a| a.call_attempts as i64).collect();
+        let judge: Vec<i64> = rows.iter().map(|a| a.judge_calls as i64).collect();
+        let cells: Vec<Vec<u8>> = rows.iter().map(|a| cell_bytes(&a.cells)).collect();
+        let reasons: Vec<Option<String>> = rows.iter().map(|a| reasons_text(&a.reasons)).collect();
+        let passed: Vec<bool> = rows.iter().map(|a| a.passed).collect();
+        let published: Vec<bool> = rows.iter().map(|a| a.published).collect();
+        // Only an output is cached: errors are asked again.
+        let key: Vec<Option<&str>> = rows
+            .iter()
+            .map(|a| a.cache_key.as_deref().filter(|_| a.output.is_some()))
+            .collect();
+        tx.execute(
+            "INSERT INTO attempts (run_id, input_idx, repetition, attempt, output, error, latency_ms,
+                input_tokens, output_tokens, call_attempts, judge_calls, cells, reasons, passed, published, cache_key)
+             SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::BIGINT[], $5::BYTEA[], $6::BYTEA[],
+                $7::DOUBLE PRECISION[], $8::BIGINT[], $9::BIGINT[], $10::BIGINT[], $11::BIGINT[], $12::BYTEA[],
+                $13::TEXT[], $14::BOOLEAN[], $15::BOOLEAN[], $16::TEXT[])
+             ON CONFLICT (run_id, input_idx, repetition, attempt) DO UPDATE SET output = EXCLUDED.output,
+                error = EXCLUDED.error, latency_ms = EXCLUDED.latency_ms, input_tokens = EXCLUDED.input_tokens,
+                output_tokens = EXCLUDED.output_tokens, call_attempts = EXCLUDED.call_attempts,
+                judge_calls = EXCLUDED.judge_calls, cells = EXCLUDED.cells, reasons = EXCLUDED.reasons,
+                passed = EXCLUDED.passed, published = EXCLUDED.published, cache_key = EXCLUDED.cache_key",
+            &[
+                &run, &i, &j, &n, &output, &error, &latency, &tin, &tout, &calls, &judge, &cells,
+                &reasons, &passed, &published, &key,
+            ],
+        )?;
+    }
+    if !batch.judgements.is_empty() {
+        let keep = last_of_each(&batch.judgements, |j| j.cache_key.clone());
+        let rows: Vec<_> = keep.iter().map(|&k| &batch.judgements[k]).collect();
+        let key: Vec<&str> = rows.iter().map(|j| j.cache_key.as_str()).collect();
+        let pass: Vec<bool> = rows.iter().map(|j| j.pass).collect();
+        let reasons: Vec<String> = rows
+            .iter()
+            .map(|j| serde_json::to_string(&j.reasons).unwrap_or_default())
+            .collect();
+        let raw: Vec<&[u8]> = rows.iter().map(|j| j.raw.as_bytes()).collect();
+        tx.execute(
+            "INSERT INTO judgements (cache_key, verdict, reasons, raw)
+             SELECT * FROM UNNEST($1::TEXT[], $2::BOOLEAN[], $3::TEXT[], $4::BYTEA[])
+             ON CONFLICT (cache_key) DO UPDATE SET verdict = EXCLUDED.verdict,
+                reasons = EXCLUDED.reasons, raw = EXCLUDED.raw",
+            &[&key, &pass, &reasons, &raw],
+        )?;
+    }
+    if let Some(t) = &batch.totals {
+        // The row locked: writers of one run add their counts in turn.
+        let stored: Option<String> = tx
+            .query_one(
+                "SELECT judge_calls_by_check FROM runs WHERE id = $1 FOR UPDATE",
+                &[&run],
+            )?
+            .get(0);
+        let by_check = add_by_check(stored, &t.judge_calls_by_check);
+        tx.execute(
+            "UPDATE runs SET model_calls = model_calls + $2, judge_calls = judge_calls + $3,
+             tokens = tokens + $4, judge_calls_by_check = $5 WHERE id = $1",
+            &[
+                &run,
+                &(t.model_calls as i64),
+                &(t.judge_calls as i64),
+                &(t.tokens as i64),
+                &by_check,
+            ],
+        )?;
+    }
+    tx.commit()
+}
+
+impl Writer {
+    /// Do `f`; on a lost connection, connect again (backing off, for up to
+    /// [`RECONNECT_FOR`]) and do it again.
+    fn with_retry(
+        &mut self,
+        mut f: impl FnMut(&mut Client) -> Result<(), postgres::Error>,
+    ) -> Result<(), StoreError> {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let e = match f(&mut self.client) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if !transient(&e) || started.elapsed() >= RECONNECT_FOR {
+                return Err(StoreError::Postgres {
+                    store: StoreLocation::Postgres(self.url.clone()),
+                    source: e,
+                });
+            }
+            // Until a connection is back or the time is up.
+            loop {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(5));
+                match connect(&self.url) {
+                    Ok(c) => {
+                        self.client = c;
+                        break;
+                    }
+                    Err(e) if started.elapsed() >= RECONNECT_FOR => return Err(e),
+                    Err(_) => {}
+                }
+            }
+        }
+    }
+}
+
+impl BatchWriter for Writer {
+    fn commit(&mut self, batch: &Batch) -> Result<(), StoreError> {
+        let (run, recheck) = (self.run, self.recheck);
+        self.with_retry(|c| write(c, run, recheck, batch))
+    }
+
+    fn refresh_lease(&mut self) -> Result<(), StoreError> {
+        let run = self.run;
+        self.with_retry(|c| refresh_lease_on(c, run))
+    }
+}

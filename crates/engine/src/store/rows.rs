@@ -1,0 +1,190 @@
+//! One reading of a stored row for both backends: the columns of a run,
+//! a sample, an attempt, a cached output, as each backend's row type
+//! yields them ([`RowRead`]), and the encodings both store (a cell per
+//! byte, reasons and JSON settings as text).
+
+use super::records::{AttemptRow, CachedOutput, RunRecord, RunStatus, SampleRow};
+use probity_core::Cell;
+
+/// A stored row's columns, by position, as the store keeps them:
+/// integers (64-bit), optional integers, text, reals, bytes and flags.
+pub(super) trait RowRead {
+    type Error;
+    fn int(&self, i: usize) -> Result<i64, Self::Error>;
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, Self::Error>;
+    fn text(&self, i: usize) -> Result<String, Self::Error>;
+    fn opt_text(&self, i: usize) -> Result<Option<String>, Self::Error>;
+    fn opt_real(&self, i: usize) -> Result<Option<f64>, Self::Error>;
+    fn bytes(&self, i: usize) -> Result<Vec<u8>, Self::Error>;
+    fn flag(&self, i: usize) -> Result<bool, Self::Error>;
+}
+
+/// A cell as stored: one byte (0 missing, 1 pass, 2 fail, 3 error).
+pub(super) fn cell_byte(c: Cell) -> u8 {
+    c as u8
+}
+
+pub(super) fn byte_cell(b: u8) -> Cell {
+    match b {
+        1 => Cell::Pass,
+        2 => Cell::Fail,
+        3 => Cell::Error,
+        _ => Cell::Missing,
+    }
+}
+
+pub(super) fn cell_bytes(cells: &[Cell]) -> Vec<u8> {
+    cells.iter().map(|&c| cell_byte(c)).collect()
+}
+
+/// Reasons as stored: JSON text, `None` when there are none.
+pub(super) fn reasons_text(reasons: &[(usize, String)]) -> Option<String> {
+    (!reasons.is_empty()).then(|| serde_json::to_string(reasons).unwrap_or_default())
+}
+
+fn reasons_of(text: Option<String>) -> Vec<(usize, String)> {
+    text.and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_default()
+}
+
+/// The columns [`run_from_row`] reads, in its order.
+pub(super) const RUN_COLUMNS: &str =
+    "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
+    outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
+    judge_calls, tokens, reused_from, judge_calls_by_check, verdicts, outputs_from,
+    sequential FROM runs";
+
+/// The columns [`sample_from_row`] reads: a run's own samples, or a
+/// revalidated run's verdicts over the outputs of the run they came from
+/// (the `run_samples` view).
+pub(super) const SAMPLE_COLUMNS: &str =
+    "SELECT input_idx, repetition, cache_key, output, error, latency_ms, input_tokens, output_tokens,
+    call_attempts, cells, reasons FROM run_samples";
+
+/// The columns [`attempt_from_row`] reads, before its `WHERE`.
+pub(super) const ATTEMPT_COLUMNS: &str =
+    "SELECT input_idx, repetition, attempt, output, error, latency_ms, input_tokens, output_tokens,
+    call_attempts, judge_calls, cells, reasons, passed, published, cache_key FROM attempts";
+
+pub(super) fn run_from_row<R: RowRead>(r: &R) -> Result<RunRecord, R::Error> {
+    Ok(RunRecord {
+        id: r.int(0)?,
+        name: r.text(1)?,
+        created_at: r.text(2)?,
+        finished_at: r.opt_text(3)?,
+        status: RunStatus::parse(&r.text(4)?),
+        config_hash: r.text(5)?,
+        config: r.text(6)?,
+        system: r.text(7)?,
+        inputs: r.int(8)? as usize,
+        outputs_per_input: r.int(9)? as usize,
+        checks: serde_json::from_str(&r.text(10)?).unwrap_or_default(),
+        // A settings column this version cannot read (none has been
+        // written so far) is analysed with the defaults.
+        settings: serde_json::from_str(&r.text(11)?).unwrap_or_default(),
+        parent_run: r.opt_int(12)?,
+        model_calls: r.int(13)? as u64,
+        cached: r.int(14)? as u64,
+        duration_s: r.opt_real(15)?,
+        judge_calls: r.int(16)? as u64,
+        tokens: r.int(17)? as u64,
+        reused_from: r.opt_int(18)?,
+        judge_calls_by_check: r
+            .opt_text(19)?
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
+        // Unreadable (a decision this version does not know) reads as none.
+        verdicts: r.opt_text(20)?.and_then(|s| serde_json::from_str(&s).ok()),
+        outputs_from: r.opt_int(21)?,
+        sequential: r.opt_text(22)?.and_then(|s| serde_json::from_str(&s).ok()),
+    })
+}
+
+pub(super) fn sample_from_row<R: RowRead>(r: &R) -> Result<SampleRow, R::Error> {
+    Ok(SampleRow {
+        input_idx: r.int(0)? as usize,
+        repetition: r.int(1)? as usize,
+        cache_key: r.text(2)?,
+        output: r.opt_text(3)?,
+        error: r.opt_text(4)?,
+        latency_ms: r.opt_real(5)?,
+        input_tokens: r.opt_int(6)?.map(|v| v as u64),
+        output_tokens: r.opt_int(7)?.map(|v| v as u64),
+        call_attempts: r.int(8)? as u32,
+        cells: r.bytes(9)?.into_iter().map(byte_cell).collect(),
+        reasons: reasons_of(r.opt_text(10)?),
+    })
+}
+
+/// A sample read for its causes only: `(input, repetition, error, cells,
+/// reasons)`, no output.
+pub(super) fn causes_row<R: RowRead>(r: &R) -> Result<SampleRow, R::Error> {
+    Ok(SampleRow {
+        input_idx: r.int(0)? as usize,
+        repetition: r.int(1)? as usize,
+        cache_key: String::new(),
+        output: None,
+        error: r.opt_text(2)?,
+        latency_ms: None,
+        input_tokens: None,
+        output_tokens: None,
+        call_attempts: 0,
+        cells: r.bytes(3)?.into_iter().map(byte_cell).collect(),
+        reasons: reasons_of(r.opt_text(4)?),
+    })
+}
+
+pub(super) fn attempt_from_row<R: RowRead>(r: &R) -> Result<AttemptRow, R::Error> {
+    Ok(AttemptRow {
+        input_idx: r.int(0)? as usize,
+        repetition: r.int(1)? as usize,
+        attempt: r.int(2)? as u32,
+        output: r.opt_text(3)?,
+        error: r.opt_text(4)?,
+        latency_ms: r.opt_real(5)?,
+        input_tokens: r.opt_int(6)?.map(|v| v as u64),
+        output_tokens: r.opt_int(7)?.map(|v| v as u64),
+        call_attempts: r.int(8)? as u32,
+        judge_calls: r.int(9)? as u64,
+        cells: r.bytes(10)?.into_iter().map(byte_cell).collect(),
+        reasons: reasons_of(r.opt_text(11)?),
+        passed: r.flag(12)?,
+        published: r.flag(13)?,
+        cache_key: r.opt_text(14)?,
+    })
+}
+
+/// `(output, latency_ms, input_tokens, output_tokens)` as a cached output.
+pub(super) fn cached_from_row<R: RowRead>(r: &R, at: usize) -> Result<CachedOutput, R::Error> {
+    Ok(CachedOutput {
+        output: r.text(at)?,
+        latency_ms: r.opt_real(at + 1)?,
+        input_tokens: r.opt_int(at + 2)?.map(|v| v as u64),
+        output_tokens: r.opt_int(at + 3)?.map(|v| v as u64),
+    })
+}
+
+/// A run's inputs' fields as stored (a JSON object), or what is wrong.
+pub(super) fn input_fields(
+    id: &str,
+    text: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_str(text) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        _ => Err(format!("fields of input {id:?} are not a JSON object")),
+    }
+}
+
+/// A run's judge calls per check as stored (JSON), plus `delta`.
+pub(super) fn add_by_check(stored: Option<String>, delta: &[u64]) -> String {
+    let mut by_check: Vec<u64> = stored
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_default();
+    if by_check.len() < delta.len() {
+        by_check.resize(delta.len(), 0);
+    }
+    for (total, d) in by_check.iter_mut().zip(delta) {
+        *total += d;
+    }
+    serde_json::to_string(&by_check).unwrap_or_default()
+}

@@ -1,0 +1,82 @@
+//! The caches' lookups in SQLite, on a connection of their own.
+
+use super::db::{err_at, open_connection, Sqlite};
+use crate::store::backend::CacheReader;
+use crate::store::error::StoreError;
+use crate::store::records::{CachedOutput, JudgementRow};
+use crate::store::rows::cached_from_row;
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::{Path, PathBuf};
+
+pub(super) fn lookup_judgement(
+    conn: &Connection,
+    key: &str,
+) -> rusqlite::Result<Option<JudgementRow>> {
+    conn.prepare_cached("SELECT verdict, reasons, raw FROM judgements WHERE cache_key = ?1")?
+        .query_row(params![key], |r| {
+            let reasons: String = r.get(1)?;
+            Ok(JudgementRow {
+                cache_key: key.to_string(),
+                pass: r.get::<_, i64>(0)? != 0,
+                reasons: serde_json::from_str(&reasons).unwrap_or_default(),
+                raw: r.get(2)?,
+            })
+        })
+        .optional()
+}
+
+/// A connection of its own for the caches.
+pub(super) struct Reader {
+    path: PathBuf,
+    conn: Connection,
+}
+
+impl Reader {
+    pub(super) fn open(path: &Path) -> Result<Reader, StoreError> {
+        Ok(Reader {
+            path: path.to_path_buf(),
+            conn: open_connection(path)?,
+        })
+    }
+}
+
+impl CacheReader for Reader {
+    fn judgement(&mut self, key: &str) -> Result<Option<JudgementRow>, StoreError> {
+        lookup_judgement(&self.conn, key).map_err(|e| err_at(&self.path, e))
+    }
+
+    fn output(&mut self, key: &str, from: i64) -> Result<Option<CachedOutput>, StoreError> {
+        let lookup = || -> rusqlite::Result<Option<CachedOutput>> {
+            let hit = self
+                .conn
+                .prepare_cached(
+                    "SELECT output, latency_ms, input_tokens, output_tokens FROM attempts
+                     WHERE cache_key = ?1 AND run_id = ?2 AND output IS NOT NULL LIMIT 1",
+                )?
+                .query_row(params![key, from], |r| cached_from_row(r, 0))
+                .optional()?;
+            if hit.is_some() {
+                return Ok(hit);
+            }
+            self.conn
+                .prepare_cached(
+                    "SELECT output, latency_ms, input_tokens, output_tokens FROM samples
+                     WHERE cache_key = ?1 AND run_id = ?2 AND error IS NULL AND output IS NOT NULL LIMIT 1",
+                )?
+                .query_row(params![key, from], |r| cached_from_row(r, 0))
+                .optional()
+        };
+        lookup().map_err(|e| err_at(&self.path, e))
+    }
+}
+
+impl Sqlite {
+    pub(super) fn judgement_count(&self) -> Result<u64, StoreError> {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM judgements", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n as u64)
+            .map_err(|e| self.err(e))
+    }
+}

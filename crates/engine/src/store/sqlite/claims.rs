@@ -1,0 +1,131 @@
+//! Claims in SQLite: workers on one machine sharing a run (`probity
+//! work`). An immediate transaction serialises claimers (SQLite has no
+//! `SKIP LOCKED`; one writer at a time is the same guarantee).
+
+use super::db::Sqlite;
+use super::schema::NOW_S;
+use crate::store::error::StoreError;
+use crate::store::identity::me;
+use rusqlite::params;
+
+impl Sqlite {
+    pub(super) fn claim_inputs(
+        &self,
+        run: i64,
+        count: usize,
+        ttl: std::time::Duration,
+    ) -> Result<Vec<usize>, StoreError> {
+        let claim = || -> rusqlite::Result<Vec<usize>> {
+            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+            // A run's claims are made on first use: one per input.
+            self.conn.execute(
+                "INSERT OR IGNORE INTO claims (run_id, input_idx)
+                 SELECT run_id, idx FROM inputs WHERE run_id = ?1
+                 AND NOT EXISTS (SELECT 1 FROM claims WHERE run_id = ?1)",
+                params![run],
+            )?;
+            let mut stmt = self.conn.prepare(&format!(
+                "UPDATE claims SET holder = ?2, pid = ?3, host = ?4, expires_at = {NOW_S} + ?5
+                 WHERE run_id = ?1 AND input_idx IN (
+                    SELECT input_idx FROM claims WHERE run_id = ?1 AND done = 0
+                    AND (holder IS NULL OR holder = ?2 OR expires_at < {NOW_S})
+                    ORDER BY input_idx LIMIT ?6)
+                 RETURNING input_idx"
+            ))?;
+            let mut got: Vec<usize> = stmt
+                .query_map(
+                    params![
+                        run,
+                        me().token,
+                        me().pid,
+                        me().host,
+                        ttl.as_secs_f64(),
+                        count as i64
+                    ],
+                    |r| r.get::<_, i64>(0).map(|i| i as usize),
+                )?
+                .collect::<rusqlite::Result<_>>()?;
+            drop(stmt);
+            self.conn.execute_batch("COMMIT")?;
+            got.sort_unstable();
+            Ok(got)
+        };
+        claim().map_err(|e| {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.err(e)
+        })
+    }
+
+    pub(super) fn refresh_claims(
+        &self,
+        run: i64,
+        ttl: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                &format!(
+                    "UPDATE claims SET expires_at = {NOW_S} + ?3
+                     WHERE run_id = ?1 AND holder = ?2 AND done = 0"
+                ),
+                params![run, me().token, ttl.as_secs_f64()],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    pub(super) fn finish_inputs(&self, run: i64, inputs: &[usize]) -> Result<(), StoreError> {
+        let mark = || -> rusqlite::Result<()> {
+            let tx = self.conn.unchecked_transaction()?;
+            {
+                let mut stmt = tx.prepare_cached(
+                    "UPDATE claims SET done = 1, holder = NULL, expires_at = NULL
+                     WHERE run_id = ?1 AND input_idx = ?2",
+                )?;
+                for &i in inputs {
+                    stmt.execute(params![run, i as i64])?;
+                }
+            }
+            tx.commit()
+        };
+        mark().map_err(|e| self.err(e))
+    }
+
+    pub(super) fn open_inputs(&self, run: i64) -> Result<(usize, usize), StoreError> {
+        self.conn
+            .query_row(
+                &format!(
+                    "SELECT COUNT(*), COALESCE(SUM(holder IS NOT NULL AND expires_at >= {NOW_S}), 0)
+                     FROM claims WHERE run_id = ?1 AND done = 0"
+                ),
+                params![run],
+                |r| Ok((r.get::<_, i64>(0)? as usize, r.get::<_, i64>(1)? as usize)),
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    pub(super) fn stored_cells_of(
+        &self,
+        run: i64,
+        inputs: &[usize],
+    ) -> Result<Vec<(usize, usize)>, StoreError> {
+        let read = || -> rusqlite::Result<Vec<(usize, usize)>> {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT repetition FROM samples WHERE run_id = ?1 AND input_idx = ?2",
+            )?;
+            let mut out = Vec::new();
+            for &i in inputs {
+                for j in stmt.query_map(params![run, i as i64], |r| r.get::<_, i64>(0))? {
+                    out.push((i, j? as usize));
+                }
+            }
+            Ok(out)
+        };
+        read().map_err(|e| self.err(e))
+    }
+
+    /// Whether a live worker holds an input of `run` (a shared run whose
+    /// creator is gone is still being worked on).
+    pub(super) fn claims_alive(&self, run: i64) -> Result<bool, StoreError> {
+        self.open_inputs(run).map(|(_, held)| held > 0)
+    }
+}

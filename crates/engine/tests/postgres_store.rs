@@ -1,0 +1,304 @@
+//! The PostgreSQL store against a real server (`PROBITY_TEST_PG`, see
+//! `probity_engine::store::postgres::testing`): the same runs as SQLite
+//! stores, read back the same; leases by the server's clock; claims that
+//! never hand one input to two workers; migrations applied once; hostile
+//! text stored as it came; no password in any error.
+
+mod common;
+
+use common::contraction_experiment;
+use probity_core::Cell;
+use probity_engine::sim::{SimConfig, SimModel};
+use probity_engine::store::postgres::testing::TestDatabase;
+use probity_engine::store::{SampleRow, Store, StoreError, StoreLocation, SCHEMA_VERSION};
+use probity_engine::{run_with, Control, Experiment, RetryPolicy, RunOutcome, Sink};
+use std::sync::Arc;
+
+fn experiment(seed: u64) -> Experiment {
+    let sim = SimModel::new(SimConfig {
+        seed,
+        contractions: 0.1,
+        input_spread: 0.3,
+        ..SimConfig::default()
+    })
+    .unwrap();
+    contraction_experiment("pg", Arc::new(sim), 7, 9).concurrency(4)
+}
+
+async fn go(exp: &Experiment, store: &mut Store) -> RunOutcome {
+    run_with(exp, Sink::Store(store), Control::default())
+        .await
+        .unwrap()
+}
+
+/// A store opened off the runtime's threads (the client is synchronous).
+fn connect(db: &TestDatabase) -> Store {
+    Store::connect(&db.location()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_reads_back_from_postgres_as_from_sqlite() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut lite = Store::open(&dir.path().join("runs.db")).unwrap();
+    let mut pg = connect(&db);
+    let exp = experiment(11).retry(RetryPolicy {
+        attempts: 3,
+        ..RetryPolicy::default()
+    });
+    let a = go(&exp, &mut lite).await;
+    let b = go(&exp, &mut pg).await;
+    assert_eq!(
+        a.tensor, b.tensor,
+        "the same seeded simulator, the same cells"
+    );
+    let (ra, rb) = (
+        lite.run(a.stored_id()).unwrap(),
+        pg.run(b.stored_id()).unwrap(),
+    );
+    assert_eq!(
+        (ra.inputs, ra.outputs_per_input, &ra.checks, ra.status),
+        (rb.inputs, rb.outputs_per_input, &rb.checks, rb.status)
+    );
+    assert_eq!(ra.verdicts, rb.verdicts);
+    assert_eq!(ra.model_calls, rb.model_calls);
+    let strip = |rows: Vec<SampleRow>| {
+        rows.into_iter()
+            .map(|r| SampleRow {
+                latency_ms: None,
+                ..r
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        strip(lite.samples(a.stored_id()).unwrap()),
+        strip(pg.samples(b.stored_id()).unwrap())
+    );
+    let attempts = |s: &Store, id| {
+        s.attempts(id)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.input_idx, r.repetition, r.attempt, r.output, r.published))
+            .collect::<Vec<_>>()
+    };
+    assert!(!attempts(&pg, b.stored_id()).is_empty());
+    assert_eq!(attempts(&lite, a.stored_id()), attempts(&pg, b.stored_id()));
+    assert_eq!(
+        lite.inputs(a.stored_id()).unwrap(),
+        pg.inputs(b.stored_id()).unwrap()
+    );
+    // The report's reader: snapshot, causes, a few quoted samples.
+    let shape = (9, 7, 1);
+    assert_eq!(
+        pg.snapshot(b.stored_id(), shape).unwrap().unwrap().0,
+        b.tensor
+    );
+    let quoted = pg
+        .samples_at(b.stored_id(), &[(3, 2), (0, 0), (3, 2)])
+        .unwrap();
+    assert_eq!(
+        quoted
+            .iter()
+            .map(|r| (r.input_idx, r.repetition))
+            .collect::<Vec<_>>(),
+        [(3, 2), (0, 0)]
+    );
+    let mut cells = 0;
+    pg.each_sample_cells(b.stored_id(), |_, _, c| cells += c.len())
+        .unwrap();
+    assert_eq!(cells, 63);
+    assert_eq!(pg.latest_named("pg").unwrap(), Some(b.stored_id()));
+    assert_eq!(pg.runs(Some("p")).unwrap().len(), 1);
+    assert_eq!(pg.sample_count(b.stored_id()).unwrap(), 63);
+}
+
+/// Outputs, errors and input ids holding NUL (which PostgreSQL's TEXT
+/// refuses) and other hostile text are stored and read back unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_text_is_stored_as_it_came() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let mut pg = connect(&db);
+    let exp = experiment(3).outputs_per_input(1);
+    let out = go(&exp, &mut pg).await;
+    let run = out.stored_id();
+    let writer = pg.writer(run).unwrap();
+    let hostile = "a\0b <script>alert(1)</script> \u{202e} '; DROP TABLE runs; --";
+    writer
+        .send(SampleRow {
+            input_idx: 0,
+            repetition: 0,
+            cache_key: "k".into(),
+            output: Some(hostile.into()),
+            error: Some(format!("upstream said {hostile}")),
+            latency_ms: Some(1.5),
+            input_tokens: Some(3),
+            output_tokens: None,
+            call_attempts: 2,
+            cells: vec![Cell::Error],
+            reasons: vec![(0, hostile.into())],
+        })
+        .unwrap();
+    writer
+        .send_input(
+            0,
+            probity_core::Input::text(format!("id{hostile}"), hostile.to_string()),
+        )
+        .unwrap();
+    writer.finish().unwrap();
+    let row = &pg.samples_at(run, &[(0, 0)]).unwrap()[0];
+    assert_eq!(row.output.as_deref(), Some(hostile));
+    assert_eq!(
+        row.error.as_deref(),
+        Some(&*format!("upstream said {hostile}"))
+    );
+    assert_eq!(row.reasons, vec![(0, hostile.to_string())]);
+    assert_eq!(pg.inputs(run).unwrap()[0].id, format!("id{hostile}"));
+    assert_eq!(db.query("SELECT COUNT(*) FROM runs"), ["1"]);
+}
+
+/// One process at a time writes a run: a second resume is refused naming
+/// the holder; a lease the server's clock finds stale is taken over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_use_the_servers_clock_and_refuse_a_second_writer() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let mut pg = connect(&db);
+    let out = go(&experiment(5), &mut pg).await;
+    let run = out.stored_id();
+    pg.take_lease(run).unwrap();
+    // Another holder (another machine) took it a second ago.
+    db.query(&format!(
+        "UPDATE leases SET holder = 'other', host = 'elsewhere', pid = 4242, refreshed_at = now() - interval '1 second' WHERE run_id = {run}"
+    ));
+    match pg.take_lease(run) {
+        Err(StoreError::Leased { pid, host, .. }) => {
+            assert_eq!((pid, host.as_str()), (4242, "elsewhere"))
+        }
+        other => panic!("expected the lease refused, got {other:?}"),
+    }
+    // Not refreshed for longer than LEASE_STALE_S by the server's clock.
+    db.query(&format!(
+        "UPDATE leases SET refreshed_at = now() - interval '61 seconds' WHERE run_id = {run}"
+    ));
+    pg.take_lease(run).unwrap();
+    assert_eq!(
+        pg.lease_holder(run).unwrap(),
+        Some(i64::from(std::process::id()))
+    );
+    // A run whose writer is gone reads as interrupted; one held, not.
+    pg.release_lease(run).unwrap();
+    db.query(&format!(
+        "UPDATE runs SET status = 'running' WHERE id = {run}"
+    ));
+    assert_eq!(pg.interrupt_all_abandoned().unwrap(), 1);
+}
+
+/// Claims: two workers never get one input; a claim not refreshed in
+/// time is taken over; done inputs are never handed out again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_split_inputs_and_expire() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let mut pg = connect(&db);
+    let run = go(&experiment(8), &mut pg).await.stored_id();
+    let other = connect(&db);
+    let mine = pg.claim_inputs(run, 4).unwrap();
+    // The other store is this process too: make its claims another holder's.
+    db.query(&format!(
+        "UPDATE claims SET holder = 'other' WHERE run_id = {run} AND holder IS NOT NULL"
+    ));
+    let theirs = other.claim_inputs(run, 10).unwrap();
+    assert_eq!(mine, [0, 1, 2, 3]);
+    assert_eq!(theirs, [4, 5, 6, 7, 8]);
+    assert_eq!(pg.open_inputs(run).unwrap(), (9, 9));
+    assert!(pg.claim_inputs(run, 10).unwrap().is_empty());
+    pg.finish_inputs(run, &[0, 1]).unwrap();
+    db.query(&format!(
+        "UPDATE claims SET expires_at = now() - interval '1 second' WHERE run_id = {run} AND input_idx IN (2, 3)"
+    ));
+    assert_eq!(pg.claim_inputs(run, 10).unwrap(), [2, 3]);
+    assert_eq!(pg.open_inputs(run).unwrap(), (7, 7));
+}
+
+/// Migrations: numbered, each applied once however many processes open a
+/// new database at once; a database from a newer probity is refused.
+#[test]
+fn migrations_are_applied_once_and_a_newer_schema_is_refused() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let location = db.location();
+    let openers: Vec<_> = (0..4)
+        .map(|_| {
+            let location = location.clone();
+            std::thread::spawn(move || Store::connect(&location).map(|_| ()))
+        })
+        .collect();
+    for o in openers {
+        o.join().unwrap().unwrap();
+    }
+    assert_eq!(
+        db.query("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations"),
+        [format!("9,{SCHEMA_VERSION}")]
+    );
+    db.query("INSERT INTO schema_migrations (version) VALUES (99)");
+    match Store::connect(&location) {
+        Err(e @ StoreError::TooNew { .. }) => assert!(e.to_string().contains("schema 99")),
+        other => panic!("expected TooNew, got {:?}", other.err()),
+    }
+}
+
+/// A wrong password, a missing database, a dead port: each a clear error
+/// naming the store, and never the password.
+#[test]
+fn connection_failures_name_the_cause_and_never_the_password() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let url = db.url();
+    let wrong_pw = replace_password(url, "Wr0ngSecret");
+    let e = Store::connect(&StoreLocation::parse(&wrong_pw))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("password authentication failed"), "{e}");
+    assert!(!e.contains("Wr0ngSecret"), "{e}");
+    let missing = format!("{}_missing", url.split('?').next().unwrap());
+    let e = Store::connect(&StoreLocation::parse(&missing))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("does not exist"), "{e}");
+    let dead = "postgres://probity:Wr0ngSecret@127.0.0.1:1/probity";
+    let e = Store::connect(&StoreLocation::parse(dead))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("127.0.0.1:1") || e.to_lowercase().contains("refused"),
+        "{e}"
+    );
+    assert!(!e.contains("Wr0ngSecret"), "{e}");
+    let e = Store::connect(&StoreLocation::parse(
+        "postgres://a:Wr0ngSecret@h:notaport/x",
+    ))
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("not a valid PostgreSQL URL"), "{e}");
+    assert!(!e.contains("Wr0ngSecret"), "{e}");
+}
+
+/// `url` with its password (user part) replaced by `pw`.
+fn replace_password(url: &str, pw: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (userinfo, host) = rest.split_once('@').unwrap();
+    let user = userinfo.split(':').next().unwrap();
+    format!("{scheme}://{user}:{pw}@{host}")
+}
