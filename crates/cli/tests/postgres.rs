@@ -394,3 +394,119 @@ fn a_server_restarted_mid_run_loses_nothing() {
         Some(1)
     );
 }
+
+/// Every command that reads or writes history works on PostgreSQL as on
+/// SQLite: run, --baseline, --reuse, a kill -9 then --resume, report in
+/// every format, compare, trend, revalidate, plan RUN, export, runs.
+#[test]
+fn every_history_command_works_on_postgres() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 0);
+    let d = dir.path();
+    let url = db.url();
+    let code = |args: &[&str]| -> (Option<i32>, String, String) {
+        let out = output(probity(d, url, args));
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    // Runs 1, 2 (against 1), 3 (outputs of 1 reused).
+    assert_eq!(code(&["run", "-q"]).0, Some(1));
+    let (c, out, err) = code(&["run", "-q", "--baseline", "polite-assistant"]);
+    assert_eq!(c, Some(1), "{err}");
+    assert!(out.contains("run 1"), "the baseline named: {out}");
+    let (c, _, err) = code(&["run", "-q", "--reuse", "1"]);
+    assert_eq!(c, Some(1), "{err}");
+    assert_eq!(db.query("SELECT cached FROM runs WHERE id = 3"), ["400"]);
+    for format in ["text", "json", "markdown", "html", "junit"] {
+        let (c, out, err) = code(&["report", "1", "--format", format]);
+        assert_eq!(c, Some(0), "{format}: {err}");
+        assert!(out.contains("contraction_validator"), "{format}");
+    }
+    let (c, out, err) = code(&["compare", "1", "2"]);
+    assert!(matches!(c, Some(0 | 1)), "{err}");
+    assert!(out.contains("contraction_validator"), "{out}");
+    let (c, out, err) = code(&["report", "--trend", "polite-assistant"]);
+    assert_eq!(c, Some(0), "{err}");
+    assert!(out.contains("contraction_validator"), "{out}");
+    let (c, _, err) = code(&["revalidate", "1", "--config", "probity.toml"]);
+    assert!(matches!(c, Some(0 | 1)), "{err}");
+    assert_eq!(
+        db.query("SELECT outputs_from FROM runs WHERE id = 4"),
+        ["1"]
+    );
+    let (c, out, err) = code(&["plan", "1"]);
+    assert_eq!(c, Some(0), "{err}");
+    assert!(out.contains("attempt"), "{out}");
+    let (c, out, err) = code(&["export", "1", "--all"]);
+    assert_eq!(c, Some(0), "{err}");
+    assert_eq!(out.lines().count(), 20, "{out}");
+    // Killed mid-run, then resumed: every sample once.
+    let config = std::fs::read_to_string(d.join("probity.toml"))
+        .unwrap()
+        .replace("latency_ms = 0", "latency_ms = 20");
+    std::fs::write(d.join("slow.toml"), config).unwrap();
+    let mut slow = probity(d, url, &["run", "slow.toml", "--concurrency", "2", "-q"])
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while db.query("SELECT COUNT(*) FROM samples WHERE run_id = 5") < vec!["40".to_string()] {
+        assert!(started.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    slow.kill().unwrap();
+    slow.wait().unwrap();
+    let (c, _, err) = code(&["run", "slow.toml", "--resume", "-q"]);
+    assert_eq!(c, Some(1), "{err}");
+    assert!(err.contains("resuming run 5"), "{err}");
+    assert_eq!(
+        db.query("SELECT COUNT(*) FROM samples WHERE run_id = 5"),
+        ["400"]
+    );
+    let (c, out, _) = code(&["runs"]);
+    assert_eq!(c, Some(0));
+    assert_eq!(out.matches("complete").count(), 5, "{out}");
+}
+
+/// Two `probity serve` replicas on one store: each records its own run,
+/// every request is stored, and both runs close complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_replicas_share_one_store() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("guard.toml");
+    std::fs::write(
+        &config,
+        "name = \"live\"\n[upstream]\nprovider = \"sim\"\nseed = 3\n[[validator]]\nname = \"short\"\nkind = \"length\"\nmax = 100000\n",
+    )
+    .unwrap();
+    let replica = || {
+        let mut cmd = common::probity_cmd();
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .env("PROBITY_STORE", db.url());
+        common::start(cmd)
+    };
+    let (a, b) = (replica(), replica());
+    let client = reqwest::Client::new();
+    for i in 0..30 {
+        let addr = if i % 2 == 0 { &a.1 } else { &b.1 };
+        let r = client
+            .post(format!("http://{addr}/v1/chat/completions"))
+            .json(&serde_json::json!({"model": "m", "messages": [{"role": "user", "content": format!("hello {i}")}]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    assert_eq!(a.stop("TERM"), Some(0));
+    assert_eq!(b.stop("TERM"), Some(0));
+    assert_eq!(
+        db.query("SELECT string_agg(inputs || ':' || status, ',' ORDER BY id) FROM runs"),
+        ["15:complete,15:complete"]
+    );
+    assert_eq!(db.query("SELECT COUNT(*) FROM samples"), ["30"]);
+}
