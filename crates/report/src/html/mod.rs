@@ -26,6 +26,7 @@ pub mod run;
 pub mod template;
 pub mod tensor;
 pub mod trend;
+pub mod view;
 
 use crate::document::Document;
 

@@ -192,6 +192,8 @@ pub(crate) struct PageShell {
     pub style: Value,
     pub script: Option<Value>,
     pub footer: Option<String>,
+    /// Seconds after which the page reloads itself (a live run).
+    pub refresh: Option<u32>,
 }
 
 /// The CSP of the small pages: no script at all.
@@ -207,6 +209,7 @@ impl PageShell {
             style: markup(PAGE_STYLE),
             script: None,
             footer: None,
+            refresh: None,
         }
     }
 }

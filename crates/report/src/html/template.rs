@@ -24,6 +24,22 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("comparison.html", include_str!("templates/comparison.html")),
     ("trend.html", include_str!("templates/trend.html")),
     ("plan.html", include_str!("templates/plan.html")),
+    ("view_base.html", include_str!("templates/view_base.html")),
+    ("view_runs.html", include_str!("templates/view_runs.html")),
+    (
+        "view_outputs.html",
+        include_str!("templates/view_outputs.html"),
+    ),
+    (
+        "view_compare.html",
+        include_str!("templates/view_compare.html"),
+    ),
+    ("view_live.html", include_str!("templates/view_live.html")),
+    ("view_trend.html", include_str!("templates/view_trend.html")),
+    (
+        "view_message.html",
+        include_str!("templates/view_message.html"),
+    ),
 ];
 
 fn environment() -> &'static Environment<'static> {
