@@ -20,6 +20,7 @@ mod sim;
 mod stdout;
 mod store_arg;
 mod trend;
+mod view;
 
 use clap::{Parser, Subcommand};
 use failure::runtime;
@@ -60,6 +61,8 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Guard live traffic: an OpenAI-compatible endpoint that retries until an output passes (paper §4).
     Serve(serve::ServeArgs),
+    /// A local web viewer over the run store: runs, reports, all outputs, comparisons side by side, trends, live runs.
+    View(view::ViewArgs),
     /// The built-in simulated model.
     #[command(subcommand)]
     Sim(sim::SimCommand),
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
         Command::Export(args) => export::run(&args),
         Command::Plan(args) => plan::run(&args),
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(args))),
+        Command::View(args) => runtime().and_then(|rt| rt.block_on(view::run(args))),
         Command::Sim(cmd) => runtime().and_then(|rt| rt.block_on(sim::run(cmd))),
     };
     match result {

@@ -6,6 +6,7 @@ use crate::store_arg::StoreArg;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use probity_engine::compare::RunTensor;
+use probity_engine::config::set::{self, Set};
 use probity_engine::config::{Config, Overrides};
 use probity_engine::limits::{ABSURD_RUN_S, LONG_RUN_S};
 use probity_engine::store::RunStatus;
@@ -50,6 +51,12 @@ pub struct RunArgs {
     /// file and store, on any machine, takes inputs from it (docs/store.md).
     #[arg(long, conflicts_with_all = ["resume", "reuse", "sequential"])]
     shared: bool,
+    /// Override one field of the configuration file, as a dotted path:
+    /// `--set system.model=gpt-4o --set prompt.system="Be brief."`
+    /// (repeatable; VALUE is a TOML value or else a string). The run
+    /// stores and hashes the configuration as overridden.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    sets: Vec<Set>,
     /// No progress display.
     #[arg(short, long)]
     quiet: bool,
@@ -76,6 +83,10 @@ pub struct WorkArgs {
     /// Override [experiment] concurrency (this worker's calls at once).
     #[arg(long, value_name = "N")]
     concurrency: Option<usize>,
+    /// The same `--set` overrides the run was made with (a worker must
+    /// ask what the run asks).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    sets: Vec<Set>,
     /// No progress display.
     #[arg(short, long)]
     quiet: bool,
@@ -97,6 +108,7 @@ pub async fn work(args: WorkArgs) -> Result<u8, Failure> {
         concurrency: args.concurrency,
         baseline: None,
         sequential: false,
+        sets: args.sets,
         shared: true,
         quiet: args.quiet,
         store: args.store,
@@ -104,6 +116,21 @@ pub async fn work(args: WorkArgs) -> Result<u8, Failure> {
         join: Some(args.run),
     })
     .await
+}
+
+fn parse_set(arg: &str) -> Result<Set, String> {
+    Set::parse(arg)
+}
+
+/// The configuration at `path` with the `--set` fields replaced.
+fn load(path: &Path, sets: &[Set], overrides: &Overrides) -> Result<Config, Failure> {
+    if sets.is_empty() {
+        return Config::load_with(path, overrides).map_err(|e| Failure::usage(e.to_string()));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))?;
+    let text = set::apply(text.trim_start_matches('\u{feff}'), sets).map_err(Failure::usage)?;
+    Config::from_str_with(&text, path, overrides).map_err(|e| Failure::usage(e.to_string()))
 }
 
 pub async fn run(args: RunArgs) -> Result<u8, Failure> {
@@ -118,8 +145,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         outputs_per_input: args.outputs,
         concurrency: args.concurrency,
     };
-    let config =
-        Config::load_with(&args.config, &overrides).map_err(|e| Failure::usage(e.to_string()))?;
+    let config = load(&args.config, &args.sets, &overrides)?;
     // The configuration's hash and store are all that is needed of it
     // after this.
     let hash = config.hash.clone();

@@ -22,7 +22,8 @@ pub struct ServeArgs {
     /// A TOML file with [model] (the simulator's true rates) and [faults] tables.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Seed of the simulated model.
+    /// Seed of the simulated model (default 0: a request's `seed` then
+    /// reproduces its answer across servers).
     #[arg(long)]
     seed: Option<u64>,
     /// Mean latency per request, in milliseconds.
@@ -72,7 +73,9 @@ pub async fn run(cmd: SimCommand) -> Result<u8, Failure> {
         None => ServeFile::default(),
     };
     let (m, f) = (&mut file.model, &mut file.faults);
-    m.seed = args.seed.unwrap_or(m.seed);
+    // Served, the simulator stays reproducible by a request's `seed`:
+    // pinned at 0 unless given (in-process runs sample afresh instead).
+    m.seed = args.seed.or(m.seed).or(Some(0));
     m.latency_ms = args.latency_ms.unwrap_or(m.latency_ms);
     m.token_ms = args.token_ms.unwrap_or(m.token_ms);
     f.rate_limit = args.rate_limit.unwrap_or(f.rate_limit);

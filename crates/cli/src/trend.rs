@@ -10,12 +10,13 @@ use probity_report::{render, Format, RunInfo, TrendReport, TrendRun};
 /// Most runs a trend shows (the latest ones).
 pub const MAX_RUNS: usize = 200;
 
-pub fn trend(
+/// The trend of the complete runs named `name` (the latest
+/// [`MAX_RUNS`]), oldest first; with `check`, of that check only.
+pub fn trend_report(
     store: &Store,
     name: &str,
     check: Option<&str>,
-    out: &OutputArgs,
-) -> Result<u8, Failure> {
+) -> Result<TrendReport, Failure> {
     let mut records: Vec<_> = store
         .runs(Some(name))
         .map_err(|e| Failure::incomplete(e.to_string()))?
@@ -74,6 +75,16 @@ pub fn trend(
             rates,
         });
     }
+    Ok(t)
+}
+
+pub fn trend(
+    store: &Store,
+    name: &str,
+    check: Option<&str>,
+    out: &OutputArgs,
+) -> Result<u8, Failure> {
+    let t = trend_report(store, name, check)?;
     // On stdout a trend is a page, JSON, or else the text table (as
     // `--format markdown` and `--format junit` have always printed it);
     // --markdown gets the Markdown section; a trend checks nothing, so

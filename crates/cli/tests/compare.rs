@@ -37,6 +37,7 @@ fn compare_flags_a_real_regression_and_not_noise() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    common::pin_seed(d, 42);
 
     // Run 1: the baseline. No earlier run: --baseline is skipped with a notice.
     configure(d, 1, 0.10);

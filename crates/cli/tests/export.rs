@@ -20,6 +20,7 @@ fn a_test_runs_failing_inputs_become_a_regression_inputs_file() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    common::pin_seed(d, 42);
     assert_eq!(probity(d, &["run", "--quiet"]).status.code(), Some(1));
     let out = probity(d, &["export", "1", "--out", "failing.jsonl"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

@@ -21,6 +21,7 @@ fn a_clean_run_reports_its_calls_inputs_scope_and_consistency_in_every_format() 
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    common::pin_seed(d, 42);
     let out = probity(d, &["run", "--quiet"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
 
@@ -113,6 +114,7 @@ fn call_errors_and_a_broken_check_are_reported_with_their_causes() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    common::pin_seed(d, 42);
     let cfg = std::fs::read_to_string(d.join("probity.toml")).unwrap();
     let cfg = cfg
         .replace("seed = 42\n", "seed = 42\nerror_rate = 0.2\n")
@@ -193,6 +195,7 @@ fn compare_without_correction_and_formats_in_help() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    common::pin_seed(d, 42);
     for _ in 0..2 {
         assert_eq!(probity(d, &["run", "--quiet"]).status.code(), Some(1));
     }

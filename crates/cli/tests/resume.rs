@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 fn write_config(dir: &Path, addr: &str) {
     let cfg = probity_engine::example::CONFIG
         .replace(
-            "[system]\nprovider = \"sim\"\nseed = 42\ncontractions = 0.10\nomit_welcome = 0.15\n",
+            "[system]\nprovider = \"sim\"\n# seed = 42                 # pin it and every run repeats the same samples;\n                            # unpinned, each run samples afresh like a real model\ncontractions = 0.10\nomit_welcome = 0.15\n",
             &format!("[system]\nprovider = \"openai\"\nmodel = \"sim\"\nbase_url = \"http://{addr}/v1\"\nseed = 1\n"),
         )
         .replace("concurrency = 16", "concurrency = 4");

@@ -18,6 +18,7 @@ fn init_then_run_reports_the_papers_validators_and_exits_on_the_verdict() {
         "{}",
         text(&again.stderr)
     );
+    common::pin_seed(dir.path(), 42);
 
     let out = probity(dir.path(), &["run", "--format", "json", "--quiet"]);
     let stdout = text(&out.stdout);
@@ -106,6 +107,7 @@ fn init_then_run_reports_the_papers_validators_and_exits_on_the_verdict() {
 fn configuration_errors_name_the_file_and_line_and_exit_two() {
     let dir = tempfile::tempdir().unwrap();
     assert_eq!(probity(dir.path(), &["init"]).status.code(), Some(0));
+    common::pin_seed(dir.path(), 42);
     let cfg = std::fs::read_to_string(dir.path().join("probity.toml")).unwrap();
 
     let bad = cfg.replace(

@@ -28,6 +28,7 @@
 pub mod bounds;
 pub mod example;
 pub mod inputs;
+pub mod set;
 pub mod template;
 pub mod toml_error;
 

@@ -24,6 +24,8 @@ pub mod run;
 pub mod serve;
 pub mod sim;
 pub mod store;
+#[cfg(feature = "server")]
+pub mod view;
 
 // The modules by their earlier, flat names, for users of the crate.
 pub use checks::{cache_key, check, program, validator_table, verifier};

@@ -59,7 +59,7 @@ fn setup(dir: &Path, system: &str) -> Setup {
         })
         .collect();
     let text = format!(
-        "name = \"ac\"\n[system]\nprovider = \"sim\"\ncontractions = 0.4\nomit_welcome = 0.5\n{system}\n[experiment]\noutputs_per_input = 5\nconcurrency = 4\ncall_attempts = 1\n[retry]\nattempts = 3\nfeedback = true\n{CHECKS}\n{inputs}"
+        "name = \"ac\"\n[system]\nprovider = \"sim\"\nseed = 0\ncontractions = 0.4\nomit_welcome = 0.5\n{system}\n[experiment]\noutputs_per_input = 5\nconcurrency = 4\ncall_attempts = 1\n[retry]\nattempts = 3\nfeedback = true\n{CHECKS}\n{inputs}"
     );
     let path = dir.join("probity.toml");
     std::fs::write(&path, text).unwrap();

@@ -27,7 +27,11 @@ fn request(text: &str, repetition: u32) -> Request {
 }
 
 fn sim() -> SimModel {
-    SimModel::new(SimConfig::default()).unwrap()
+    SimModel::new(SimConfig {
+        seed: Some(0),
+        ..SimConfig::default()
+    })
+    .unwrap()
 }
 
 fn openai(base_url: String, f: impl FnOnce(&mut OpenAiConfig)) -> OpenAiProvider {

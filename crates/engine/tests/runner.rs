@@ -63,7 +63,7 @@ async fn reported_intervals_cover_the_simulators_truth() {
     let (mut covered, mut naive_covered) = (0, 0);
     for seed in 0..replicates {
         let sim = SimModel::new(SimConfig {
-            seed,
+            seed: Some(seed),
             contractions: 0.1,
             input_spread: 0.3,
             ..SimConfig::default()

@@ -1,6 +1,6 @@
 //! The simulator's contract: determinism and known true rates.
 
-use probity_engine::provider::{Message, ProviderConfig, Role};
+use probity_engine::provider::{Message, Provider, ProviderConfig, Role};
 use probity_engine::sim::{SimConfig, SimModel};
 
 fn user(text: &str) -> Vec<Message> {
@@ -20,8 +20,12 @@ fn apostrophes(s: &str) -> usize {
     s.matches('\'').count()
 }
 
+/// The simulator pinned at seed 0 (as `f` leaves it), so tests repeat.
 fn model(f: impl FnOnce(&mut SimConfig)) -> SimModel {
-    let mut c = SimConfig::default();
+    let mut c = SimConfig {
+        seed: Some(0),
+        ..SimConfig::default()
+    };
     f(&mut c);
     SimModel::new(c).unwrap()
 }
@@ -39,13 +43,16 @@ fn assert_rate(hits: usize, n: usize, p: f64, what: &str) {
 
 #[test]
 fn output_is_a_pure_function_of_seed_messages_repetition_attempt() {
-    let m = model(|c| c.seed = 11);
+    let m = model(|c| c.seed = Some(11));
     let msgs = user("Thank you! How do I bake bread?");
     let a = m.generate(&msgs, 3, 0).unwrap();
     let b = m.generate(&msgs, 3, 0).unwrap();
     assert_eq!(a, b);
     // Another instance with the same config agrees too.
-    assert_eq!(model(|c| c.seed = 11).generate(&msgs, 3, 0).unwrap(), a);
+    assert_eq!(
+        model(|c| c.seed = Some(11)).generate(&msgs, 3, 0).unwrap(),
+        a
+    );
     // Repetitions, attempts and seeds vary the output.
     let reps: std::collections::HashSet<String> = (0..50)
         .map(|r| m.generate(&msgs, r, 0).unwrap().text)
@@ -56,7 +63,12 @@ fn output_is_a_pure_function_of_seed_messages_repetition_attempt() {
         .collect();
     assert!(attempts.len() > 5);
     let seeds: std::collections::HashSet<String> = (0..50)
-        .map(|s| model(|c| c.seed = s).generate(&msgs, 3, 0).unwrap().text)
+        .map(|s| {
+            model(|c| c.seed = Some(s))
+                .generate(&msgs, 3, 0)
+                .unwrap()
+                .text
+        })
         .collect();
     assert!(seeds.len() > 5);
 }
@@ -73,7 +85,7 @@ fn replies_echo_the_topic() {
 fn contraction_rate_matches_configuration_and_events_match_the_validator() {
     for p in [0.1, 0.35] {
         let m = model(|c| {
-            c.seed = 5;
+            c.seed = Some(5);
             c.contractions = p;
         });
         let n = 4000;
@@ -97,7 +109,7 @@ fn contraction_rate_matches_configuration_and_events_match_the_validator() {
 #[test]
 fn omit_welcome_rate_matches_on_thanked_inputs_only() {
     let p = 0.15;
-    let m = model(|c| c.seed = 9);
+    let m = model(|c| c.seed = Some(9));
     let n = 4000;
     let mut omitted = 0;
     for i in 0..n {
@@ -120,7 +132,7 @@ fn omit_welcome_rate_matches_on_thanked_inputs_only() {
 fn invalid_json_rate_matches_on_json_requests() {
     for p in [0.05, 0.3] {
         let m = model(|c| {
-            c.seed = 1;
+            c.seed = Some(1);
             c.invalid_json = p;
             c.contractions = 0.5;
         });
@@ -177,7 +189,7 @@ fn error_rate_matches() {
 #[test]
 fn spread_gives_per_input_rates_with_the_configured_mean() {
     let m = model(|c| {
-        c.seed = 3;
+        c.seed = Some(3);
         c.contractions = 0.2;
         c.input_spread = 0.3;
     });
@@ -227,7 +239,10 @@ fn config_defaults_validation_and_toml() {
     let c: SimConfig = toml::from_str("").unwrap();
     assert_eq!(c, SimConfig::default());
     let c: SimConfig = toml::from_str("seed = 4\ncontractions = 0.3\ninput_spread = 0.1").unwrap();
-    assert_eq!((c.seed, c.contractions, c.omit_welcome), (4, 0.3, 0.15));
+    assert_eq!(
+        (c.seed, c.contractions, c.omit_welcome),
+        (Some(4), 0.3, 0.15)
+    );
     assert!(toml::from_str::<SimConfig>("contraction = 0.3").is_err());
     let bad = SimConfig {
         contractions: 1.5,
@@ -245,7 +260,7 @@ fn config_defaults_validation_and_toml() {
     // The provider table defaults to the simulator.
     let p: ProviderConfig = toml::from_str("seed = 2").unwrap();
     match p {
-        ProviderConfig::Sim(c) => assert_eq!(c.seed, 2),
+        ProviderConfig::Sim(c) => assert_eq!(c.seed, Some(2)),
         other => panic!("{other:?}"),
     }
 }
@@ -272,5 +287,39 @@ async fn sim_provider_uses_repetition_and_latency() {
     let fp = m.fingerprint();
     assert!(fp.starts_with("sim|"));
     assert_eq!(fp, model(|c| c.latency_ms = 0).fingerprint());
-    assert_ne!(fp, model(|c| c.seed = 1).fingerprint());
+    assert_ne!(fp, model(|c| c.seed = Some(1)).fingerprint());
+}
+
+/// A pinned seed repeats every output to the digit; without one every
+/// model (every run) draws afresh, like a real system, while its
+/// fingerprint (the run's config hash and system label) stays the same.
+#[test]
+fn unpinned_simulator_samples_afresh_pinned_repeats() {
+    let msgs = |i: usize| user(&format!("Thank you for question {i}!"));
+    let outputs = |m: &SimModel| -> Vec<String> {
+        (0..50)
+            .flat_map(|i| (0..4).map(move |j| (i, j)))
+            .map(|(i, j)| m.generate(&msgs(i), j, 0).unwrap().text)
+            .collect()
+    };
+    let pinned = SimConfig {
+        seed: Some(7),
+        ..SimConfig::default()
+    };
+    let a = SimModel::new(pinned.clone()).unwrap();
+    let b = SimModel::new(pinned).unwrap();
+    assert_eq!(outputs(&a), outputs(&b));
+    let c = SimModel::new(SimConfig::default()).unwrap();
+    let d = SimModel::new(SimConfig::default()).unwrap();
+    let (oc, od) = (outputs(&c), outputs(&d));
+    // 200 calls, each event drawn independently: two fresh seeds giving
+    // the same 200 outputs has probability far below 1e-9.
+    assert_ne!(oc, od);
+    assert_eq!(c.fingerprint(), d.fingerprint());
+    assert!(
+        c.fingerprint().contains("\"seed\":null"),
+        "{}",
+        c.fingerprint()
+    );
+    assert_ne!(a.fingerprint(), c.fingerprint());
 }

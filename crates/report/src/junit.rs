@@ -57,9 +57,12 @@
 //! `type="regression"` when the check regressed significantly; a
 //! comparison alone is a test suite of those.
 //!
-//! Everything is XML-escaped, and characters that XML 1.0 does not allow
-//! (most control characters, escape sequences) are removed; see
-//! [`crate::sanitize::xml_text`].
+//! The XML is written by `quick-junit` (the crate cargo-nextest writes
+//! its JUnit with), which escapes every attribute and text; before that,
+//! characters that XML 1.0 does not allow (most control characters,
+//! escape sequences, bidirectional overrides) are removed by
+//! [`crate::sanitize::xml_clean`]. A newline in a `message` attribute is
+//! written as it is (XML readers show it as a space).
 
 use crate::document::comparison::ComparisonReport;
 use crate::document::run::RunReport;
@@ -73,10 +76,12 @@ use crate::facts::guarded::{pct_band, Outcome as GuardOutcome};
 use crate::facts::run as facts;
 use crate::facts::sequential;
 use crate::numbers::{decision_word, name};
-use crate::sanitize::{truncate_chars, xml_attr, xml_text};
+use crate::sanitize::{truncate_chars, xml_clean};
 use probity_core::compare::Direction;
 use probity_core::guarded::RetryCheck;
 use probity_core::stats::Decision;
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+use std::time::Duration;
 
 /// Longest model output included in a failure's text, in characters.
 pub const EXAMPLE_MAX_CHARS: usize = 2000;
@@ -112,57 +117,55 @@ pub(crate) fn render(doc: Document<'_>) -> String {
     }
 }
 
+/// A test case `name` of `classname` with `status` and its `<system-out>`.
+fn case(classname: &str, name: &str, status: TestCaseStatus, out: &str) -> TestCase {
+    let mut c = TestCase::new(xml_clean(name), status);
+    c.set_classname(xml_clean(classname))
+        .set_time(Duration::ZERO)
+        .set_system_out(xml_clean(out));
+    c
+}
+
+/// A failing (`Failure`) or erring (`Error`) status of type `kind` with
+/// its message and text.
+fn non_success(kind: NonSuccessKind, ty: &str, message: &str, text: &str) -> TestCaseStatus {
+    let mut s = TestCaseStatus::non_success(kind);
+    s.set_type(ty)
+        .set_message(xml_clean(message))
+        .set_description(xml_clean(text));
+    s
+}
+
+/// The XML of a report with one suite.
+fn write(suite: TestSuite, time: Duration) -> String {
+    let mut report = Report::new("probity");
+    report.set_time(time).add_test_suite(suite);
+    // The report holds only strings this module cleaned; writing it to
+    // memory cannot fail but would on a bug in the writer: say so.
+    report
+        .to_string()
+        .unwrap_or_else(|e| format!("<!-- probity: could not write JUnit XML: {e} -->\n"))
+}
+
 /// The report of a run: one test case per check, `guard prediction`, and
 /// `regression: CHECK` per check compared with its baseline.
 fn run(r: &RunReport) -> String {
-    let baseline = r.baseline.as_ref();
     let s = &r.summary;
-    let classname = format!("probity.{}", r.run.name);
-    let (extra, extra_failures) = baseline
-        .map(|c| comparison_cases(c, &classname, "    "))
-        .unwrap_or_default();
-    let extra_tests = baseline.map_or(0, |c| c.comparison.checks.len());
-    let guard = r
-        .guarded
-        .as_ref()
-        .map(|g| guard_case(g, &format!("probity.{}", r.run.name)));
-    let k = s.checks.len();
-    let outcomes: Vec<Outcome> = (0..k).map(|i| outcome(r, i)).collect();
-    let guard_outcome = guard.as_ref().map(|(_, o)| *o);
-    let failures = outcomes
-        .iter()
-        .chain(guard_outcome.iter())
-        .filter(|o| **o == Outcome::Failure)
-        .count()
-        + extra_failures;
-    let k = k + extra_tests + usize::from(guard.is_some());
-    let errors = outcomes
-        .iter()
-        .chain(guard_outcome.iter())
-        .filter(|o| **o == Outcome::Error)
-        .count();
-    let time = format!(
-        "{:.3}",
+    let run = &r.run.name;
+    let classname = format!("probity.{run}");
+    let time = Duration::from_secs_f64(
         r.run
             .duration_s
             .filter(|d| d.is_finite() && *d >= 0.0)
-            .unwrap_or(0.0)
+            .unwrap_or(0.0),
     );
-    let run = &r.run.name;
-    let counts =
-        format!(r#"tests="{k}" failures="{failures}" errors="{errors}" skipped="0" time="{time}""#);
-
-    let mut x = String::new();
-    x.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    x.push_str(&format!("<testsuites name=\"probity\" {counts}>\n"));
-    x.push_str(&format!(
-        "  <testsuite name=\"{}\" {counts}",
-        xml_attr(&format!("probity: {run}"))
-    ));
+    let mut suite = TestSuite::new(xml_clean(&format!("probity: {run}")));
+    suite.set_time(time);
     if !r.run.created_at.is_empty() {
-        x.push_str(&format!(" timestamp=\"{}\"", xml_attr(&r.run.created_at)));
+        suite
+            .extra
+            .insert("timestamp".into(), xml_clean(&r.run.created_at).into());
     }
-    x.push_str(">\n    <properties>\n");
     let (n, m, kk) = s.shape;
     let props: [(&str, String); 15] = [
         ("probity.run.id", r.run.id.to_string()),
@@ -215,37 +218,52 @@ fn run(r: &RunReport) -> String {
         })
         .collect();
     for (name, value) in props.into_iter().chain(seq) {
-        x.push_str(&format!(
-            "      <property name=\"{name}\" value=\"{}\"/>\n",
-            xml_attr(&value)
-        ));
+        suite.add_property(Property::new(name, xml_clean(&value)));
     }
-    x.push_str("    </properties>\n");
+    for idx in 0..s.checks.len() {
+        suite.add_test_case(check_case(r, idx, &classname));
+    }
+    if let Some(g) = &r.guarded {
+        suite.add_test_case(guard_case(g, &classname));
+    }
+    if let Some(c) = &r.baseline {
+        suite.add_test_cases(comparison_cases(c, &classname));
+    }
+    let system = &r.causes.system;
+    if system.total > 0 {
+        suite.set_system_out(xml_clean(&cause_lines(
+            r,
+            system,
+            &causes::system_head(system),
+        )));
+    }
+    write(suite, time)
+}
 
-    for (idx, c) in s.checks.iter().enumerate() {
-        x.push_str(&format!(
-            "    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n",
-            xml_attr(&format!("probity.{run}")),
-            xml_attr(&c.info.name)
-        ));
-        let figures = facts::figures(c);
-        let established = facts::established(c);
-        let headline = if c.info.message.is_empty() {
-            format!("{}: {figures}", name(c.verdict.decision))
-        } else {
-            format!("{}: {figures}", c.info.message)
-        };
-        let broken = r.broken_cause(idx);
-        let headline = match broken {
-            Some(cause) => causes::broken_line(r, cause, &|s| s.to_string()),
-            None => headline,
-        };
-        if outcomes[idx] != Outcome::Passed {
-            let (tag, kind) = match (outcomes[idx], c.verdict.decision) {
-                (Outcome::Error, _) if broken.is_some() => ("error", "broken"),
-                (Outcome::Error, _) => ("error", "no-data"),
-                (_, Decision::Inconclusive) => ("failure", "inconclusive"),
-                _ => ("failure", "below-minimum"),
+/// The test case of check `idx`.
+fn check_case(r: &RunReport, idx: usize, classname: &str) -> TestCase {
+    let s = &r.summary;
+    let c = &s.checks[idx];
+    let figures = facts::figures(c);
+    let established = facts::established(c);
+    let headline = if c.info.message.is_empty() {
+        format!("{}: {figures}", name(c.verdict.decision))
+    } else {
+        format!("{}: {figures}", c.info.message)
+    };
+    let broken = r.broken_cause(idx);
+    let headline = match broken {
+        Some(cause) => causes::broken_line(r, cause, &|s| s.to_string()),
+        None => headline,
+    };
+    let status = match outcome(r, idx) {
+        Outcome::Passed => TestCaseStatus::success(),
+        o => {
+            let (kind, ty) = match (o, c.verdict.decision) {
+                (Outcome::Error, _) if broken.is_some() => (NonSuccessKind::Error, "broken"),
+                (Outcome::Error, _) => (NonSuccessKind::Error, "no-data"),
+                (_, Decision::Inconclusive) => (NonSuccessKind::Failure, "inconclusive"),
+                _ => (NonSuccessKind::Failure, "below-minimum"),
             };
             let mut body = vec![format!(
                 "{} (verdict {}, {established})",
@@ -280,59 +298,32 @@ fn run(r: &RunReport) -> String {
                     ));
                 }
             }
-            x.push_str(&format!(
-                "      <{tag} message=\"{}\" type=\"{kind}\">{}</{tag}>\n",
-                xml_attr(&headline),
-                xml_text(&body.join("\n"))
-            ));
+            non_success(kind, ty, &headline, &body.join("\n"))
         }
-        let mut out = vec![
-            format!("{}: {figures}", decision_word(c.verdict.decision)),
-            established,
-        ];
-        if let Some(b) = broken {
-            out.insert(0, causes::broken_line(r, b, &|s| s.to_string()));
-        }
-        if let Some(i) = facts::inputs_note(&c.rate) {
-            out.push(i);
-        }
-        if let Some(scope) = facts::scope_note(&c.rate) {
-            out.push(scope);
-        }
-        if let Some(e) = facts::errors(&c.rate, s.options.errors) {
-            out.push(e);
-        }
-        if let Some(g) = r.causes.checks.get(idx).filter(|g| g.total > 0) {
-            out.push(cause_lines(r, g, &causes::check_head(g)));
-        }
-        if let Some(k) = &c.consistency {
-            out.push(facts::consistency_line(k));
-        }
-        if let Some(seq) = s.sequential.as_ref().and_then(|o| o.checks.get(idx)) {
-            out.push(format!(
-                "confidence sequence (sequential run): {}",
-                sequential::check_line(seq, s.shape.1 as u64, &|n| n.to_string())
-            ));
-        }
-        x.push_str(&format!(
-            "      <system-out>{}</system-out>\n",
-            xml_text(&out.join("\n"))
-        ));
-        x.push_str("    </testcase>\n");
+    };
+    let mut out = vec![
+        format!("{}: {figures}", decision_word(c.verdict.decision)),
+        established,
+    ];
+    if let Some(b) = broken {
+        out.insert(0, causes::broken_line(r, b, &|s| s.to_string()));
     }
-    if let Some((case, _)) = &guard {
-        x.push_str(case);
+    out.extend(facts::inputs_note(&c.rate));
+    out.extend(facts::scope_note(&c.rate));
+    out.extend(facts::errors(&c.rate, s.options.errors));
+    if let Some(g) = r.causes.checks.get(idx).filter(|g| g.total > 0) {
+        out.push(cause_lines(r, g, &causes::check_head(g)));
     }
-    x.push_str(&extra);
-    let system = &r.causes.system;
-    if system.total > 0 {
-        x.push_str(&format!(
-            "    <system-out>{}</system-out>\n",
-            xml_text(&cause_lines(r, system, &causes::system_head(system)))
+    if let Some(k) = &c.consistency {
+        out.push(facts::consistency_line(k));
+    }
+    if let Some(seq) = s.sequential.as_ref().and_then(|o| o.checks.get(idx)) {
+        out.push(format!(
+            "confidence sequence (sequential run): {}",
+            sequential::check_line(seq, s.shape.1 as u64, &|n| n.to_string())
         ));
     }
-    x.push_str("  </testsuite>\n</testsuites>\n");
-    x
+    case(classname, &c.info.name, status, &out.join("\n"))
 }
 
 /// A group of errors as lines: the head, then every cause kept.
@@ -353,9 +344,8 @@ fn cause_lines(r: &RunReport, g: &probity_core::causes::CauseGroup, head: &str) 
 /// The name of the guarded system's test case.
 pub const GUARD_CASE: &str = "guard prediction";
 
-/// The `guard prediction` test case of a run with a retry policy, and its
-/// outcome.
-fn guard_case(check: &RetryCheck, classname: &str) -> (String, Outcome) {
+/// The `guard prediction` test case of a run with a retry policy.
+fn guard_case(check: &RetryCheck, classname: &str) -> TestCase {
     let g = &check.measured;
     let figures = match joint(check) {
         Some(j) => format!(
@@ -374,79 +364,67 @@ fn guard_case(check: &RetryCheck, classname: &str) -> (String, Outcome) {
         ),
     };
     let table = crate::text::guarded::block(check, false);
-    let (o, element) = match prediction_outcome(check) {
-        GuardOutcome::Held => (Outcome::Passed, String::new()),
-        GuardOutcome::NotHeld => (
-            Outcome::Failure,
-            format!(
-                "      <failure message=\"{}\" type=\"prediction\">{}</failure>\n",
-                xml_attr(&format!("retry prediction did not hold: {figures}")),
-                xml_text(&table)
-            ),
+    let status = match prediction_outcome(check) {
+        GuardOutcome::Held => TestCaseStatus::success(),
+        GuardOutcome::NotHeld => non_success(
+            NonSuccessKind::Failure,
+            "prediction",
+            &format!("retry prediction did not hold: {figures}"),
+            &table,
         ),
-        GuardOutcome::Untested => (
-            Outcome::Error,
-            format!(
-                "      <error message=\"{}\" type=\"no-data\">{}</error>\n",
-                xml_attr(&format!(
-                    "retry prediction not tested: no joint pass rate; {figures}"
-                )),
-                xml_text(&table)
-            ),
+        GuardOutcome::Untested => non_success(
+            NonSuccessKind::Error,
+            "no-data",
+            &format!("retry prediction not tested: no joint pass rate; {figures}"),
+            &table,
         ),
     };
-    let case = format!(
-        "    <testcase classname=\"{}\" name=\"{GUARD_CASE}\" time=\"0\">\n{element}      <system-out>{}</system-out>\n    </testcase>\n",
-        xml_attr(classname),
-        xml_text(&format!("{figures}\n{table}"))
-    );
-    (case, o)
+    case(
+        classname,
+        GUARD_CASE,
+        status,
+        &format!("{figures}\n{table}"),
+    )
 }
 
-/// JUnit `<testcase>` elements `regression: CHECK`, one per compared
-/// check, failing (`type="regression"`) when the check regressed; and the
-/// number of failures.
-fn comparison_cases(r: &ComparisonReport, classname: &str, indent: &str) -> (String, usize) {
-    let mut x = String::new();
-    let mut failures = 0;
-    for k in &r.comparison.checks {
-        x.push_str(&format!(
-            "{indent}<testcase classname=\"{}\" name=\"{}\" time=\"0\">\n",
-            xml_attr(classname),
-            xml_attr(&format!("regression: {}", k.name))
-        ));
-        let lines = check_lines(k, r.comparison.options.multiple).join("\n");
-        let headline = format!(
-            "{} against baseline run {}: change {} pts, interval {}",
-            k.direction.words(),
-            r.baseline.id,
-            points(k.decisive().mean_diff),
-            points_interval(k.decisive())
-        );
-        if k.direction == Direction::Regressed {
-            failures += 1;
-            x.push_str(&format!(
-                "{indent}  <failure message=\"{}\" type=\"regression\">{}</failure>\n",
-                xml_attr(&headline),
-                xml_text(&lines)
-            ));
-        }
-        x.push_str(&format!(
-            "{indent}  <system-out>{}</system-out>\n{indent}</testcase>\n",
-            xml_text(&format!("{headline}\n{lines}"))
-        ));
-    }
-    (x, failures)
+/// Test cases `regression: CHECK`, one per compared check, failing
+/// (`type="regression"`) when the check regressed.
+fn comparison_cases(r: &ComparisonReport, classname: &str) -> Vec<TestCase> {
+    r.comparison
+        .checks
+        .iter()
+        .map(|k| {
+            let lines = check_lines(k, r.comparison.options.multiple).join("\n");
+            let headline = format!(
+                "{} against baseline run {}: change {} pts, interval {}",
+                k.direction.words(),
+                r.baseline.id,
+                points(k.decisive().mean_diff),
+                points_interval(k.decisive())
+            );
+            let status = if k.direction == Direction::Regressed {
+                non_success(NonSuccessKind::Failure, "regression", &headline, &lines)
+            } else {
+                TestCaseStatus::success()
+            };
+            case(
+                classname,
+                &format!("regression: {}", k.name),
+                status,
+                &format!("{headline}\n{lines}"),
+            )
+        })
+        .collect()
 }
 
 /// The comparison alone as a JUnit XML document.
 fn comparison(r: &ComparisonReport) -> String {
     let name = format!("probity compare: {} -> {}", r.baseline.id, r.candidate.id);
-    let (cases, failures) = comparison_cases(r, &format!("probity.{}", r.candidate.name), "    ");
-    let k = r.comparison.checks.len();
-    let counts = format!(r#"tests="{k}" failures="{failures}" errors="0" skipped="0" time="0""#);
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"probity\" {counts}>\n  <testsuite name=\"{}\" {counts}>\n{cases}  </testsuite>\n</testsuites>\n",
-        xml_attr(&name)
-    )
+    let mut suite = TestSuite::new(xml_clean(&name));
+    suite.set_time(Duration::ZERO);
+    suite.add_test_cases(comparison_cases(
+        r,
+        &format!("probity.{}", r.candidate.name),
+    ));
+    write(suite, Duration::ZERO)
 }

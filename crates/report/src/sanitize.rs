@@ -178,6 +178,20 @@ pub fn xml_attr(s: &str) -> String {
     xml_escape(s, true)
 }
 
+/// Text fit for XML before a writer escapes it (JUnit through
+/// `quick-junit`): escape sequences removed, characters XML 1.0 does not
+/// allow dropped, and C1 controls, DEL and bidirectional overrides
+/// dropped as [`xml_text`] drops them; nothing escaped.
+pub fn xml_clean(s: &str) -> String {
+    strip_ansi(s)
+        .chars()
+        .filter(|&c| {
+            let allowed_control = matches!(c, '\n' | '\t' | '\r');
+            is_xml_char(c) && (allowed_control || !c.is_control()) && !is_bidi_control(c)
+        })
+        .collect()
+}
+
 fn xml_escape(s: &str, attr: bool) -> String {
     let clean = strip_ansi(s);
     let mut out = String::with_capacity(clean.len() + 16);

@@ -400,3 +400,32 @@ fn b64(bytes: &[u8]) -> String {
     }
     out
 }
+
+/// Every rate bar on a run's page is drawn on one scale: every axis over
+/// a column of rate bars says the same range.
+#[test]
+fn one_bar_scale_per_page() {
+    let h = page();
+    let axes: Vec<&str> = h
+        .split("aria-label=\"scale ")
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap())
+        .filter(|s| s.ends_with("to 100%"))
+        .collect();
+    assert!(axes.len() >= 4, "{axes:?}");
+    assert!(axes.iter().all(|a| *a == axes[0]), "{axes:?}");
+    assert!(h.contains(&format!("drawn on one scale, {}.", axes[0])));
+}
+
+/// The template layer escapes what it is given unless Rust code marked it
+/// as markup: a hostile title of a small page comes out as text.
+#[test]
+fn templates_escape_by_default() {
+    let mut r = tensor_report(5, 20);
+    r.run.name = format!("{HOSTILE}\u{202e}\x1b[2J");
+    let h = render(&r, Format::Html, false);
+    assert!(!h.contains("<img"));
+    assert!(!h.contains('\u{202e}'), "bidi override passed through");
+    assert!(!h.contains('\x1b'), "escape sequence passed through");
+    assert!(h.contains(&html_escape(HOSTILE)));
+}

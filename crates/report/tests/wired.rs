@@ -182,10 +182,13 @@ fn errors_and_their_causes_in_every_format() {
         x.contains("<property name=\"probity.errors.system\" value=\"2\"/>"),
         "{x}"
     );
+    // The suite's own <system-out>, after its last test case.
+    let tail = &x[x.rfind("</testcase>").unwrap()..];
     assert!(
-        x.contains("    <system-out>2 calls to the system failed after their retries (not measured):\n  2 × HTTP 503 (first: input hello · output #7)</system-out>\n  </testsuite>"),
+        tail.contains("<system-out>2 calls to the system failed after their retries (not measured):\n  2 × HTTP 503 (first: input hello · output #7)</system-out>"),
         "{x}"
     );
+    assert!(tail.contains("</testsuite>"), "{x}");
     assert!(
         x.contains("could not judge 3 outputs (errors, not failures):\n  2 × judge timed out (first: input thanks-3 · output #4)"),
         "{x}"

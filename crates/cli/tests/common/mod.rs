@@ -114,3 +114,18 @@ pub fn requests(addr: &str) -> u64 {
     let v: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
     v["requests"].as_u64().unwrap()
 }
+
+/// Pin the simulator of `dir/probity.toml` (as `probity init` wrote it)
+/// to `seed`, so the test's runs are reproducible: unpinned, every run
+/// samples afresh.
+pub fn pin_seed(dir: &Path, seed: u64) {
+    let path = dir.join("probity.toml");
+    let cfg = std::fs::read_to_string(&path).unwrap();
+    let pinned = cfg.replacen(
+        "[system]\nprovider = \"sim\"\n",
+        &format!("[system]\nprovider = \"sim\"\nseed = {seed}\n"),
+        1,
+    );
+    assert_ne!(pinned, cfg, "no simulator to pin in {}", path.display());
+    std::fs::write(&path, pinned).unwrap();
+}

@@ -26,7 +26,7 @@ fn d_invalid_json() -> f64 {
 ///
 /// ```toml
 /// provider = "sim"
-/// seed = 0
+/// seed = 42                 # optional: pin the draws (see below)
 /// contractions = 0.1        # P(reply uses > 3 apostrophe contractions)
 /// omit_welcome = 0.15       # P(no "You're welcome" | message contains "Thank you")
 /// invalid_json = 0.05       # P(malformed JSON | message contains "JSON")
@@ -36,6 +36,16 @@ fn d_invalid_json() -> f64 {
 /// input_spread = 0.0        # 0 ≤ ρ < 1: per-input heterogeneity (see below)
 /// token_ms = 0              # `probity sim serve` only: time per generated token
 /// ```
+///
+/// `seed` pins the simulator: every run then draws the same outputs for
+/// the same calls, to the digit. Without it every run (every
+/// [`SimModel::new`]) draws a fresh seed, so a second run samples afresh
+/// as a real system would — the seed a run drew is not stored; pin one to
+/// reproduce. The fingerprint (and so the run's config hash and system
+/// label) says `"seed": null` for an unpinned simulator, so its runs
+/// compare and resume as one system. Inputs' own rates (`input_spread`)
+/// come from the pinned seed or 0: an input's difficulty is part of the
+/// system, the same in every run.
 ///
 /// `input_spread` = 0 gives every input exactly the configured rates. A
 /// value ρ in (0, 1) gives each input its own rate for each event, drawn
@@ -47,8 +57,9 @@ fn d_invalid_json() -> f64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SimConfig {
+    /// `None`: a fresh seed per [`SimModel::new`] (per run).
     #[serde(default)]
-    pub seed: u64,
+    pub seed: Option<u64>,
     #[serde(default = "d_contractions")]
     pub contractions: f64,
     #[serde(default = "d_omit_welcome")]
@@ -73,7 +84,7 @@ pub struct SimConfig {
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
-            seed: 0,
+            seed: None,
             contractions: d_contractions(),
             omit_welcome: d_omit_welcome(),
             invalid_json: d_invalid_json(),
@@ -125,6 +136,8 @@ pub struct SimOutput {
 #[derive(Debug, Clone)]
 pub struct SimModel {
     config: SimConfig,
+    /// The seed of the draws: the pinned one, or fresh for this model.
+    seed: u64,
 }
 
 /// Stream labels, so each use of randomness has its own independent draws.
@@ -136,7 +149,8 @@ impl SimModel {
     /// A model with the given settings (validated).
     pub fn new(config: SimConfig) -> Result<Self, ConfigError> {
         config.validate()?;
-        Ok(SimModel { config })
+        let seed = config.seed.unwrap_or_else(rand::random);
+        Ok(SimModel { config, seed })
     }
 
     /// The settings.
@@ -163,7 +177,7 @@ impl SimModel {
             let input = hash_messages(messages);
             let draw = |kind: u64, mean: f64| {
                 let seed = Fnv::new()
-                    .u64(c.seed)
+                    .u64(c.seed.unwrap_or(0))
                     .u64(STREAM_RATE)
                     .u64(kind)
                     .u64(input)
@@ -185,7 +199,7 @@ impl SimModel {
             return Duration::ZERO;
         }
         let seed = Fnv::new()
-            .u64(c.seed)
+            .u64(self.seed)
             .u64(STREAM_LATENCY)
             .u64(hash_messages(messages))
             .u64(repetition)
@@ -197,7 +211,7 @@ impl SimModel {
     }
 
     /// One output for `messages` at `repetition` and `attempt`: a pure
-    /// function of the configuration and the arguments. Fails with
+    /// function of the configuration, the model's seed and the arguments. Fails with
     /// `ProviderError::Server { status: 500, .. }` with probability
     /// `error_rate`.
     pub fn generate(
@@ -208,7 +222,7 @@ impl SimModel {
     ) -> Result<SimOutput, ProviderError> {
         let rates = self.true_rates(messages);
         let seed = Fnv::new()
-            .u64(self.config.seed)
+            .u64(self.seed)
             .u64(STREAM_CALL)
             .u64(hash_messages(messages))
             .u64(repetition)

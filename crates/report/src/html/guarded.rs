@@ -10,9 +10,7 @@ use crate::facts::guarded::{
 };
 use crate::numbers::{pct, threshold_pct};
 use crate::sanitize::html_escape as esc;
-use crate::svg::{
-    attempts_axis, band_bar, bar_axis, domain_low, nice_step, open, FAIL, GREY, NEUTRAL, PASS,
-};
+use crate::svg::{attempts_axis, band_bar, bar_axis, nice_step, open, FAIL, GREY, NEUTRAL, PASS};
 use probity_core::guarded::RetryCheck;
 use std::fmt::Write;
 
@@ -136,8 +134,15 @@ fn attempts_histogram(h: &mut String, check: &RetryCheck) {
     );
 }
 
-/// The section of the guarded system of a run with a retry policy.
-pub(crate) fn section(h: &mut String, check: &RetryCheck) {
+/// The section of the guarded system of a run with a retry policy; its
+/// P(success within m) bars on the page's one scale from `lo`.
+pub(crate) fn section(check: &RetryCheck, lo: f64) -> String {
+    let mut h = String::new();
+    section_into(&mut h, check, lo);
+    h
+}
+
+fn section_into(h: &mut String, check: &RetryCheck, lo: f64) {
     let g = &check.measured;
     h.push_str("<section id=\"guarded\">\n<h2>Guarded system (§4.2)</h2>\n");
     let _ = writeln!(
@@ -167,7 +172,6 @@ pub(crate) fn section(h: &mut String, check: &RetryCheck) {
 
     // Measured vs predicted.
     let rows = rows(check);
-    let lo = domain_low(rows.iter().map(|r| r.success_within.lower));
     let hi_attempts = f64::from(g.m.max(2));
     let measured_s = measured_success(g);
     let j = joint(check);

@@ -10,17 +10,23 @@
 //! | plan | [`plan`] | the plan's text in a `<pre>` |
 //!
 //! [`page`] holds what the pages share: the run page's style, script and
-//! Content-Security-Policy, and the small pages' shell. Every piece of
-//! run data goes through [`crate::sanitize::html_escape`]; no run data is
-//! put inside `<script>` or `<style>`.
+//! Content-Security-Policy, and the small pages' shell. Pages are laid out
+//! by minijinja templates (`templates/`, through [`template`]), which
+//! escape every value they print with [`crate::sanitize::html_escape`]
+//! unless Rust code marked it as markup (the SVG charts of `svg.rs`,
+//! which escape their own labels); no run data is put inside `<script>`
+//! or `<style>`. Every rate bar on a page uses one scale
+//! ([`run::page_scale`]).
 
 pub mod comparison;
 pub mod guarded;
 pub mod page;
 pub mod plan;
 pub mod run;
+pub mod template;
 pub mod tensor;
 pub mod trend;
+pub mod view;
 
 use crate::document::Document;
 

@@ -8,9 +8,11 @@
 //! no network access at all, so an escaping slip could still not run
 //! script or phone home. The small pages allow no script at all.
 
-use crate::sanitize::html_escape;
+use crate::html::template::markup;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use minijinja::Value;
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 /// Longest label (input id, check name) in tables.
@@ -180,15 +182,36 @@ th{background:#f3f4f6}td.num,th.num{text-align:right;font-variant-numeric:tabula
 .verdict.fail{border-color:#b91c1c}.note{color:#4b5563}\
 table.cmp td{white-space:nowrap}svg text{font-family:system-ui,sans-serif}";
 
-/// A small self-contained page titled `title` (escaped here) holding
-/// `body` (markup), with [`PAGE_STYLE`] and no script.
-pub(crate) fn small_page(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
-         <title>{}</title>\n<style>{PAGE_STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n",
-        html_escape(title)
-    )
+/// What every page's shell (`templates/base.html`) needs: its
+/// Content-Security-Policy, title, style and script (markup made here),
+/// and a footer line.
+#[derive(Serialize)]
+pub(crate) struct PageShell {
+    pub csp: String,
+    pub title: String,
+    pub style: Value,
+    pub script: Option<Value>,
+    pub footer: Option<String>,
+    /// Seconds after which the page reloads itself (a live run).
+    pub refresh: Option<u32>,
+}
+
+/// The CSP of the small pages: no script at all.
+pub(crate) const SMALL_PAGE_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'";
+
+impl PageShell {
+    /// The shell of a small page (a comparison, a trend, a plan): no
+    /// script, [`PAGE_STYLE`].
+    pub(crate) fn small(title: String) -> PageShell {
+        PageShell {
+            csp: SMALL_PAGE_CSP.to_string(),
+            title,
+            style: markup(PAGE_STYLE),
+            script: None,
+            footer: None,
+            refresh: None,
+        }
+    }
 }
 
 /// ` Showing the 200 worst of 1000 inputs by IRP.`, or nothing when all are

@@ -1,10 +1,17 @@
 //! A retry plan in HTML: a small page quoting the plan's text
-//! ([`crate::text`]) in a `<pre>`, escaped. `probity plan` prints text;
-//! this is the plan for a caller that asks for a page.
+//! ([`crate::text`]) in a `<pre>` (`templates/plan.html`). `probity plan`
+//! prints text; this is the plan for a caller that asks for a page.
 
 use crate::document::plan::PlanReport;
-use crate::html::page::small_page;
-use crate::sanitize::html_escape;
+use crate::html::page::PageShell;
+use crate::html::template::render;
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct Page {
+    page: PageShell,
+    text: String,
+}
 
 /// The plan as a small self-contained page.
 pub(crate) fn page(p: &PlanReport) -> String {
@@ -12,12 +19,11 @@ pub(crate) fn page(p: &PlanReport) -> String {
         Some(r) => format!("probity retry plan: run #{} {}", r.run.id, r.run.name),
         None => "probity retry plan".to_string(),
     };
-    small_page(
-        &title,
-        &format!(
-            "<h1>{}</h1>\n<pre>{}</pre>\n",
-            html_escape(&title),
-            html_escape(&crate::text::plan::render(p))
-        ),
+    render(
+        "plan.html",
+        Page {
+            page: PageShell::small(title),
+            text: crate::text::plan::render(p),
+        },
     )
 }

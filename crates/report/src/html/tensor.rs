@@ -20,8 +20,15 @@ pub const HEATMAP_MAX_REPETITIONS: usize = 100;
 /// Room right of a chart for the last rotated column label.
 const LABEL_OVERHANG: f64 = 160.0;
 
-/// The section of the heatmaps, or a note when the report has no tensor.
-pub(crate) fn heatmaps(h: &mut String, r: &RunReport) {
+/// The section of the heatmaps (SVG charts, each label escaped by
+/// `svg`'s rules), or a note when the report has no tensor.
+pub(crate) fn heatmaps(r: &RunReport) -> String {
+    let mut h = String::new();
+    heatmaps_into(&mut h, r);
+    h
+}
+
+fn heatmaps_into(h: &mut String, r: &RunReport) {
     h.push_str("<section id=\"tensor\">\n<h2>Heatmaps of the reliability tensor</h2>\n");
     let Some(t) = &r.tensor else {
         h.push_str("<p class=\"note\">Heatmaps are not available: this report was made without the tensor of results.</p>\n");

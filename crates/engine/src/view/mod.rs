@@ -1,0 +1,225 @@
+//! The HTTP side of `probity view`: a local, read-only web viewer over the
+//! run store. This module routes requests, checks the access token and
+//! sets the security headers; what each page shows is a [`Pages`]
+//! implementation's (the CLI's, which reads the store and renders with the
+//! report crate), so the engine does not depend on the renderer.
+//!
+//! | path | page |
+//! | --- | --- |
+//! | `/` | the runs list (`?name=&since=&verdict=`) |
+//! | `/runs/{id}` | a run's report |
+//! | `/runs/{id}/outputs` | all of its outputs (`?check=&input=&verdict=`) |
+//! | `/runs/{id}/live` | its rates, reloading while the run is written |
+//! | `/compare?a=&b=` | two runs compared, outputs side by side (`&only=differ`) |
+//! | `/trend/{name}` | a name's trend |
+//!
+//! Access: bound to a loopback address the viewer needs no token; bound
+//! anywhere else every request must carry the token — `?token=T` once
+//! (which sets an HttpOnly, SameSite=Strict cookie, so links keep
+//! working), the cookie, or `Authorization: Bearer T` — compared in
+//! constant time. A request without it gets 401 and nothing of the store.
+//! Pages are built on blocking threads (the store is SQLite), one at a
+//! time per request.
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use subtle::ConstantTimeEq;
+use tokio::net::TcpListener;
+
+/// The query of a request, by name (`?verdict=fail` → `verdict`).
+pub type Params = HashMap<String, String>;
+
+/// What a page handler answers: the page, or a status with a message
+/// shown in the viewer's frame.
+pub enum Page {
+    Html(String),
+    /// Not found, or a bad request: the HTTP status and a page saying why.
+    Problem(u16, String),
+}
+
+/// The pages of the viewer. Each is called on a blocking thread.
+pub trait Pages: Send + Sync + 'static {
+    fn runs(&self, q: &Params) -> Page;
+    fn run(&self, id: i64) -> Page;
+    fn outputs(&self, id: i64, q: &Params) -> Page;
+    fn live(&self, id: i64) -> Page;
+    fn compare(&self, q: &Params) -> Page;
+    fn trend(&self, name: &str) -> Page;
+}
+
+/// A token for a viewer bound beyond loopback: 32 hexadecimal characters
+/// from the operating system's random source (`rand`'s thread generator,
+/// seeded by it).
+pub fn new_token() -> String {
+    let bytes: [u8; 16] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Name of the cookie that carries the token.
+pub const COOKIE: &str = "probity_view";
+
+struct ViewState {
+    pages: Arc<dyn Pages>,
+    token: Option<String>,
+}
+
+/// Serve `pages` on `listener` until `shutdown` completes. With `token`,
+/// every request must carry it (see the module's documentation).
+pub async fn serve(
+    listener: TcpListener,
+    pages: Arc<dyn Pages>,
+    token: Option<String>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(pages, token))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// The viewer's routes, with the token check and security headers.
+pub fn router(pages: Arc<dyn Pages>, token: Option<String>) -> Router {
+    let state = Arc::new(ViewState { pages, token });
+    Router::new()
+        .route("/", get(runs))
+        .route("/runs/{id}", get(run))
+        .route("/runs/{id}/outputs", get(outputs))
+        .route("/runs/{id}/live", get(live))
+        .route("/compare", get(compare))
+        .route("/trend/{name}", get(trend))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state)
+}
+
+type St = State<Arc<ViewState>>;
+
+/// The token from `?token=`, the cookie or `Authorization: Bearer`.
+fn presented(headers: &HeaderMap, query: Option<&str>) -> (Option<String>, bool) {
+    let from_query = query.and_then(|q| {
+        q.split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == "token")
+            .map(|(_, v)| v.to_string())
+    });
+    if let Some(t) = from_query {
+        return (Some(t), true);
+    }
+    let cookie = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| v.to_string());
+    if cookie.is_some() {
+        return (cookie, false);
+    }
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_string);
+    (bearer, false)
+}
+
+/// The token check, then the security headers of every answer.
+async fn guard(State(st): St, req: Request, next: Next) -> Response {
+    let mut set_cookie = None;
+    if let Some(want) = &st.token {
+        let (got, in_query) = presented(req.headers(), req.uri().query());
+        let ok = got.as_deref().is_some_and(|g| {
+            g.len() == want.len() && bool::from(g.as_bytes().ct_eq(want.as_bytes()))
+        });
+        if !ok {
+            let mut r = (
+                StatusCode::UNAUTHORIZED,
+                "probity view: this viewer needs its token (open the address it printed, with ?token=…)\n",
+            )
+                .into_response();
+            secure(r.headers_mut());
+            return r;
+        }
+        if in_query {
+            set_cookie = Some(format!(
+                "{COOKIE}={want}; HttpOnly; SameSite=Strict; Path=/"
+            ));
+        }
+    }
+    let mut r = next.run(req).await;
+    if let Some(c) = set_cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        r.headers_mut().insert(header::SET_COOKIE, c);
+    }
+    secure(r.headers_mut());
+    r
+}
+
+fn secure(h: &mut HeaderMap) {
+    for (k, v) in [
+        ("x-content-type-options", "nosniff"),
+        ("x-frame-options", "DENY"),
+        ("referrer-policy", "no-referrer"),
+        ("cache-control", "no-store"),
+    ] {
+        h.insert(k, HeaderValue::from_static(v));
+    }
+}
+
+/// Run `f` on a blocking thread and answer with its page.
+async fn answer(
+    st: &Arc<ViewState>,
+    f: impl FnOnce(&dyn Pages) -> Page + Send + 'static,
+) -> Response {
+    let pages = st.pages.clone();
+    let page = tokio::task::spawn_blocking(move || f(pages.as_ref()))
+        .await
+        .unwrap_or_else(|e| Page::Problem(500, format!("the page could not be made: {e}")));
+    let (status, body) = match page {
+        Page::Html(h) => (StatusCode::OK, h),
+        Page::Problem(s, h) => (
+            StatusCode::from_u16(s).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            h,
+        ),
+    };
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+async fn runs(State(st): St, Query(q): Query<Params>) -> Response {
+    answer(&st, move |p| p.runs(&q)).await
+}
+
+async fn run(State(st): St, Path(id): Path<i64>) -> Response {
+    answer(&st, move |p| p.run(id)).await
+}
+
+async fn outputs(State(st): St, Path(id): Path<i64>, Query(q): Query<Params>) -> Response {
+    answer(&st, move |p| p.outputs(id, &q)).await
+}
+
+async fn live(State(st): St, Path(id): Path<i64>) -> Response {
+    answer(&st, move |p| p.live(id)).await
+}
+
+async fn compare(State(st): St, Query(q): Query<Params>) -> Response {
+    answer(&st, move |p| p.compare(&q)).await
+}
+
+async fn trend(State(st): St, Path(name): Path<String>) -> Response {
+    answer(&st, move |p| p.trend(&name)).await
+}
+
+async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "probity view: no such page\n").into_response()
+}
