@@ -12,8 +12,8 @@
 use crate::sequential::outcome::{SequenceState, StopReason};
 use crate::sequential::test::{round_end, SequentialTest};
 use crate::stats::{
-    judge, ClusterMethod, ClusterSum, Counts, IntervalMethod, RateEstimate, StatsError,
-    ThresholdVerdict, VerdictMode,
+    judge, ClusterMethod, ClusterSum, Counts, ErrorPolicy, IntervalMethod, RateEstimate,
+    StatsError, ThresholdVerdict, VerdictMode,
 };
 use crate::summary::CheckInfo;
 use rand::rngs::StdRng;
@@ -72,7 +72,15 @@ pub fn input_passes(rng: &mut StdRng, p: f64, rho: f64, m: u64) -> u64 {
 /// `n` inputs of `m` outputs each (see [`input_passes`]) as clusters.
 pub fn clusters(rng: &mut StdRng, p: f64, rho: f64, n: usize, m: u64) -> Vec<ClusterSum> {
     (0..n)
-        .map(|_| ClusterSum::from_passes(input_passes(rng, p, rho, m), m))
+        .map(|_| {
+            let pass = input_passes(rng, p, rho, m);
+            let c = Counts {
+                pass,
+                fail: m - pass,
+                ..Counts::default()
+            };
+            ClusterSum::from_counts(&c, ErrorPolicy::Exclude)
+        })
         .collect()
 }
 
@@ -186,8 +194,10 @@ pub fn fixed_verdicts(
         .iter()
         .zip(thresholds)
         .map(|(xs, &t)| {
-            let clusters: Vec<ClusterSum> =
-                xs.iter().map(|&x| ClusterSum::from_passes(x, m)).collect();
+            let clusters: Vec<ClusterSum> = xs
+                .iter()
+                .map(|&x| ClusterSum::from_passes(x, m))
+                .collect::<Result<_, _>>()?;
             let pass: u64 = xs.iter().sum();
             let counts = Counts {
                 pass,

@@ -150,17 +150,17 @@ impl RateEstimate {
     }
 
     /// A rate over clustered observations (inputs as clusters) with the
-    /// default [`ClusterMethod`]. Never fails: on invalid input (see
-    /// [`RateEstimate::try_clustered`]) it returns the uninformative
-    /// interval [0, 1] with scope [`Scope::TheseInputs`], so nothing can be
-    /// established from it. Prefer `try_clustered`.
+    /// default [`ClusterMethod`]: [`RateEstimate::try_clustered`]. A sum
+    /// above its count (or any sums that are not those of scores in
+    /// [0, 1]) is [`StatsError::Scores`], an invalid confidence
+    /// [`StatsError::Confidence`].
     pub fn clustered(
         clusters: &[ClusterSum],
         counts: Counts,
         confidence: f64,
         method: IntervalMethod,
-    ) -> Self {
-        Self::clustered_or_empty(
+    ) -> Result<Self, StatsError> {
+        Self::try_clustered(
             clusters,
             counts,
             confidence,
