@@ -4,7 +4,7 @@
 
 use crate::sequential::outcome::{CheckSequence, SequenceState, SequentialOutcome, StopReason};
 use crate::stats::sequential::{projected_observations, BettingSequence};
-use crate::stats::{Decision, ErrorPolicy, StatsError};
+use crate::stats::{Decision, ErrorPolicy, NotEstablished, StatsError};
 use crate::summary::{CheckInfo, Summary};
 use crate::tensor::{Cell, ReliabilityTensor};
 
@@ -294,6 +294,21 @@ impl Summary {
             c.verdict.decision = decision;
             c.verdict.established = established;
             c.verdict.samples_needed = s.needed_inputs.map(|n| n.saturating_mul(m));
+            let why = match (s.state, outcome.stop) {
+                (_, _) if s.inputs == 0 => NotEstablished::NothingObserved,
+                (SequenceState::Futile, Some(StopReason::Futile)) => NotEstablished::Futile {
+                    inputs_needed: s.needed_inputs,
+                },
+                (_, Some(StopReason::BudgetSpent)) => NotEstablished::BudgetSpent {
+                    inputs_needed: s.needed_inputs,
+                },
+                _ => NotEstablished::Straddles {
+                    lower: s.lower,
+                    upper: s.upper,
+                    samples_needed: c.verdict.samples_needed,
+                },
+            };
+            c.verdict.why_not = (!established).then_some(why);
             c.rate.interval.lower = s.lower;
             c.rate.interval.upper = s.upper;
         }

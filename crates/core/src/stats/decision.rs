@@ -4,7 +4,8 @@
 
 use super::error::{check_confidence, check_threshold, StatsError};
 use super::interval::{normal_quantile, proportion_interval, z_value, IntervalMethod};
-use super::rate::{RateEstimate, Scope};
+use super::rate::{RateEstimate, Scope, MIN_INPUTS};
+use super::reason::NotEstablished;
 use serde::{Deserialize, Serialize};
 
 /// How a rate is compared with its threshold.
@@ -48,6 +49,10 @@ pub struct ThresholdVerdict {
     /// the threshold, nothing observed, an invalid threshold or confidence,
     /// or more than [`MAX_SAMPLES`] samples needed).
     pub samples_needed: Option<u64>,
+    /// Why it is not established and what would settle it; `None` when
+    /// established.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_not: Option<NotEstablished>,
 }
 
 impl ThresholdVerdict {
@@ -106,6 +111,7 @@ pub fn judge(
             threshold,
             established: false,
             samples_needed: None,
+            why_not: Some(NotEstablished::InvalidThreshold),
         };
     }
     let valid_scope = rate.scope == Scope::Population && rate.n > 0;
@@ -157,11 +163,32 @@ pub fn judge(
             method,
         )
     };
+    let why_not = (!established).then(|| {
+        if rate.n == 0 {
+            NotEstablished::NothingObserved
+        } else if rate.scope == Scope::TheseInputs && rate.inputs < MIN_INPUTS {
+            NotEstablished::TooFewInputs {
+                inputs: rate.inputs,
+                inputs_needed: MIN_INPUTS,
+            }
+        } else if rate.scope == Scope::TheseInputs {
+            NotEstablished::Unclustered {
+                inputs: rate.inputs,
+            }
+        } else {
+            NotEstablished::Straddles {
+                lower: iv.lower,
+                upper: iv.upper,
+                samples_needed,
+            }
+        }
+    });
     ThresholdVerdict {
         decision,
         threshold,
         established,
         samples_needed,
+        why_not,
     }
 }
 

@@ -387,6 +387,18 @@ pub struct WireVerdict {
     pub established: bool,
     pub samples_needed: Option<u64>,
     pub more_samples_needed: Option<u64>,
+    /// Why it is not established and what would settle it (core's
+    /// `NotEstablished`, tagged by `reason`) with the sentence the other
+    /// formats print; absent when established.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why_not: Option<WireWhyNot>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireWhyNot {
+    #[serde(flatten)]
+    pub reason: probity_core::stats::NotEstablished,
+    pub text: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -615,6 +627,14 @@ fn check(r: &RunReport, index: usize, c: &CheckSummary) -> WireCheck {
             established: c.verdict.established,
             samples_needed: c.verdict.samples_needed,
             more_samples_needed: more_samples(c),
+            why_not: c
+                .verdict
+                .why_not
+                .filter(|_| !c.verdict.established)
+                .map(|w| WireWhyNot {
+                    reason: w,
+                    text: crate::facts::run::why_not(&w, c),
+                }),
         },
         worst_input: c.worst_input.as_ref().map(|w| entry(r, w, true, method)),
         breakdown_by,
