@@ -271,3 +271,37 @@ fn holm_controls_false_regressions_across_five_checks() {
     assert!(h <= 0.05, "Holm any-check false regression rate {h}");
     assert!(n > h);
 }
+
+/// The opt-in ICC-bound interval on the case: 20 inputs × 30
+/// outputs, 5 failures on 5 different inputs (99.2 %). The data bound the
+/// ICC (failures spread), so the interval is Wilson at n / deff(ρ_U)
+/// (checked against the formula) and established against 95 %; the
+/// default restricted-ICC interval is not. All passing: ρ_U = 1 and the
+/// interval is Wilson on the 20 inputs (z = 1.959964: Wilson(20, 20)
+/// lower = 20/(20 + z²) = 0.8388748419471806, statsmodels 0.14
+/// `proportion_confint(20, 20, method='wilson')`).
+#[test]
+fn icc_bound_uses_the_observed_clustering() {
+    use probity_core::stats::betabin::icc_bound_score;
+    use probity_core::stats::{proportion_interval, IntervalMethod};
+    let mut c = vec![ClusterSum::from_passes(30, 30).unwrap(); 15];
+    c.extend(vec![ClusterSum::from_passes(29, 30).unwrap(); 5]);
+    let s = icc_bound_score(&c, 0.95).unwrap();
+    let n_eff = 600.0 / s.design_effect;
+    let w = proportion_interval(595.0 / 600.0 * n_eff, n_eff, 0.95, IntervalMethod::Wilson);
+    assert!((s.interval.lower - w.lower).abs() < 1e-12, "{s:?} {w:?}");
+    assert!(s.interval.lower >= 0.95, "{s:?}");
+    let counts = Counts {
+        pass: 595,
+        fail: 5,
+        ..Counts::default()
+    };
+    let old = rate(&c, counts, ClusterMethod::BetaBinomial);
+    assert!(old.interval.lower < 0.95, "{old:?}");
+    let all = icc_bound_score(&[ClusterSum::from_passes(10, 10).unwrap(); 20], 0.95).unwrap();
+    assert!(
+        (all.interval.lower - 0.838_874_841_947_180_6).abs() < 1e-12,
+        "{all:?}"
+    );
+    assert_eq!(all.design_effect, 10.0);
+}
