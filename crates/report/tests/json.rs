@@ -183,6 +183,7 @@ fn every_field_is_documented() {
     // And a sequential outcome.
     r.summary.sequential = Some(probity_core::sequential::SequentialOutcome {
         seed: 1,
+        design: Default::default(),
         stop: Some(probity_core::sequential::StopReason::Settled),
         inputs: 4,
         samples: 200,
@@ -199,6 +200,7 @@ fn every_field_is_documented() {
             inputs: 4,
             state: probity_core::sequential::SequenceState::Pass,
             needed_inputs: Some(4),
+            needed_outputs: None,
         }],
     });
     let v = parse(&r);

@@ -37,11 +37,21 @@ pub enum NotEstablished {
     /// sequence still contains the minimum. Settled, if the estimate
     /// stays, by `inputs_needed` inputs in all (`None`: not within ten
     /// times the budget).
-    BudgetSpent { inputs_needed: Option<u64> },
+    BudgetSpent {
+        inputs_needed: Option<u64>,
+        /// With output rounds: outputs per input in all instead.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outputs_needed: Option<u64>,
+    },
     /// A sequential run stopped because this check was projected not to
     /// settle within its budget. Settled by a budget of `inputs_needed`
     /// inputs (`None`: not within ten times the budget).
-    Futile { inputs_needed: Option<u64> },
+    Futile {
+        inputs_needed: Option<u64>,
+        /// With output rounds: outputs per input in all instead.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outputs_needed: Option<u64>,
+    },
     /// The minimum is not a fraction in [0, 1] (95 for 95 %): fix the
     /// check's `minimum_success_percentage`.
     InvalidThreshold,
@@ -60,8 +70,8 @@ impl NotEstablished {
     pub fn inputs_needed(&self) -> Option<u64> {
         match self {
             NotEstablished::TooFewInputs { inputs_needed, .. } => Some(*inputs_needed),
-            NotEstablished::BudgetSpent { inputs_needed }
-            | NotEstablished::Futile { inputs_needed } => *inputs_needed,
+            NotEstablished::BudgetSpent { inputs_needed, .. }
+            | NotEstablished::Futile { inputs_needed, .. } => *inputs_needed,
             _ => None,
         }
     }

@@ -71,12 +71,13 @@ pub fn established(c: &CheckSummary) -> String {
 /// clause (see [`established`]).
 pub fn why_not(why: &NotEstablished, c: &CheckSummary) -> String {
     let samples = |m: u64| if m == 1 { "sample" } else { "samples" };
-    let inputs_in_all = |n: Option<u64>, done: u64| match n {
-        Some(n) => format!(
+    let inputs_in_all = |n: Option<u64>, outputs: Option<u64>, done: u64| match (n, outputs) {
+        (Some(n), _) => format!(
             "~{n} inputs in all ({} more) would settle it",
             n.saturating_sub(done)
         ),
-        None => "not within ten times the budget at this estimate".to_string(),
+        (None, Some(k)) => format!("~{k} outputs per input of these inputs would settle it"),
+        (None, None) => "not within ten times the budget at this estimate".to_string(),
     };
     match *why {
         NotEstablished::NothingObserved => format!(
@@ -108,13 +109,19 @@ pub fn why_not(why: &NotEstablished, c: &CheckSummary) -> String {
                 _ => "the interval contains the minimum; no feasible sample size settles it at this estimate".to_string(),
             }
         }
-        NotEstablished::BudgetSpent { inputs_needed } => format!(
+        NotEstablished::BudgetSpent {
+            inputs_needed,
+            outputs_needed,
+        } => format!(
             "the budget is spent and the interval contains the minimum; {}",
-            inputs_in_all(inputs_needed, c.rate.inputs)
+            inputs_in_all(inputs_needed, outputs_needed, c.rate.inputs)
         ),
-        NotEstablished::Futile { inputs_needed } => format!(
+        NotEstablished::Futile {
+            inputs_needed,
+            outputs_needed,
+        } => format!(
             "stopped as futile (it would not settle within the budget); {}",
-            inputs_in_all(inputs_needed, c.rate.inputs)
+            inputs_in_all(inputs_needed, outputs_needed, c.rate.inputs)
         ),
         NotEstablished::InvalidThreshold => format!(
             "the minimum {} is not a fraction between 0 and 1 (write 0.95 for 95%)",
@@ -363,7 +370,11 @@ pub fn scope_note(rate: &RateEstimate) -> Option<String> {
         g if g < MIN_INPUTS => {
             format!("interval about these {g} inputs only (fewer than {MIN_INPUTS})")
         }
-        g => format!("interval about these {g} inputs only (outputs not clustered by input)"),
+        g => {
+            return Some(format!(
+                "interval about these {g} inputs only (outputs not clustered by input, or a sequential run's output rounds): a claim about these inputs, not inputs in general"
+            ))
+        }
     };
     Some(format!(
         "{about}: no verdict about the system is established"
