@@ -4,10 +4,14 @@
 # stopping with the true rate exactly at the threshold, for p in
 # {0.9, 0.97, 0.99} and intra-class correlation 0 and 0.3; and the cost
 # (mean, p10/p50/p90 samples against the budget) and agreement with the
-# fixed-size run where the true rate is 3-5 points from the threshold.
+# fixed-size run where the true rate is 3-5 points from the threshold; and
+# 3. few inputs (output rounds, scope "these inputs"): N x M in {10,20,50}^2,
+# ICC 0/0.1/0.3 -- error at the minimum, savings and agreement with the
+# fixed run.
 #
 #   bench/sequential.sh            # 2000 runs per cell, seed 1 (a few minutes on 2 cores)
 #   bench/sequential.sh 500 7      # runs, seed
+#   bench/sequential.sh 500 1 few  # only section 3
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec cargo run --release -q -p probity-core --example sequential -- "${1:-2000}" "${2:-1}"
+exec cargo run --release -q -p probity-core --example sequential -- "${1:-2000}" "${2:-1}" ${3:+"$3"}

@@ -131,7 +131,8 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
         .map(|r| r.columns.clone())
         .unwrap_or_else(|| (0..k).collect());
     let tensor = columns_of(&loaded.tensor, &columns);
-    let plan = RetryPlan::from_tensor(&tensor, &loaded.record.settings.analysis);
+    let plan = RetryPlan::from_tensor(&tensor, &loaded.record.settings.analysis)
+        .map_err(|e| Failure::usage(format!("run {run}: {e}")))?;
     let checks = columns
         .iter()
         .filter_map(|&c| loaded.record.checks.get(c).map(|c| c.name.clone()))
@@ -201,6 +202,9 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// The most samples (inputs × outputs) a plan's simulation runs.
+const MAX_SIMULATED_SAMPLES: u64 = 10_000_000;
+
 /// The sample-size plan of `checks` (name, rate, minimum): each check's
 /// fixed-size inputs for `--power`, and the cost of a sequential run with
 /// a budget of `--inputs` (or the fixed N) inputs, simulated.
@@ -230,6 +234,11 @@ fn sample_size(
     if m == 0 {
         return Err(Failure::usage("--outputs must be at least 1"));
     }
+    if m > MAX_SIMULATED_SAMPLES {
+        return Err(Failure::usage(format!(
+            "--outputs: {m} outputs per input is more than the {MAX_SIMULATED_SAMPLES} samples a plan simulates"
+        )));
+    }
     if args.sims == 0 || args.sims > 100_000 {
         return Err(Failure::usage("--sims must be between 1 and 100000"));
     }
@@ -251,9 +260,20 @@ fn sample_size(
         .map(|v| v.into_iter().max().unwrap_or(0));
     let rates: Vec<f64> = checks.iter().map(|c| c.1).collect();
     let thresholds: Vec<f64> = checks.iter().map(|c| c.2).collect();
-    let too_many = |n: u64| {
+    let too_many = |n: u64, given: bool| {
+        let what = if given {
+            "--inputs: the budget".to_string()
+        } else {
+            "the sequential budget (up to 6 × the fixed-size run's inputs)".to_string()
+        };
+        let fix = if given {
+            "give fewer --inputs or --outputs"
+        } else {
+            "give a budget with --inputs, fewer --outputs, or rates further from their minimums"
+        };
         Failure::usage(format!(
-            "--inputs: {n} × {m} samples is more than 10,000,000"
+            "{what} {n} × {m} = {} samples is more than the {MAX_SIMULATED_SAMPLES} a plan simulates; {fix}",
+            n.saturating_mul(m)
         ))
     };
     let design = |inputs: u64| SimDesign {
@@ -268,16 +288,16 @@ fn sample_size(
     let (budget_inputs, cost, budget_found) = match (args.inputs, fixed_inputs) {
         (Some(0), _) => return Err(Failure::usage("--inputs must be at least 1")),
         (Some(n), _) => {
-            if n.saturating_mul(m) > 10_000_000 {
-                return Err(too_many(n));
+            if n.saturating_mul(m) > MAX_SIMULATED_SAMPLES {
+                return Err(too_many(n, true));
             }
             let cost = sequential_cost(&rates, &thresholds, &design(n), args.sims, args.seed)
                 .map_err(sim_err)?;
             (n, cost, None)
         }
         (None, Some(n)) => {
-            if n.saturating_mul(m).saturating_mul(6) > 10_000_000 {
-                return Err(too_many(n * 6));
+            if n.saturating_mul(m).saturating_mul(6) > MAX_SIMULATED_SAMPLES {
+                return Err(too_many(n.saturating_mul(6), false));
             }
             match budget_for_power(
                 &rates,

@@ -27,6 +27,10 @@ fn main() {
     let runs: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(2000);
     let seed: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1);
     let (n, m, confidence) = (400u64, 10u64, 0.95);
+    if args.get(3).map(String::as_str) == Some("few") {
+        few_inputs(runs, seed, confidence);
+        return;
+    }
     let alpha = 1.0 - confidence;
     println!("Sequential testing (betting confidence sequence, inputs as the unit); {runs} simulated runs per cell, seed {seed}.");
     println!("p_i ~ Beta with mean p and intra-class correlation rho; outputs Bernoulli(p_i); budget N x M = {n} x {m}; confidence {confidence}.");
@@ -160,5 +164,118 @@ fn main() {
     println!(
         "least saved on average: {:.1}% of the budget",
         100.0 * least
+    );
+    println!();
+    few_inputs(runs, seed, confidence);
+}
+
+/// Section 3, few inputs (output rounds, scope: these inputs): N in
+/// {10, 20, 50} x M in {10, 20, 50} x ICC in {0, 0.1, 0.3}.
+fn few_inputs(runs: u64, seed: u64, confidence: f64) {
+    let alpha = 1.0 - confidence;
+    println!("3. Few inputs: output rounds (one more output of every input per round; scope: these inputs), N x M in {{10,20,50}}^2, ICC in {{0,0.1,0.3}}.");
+    println!("   error: true rate = threshold 0.95, no futility stop; wrong = an established verdict on the wrong side of these inputs' mean rate (mean of p_i).");
+    println!("   cost: 0.98 against 0.95 (pass) and 0.92 against 0.95 (fail), futility on;");
+    println!("          same = the sequential verdict (established pass / fail / not) equals the fixed run's on all N x M outputs (default interval, three-way).");
+    println!("    N   M  rho | wrong | pass: saved  same  opp. fixed-est | fail: saved  same  opp. fixed-est");
+    let mut cells = Vec::new();
+    for &n in &[10u64, 20, 50] {
+        for &m in &[10u64, 20, 50] {
+            for &rho in &[0.0, 0.1, 0.3] {
+                cells.push((n, m, rho));
+            }
+        }
+    }
+    let rows: Vec<(f64, f64, f64, f64, String)> = cells
+        .par_iter()
+        .enumerate()
+        .map(|(ci, &(n, m, rho))| {
+            let design = |futility| SimDesign {
+                inputs: n,
+                m,
+                icc: rho,
+                confidence,
+                concurrency: 16,
+                futility,
+            };
+            let mut rng = StdRng::seed_from_u64(seed.wrapping_mul(104_729) + ci as u64);
+            let mut wrong = 0u64;
+            for _ in 0..runs {
+                let r = simulate_run(&mut rng, &[0.95], &[0.95], &design(false)).expect("valid");
+                let mu = r.true_means[0];
+                wrong += match r.states[0] {
+                    SequenceState::Pass => (mu < 0.95) as u64,
+                    SequenceState::Fail => (mu >= 0.95) as u64,
+                    _ => 0,
+                };
+            }
+            let mut cost = |p: f64| {
+                let (mut samples, mut same, mut opp, mut fixed_est) = (0u64, 0u64, 0u64, 0u64);
+                for _ in 0..runs {
+                    let r = simulate_run(&mut rng, &[p], &[0.95], &design(true)).expect("valid");
+                    samples += r.samples;
+                    let fixed = fixed_verdicts(&r.passes, m, &[0.95], confidence).expect("valid")[0];
+                    let fixed_d = if fixed.established { fixed.decision } else { Decision::Inconclusive };
+                    fixed_est += fixed.established as u64;
+                    let seq = match r.states[0] {
+                        SequenceState::Pass => Decision::Pass,
+                        SequenceState::Fail => Decision::Fail,
+                        _ => Decision::Inconclusive,
+                    };
+                    same += (seq == fixed_d) as u64;
+                    opp += (seq != Decision::Inconclusive
+                        && fixed_d != Decision::Inconclusive
+                        && seq != fixed_d) as u64;
+                }
+                let share = |x: u64| x as f64 / runs as f64;
+                (
+                    1.0 - samples as f64 / (runs * n * m) as f64,
+                    share(same),
+                    share(opp),
+                    share(fixed_est),
+                )
+            };
+            let (sp, smp, op, fp) = cost(0.98);
+            let (sf, smf, of, ff) = cost(0.92);
+            let w = wrong as f64 / runs as f64;
+            (
+                w,
+                sp.min(sf),
+                smp.min(smf),
+                op.max(of),
+                format!(
+                    "{n:>5} {m:>3} {rho:>4} | {:>4.1}% | {:>10.1}% {:>4.0}% {:>4.1}% {:>8.0}% | {:>10.1}% {:>4.0}% {:>4.1}% {:>8.0}%{}",
+                    100.0 * w,
+                    100.0 * sp,
+                    100.0 * smp,
+                    100.0 * op,
+                    100.0 * fp,
+                    100.0 * sf,
+                    100.0 * smf,
+                    100.0 * of,
+                    100.0 * ff,
+                    if w > alpha { "  wrong > alpha" } else { "" }
+                ),
+            )
+        })
+        .collect();
+    let (mut worst, mut least, mut least_same, mut most_opp) = (0.0f64, 1.0f64, 1.0f64, 0.0f64);
+    let mut saved_sum = 0.0;
+    for (w, saved, same, opp, row) in &rows {
+        worst = worst.max(*w);
+        least = least.min(*saved);
+        least_same = least_same.min(*same);
+        most_opp = most_opp.max(*opp);
+        saved_sum += saved;
+        println!("{row}");
+    }
+    println!(
+        "worst wrong: {:.2}% (alpha {:.0}%); saved: least {:.1}%, mean over cells {:.1}%; same verdict as fixed: least {:.0}%; opposite: most {:.1}%",
+        100.0 * worst,
+        100.0 * alpha,
+        100.0 * least,
+        100.0 * saved_sum / rows.len() as f64,
+        100.0 * least_same,
+        100.0 * most_opp
     );
 }

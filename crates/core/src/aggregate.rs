@@ -224,7 +224,7 @@ fn weighted_clustered(
     let n: u64 = used.iter().map(|(s, _)| s.count).sum();
     let wn: f64 = used.iter().map(|(s, w)| w * s.count as f64).sum();
     if n == 0 || wn == 0.0 {
-        return RateEstimate::clustered(&[], counts, opts.confidence, opts.interval);
+        return RateEstimate::empty(counts, opts.confidence);
     }
     let mean = (used.iter().map(|(s, w)| w * s.sum).sum::<f64>() / wn).clamp(0.0, 1.0);
     let g = used.len() as f64;

@@ -393,7 +393,12 @@ pub fn compare_check(
         xb += x2;
         nb += n2;
     }
-    let paired = (!ra.is_empty()).then(|| compare_paired(&rb, &ra, opts.confidence));
+    // Per-input rates are in [0, 1] and the slices of equal length: an
+    // error here can only be an invalid confidence, which leaves nothing
+    // to compare.
+    let paired = (!ra.is_empty())
+        .then(|| compare_paired(&rb, &ra, opts.confidence).ok())
+        .flatten();
     let mde_paired = paired.filter(|p| p.n >= 2).map(|p| {
         let df = p.n as f64 - 1.0;
         let k = t_value(opts.confidence, df) + t_value(2.0 * opts.power - 1.0, df);
@@ -413,7 +418,8 @@ pub fn compare_check(
         baseline.estimate * ea,
         ea,
         opts.confidence,
-    );
+    )
+    .unwrap_or_else(|_| Difference::uninformative(candidate.estimate - baseline.estimate, 0));
     let mde_unpaired = {
         let z = normal_quantile(1.0 - (1.0 - opts.confidence) / 2.0) + normal_quantile(opts.power);
         let se = if unpaired.se > 0.0 {
@@ -501,7 +507,7 @@ fn unpaired_p(candidate: &RateEstimate, baseline: &RateEstimate) -> f64 {
             ea,
             1.0 - alpha,
         )
-        .is_significant()
+        .is_ok_and(|d| d.is_significant())
     };
     if !excludes(1.0 - 1e-9) {
         return 1.0;
@@ -569,8 +575,7 @@ fn clustered(counts: &[Counts], opts: &CompareOptions) -> RateEstimate {
         .iter()
         .map(|c| {
             total += *c;
-            let (x, n) = c.successes_of(opts.errors);
-            ClusterSum::from_passes(x, n)
+            ClusterSum::from_counts(c, opts.errors)
         })
         .collect();
     RateEstimate::clustered_or_empty(

@@ -58,11 +58,14 @@ impl Geometric {
 
     /// The real-valued `m` solving `1 − (1 − P)^m = target`:
     /// `ln(1 − target) / ln(1 − P)` (the paper prints 2.74 for its example; the
-    /// correct value is 3.55, see the tests). `Some(1.0)` when
-    /// `P = 1`; `None` when `P = 0` (no number of attempts suffices), and
-    /// `None` for invalid input — `P` NaN or outside [0, 1], `target` NaN
-    /// or outside (0, 1) (a target of 1 is never reached) — see
-    /// [`Geometric::try_attempts_for`] for the reason as an error.
+    /// correct value is 3.55, see the tests), with `ln(1 − P)` computed as
+    /// `ln_1p(−P)` so that a tiny P (1e-17, where `1 − P` rounds to 1) is
+    /// not lost. `Some(1.0)` when `P = 1`; `Some(∞)` when P is so small
+    /// (subnormal) that the quotient overflows; `None` when `P = 0` (no
+    /// number of attempts suffices), and `None` for invalid input — `P`
+    /// NaN or outside [0, 1], `target` NaN or outside (0, 1) (a target of 1
+    /// is never reached) — see [`Geometric::try_attempts_for`] for the
+    /// reason as an error.
     pub fn attempts_exact(&self, target: f64) -> Option<f64> {
         if !((0.0..=1.0).contains(&self.p) && target > 0.0 && target < 1.0) {
             None
@@ -71,36 +74,84 @@ impl Geometric {
         } else if self.p <= 0.0 {
             None
         } else {
-            Some(((1.0 - target).ln() / (1.0 - self.p).ln()).max(1.0))
+            Some(((-target).ln_1p() / (-self.p).ln_1p()).max(1.0))
         }
     }
 
     /// The least whole number of attempts `m` with
-    /// `P(success within m) ≥ target` (§4.2.4's example: 3.55 → 4).
-    pub fn attempts_for(&self, target: f64) -> Option<u32> {
-        self.attempts_exact(target)
-            .map(|m| (m - CEIL_EPSILON).ceil().clamp(1.0, u32::MAX as f64) as u32)
+    /// `P(success within m) ≥ target` (§4.2.4's example: 3.55 → 4):
+    /// [`Attempts::Finite`] up to [`MAX_ATTEMPTS`] (2⁵³, where every
+    /// whole number is still exact in a float), [`Attempts::Unbounded`]
+    /// beyond it and when `P = 0`. Invalid input is an error.
+    pub fn attempts(&self, target: f64) -> Result<Attempts, PlanError> {
+        Geometric::new(self.p)?;
+        check_target(target)?;
+        Ok(match self.attempts_exact(target) {
+            Some(m) if m <= MAX_ATTEMPTS as f64 => {
+                Attempts::Finite(((m - CEIL_EPSILON).ceil().max(1.0)) as u64)
+            }
+            _ => Attempts::Unbounded,
+        })
     }
 
-    /// `P(success within m attempts) = 1 − (1 − P)^m` (§4.2.2).
-    pub fn success_within(&self, m: u32) -> f64 {
-        1.0 - self.no_output(m)
+    /// [`Geometric::attempts`] as a `u32`: `None` when `P = 0`, when more
+    /// than `u32::MAX` attempts are needed (never a saturated count), and
+    /// for invalid input.
+    pub fn attempts_for(&self, target: f64) -> Option<u32> {
+        match self.attempts(target) {
+            Ok(Attempts::Finite(m)) => u32::try_from(m).ok(),
+            _ => None,
+        }
+    }
+
+    /// `P(success within m attempts) = 1 − (1 − P)^m` (§4.2.2), as
+    /// `−expm1(m · ln_1p(−P))`: exact for tiny P and any m.
+    pub fn success_within(&self, m: impl Into<u64>) -> f64 {
+        let m = m.into();
+        if m == 0 {
+            return 0.0;
+        }
+        if self.p >= 1.0 {
+            return 1.0;
+        }
+        -(m as f64 * (-self.p).ln_1p()).exp_m1()
     }
 
     /// `P(no output published) = (1 − P)^m`: every one of `m` attempts failed.
-    pub fn no_output(&self, m: u32) -> f64 {
-        (1.0 - self.p).powi(m.min(i32::MAX as u32) as i32)
+    pub fn no_output(&self, m: impl Into<u64>) -> f64 {
+        let m = m.into();
+        if m == 0 {
+            return 1.0;
+        }
+        if self.p >= 1.0 {
+            return 0.0;
+        }
+        (m as f64 * (-self.p).ln_1p()).exp()
     }
 
     /// Expected model calls when capped at `m` attempts:
     /// `Σ_{t<m} (1−P)^t = (1 − (1 − P)^m) / P`, and `m` when `P = 0`.
-    pub fn expected_calls(&self, m: u32) -> f64 {
+    pub fn expected_calls(&self, m: impl Into<u64>) -> f64 {
+        let m = m.into();
         if self.p <= 0.0 {
             m as f64
         } else {
             self.success_within(m) / self.p
         }
     }
+}
+
+/// The largest attempt count [`Geometric::attempts`] gives exactly: 2⁵³.
+pub const MAX_ATTEMPTS: u64 = 1 << 53;
+
+/// How many attempts reach a target ([`Geometric::attempts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attempts {
+    /// This many attempts (at least 1).
+    Finite(u64),
+    /// No number suffices (P = 0), or more than [`MAX_ATTEMPTS`].
+    Unbounded,
 }
 
 /// Bad arguments to a retry plan.
@@ -112,6 +163,8 @@ pub enum PlanError {
     BadRate { index: usize, value: f64 },
     #[error("target confidence {0} must be strictly between 0 and 1")]
     BadTarget(f64),
+    #[error("nothing was observed: no output of the run was judged by every deciding check, so there is no pass rate to plan retries from")]
+    NothingObserved,
 }
 
 /// Most checks for which the pairwise phi matrix is computed.
@@ -168,8 +221,21 @@ impl RetryPlan {
 
     /// A plan from a measured tensor: `p_k` are the validator marginal rates
     /// (VRP), and the joint rate is the share of outputs passing all `K`
-    /// checks, overall (clustered by input) and per input.
-    pub fn from_tensor(t: &ReliabilityTensor, opts: &AnalysisOptions) -> Self {
+    /// checks, overall (clustered by input) and per input. A tensor with
+    /// no output judged by every check (all cells missing, say) is
+    /// [`PlanError::NothingObserved`]: there is no rate to plan from.
+    pub fn from_tensor(t: &ReliabilityTensor, opts: &AnalysisOptions) -> Result<Self, PlanError> {
+        let plan = Self::measure(t, opts);
+        match &plan.empirical {
+            Some(e) if e.overall.n > 0 => Ok(plan),
+            _ => Err(PlanError::NothingObserved),
+        }
+    }
+
+    /// [`RetryPlan::from_tensor`] without the check (a summary carries a
+    /// plan even for a run that observed nothing; its rates are then
+    /// empty estimates that no report reads as measured).
+    pub(crate) fn measure(t: &ReliabilityTensor, opts: &AnalysisOptions) -> Self {
         let (n, m, k) = t.shape();
         let rates: Vec<f64> = profile(t, Profile::Validator, opts)
             .iter()
@@ -350,11 +416,11 @@ mod tests {
             1e-9
         ));
         assert_eq!(g.attempts_for(0.99), Some(4));
-        assert!(close(g.success_within(3), 0.979597635046875, 1e-12));
-        assert!(close(g.success_within(4), 0.9944250537765585, 1e-12));
-        assert!(close(g.no_output(3), 0.27325f64.powi(3), 1e-15));
+        assert!(close(g.success_within(3u32), 0.979597635046875, 1e-12));
+        assert!(close(g.success_within(4u32), 0.9944250537765585, 1e-12));
+        assert!(close(g.no_output(3u32), 0.27325f64.powi(3), 1e-15));
         assert!(close(
-            g.expected_calls(3),
+            g.expected_calls(3u32),
             1.0 + 0.27325 + 0.27325 * 0.27325,
             1e-12
         ));
@@ -365,13 +431,13 @@ mod tests {
         let never = Geometric { p: 0.0 };
         assert_eq!(never.expected_attempts(), None);
         assert_eq!(never.attempts_for(0.99), None);
-        assert_eq!(never.no_output(5), 1.0);
-        assert_eq!(never.expected_calls(5), 5.0);
+        assert_eq!(never.no_output(5u32), 1.0);
+        assert_eq!(never.expected_calls(5u32), 5.0);
         let always = Geometric { p: 1.0 };
         assert_eq!(always.expected_attempts(), Some(1.0));
         assert_eq!(always.attempts_for(0.999), Some(1));
-        assert_eq!(always.no_output(1), 0.0);
-        assert_eq!(always.expected_calls(4), 1.0);
+        assert_eq!(always.no_output(1u32), 0.0);
+        assert_eq!(always.expected_calls(4u32), 1.0);
     }
 
     #[test]
@@ -383,6 +449,48 @@ mod tests {
         assert!(Geometric { p: 0.5 }.try_attempts_for(1.0).is_err());
         assert_eq!(Geometric { p: 0.0 }.try_attempts_for(0.9), Ok(None));
         assert!(Geometric::new(-0.1).is_err());
+    }
+
+    /// The extreme rates: exact or unbounded, never a saturated
+    /// u32 nor "1 attempt". Reference m from Python's `decimal` at 50
+    /// digits: `D('0.01').ln() / (1 - D(p)).ln()` gives
+    /// 46051701857.578… for p = 1e-10, 46051701859880911.38… for 1e-16 and
+    /// 460517018598809134.5… for 1e-17.
+    #[test]
+    fn tiny_rates_are_exact_or_unbounded() {
+        let g = Geometric { p: 1e-10 };
+        assert_eq!(g.attempts(0.99), Ok(Attempts::Finite(46_051_701_858)));
+        let exact = g.attempts_exact(0.99).unwrap();
+        assert!((exact - 46_051_701_857.578_33).abs() < 1e-3, "{exact}");
+        // The count reaches the target and one fewer does not.
+        assert!(g.success_within(46_051_701_858u64) >= 0.99);
+        assert!(g.success_within(46_051_701_857u64) < 0.99);
+        assert_eq!(g.attempts_for(0.99), None, "beyond u32: no saturated count");
+        for p in [1e-16, 1e-17, 1e-300, 5e-324] {
+            let g = Geometric { p };
+            assert_eq!(g.attempts(0.99), Ok(Attempts::Unbounded), "p = {p}");
+            assert!(g.attempts_exact(0.99).unwrap() > 4e16, "p = {p}");
+            // One attempt reaches (almost exactly) p, not 99 %.
+            assert!((g.success_within(1u32) - p).abs() <= p * 1e-12, "p = {p}");
+        }
+        let e = Geometric { p: 1e-17 }.attempts_exact(0.99).unwrap();
+        assert!((e / 4.605_170_185_988_091e17 - 1.0).abs() < 1e-12, "{e}");
+        assert_eq!(Geometric { p: 0.0 }.attempts(0.99), Ok(Attempts::Unbounded));
+        assert!(Geometric { p: 2.0 }.attempts(0.99).is_err());
+        assert!(Geometric { p: 0.5 }.attempts(1.0).is_err());
+    }
+
+    /// The case: a tensor whose cells are all missing has no rate
+    /// to plan from, so the plan is an error, not "1 attempt reaches 99 %".
+    #[test]
+    fn all_missing_tensor_is_an_error() {
+        let t = ReliabilityTensor::new(3, 4, 2).unwrap();
+        let e = RetryPlan::from_tensor(&t, &AnalysisOptions::default()).unwrap_err();
+        assert_eq!(e, PlanError::NothingObserved);
+        assert!(e.to_string().contains("nothing was observed"), "{e}");
+        let mut t = ReliabilityTensor::new(1, 2, 1).unwrap();
+        t.set(0, 0, 0, Cell::Pass).unwrap();
+        assert!(RetryPlan::from_tensor(&t, &AnalysisOptions::default()).is_ok());
     }
 
     #[test]

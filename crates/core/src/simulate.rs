@@ -9,11 +9,11 @@
 //! do not underflow to 0 or 1 (the coverage table of
 //! `crates/core/STATISTICS.md` is reproducible from these exact streams).
 
-use crate::sequential::outcome::{SequenceState, StopReason};
-use crate::sequential::test::{round_end, SequentialTest};
+use crate::sequential::outcome::{RoundDesign, SequenceState, StopReason};
+use crate::sequential::test::{design_for, round_end, SequentialTest};
 use crate::stats::{
-    judge, ClusterMethod, ClusterSum, Counts, IntervalMethod, RateEstimate, StatsError,
-    ThresholdVerdict, VerdictMode,
+    judge, ClusterMethod, ClusterSum, Counts, ErrorPolicy, IntervalMethod, RateEstimate,
+    StatsError, ThresholdVerdict, VerdictMode,
 };
 use crate::summary::CheckInfo;
 use rand::rngs::StdRng;
@@ -72,7 +72,15 @@ pub fn input_passes(rng: &mut StdRng, p: f64, rho: f64, m: u64) -> u64 {
 /// `n` inputs of `m` outputs each (see [`input_passes`]) as clusters.
 pub fn clusters(rng: &mut StdRng, p: f64, rho: f64, n: usize, m: u64) -> Vec<ClusterSum> {
     (0..n)
-        .map(|_| ClusterSum::from_passes(input_passes(rng, p, rho, m), m))
+        .map(|_| {
+            let pass = input_passes(rng, p, rho, m);
+            let c = Counts {
+                pass,
+                fail: m - pass,
+                ..Counts::default()
+            };
+            ClusterSum::from_counts(&c, ErrorPolicy::Exclude)
+        })
         .collect()
 }
 
@@ -106,6 +114,10 @@ pub struct SimRun {
     /// the order sampled (the sequential run saw the first `inputs`): the
     /// fixed-size run of the same budget sees them all.
     pub passes: Vec<Vec<u64>>,
+    /// Each check's true mean over what its sequence is about: the mean of
+    /// these inputs' rates p_i with output rounds, the population mean p
+    /// with input rounds.
+    pub true_means: Vec<f64>,
 }
 
 /// Simulate a sequential run of checks with true mean rates `rates` and
@@ -135,6 +147,9 @@ pub fn simulate_run(
     }
     let n = design.inputs as usize;
     let m = design.m;
+    if design_for(design.inputs) == RoundDesign::Outputs {
+        return simulate_output_rounds(rng, rates, &checks, design);
+    }
     let passes: Vec<Vec<u64>> = rates
         .iter()
         .map(|&p| {
@@ -168,6 +183,66 @@ pub fn simulate_run(
         samples: position as u64 * m,
         states: test.states().into_iter().map(|(s, _)| s).collect(),
         passes,
+        true_means: rates.to_vec(),
+    })
+}
+
+/// [`simulate_run`] with output rounds ([`RoundDesign::Outputs`]): every
+/// input's rate p_i is drawn once per check, then round j draws output j
+/// of every input (Bernoulli(p_i)) and the test bets on the round.
+fn simulate_output_rounds(
+    rng: &mut StdRng,
+    rates: &[f64],
+    checks: &[CheckInfo],
+    design: &SimDesign,
+) -> Result<SimRun, StatsError> {
+    let n = design.inputs as usize;
+    let m = design.m as usize;
+    // outputs[k][j][i]: check k, output j of input i.
+    let mut true_means = Vec::with_capacity(rates.len());
+    let outputs: Vec<Vec<Vec<f64>>> = rates
+        .iter()
+        .map(|&p| {
+            let pi: Vec<f64> = (0..n).map(|_| input_rate(rng, p, design.icc)).collect();
+            true_means.push(pi.iter().sum::<f64>() / n.max(1) as f64);
+            (0..m)
+                .map(|_| {
+                    pi.iter()
+                        .map(|&q| f64::from(u8::from(rng.gen::<f64>() < q)))
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    let mut test = SequentialTest::new(checks, design.confidence, design.inputs, design.m)?
+        .with_output_rounds();
+    if !design.futility {
+        test = test.without_futility();
+    }
+    let mut j = 0;
+    let stop = loop {
+        let round: Vec<Vec<f64>> = outputs.iter().map(|o| o[j].clone()).collect();
+        test.observe_outputs(&round)?;
+        j += 1;
+        if let Some(stop) = test.decide() {
+            break stop;
+        }
+    };
+    let passes = outputs
+        .iter()
+        .map(|o| {
+            (0..n)
+                .map(|i| o.iter().map(|row| row[i] as u64).sum())
+                .collect()
+        })
+        .collect();
+    Ok(SimRun {
+        stop,
+        inputs: design.inputs,
+        samples: j as u64 * design.inputs,
+        states: test.states().into_iter().map(|(s, _)| s).collect(),
+        passes,
+        true_means,
     })
 }
 
@@ -186,8 +261,10 @@ pub fn fixed_verdicts(
         .iter()
         .zip(thresholds)
         .map(|(xs, &t)| {
-            let clusters: Vec<ClusterSum> =
-                xs.iter().map(|&x| ClusterSum::from_passes(x, m)).collect();
+            let clusters: Vec<ClusterSum> = xs
+                .iter()
+                .map(|&x| ClusterSum::from_passes(x, m))
+                .collect::<Result<_, _>>()?;
             let pass: u64 = xs.iter().sum();
             let counts = Counts {
                 pass,

@@ -125,7 +125,7 @@ impl Summary {
                 aggregate(t, Aggregate::Mean, &vec![1.0; t.validators()], None, opts)
                     .expect("unit weights are valid")
             });
-        let retry = RetryPlan::from_tensor(t, opts);
+        let retry = RetryPlan::measure(t, opts);
         let pass_k = pass_k_for(opts, &retry, t.repetitions());
         let checks = checks
             .iter()

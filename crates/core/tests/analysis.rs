@@ -195,7 +195,7 @@ fn summary_judges_each_check_and_names_the_worst_input() {
 fn retry_plan_from_a_tensor_sees_correlated_validators() {
     // Both validators fail together on the same outputs: perfectly correlated.
     let t = tensor(10, &[8, 9, 7], &[8, 9, 7]);
-    let plan = RetryPlan::from_tensor(&t, &opts());
+    let plan = RetryPlan::from_tensor(&t, &opts()).unwrap();
     assert!(close(plan.rates[0], 0.8));
     assert!(close(plan.p_independent, 0.64));
     let e = plan.empirical.as_ref().unwrap();

@@ -19,7 +19,7 @@ fn plan(k: usize) -> RetryPlan {
             t.set(0, j, kk, cell).unwrap();
         }
     }
-    RetryPlan::from_tensor(&t, &AnalysisOptions::default())
+    RetryPlan::from_tensor(&t, &AnalysisOptions::default()).unwrap()
 }
 
 #[test]

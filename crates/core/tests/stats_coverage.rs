@@ -54,11 +54,11 @@ fn clustered_coverage_beats_naive() {
         for _ in 0..inputs {
             let p_i = rng.gen::<f64>().powf(1.0 / 6.0);
             let x = (0..outputs).filter(|_| rng.gen::<f64>() < p_i).count() as u64;
-            clusters.push(ClusterSum::from_passes(x, outputs));
+            clusters.push(ClusterSum::from_passes(x, outputs).unwrap());
             counts.pass += x;
             counts.fail += outputs - x;
         }
-        let c = RateEstimate::clustered(&clusters, counts, 0.95, IntervalMethod::Wilson);
+        let c = RateEstimate::clustered(&clusters, counts, 0.95, IntervalMethod::Wilson).unwrap();
         deff_sum += c.design_effect;
         if c.interval.contains(truth) {
             cov_cluster += 1;

@@ -247,3 +247,85 @@ fn design_effect_scales_samples_needed() {
     let expect = (z2 * 0.85 * 0.15 / 0.05f64.powi(2)).ceil() as u64;
     assert!(a.abs_diff(expect) <= 1, "{a} vs {expect}");
 }
+
+/// Every verdict that is not established carries why and what would settle
+/// it (`NotEstablished`); an established one carries none.
+#[test]
+fn not_established_carries_its_reason() {
+    use probity_core::stats::{ClusterMethod, ClusterSum, NotEstablished};
+    let j = |r: &RateEstimate, t: f64| judge(r, t, VerdictMode::Point, IntervalMethod::Wilson);
+    // Established: no reason.
+    assert_eq!(j(&wilson(990, 1000), 0.9).why_not, None);
+    // The interval straddles the minimum: the samples that would settle it.
+    let v = j(&wilson(93, 100), 0.9);
+    assert!(!v.established);
+    match v.why_not {
+        Some(NotEstablished::Straddles {
+            lower,
+            upper,
+            samples_needed,
+        }) => {
+            assert!(lower < 0.9 && upper >= 0.9);
+            assert_eq!(samples_needed, v.samples_needed);
+            assert!(samples_needed.unwrap() > 100);
+        }
+        other => panic!("{other:?}"),
+    }
+    // On the minimum: straddles, and no size settles it.
+    let v = j(&wilson(90, 100), 0.9);
+    assert!(matches!(
+        v.why_not,
+        Some(NotEstablished::Straddles {
+            samples_needed: None,
+            ..
+        })
+    ));
+    // Two inputs, every output failing: about these inputs only; 5 inputs
+    // would be needed (the 0% [0, 16.1] against 95%).
+    let clusters = [ClusterSum::from_passes(0, 10).unwrap(); 2];
+    let counts = Counts {
+        fail: 20,
+        ..Counts::default()
+    };
+    let r = RateEstimate::try_clustered(
+        &clusters,
+        counts,
+        CONF,
+        IntervalMethod::Wilson,
+        ClusterMethod::BetaBinomial,
+    )
+    .unwrap();
+    assert_eq!(
+        j(&r, 0.95).why_not,
+        Some(NotEstablished::TooFewInputs {
+            inputs: 2,
+            inputs_needed: 5
+        })
+    );
+    // Unclustered (binomial) rates over many inputs.
+    let r = RateEstimate::try_clustered(
+        &[ClusterSum::from_passes(5, 10).unwrap(); 8],
+        Counts {
+            pass: 40,
+            fail: 40,
+            ..Counts::default()
+        },
+        CONF,
+        IntervalMethod::Wilson,
+        ClusterMethod::Binomial,
+    )
+    .unwrap();
+    assert_eq!(
+        j(&r, 0.95).why_not,
+        Some(NotEstablished::Unclustered { inputs: 8 })
+    );
+    // Nothing observed; an invalid minimum.
+    assert_eq!(
+        j(&wilson(0, 0), 0.9).why_not,
+        Some(NotEstablished::NothingObserved)
+    );
+    assert_eq!(
+        j(&wilson(5, 10), 95.0).why_not,
+        Some(NotEstablished::InvalidThreshold)
+    );
+}

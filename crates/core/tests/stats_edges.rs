@@ -76,7 +76,7 @@ fn default_clustered_interval_covers_on_the_grid() {
 #[test]
 fn all_pass_and_one_input() {
     let pass = |g: usize, m: u64| {
-        let c = vec![ClusterSum::from_passes(m, m); g];
+        let c = vec![ClusterSum::from_passes(m, m).unwrap(); g];
         let counts = Counts {
             pass: g as u64 * m,
             ..Counts::default()
@@ -92,7 +92,7 @@ fn all_pass_and_one_input() {
     assert!((twenty_by_ten.interval.lower - 0.820_319).abs() < 1e-5);
     assert!((twenty_by_ten.design_effect - 10.0).abs() < 1e-12);
     // The former method counted 200 trials: [0.981, 1].
-    let c = vec![ClusterSum::from_passes(10, 10); 20];
+    let c = vec![ClusterSum::from_passes(10, 10).unwrap(); 20];
     let old = rate(
         &c,
         Counts {
@@ -105,7 +105,7 @@ fn all_pass_and_one_input() {
 
     // 198 of 200 from one input: about that input only, never established.
     let one = rate(
-        &[ClusterSum::from_passes(198, 200)],
+        &[ClusterSum::from_passes(198, 200).unwrap()],
         Counts {
             pass: 198,
             fail: 2,
@@ -131,7 +131,7 @@ fn all_pass_and_one_input() {
     }
     // The same 198 of 200 from 200 inputs establishes the pass.
     let many: Vec<ClusterSum> = (0..200)
-        .map(|i| ClusterSum::from_passes(u64::from(i >= 2), 1))
+        .map(|i| ClusterSum::from_passes(u64::from(i >= 2), 1).unwrap())
         .collect();
     let r = rate(
         &many,
@@ -165,13 +165,15 @@ fn bad_input_is_an_error() {
         ),
         Err(StatsError::Scores { .. })
     ));
-    // The infallible form gives the uninformative interval, never a clamp.
-    let r = RateEstimate::clustered(&[over; 6], counts, 0.95, IntervalMethod::Wilson);
-    assert_eq!(
-        (r.interval.lower, r.interval.upper, r.scope),
-        (0.0, 1.0, Scope::TheseInputs)
+    // The case: a sum above its count is an error from the
+    // default constructor too, not "0.8 [0, 1]".
+    let e = RateEstimate::clustered(&[over; 6], counts, 0.95, IntervalMethod::Wilson).unwrap_err();
+    assert!(matches!(e, StatsError::Scores { cluster: 0, .. }), "{e:?}");
+    assert!(
+        e.to_string().contains("not a sum of scores in [0, 1]"),
+        "{e}"
     );
-    let ok = [ClusterSum::from_passes(3, 5); 6];
+    let ok = [ClusterSum::from_passes(3, 5).unwrap(); 6];
     for c in [0.0, 1.0, f64::NAN, 95.0] {
         assert!(matches!(
             RateEstimate::try_clustered(
@@ -185,6 +187,35 @@ fn bad_input_is_an_error() {
         ));
     }
     assert!(probity_core::stats::beta_binomial_score(&[], 0.95).is_err());
+}
+
+/// The library cases: 11 passes of 10 and scores of 1.5 or 2.0
+/// are errors with a message, never capped or accepted as rates.
+#[test]
+fn passes_above_count_and_scores_above_one_are_errors() {
+    let e = ClusterSum::from_passes(11, 10).unwrap_err();
+    assert_eq!(
+        e,
+        StatsError::Counts {
+            successes: 11.0,
+            trials: 10.0
+        }
+    );
+    assert!(
+        e.to_string().contains("11 successes out of 10 trials"),
+        "{e}"
+    );
+    assert_eq!(
+        ClusterSum::from_scores(&[1.5, 2.0]),
+        Err(StatsError::Rate(1.5))
+    );
+    assert_eq!(
+        ClusterSum::from_scores(&[0.5, 2.0]),
+        Err(StatsError::Rate(2.0))
+    );
+    assert!(ClusterSum::from_scores(&[f64::NAN]).is_err());
+    let c = ClusterSum::from_scores(&[0.25, 1.0]).unwrap();
+    assert_eq!((c.sum, c.sum_sq, c.count), (1.25, 1.0625, 2));
 }
 
 /// K = 5 checks, nothing changed: the chance that some check is flagged
@@ -239,4 +270,38 @@ fn holm_controls_false_regressions_across_five_checks() {
     println!("some check of {K} regressed: Holm {h:.4}, uncorrected {n:.4}");
     assert!(h <= 0.05, "Holm any-check false regression rate {h}");
     assert!(n > h);
+}
+
+/// The opt-in ICC-bound interval on the case: 20 inputs × 30
+/// outputs, 5 failures on 5 different inputs (99.2 %). The data bound the
+/// ICC (failures spread), so the interval is Wilson at n / deff(ρ_U)
+/// (checked against the formula) and established against 95 %; the
+/// default restricted-ICC interval is not. All passing: ρ_U = 1 and the
+/// interval is Wilson on the 20 inputs (z = 1.959964: Wilson(20, 20)
+/// lower = 20/(20 + z²) = 0.8388748419471806, statsmodels 0.14
+/// `proportion_confint(20, 20, method='wilson')`).
+#[test]
+fn icc_bound_uses_the_observed_clustering() {
+    use probity_core::stats::betabin::icc_bound_score;
+    use probity_core::stats::{proportion_interval, IntervalMethod};
+    let mut c = vec![ClusterSum::from_passes(30, 30).unwrap(); 15];
+    c.extend(vec![ClusterSum::from_passes(29, 30).unwrap(); 5]);
+    let s = icc_bound_score(&c, 0.95).unwrap();
+    let n_eff = 600.0 / s.design_effect;
+    let w = proportion_interval(595.0 / 600.0 * n_eff, n_eff, 0.95, IntervalMethod::Wilson);
+    assert!((s.interval.lower - w.lower).abs() < 1e-12, "{s:?} {w:?}");
+    assert!(s.interval.lower >= 0.95, "{s:?}");
+    let counts = Counts {
+        pass: 595,
+        fail: 5,
+        ..Counts::default()
+    };
+    let old = rate(&c, counts, ClusterMethod::BetaBinomial);
+    assert!(old.interval.lower < 0.95, "{old:?}");
+    let all = icc_bound_score(&[ClusterSum::from_passes(10, 10).unwrap(); 20], 0.95).unwrap();
+    assert!(
+        (all.interval.lower - 0.838_874_841_947_180_6).abs() < 1e-12,
+        "{all:?}"
+    );
+    assert_eq!(all.design_effect, 10.0);
 }

@@ -158,7 +158,7 @@ fn measured_plan() -> PlanReport {
     let r = common::tensor_report(5, 20);
     let t = r.tensor.as_ref().unwrap();
     PlanReport {
-        plan: RetryPlan::from_tensor(t, &AnalysisOptions::default()),
+        plan: RetryPlan::from_tensor(t, &AnalysisOptions::default()).unwrap(),
         target: 0.99,
         run: Some(PlanRun {
             run: r.run.clone(),

@@ -183,6 +183,7 @@ fn every_field_is_documented() {
     // And a sequential outcome.
     r.summary.sequential = Some(probity_core::sequential::SequentialOutcome {
         seed: 1,
+        design: Default::default(),
         stop: Some(probity_core::sequential::StopReason::Settled),
         inputs: 4,
         samples: 200,
@@ -199,6 +200,7 @@ fn every_field_is_documented() {
             inputs: 4,
             state: probity_core::sequential::SequenceState::Pass,
             needed_inputs: Some(4),
+            needed_outputs: None,
         }],
     });
     let v = parse(&r);
@@ -294,4 +296,42 @@ fn guarded_non_finite_figures_are_null() {
     assert!(v["guarded"]["measured"]["attempts_used"]["estimate"].is_null());
     assert!(v["guarded"]["predictions"][1]["attempts_used"]["upper"].is_null());
     assert!(close(&v["guarded"]["measured"]["calls_per_request"], 0.0));
+}
+
+/// Every "not established" says why and what would settle it (core's
+/// `NotEstablished`), in JSON as data and as the sentence: with 2 inputs
+/// (the real summary of a 2 × 20 tensor) the reason is too few inputs,
+/// 5 would do; with 40 the interval contains the minimum and a sample
+/// size is named.
+#[test]
+fn not_established_says_why_and_what_would_settle_it() {
+    let few = common::tensor_report(2, 20);
+    let v = parse(&few);
+    let why = &v["checks"][0]["verdict"]["why_not"];
+    assert_eq!(why["reason"], "too_few_inputs", "{why}");
+    assert_eq!(
+        (why["inputs"].as_u64(), why["inputs_needed"].as_u64()),
+        (Some(2), Some(5))
+    );
+    let text = why["text"].as_str().unwrap();
+    assert!(text.contains("2 inputs are too few"), "{text}");
+    assert!(text.contains("at least 5 inputs would (3 more)"), "{text}");
+    let t = render(&few, Format::Text, false);
+    assert!(t.contains("not established: 2 inputs are too few"), "{t}");
+
+    let many = common::tensor_report(40, 20);
+    let v = parse(&many);
+    let reasons: Vec<&Value> = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["verdict"])
+        .collect();
+    for verdict in &reasons {
+        if verdict["established"] == true {
+            assert!(verdict.get("why_not").is_none(), "{verdict}");
+        } else {
+            assert!(verdict["why_not"]["reason"].is_string(), "{verdict}");
+        }
+    }
 }

@@ -12,6 +12,7 @@ const HOSTILE: &str = "<script>alert(1)</script> | *x* \u{1b}[31m";
 fn outcome() -> SequentialOutcome {
     SequentialOutcome {
         seed: 42,
+        design: Default::default(),
         stop: Some(StopReason::Futile),
         inputs: 30,
         samples: 1500,
@@ -29,6 +30,7 @@ fn outcome() -> SequentialOutcome {
                 inputs: 30,
                 state: SequenceState::Fail,
                 needed_inputs: Some(30),
+                needed_outputs: None,
             },
             CheckSequence {
                 name: "politeness_validator".to_string(),
@@ -39,6 +41,7 @@ fn outcome() -> SequentialOutcome {
                 inputs: 30,
                 state: SequenceState::Futile,
                 needed_inputs: Some(900),
+                needed_outputs: None,
             },
         ],
     }

@@ -22,11 +22,11 @@ pub mod outcome;
 pub mod plan;
 pub mod test;
 
-pub use outcome::{CheckSequence, SequenceState, SequentialOutcome, StopReason};
+pub use outcome::{CheckSequence, RoundDesign, SequenceState, SequentialOutcome, StopReason};
 pub use plan::{
     budget_for_power, fixed_inputs_for_power, sequential_cost, CostDistribution, BUDGET_MULTIPLES,
 };
 pub use test::{
-    input_order, input_share, replay, round_end, SequentialTest, FUTILITY_MIN_INPUTS,
-    MIN_ROUND_INPUTS,
+    design_for, input_order, input_share, replay, round_end, SequentialTest, FUTILITY_MIN_INPUTS,
+    FUTILITY_MIN_OUTPUT_ROUNDS, MIN_ROUND_INPUTS, OUTPUT_ROUNDS_MAX_INPUTS,
 };

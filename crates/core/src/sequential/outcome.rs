@@ -19,6 +19,25 @@ pub enum StopReason {
     Futile,
 }
 
+/// What a round of a sequential run adds (`crates/core/STATISTICS.md`,
+/// *Sequential testing*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "snake_case")]
+pub enum RoundDesign {
+    /// Rounds of whole inputs (each with all M outputs), in a seeded
+    /// random order: the sequence is for the mean over the population of
+    /// inputs. For many inputs (more than
+    /// [`OUTPUT_ROUNDS_MAX_INPUTS`](crate::sequential::OUTPUT_ROUNDS_MAX_INPUTS)).
+    #[default]
+    Inputs,
+    /// Rounds of one more output of every input: the sequence is for the
+    /// mean rate of **these** inputs (scope "these inputs"), which few
+    /// inputs can settle while a claim about inputs in general cannot.
+    Outputs,
+}
+
 /// Where one check's confidence sequence stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -54,6 +73,10 @@ pub struct CheckSequence {
     /// threshold, or beyond ten times the budget); `Some(inputs)` when
     /// settled.
     pub needed_inputs: Option<u64>,
+    /// With output rounds: outputs per input at which the verdict is
+    /// projected to settle (`needed_inputs` is then `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needed_outputs: Option<u64>,
 }
 
 /// What a sequential run did, stored with it and shown by every report.
@@ -61,9 +84,14 @@ pub struct CheckSequence {
 pub struct SequentialOutcome {
     /// The seed of the input order.
     pub seed: u64,
+    /// What a round adds: inputs (population scope) or an output of every
+    /// input (these inputs).
+    #[serde(default)]
+    pub design: RoundDesign,
     /// Why it stopped; `None` while unfinished (interrupted).
     pub stop: Option<StopReason>,
-    /// Inputs sampled in full (fed to the sequences) and samples taken.
+    /// Inputs sampled (in full with input rounds; every input with output
+    /// rounds) and samples taken.
     pub inputs: u64,
     pub samples: u64,
     /// The budget: N inputs, N × M samples.

@@ -2,9 +2,11 @@
 //! seeded input order, rounds, each input's observation and the stop
 //! rules (module docs of [`crate::sequential`]).
 
-use crate::sequential::outcome::{CheckSequence, SequenceState, SequentialOutcome, StopReason};
+use crate::sequential::outcome::{
+    CheckSequence, RoundDesign, SequenceState, SequentialOutcome, StopReason,
+};
 use crate::stats::sequential::{projected_observations, BettingSequence};
-use crate::stats::{Decision, ErrorPolicy, StatsError};
+use crate::stats::{Decision, ErrorPolicy, NotEstablished, StatsError};
 use crate::summary::{CheckInfo, Summary};
 use crate::tensor::{Cell, ReliabilityTensor};
 
@@ -13,6 +15,22 @@ pub const MIN_ROUND_INPUTS: usize = 5;
 
 /// Inputs observed before a check may be declared futile.
 pub const FUTILITY_MIN_INPUTS: u64 = 10;
+
+/// Output rounds observed before a check may be declared futile.
+pub const FUTILITY_MIN_OUTPUT_ROUNDS: u64 = 2;
+
+/// Runs of at most this many inputs use output rounds
+/// ([`RoundDesign::Outputs`]); more inputs, input rounds.
+pub const OUTPUT_ROUNDS_MAX_INPUTS: u64 = 100;
+
+/// The design a sequential run of `n` inputs uses.
+pub fn design_for(n: u64) -> RoundDesign {
+    if n <= OUTPUT_ROUNDS_MAX_INPUTS {
+        RoundDesign::Outputs
+    } else {
+        RoundDesign::Inputs
+    }
+}
 
 /// A seeded random order of `n` inputs (Fisher–Yates with SplitMix64, so
 /// the order depends on the seed alone and `--resume` replays it).
@@ -70,11 +88,14 @@ pub struct SequentialTest {
     confidence: f64,
     budget_inputs: u64,
     m: u64,
-    /// Inputs fed.
+    /// Inputs fed (input rounds).
     inputs: u64,
     rounds: u64,
     /// Whether the futility rule may stop the test.
     futility: bool,
+    design: RoundDesign,
+    /// Output rounds fed (output rounds).
+    output_rounds: u64,
 }
 
 impl SequentialTest {
@@ -106,7 +127,55 @@ impl SequentialTest {
             inputs: 0,
             rounds: 0,
             futility: true,
+            design: RoundDesign::Inputs,
+            output_rounds: 0,
         })
+    }
+
+    /// The test with output rounds ([`RoundDesign::Outputs`]): feed
+    /// [`SequentialTest::observe_outputs`], one round at a time.
+    pub fn with_output_rounds(mut self) -> Self {
+        self.design = RoundDesign::Outputs;
+        self
+    }
+
+    /// The round design.
+    pub fn design(&self) -> RoundDesign {
+        self.design
+    }
+
+    /// Feed one output round: per check, the judged outputs (0/1 or a
+    /// score in [0, 1]) of the round, one per input at most, bet on as a
+    /// batch ([`BettingSequence::observe_batch`]).
+    pub fn observe_outputs(&mut self, outputs: &[Vec<f64>]) -> Result<(), StatsError> {
+        for (s, xs) in self.sequences.iter_mut().zip(outputs) {
+            s.observe_batch(xs)?;
+        }
+        self.output_rounds += 1;
+        self.inputs = self.budget_inputs;
+        Ok(())
+    }
+
+    /// Feed output round `j` of `t` (output j of every input, every check).
+    pub fn observe_output_round(
+        &mut self,
+        t: &ReliabilityTensor,
+        j: usize,
+        errors: ErrorPolicy,
+    ) -> Result<(), StatsError> {
+        let outputs: Vec<Vec<f64>> = (0..self.sequences.len())
+            .map(|k| {
+                (0..t.inputs())
+                    .filter_map(|i| match t.get(i, j, k) {
+                        Some(Cell::Pass) => Some(1.0),
+                        Some(Cell::Fail) => Some(0.0),
+                        Some(Cell::Error) if errors == ErrorPolicy::AsFailure => Some(0.0),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .collect();
+        self.observe_outputs(&outputs)
     }
 
     /// The test without the futility rule: it stops when settled or when
@@ -156,19 +225,29 @@ impl SequentialTest {
         let threshold = self.checks[k].1;
         let iv = s.interval();
         let seen = s.observations();
+        let done = match self.design {
+            RoundDesign::Inputs => self.inputs,
+            RoundDesign::Outputs => self.output_rounds,
+        };
         if iv.lower >= threshold {
-            return (SequenceState::Pass, Some(self.inputs));
+            return (SequenceState::Pass, Some(done));
         }
         if iv.upper < threshold {
-            return (SequenceState::Fail, Some(self.inputs));
+            return (SequenceState::Fail, Some(done));
         }
-        let limit = self.budget_inputs.saturating_mul(10);
-        // Inputs without a judged output contribute nothing: project on
-        // the share that did.
-        let judged_share = if self.inputs == 0 {
+        // Units: inputs (input rounds) or output rounds; observations per
+        // unit: 1 judged input, or the judged outputs of a round.
+        let (units, budget) = match self.design {
+            RoundDesign::Inputs => (self.inputs, self.budget_inputs),
+            RoundDesign::Outputs => (self.output_rounds, self.m),
+        };
+        let limit = budget.saturating_mul(10);
+        // Units without a judged observation contribute nothing: project
+        // on the observations per unit that did.
+        let judged_share = if units == 0 {
             1.0
         } else {
-            (seen as f64 / self.inputs as f64).max(1e-6)
+            (seen as f64 / units as f64).max(1e-6)
         };
         let variance = s.sample_variance().max(1e-4);
         let project = |mean: f64| {
@@ -180,7 +259,7 @@ impl SequentialTest {
                 threshold,
                 seen,
                 s.ln_capital_at(threshold, above).unwrap_or(0.0),
-                limit,
+                (limit as f64 * judged_share).ceil() as u64,
             )
             .map(|obs| (obs as f64 / judged_share).ceil() as u64)
             .filter(|&n| n <= limit)
@@ -196,8 +275,11 @@ impl SequentialTest {
         } else {
             (s.mean() - se).max(0.0)
         };
-        let futile = seen >= FUTILITY_MIN_INPUTS
-            && project(optimistic).is_none_or(|n| n > self.budget_inputs);
+        let enough = match self.design {
+            RoundDesign::Inputs => seen >= FUTILITY_MIN_INPUTS,
+            RoundDesign::Outputs => units >= FUTILITY_MIN_OUTPUT_ROUNDS,
+        };
+        let futile = enough && project(optimistic).is_none_or(|n| n > budget);
         let state = if futile {
             SequenceState::Futile
         } else {
@@ -218,7 +300,11 @@ impl SequentialTest {
         if states.iter().all(|(s, _)| settled(s)) {
             return Some(StopReason::Settled);
         }
-        if self.inputs >= self.budget_inputs {
+        let spent = match self.design {
+            RoundDesign::Inputs => self.inputs >= self.budget_inputs,
+            RoundDesign::Outputs => self.output_rounds >= self.m,
+        };
+        if spent {
             return Some(StopReason::BudgetSpent);
         }
         if self.futility
@@ -241,20 +327,26 @@ impl SequentialTest {
             .zip(self.states())
             .map(|(((name, threshold), s), (state, needed))| {
                 let iv = s.interval();
+                let (inputs, needed_inputs, needed_outputs) = match self.design {
+                    RoundDesign::Inputs => (s.observations(), needed, None),
+                    RoundDesign::Outputs => (self.budget_inputs, None, needed),
+                };
                 CheckSequence {
                     name: name.clone(),
                     threshold: *threshold,
                     estimate: s.mean(),
                     lower: iv.lower,
                     upper: iv.upper,
-                    inputs: s.observations(),
+                    inputs,
                     state,
-                    needed_inputs: needed,
+                    needed_inputs,
+                    needed_outputs,
                 }
             })
             .collect();
         SequentialOutcome {
             seed,
+            design: self.design,
             stop,
             inputs: self.inputs,
             samples,
@@ -293,16 +385,43 @@ impl Summary {
             };
             c.verdict.decision = decision;
             c.verdict.established = established;
-            c.verdict.samples_needed = s.needed_inputs.map(|n| n.saturating_mul(m));
+            let n = self.shape.0 as u64;
+            c.verdict.samples_needed = match outcome.design {
+                RoundDesign::Inputs => s.needed_inputs.map(|k| k.saturating_mul(m)),
+                RoundDesign::Outputs => s.needed_outputs.map(|k| k.saturating_mul(n)),
+            };
+            let why = match (s.state, outcome.stop) {
+                (_, _) if s.inputs == 0 => NotEstablished::NothingObserved,
+                (SequenceState::Futile, Some(StopReason::Futile)) => NotEstablished::Futile {
+                    inputs_needed: s.needed_inputs,
+                    outputs_needed: s.needed_outputs,
+                },
+                (_, Some(StopReason::BudgetSpent)) => NotEstablished::BudgetSpent {
+                    inputs_needed: s.needed_inputs,
+                    outputs_needed: s.needed_outputs,
+                },
+                _ => NotEstablished::Straddles {
+                    lower: s.lower,
+                    upper: s.upper,
+                    samples_needed: c.verdict.samples_needed,
+                },
+            };
+            c.verdict.why_not = (!established).then_some(why);
             c.rate.interval.lower = s.lower;
             c.rate.interval.upper = s.upper;
+            if outcome.design == RoundDesign::Outputs {
+                // The sequence is about these inputs (output rounds).
+                c.rate.scope = crate::stats::Scope::TheseInputs;
+            }
         }
         self.sequential = Some(outcome.clone());
         self
     }
 }
 
-/// A sequential run read back from its tensor `t`: the inputs of
+/// A sequential run read back from its tensor `t` — with output rounds
+/// (at most [`OUTPUT_ROUNDS_MAX_INPUTS`] inputs) the rounds j = 0, 1, … whose
+/// output j of every input is recorded; otherwise the inputs of
 /// `input_order(N, seed)` whose M cells are all recorded, up to the first
 /// that is not, fed in that order, then the stop rules applied once (one
 /// round). For a run whose outcome was not stored (killed before it
@@ -320,6 +439,19 @@ pub fn replay(
 ) -> Result<SequentialOutcome, StatsError> {
     let (n, m, _) = t.shape();
     let mut test = SequentialTest::new(checks, confidence, n as u64, m as u64)?;
+    if design_for(n as u64) == RoundDesign::Outputs {
+        // Output rounds: output j of every input, while recorded.
+        test = test.with_output_rounds();
+        let recorded =
+            |j: usize| (0..n).all(|i| !matches!(t.get(i, j, 0), Some(Cell::Missing) | None));
+        let mut rounds = 0u64;
+        for j in (0..m).take_while(|&j| recorded(j)) {
+            test.observe_output_round(t, j, errors)?;
+            rounds += 1;
+        }
+        let stop = if rounds > 0 { test.decide() } else { None };
+        return Ok(test.outcome(stop, rounds * n as u64, seed));
+    }
     let complete = |i: usize| (0..m).all(|j| !matches!(t.get(i, j, 0), Some(Cell::Missing) | None));
     for i in input_order(n, seed)
         .into_iter()

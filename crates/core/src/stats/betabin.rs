@@ -400,3 +400,128 @@ fn root(mut f: impl FnMut(f64) -> f64, out: f64, inn: f64) -> f64 {
     }
     b
 }
+
+/// The level γ of the upper confidence bound on the ICC that
+/// [`icc_bound_score`] uses (one-sided, likelihood ratio).
+pub const ICC_BOUND_LEVEL: f64 = 0.1;
+
+/// The ICC-bound score interval ([`ClusterMethod::IccBound`](super::rate::ClusterMethod::IccBound),
+/// opt-in; see `crates/core/STATISTICS.md`, *Intervals no wider than needed*): Wilson's score interval at the
+/// effective size n / deff(ρ_U), normal reference, where ρ_U is the upper
+/// one-sided (1 − γ) likelihood-ratio bound on the ICC of the
+/// beta-binomial model at μ = p̂:
+///
+/// ```text
+/// ρ_U = max { ρ ≥ ρ̂ : 2 [ℓ(p̂, ρ̂) − ℓ(p̂, ρ)] ≤ z²_{1−γ} },   γ = ICC_BOUND_LEVEL
+/// μ0 ∈ C  ⇔  (p̂ − μ0)² ≤ z² μ0 (1 − μ0) deff(ρ_U) / n
+/// ```
+///
+/// It uses what the data say about clustering — failures spread over many
+/// inputs bound ρ near 0 and the interval is close to Wilson on all
+/// outputs — while what they cannot rule out is still allowed for: when
+/// every output passes (or fails) nothing bounds ρ, ρ_U = 1, and the
+/// interval is Wilson on the G inputs; when failures are few, the
+/// likelihood is flat in ρ and ρ_U is large. It is the Berger–Boos
+/// construction with the nuisance ρ confined to its confidence set: the
+/// score statistic decreases in ρ, so the supremum over the set is at ρ_U.
+/// One input, or one output per input: Wilson on the n outputs.
+pub fn icc_bound_score(
+    clusters: &[ClusterSum],
+    confidence: f64,
+) -> Result<ScoreInterval, StatsError> {
+    icc_bound_score_at(clusters, confidence, ICC_BOUND_LEVEL)
+}
+
+/// [`icc_bound_score`] with the ICC bound at level `gamma` (for the
+/// calibration of [`ICC_BOUND_LEVEL`] in `examples/coverage.rs`).
+pub fn icc_bound_score_at(
+    clusters: &[ClusterSum],
+    confidence: f64,
+    gamma: f64,
+) -> Result<ScoreInterval, StatsError> {
+    check_confidence(confidence)?;
+    check_clusters(clusters)?;
+    let groups = Groups::new(clusters);
+    let n: f64 = groups.g.iter().map(|&(_, m, w)| m * w).sum();
+    let x: f64 = groups.g.iter().map(|&(x, _, w)| x * w).sum();
+    let g: f64 = groups.g.iter().map(|&(_, _, w)| w).sum();
+    if n == 0.0 {
+        return Err(StatsError::Empty);
+    }
+    let p = (x / n).clamp(0.0, 1.0);
+    let all_single = groups.g.iter().all(|&(_, m, _)| m <= 1.0);
+    let degenerate =
+        groups.g.iter().all(|&(x, m, _)| x == m) || groups.g.iter().all(|&(x, _, _)| x == 0.0);
+    let mut scratch = Vec::new();
+    let (icc, icc_upper) = if all_single || g < 2.0 {
+        (0.0, 0.0)
+    } else if degenerate {
+        (1.0, 1.0)
+    } else {
+        groups.icc_upper(p, gamma, &mut scratch)
+    };
+    let deff = design_effect(&groups, n, icc_upper);
+    let z = z_value(confidence);
+    let n_eff = n / deff;
+    let interval = super::interval::proportion_interval(
+        p * n_eff,
+        n_eff,
+        confidence,
+        super::interval::IntervalMethod::Wilson,
+    );
+    Ok(ScoreInterval {
+        estimate: p,
+        interval: Interval {
+            lower: interval.lower.min(p),
+            upper: interval.upper.max(p),
+        },
+        icc,
+        design_effect: deff,
+        critical: z,
+        df: f64::INFINITY,
+    })
+}
+
+impl Groups {
+    /// (ρ̂, ρ_U) at mean `mu`: the maximum-likelihood ICC and the largest
+    /// ρ ≥ ρ̂ whose log-likelihood is within z²_{1−γ}/2 of the maximum
+    /// (bisection on ln κ; ρ = 1/(1 + κ)).
+    fn icc_upper(&self, mu: f64, gamma: f64, scratch: &mut Vec<f64>) -> (f64, f64) {
+        const LO: f64 = -13.815510557964274; // ln 1e-6: ρ ≈ 1
+        let rho_hat = self.restricted_icc(mu, scratch);
+        let at = |t: f64, s: &mut Vec<f64>| self.loglik(mu, t.exp(), s);
+        let best = if rho_hat <= 0.0 {
+            self.loglik_binomial(mu)
+        } else {
+            at(((1.0 - rho_hat) / rho_hat).ln(), scratch)
+        };
+        let q = super::interval::normal_quantile(1.0 - gamma);
+        let cut = best - q * q / 2.0;
+        if at(LO, scratch) >= cut {
+            return (rho_hat, 1.0);
+        }
+        // ln κ of ρ̂ (ρ̂ = 0: start from κ = 1e8, the binomial limit).
+        let mut hi = if rho_hat <= 0.0 {
+            18.420680743952367
+        } else {
+            ((1.0 - rho_hat) / rho_hat).ln()
+        };
+        let mut lo = LO;
+        // Invariant: at(hi) ≥ cut (inside), at(lo) < cut (outside).
+        if at(hi, scratch) < cut {
+            return (rho_hat, rho_hat);
+        }
+        for _ in 0..60 {
+            if hi - lo < 1e-4 {
+                break;
+            }
+            let mid = 0.5 * (lo + hi);
+            if at(mid, scratch) >= cut {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        (rho_hat, 1.0 / (1.0 + lo.exp()))
+    }
+}

@@ -1,6 +1,8 @@
 //! Cluster-robust mean of per-output scores, inputs as clusters
 //! (docs/architecture.md, Design decisions: "Repeated outputs of one input are correlated").
 
+use super::counts::{Counts, ErrorPolicy};
+use super::error::{check_rate, StatsError};
 use serde::{Deserialize, Serialize};
 
 /// Sufficient statistics of one cluster (one input's outputs): the sum of
@@ -15,18 +17,41 @@ pub struct ClusterSum {
 }
 
 impl ClusterSum {
-    /// The sums of a slice of scores.
-    pub fn from_scores(scores: &[f64]) -> Self {
-        ClusterSum {
+    /// The sums of a slice of scores, each in [0, 1]; a score outside it
+    /// or NaN (1.5 is not a rate) is [`StatsError::Rate`].
+    pub fn from_scores(scores: &[f64]) -> Result<Self, StatsError> {
+        for &s in scores {
+            check_rate(s)?;
+        }
+        Ok(ClusterSum {
             sum: scores.iter().sum(),
             sum_sq: scores.iter().map(|s| s * s).sum(),
             count: scores.len() as u64,
-        }
+        })
     }
 
-    /// The sums of `passes` 0/1 outcomes equal to 1 out of `count`.
-    pub fn from_passes(passes: u64, count: u64) -> Self {
-        let p = passes.min(count) as f64;
+    /// The sums of `passes` 0/1 outcomes equal to 1 out of `count`; more
+    /// passes than outcomes is [`StatsError::Counts`] (never capped).
+    pub fn from_passes(passes: u64, count: u64) -> Result<Self, StatsError> {
+        if passes > count {
+            return Err(StatsError::Counts {
+                successes: passes as f64,
+                trials: count as f64,
+            });
+        }
+        Ok(Self::binary(passes, count))
+    }
+
+    /// The sums of one input's cells under `policy`: infallible, since
+    /// [`Counts`] cannot hold more passes than judged cells.
+    pub fn from_counts(counts: &Counts, policy: ErrorPolicy) -> Self {
+        let (x, n) = counts.successes_of(policy);
+        Self::binary(x, n)
+    }
+
+    /// 0/1 sums, `passes ≤ count` (checked by the callers).
+    fn binary(passes: u64, count: u64) -> Self {
+        let p = passes as f64;
         ClusterSum {
             sum: p,
             sum_sq: p,
@@ -155,7 +180,7 @@ mod tests {
             (e.mean, e.n, e.design_effect, e.effective_n),
             (0.0, 0, 1.0, 0.0)
         );
-        let s = clustered_mean(&[ClusterSum::from_passes(3, 10)]);
+        let s = clustered_mean(&[ClusterSum::from_passes(3, 10).unwrap()]);
         assert_eq!(
             (s.n, s.clusters, s.design_effect, s.effective_n),
             (10, 1, 1.0, 10.0)
@@ -166,7 +191,7 @@ mod tests {
 
     #[test]
     fn all_pass_has_unit_design_effect() {
-        let c = vec![ClusterSum::from_passes(5, 5); 4];
+        let c = vec![ClusterSum::from_passes(5, 5).unwrap(); 4];
         let e = clustered_mean(&c);
         assert_eq!((e.mean, e.design_effect, e.effective_n), (1.0, 1.0, 20.0));
     }
@@ -175,8 +200,8 @@ mod tests {
     fn perfectly_separated_clusters_have_design_effect_m() {
         // Half the inputs always pass, half always fail: ρ = 1, so the
         // design effect is about m (here G/(G−1)·(n−1)/n·m).
-        let mut c = vec![ClusterSum::from_passes(10, 10); 5];
-        c.extend(vec![ClusterSum::from_passes(0, 10); 5]);
+        let mut c = vec![ClusterSum::from_passes(10, 10).unwrap(); 5];
+        c.extend(vec![ClusterSum::from_passes(0, 10).unwrap(); 5]);
         let e = clustered_mean(&c);
         let expected = 10.0 / 9.0 * 99.0 / 100.0 * 10.0;
         assert!((e.design_effect - expected).abs() < 1e-12, "{e:?}");
@@ -185,14 +210,14 @@ mod tests {
     #[test]
     fn bad_clusters_are_skipped() {
         let c = [
-            ClusterSum::from_passes(1, 2),
+            ClusterSum::from_passes(1, 2).unwrap(),
             ClusterSum {
                 sum: f64::NAN,
                 sum_sq: 1.0,
                 count: 3,
             },
             ClusterSum::default(),
-            ClusterSum::from_passes(2, 2),
+            ClusterSum::from_passes(2, 2).unwrap(),
         ];
         let e = clustered_mean(&c);
         assert_eq!((e.n, e.clusters), (4, 2));

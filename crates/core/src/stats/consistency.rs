@@ -142,7 +142,10 @@ fn mean_of(v: &[f64], confidence: f64) -> Result<RateEstimate, StatsError> {
     if v.is_empty() {
         return Ok(RateEstimate::empty(Counts::default(), confidence));
     }
-    let clusters: Vec<ClusterSum> = v.iter().map(|&x| ClusterSum::from_scores(&[x])).collect();
+    let clusters: Vec<ClusterSum> = v
+        .iter()
+        .map(|&x| ClusterSum::from_scores(&[x]))
+        .collect::<Result<_, _>>()?;
     let s = beta_binomial_score(&clusters, confidence)?;
     let g = v.len() as u64;
     Ok(RateEstimate {

@@ -4,7 +4,8 @@
 
 use super::error::{check_confidence, check_threshold, StatsError};
 use super::interval::{normal_quantile, proportion_interval, z_value, IntervalMethod};
-use super::rate::{RateEstimate, Scope};
+use super::rate::{RateEstimate, Scope, MIN_INPUTS};
+use super::reason::NotEstablished;
 use serde::{Deserialize, Serialize};
 
 /// How a rate is compared with its threshold.
@@ -48,6 +49,10 @@ pub struct ThresholdVerdict {
     /// the threshold, nothing observed, an invalid threshold or confidence,
     /// or more than [`MAX_SAMPLES`] samples needed).
     pub samples_needed: Option<u64>,
+    /// Why it is not established and what would settle it; `None` when
+    /// established.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_not: Option<NotEstablished>,
 }
 
 impl ThresholdVerdict {
@@ -106,6 +111,7 @@ pub fn judge(
             threshold,
             established: false,
             samples_needed: None,
+            why_not: Some(NotEstablished::InvalidThreshold),
         };
     }
     let valid_scope = rate.scope == Scope::Population && rate.n > 0;
@@ -157,11 +163,32 @@ pub fn judge(
             method,
         )
     };
+    let why_not = (!established).then(|| {
+        if rate.n == 0 {
+            NotEstablished::NothingObserved
+        } else if rate.scope == Scope::TheseInputs && rate.inputs < MIN_INPUTS {
+            NotEstablished::TooFewInputs {
+                inputs: rate.inputs,
+                inputs_needed: MIN_INPUTS,
+            }
+        } else if rate.scope == Scope::TheseInputs {
+            NotEstablished::Unclustered {
+                inputs: rate.inputs,
+            }
+        } else {
+            NotEstablished::Straddles {
+                lower: iv.lower,
+                upper: iv.upper,
+                samples_needed,
+            }
+        }
+    });
     ThresholdVerdict {
         decision,
         threshold,
         established,
         samples_needed,
+        why_not,
     }
 }
 
@@ -246,20 +273,21 @@ fn samples_to_establish(
 /// half-width z·sqrt(p(1−p)/n) ≤ `margin` (paper §3.4), i.e.
 /// n = ⌈z² p(1−p) / margin²⌉ with z = [`z_value`]`(confidence)`.
 ///
-/// `p` is clamped to [0, 1] and NaN `p` is taken as 0.5 (the worst case).
-/// `margin ≤ 0` or NaN, or an invalid confidence, gives `u64::MAX` (not
-/// reachable); the result saturates at `u64::MAX`.
-pub fn sample_size_for_margin(p: f64, margin: f64, confidence: f64) -> u64 {
-    let p = if p.is_nan() { 0.5 } else { p.clamp(0.0, 1.0) };
-    if margin.is_nan() || margin <= 0.0 || !(confidence > 0.0 && confidence < 1.0) {
-        return u64::MAX;
+/// Errors: `p` outside [0, 1] or NaN ([`StatsError::Rate`]: 1.5 is not a
+/// rate), `margin` not in (0, 1] ([`StatsError::Margin`]), confidence
+/// outside (0, 1). The result saturates at `u64::MAX`.
+pub fn sample_size_for_margin(p: f64, margin: f64, confidence: f64) -> Result<u64, StatsError> {
+    super::error::check_rate(p)?;
+    if !(margin > 0.0 && margin <= 1.0) {
+        return Err(StatsError::Margin(margin));
     }
+    check_confidence(confidence)?;
     let z = z_value(confidence);
     let var = p * (1.0 - p);
     let half = |n: u64| z * (var / n as f64).sqrt();
     let raw = (z * z * var / (margin * margin)).ceil();
     if raw.is_nan() || raw >= 1.8e19 {
-        return u64::MAX;
+        return Ok(u64::MAX);
     }
     let mut n = (raw as u64).max(1);
     // Settle floating-point rounding of the ceiling.
@@ -269,7 +297,7 @@ pub fn sample_size_for_margin(p: f64, margin: f64, confidence: f64) -> u64 {
     while n > 1 && half(n - 1) <= margin {
         n -= 1;
     }
-    n
+    Ok(n)
 }
 
 /// Samples needed by a one-sided one-sample binomial test (normal
@@ -303,9 +331,26 @@ mod tests {
     #[test]
     fn margin_textbook() {
         // The classic 1.96² · 0.25 / 0.03² = 1067.07 → 1068 (scipy).
-        assert_eq!(sample_size_for_margin(0.5, 0.03, 0.95), 1068);
-        assert_eq!(sample_size_for_margin(0.5, 0.0, 0.95), u64::MAX);
-        assert_eq!(sample_size_for_margin(0.0, 0.01, 0.95), 1);
+        assert_eq!(sample_size_for_margin(0.5, 0.03, 0.95), Ok(1068));
+        assert_eq!(sample_size_for_margin(0.0, 0.01, 0.95), Ok(1));
+    }
+
+    /// The case: 1.5 is not a rate; a margin of 0 is never
+    /// reached; each an error with a message, never 1 or u64::MAX.
+    #[test]
+    fn margin_bad_input_is_an_error() {
+        let e = sample_size_for_margin(1.5, 0.03, 0.95).unwrap_err();
+        assert_eq!(e, StatsError::Rate(1.5));
+        assert!(e.to_string().contains("between 0 and 1"), "{e}");
+        assert_eq!(
+            sample_size_for_margin(0.5, 0.0, 0.95),
+            Err(StatsError::Margin(0.0))
+        );
+        assert!(sample_size_for_margin(f64::NAN, 0.03, 0.95).is_err());
+        assert_eq!(
+            sample_size_for_margin(0.5, 0.03, 95.0),
+            Err(StatsError::Confidence(95.0))
+        );
     }
 
     #[test]

@@ -38,6 +38,12 @@ pub enum StatsError {
     /// not all zero.
     #[error("input weights: expected {expected} finite, non-negative weights (one per input), not all zero")]
     Weights { expected: usize },
+    /// A margin of error must be a number in (0, 1].
+    #[error("margin {0} must be greater than 0 and at most 1 (e.g. 0.03 for ±3 points)")]
+    Margin(f64),
+    /// Two paired samples must have one value per input each.
+    #[error("paired samples of different lengths ({a} and {b}): give one value per input in each")]
+    Lengths { a: usize, b: usize },
     /// `k` for pass^k / pass@k must be ≥ 1.
     #[error("k = {0}: pass^k and pass@k need k ≥ 1")]
     K(u32),

@@ -13,6 +13,7 @@ pub mod interval;
 pub mod multiple;
 pub mod paired;
 pub mod rate;
+pub mod reason;
 pub mod sequential;
 
 pub use betabin::{beta_binomial_score, ScoreInterval};
@@ -31,4 +32,5 @@ pub use interval::{
 pub use multiple::{holm, MultipleTesting};
 pub use paired::{compare_paired, compare_unpaired, inputs_needed, t_value, Difference};
 pub use rate::{ClusterMethod, RateEstimate, Scope, MIN_INPUTS};
+pub use reason::NotEstablished;
 pub use sequential::BettingSequence;

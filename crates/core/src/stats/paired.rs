@@ -4,6 +4,7 @@
 //! Differences are always `a − b`. Their intervals use [`Interval`] with
 //! bounds in [−1, 1] (a difference of two rates).
 
+use super::error::{check_confidence, check_rate, StatsError};
 use super::interval::{
     beta_quantile_upper, normal_quantile, proportion_interval, Interval, IntervalMethod,
 };
@@ -24,7 +25,7 @@ pub struct Difference {
 
 impl Difference {
     /// The uninformative result for `n` usable observations.
-    fn uninformative(mean_diff: f64, n: u64) -> Self {
+    pub(crate) fn uninformative(mean_diff: f64, n: u64) -> Self {
         Difference {
             mean_diff,
             se: 0.0,
@@ -87,36 +88,35 @@ pub fn t_value(confidence: f64, df: f64) -> f64 {
 /// Much tighter than [`compare_unpaired`] when inputs differ in difficulty,
 /// because the between-input variation cancels in d_i.
 ///
-/// Never panics: pairs beyond the shorter slice and pairs with a non-finite
-/// value are ignored (`n` counts the pairs used). Fewer than two pairs give
-/// `se = 0` and the uninformative interval [−1, 1]; invalid confidence also
-/// gives [−1, 1].
-pub fn compare_paired(a: &[f64], b: &[f64], confidence: f64) -> Difference {
-    let d: Vec<f64> = a
-        .iter()
-        .zip(b)
-        .filter(|(x, y)| x.is_finite() && y.is_finite())
-        .map(|(x, y)| x - y)
-        .collect();
+/// Errors: slices of different lengths ([`StatsError::Lengths`]), a value
+/// that is not a rate in [0, 1] (NaN, 1.5: [`StatsError::Rate`]), a
+/// confidence outside (0, 1). Fewer than two pairs give `se = 0` and the
+/// uninformative interval [−1, 1] (nothing to estimate a spread from).
+pub fn compare_paired(a: &[f64], b: &[f64], confidence: f64) -> Result<Difference, StatsError> {
+    if a.len() != b.len() {
+        return Err(StatsError::Lengths {
+            a: a.len(),
+            b: b.len(),
+        });
+    }
+    for &x in a.iter().chain(b) {
+        check_rate(x)?;
+    }
+    check_confidence(confidence)?;
+    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
     let n = d.len();
     if n == 0 {
-        return Difference::uninformative(0.0, 0);
+        return Ok(Difference::uninformative(0.0, 0));
     }
     let nf = n as f64;
     let mean = d.iter().sum::<f64>() / nf;
     if n < 2 {
-        return Difference::uninformative(mean, n as u64);
+        return Ok(Difference::uninformative(mean, n as u64));
     }
     let var = d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (nf - 1.0);
     let se = (var / nf).sqrt();
     let t = t_value(confidence, nf - 1.0);
-    if t.is_nan() {
-        return Difference {
-            se,
-            ..Difference::uninformative(mean, n as u64)
-        };
-    }
-    Difference {
+    Ok(Difference {
         mean_diff: mean,
         se,
         interval: Interval {
@@ -124,7 +124,7 @@ pub fn compare_paired(a: &[f64], b: &[f64], confidence: f64) -> Difference {
             upper: (mean + t * se).clamp(-1.0, 1.0),
         },
         n: n as u64,
-    }
+    })
 }
 
 /// Unpaired comparison of two independent proportions x_a/n_a and x_b/n_b
@@ -138,31 +138,43 @@ pub fn compare_paired(a: &[f64], b: &[f64], confidence: f64) -> Difference {
 /// is the Wald standard error sqrt(p_a(1−p_a)/n_a + p_b(1−p_b)/n_b), shown
 /// for reference only.
 ///
-/// Counts are real-valued (effective sizes allowed) and follow
-/// [`proportion_interval`]'s rules: x is clamped into [0, n]; an empty or
-/// invalid side gives the uninformative interval [−1, 1] (never a panic).
-pub fn compare_unpaired(x_a: f64, n_a: f64, x_b: f64, n_b: f64, confidence: f64) -> Difference {
-    let valid = |x: f64, n: f64| n.is_finite() && n > 0.0 && !x.is_nan();
-    let total = |n: f64| if n.is_finite() && n > 0.0 { n } else { 0.0 };
-    let n_total = (total(n_a) + total(n_b)).round() as u64;
-    if !valid(x_a, n_a) || !valid(x_b, n_b) {
-        return Difference::uninformative(0.0, n_total);
+/// Counts are real-valued (effective sizes allowed). Errors: a count n
+/// that is NaN, infinite or negative ([`StatsError::Trials`]), successes
+/// outside [0, n] (11 passes of 10: [`StatsError::Counts`]), a confidence
+/// outside (0, 1). A side with n = 0 (nothing observed) gives the
+/// uninformative interval [−1, 1].
+pub fn compare_unpaired(
+    x_a: f64,
+    n_a: f64,
+    x_b: f64,
+    n_b: f64,
+    confidence: f64,
+) -> Result<Difference, StatsError> {
+    for (x, n) in [(x_a, n_a), (x_b, n_b)] {
+        if !(n.is_finite() && n >= 0.0) {
+            return Err(StatsError::Trials(n));
+        }
+        if !(0.0..=n).contains(&x) {
+            return Err(StatsError::Counts {
+                successes: x,
+                trials: n,
+            });
+        }
+    }
+    check_confidence(confidence)?;
+    let n_total = (n_a + n_b).round() as u64;
+    if n_a == 0.0 || n_b == 0.0 {
+        return Ok(Difference::uninformative(0.0, n_total));
     }
     let pa = (x_a / n_a).clamp(0.0, 1.0);
     let pb = (x_b / n_b).clamp(0.0, 1.0);
     let d = pa - pb;
     let se = (pa * (1.0 - pa) / n_a + pb * (1.0 - pb) / n_b).sqrt();
-    if !(confidence > 0.0 && confidence < 1.0) {
-        return Difference {
-            se,
-            ..Difference::uninformative(d, n_total)
-        };
-    }
     let ia = proportion_interval(pa * n_a, n_a, confidence, IntervalMethod::Wilson);
     let ib = proportion_interval(pb * n_b, n_b, confidence, IntervalMethod::Wilson);
     let lower = d - ((pa - ia.lower).powi(2) + (ib.upper - pb).powi(2)).sqrt();
     let upper = d + ((ia.upper - pa).powi(2) + (pb - ib.lower).powi(2)).sqrt();
-    Difference {
+    Ok(Difference {
         mean_diff: d,
         se,
         interval: Interval {
@@ -170,7 +182,7 @@ pub fn compare_unpaired(x_a: f64, n_a: f64, x_b: f64, n_b: f64, confidence: f64)
             upper: upper.clamp(-1.0, 1.0),
         },
         n: n_total,
-    }
+    })
 }
 
 /// Inputs needed for a paired comparison to detect a change `delta` in the
@@ -206,14 +218,36 @@ mod tests {
 
     #[test]
     fn degenerate_inputs() {
-        let d = compare_paired(&[], &[], 0.95);
+        let d = compare_paired(&[], &[], 0.95).unwrap();
         assert_eq!((d.n, d.interval.lower, d.interval.upper), (0, -1.0, 1.0));
-        let d = compare_paired(&[1.0, f64::NAN, 0.5], &[0.0, 0.2], 0.95);
-        assert_eq!(d.n, 1);
-        assert_eq!(d.mean_diff, 1.0);
-        let u = compare_unpaired(1.0, 0.0, 1.0, 2.0, 0.95);
+        let d = compare_paired(&[1.0], &[0.0], 0.95).unwrap();
+        assert_eq!((d.n, d.mean_diff), (1, 1.0));
+        let u = compare_unpaired(0.0, 0.0, 1.0, 2.0, 0.95).unwrap();
         assert_eq!((u.interval.lower, u.interval.upper), (-1.0, 1.0));
         assert_eq!(inputs_needed(0.1, 0.0, 0.05, 0.8), u64::MAX);
+    }
+
+    /// The cases: 11 passes of 10, scores above 1, a NaN, slices
+    /// of different lengths — each an error with a message.
+    #[test]
+    fn bad_input_is_an_error() {
+        let e = compare_unpaired(11.0, 10.0, 5.0, 10.0, 0.95).unwrap_err();
+        assert_eq!(
+            e,
+            StatsError::Counts {
+                successes: 11.0,
+                trials: 10.0
+            }
+        );
+        assert!(e.to_string().contains("must lie in [0, trials]"), "{e}");
+        assert!(compare_unpaired(1.0, -2.0, 1.0, 2.0, 0.95).is_err());
+        assert!(compare_unpaired(1.0, 2.0, 1.0, 2.0, 1.0).is_err());
+        let e = compare_paired(&[1.5, 2.0], &[0.5, 0.5], 0.95).unwrap_err();
+        assert_eq!(e, StatsError::Rate(1.5));
+        assert!(compare_paired(&[0.5, f64::NAN], &[0.5, 0.5], 0.95).is_err());
+        let e = compare_paired(&[0.5, 0.5], &[0.5], 0.95).unwrap_err();
+        assert_eq!(e, StatsError::Lengths { a: 2, b: 1 });
+        assert!(e.to_string().contains("one value per input"), "{e}");
     }
 
     #[test]

@@ -18,10 +18,17 @@ pub enum ClusterMethod {
     /// under each tested rate from a beta-binomial model (restricted
     /// maximum-likelihood ICC) and a t reference on G − 1 degrees of
     /// freedom ([`beta_binomial_score`]). Holds its coverage at high pass
-    /// rates and when every output passes; the `IntervalMethod` is not
+    /// rates and when every output passes; conservative at 5–20 inputs and
+    /// wide when failures are rare and spread. The `IntervalMethod` is not
     /// used for it.
     #[default]
     BetaBinomial,
+    /// Wilson's score interval at the effective size n / deff(ρ_U), ρ_U
+    /// the upper likelihood bound on the ICC that the data allow
+    /// ([`super::betabin::icc_bound_score`]): narrower where failures are
+    /// spread over inputs, but under-covers at high ICC with 20 inputs
+    /// (see `crates/core/STATISTICS.md`); opt-in, not the default.
+    IccBound,
     /// The behaviour before: the CR1 cluster-robust design effect at p̂
     /// (floored at 1) and the `IntervalMethod` (Wilson, Wald, …) at the
     /// effective size n/deff, normal reference. Under-covers at high pass
@@ -150,17 +157,17 @@ impl RateEstimate {
     }
 
     /// A rate over clustered observations (inputs as clusters) with the
-    /// default [`ClusterMethod`]. Never fails: on invalid input (see
-    /// [`RateEstimate::try_clustered`]) it returns the uninformative
-    /// interval [0, 1] with scope [`Scope::TheseInputs`], so nothing can be
-    /// established from it. Prefer `try_clustered`.
+    /// default [`ClusterMethod`]: [`RateEstimate::try_clustered`]. A sum
+    /// above its count (or any sums that are not those of scores in
+    /// [0, 1]) is [`StatsError::Scores`], an invalid confidence
+    /// [`StatsError::Confidence`].
     pub fn clustered(
         clusters: &[ClusterSum],
         counts: Counts,
         confidence: f64,
         method: IntervalMethod,
-    ) -> Self {
-        Self::clustered_or_empty(
+    ) -> Result<Self, StatsError> {
+        Self::try_clustered(
             clusters,
             counts,
             confidence,
@@ -238,8 +245,12 @@ impl RateEstimate {
             return Ok(binomial(Scope::TheseInputs));
         }
         Ok(match cluster {
-            ClusterMethod::BetaBinomial => {
-                let s = beta_binomial_score(clusters, confidence)?;
+            ClusterMethod::BetaBinomial | ClusterMethod::IccBound => {
+                let s = if cluster == ClusterMethod::IccBound {
+                    super::betabin::icc_bound_score(clusters, confidence)?
+                } else {
+                    beta_binomial_score(clusters, confidence)?
+                };
                 RateEstimate {
                     estimate: s.estimate,
                     counts,

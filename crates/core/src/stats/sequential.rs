@@ -184,6 +184,49 @@ impl BettingSequence {
         Ok(())
     }
 
+    /// Observe a batch of `xs` ∈ [0, 1] with **one** bet for the whole
+    /// batch (from the observations before it), for a round that samples
+    /// one output of each of a fixed set of inputs: the outputs x_1 … x_N
+    /// are independent with means p_1 … p_N (given the inputs) and the
+    /// target is their mean μ_N. Under μ_N = m, by the AM–GM inequality,
+    /// E Π_i (1 + λ(x_i − m)) = Π_i (1 + λ(p_i − m)) ≤ (1 + λ(p̄ − m))^N = 1,
+    /// so the capital at the ends of batches is a non-negative
+    /// supermartingale and Ville's inequality holds at every batch's end
+    /// (not inside a batch: the sequence is read after whole rounds).
+    pub fn observe_batch(&mut self, xs: &[f64]) -> Result<(), StatsError> {
+        if let Some(&bad) = xs.iter().find(|x| !(0.0..=1.0).contains(*x)) {
+            return Err(StatsError::Rate(bad));
+        }
+        if xs.is_empty() {
+            return Ok(());
+        }
+        let lambda = self.next_bet();
+        let barrier = self.barrier;
+        self.live.retain_mut(|p| {
+            let up = lambda.min(BET_CAP / p.m);
+            let down = lambda.min(BET_CAP / (1.0 - p.m));
+            for &x in xs {
+                p.ln_up += (up * (x - p.m)).ln_1p();
+                p.ln_down += (-down * (x - p.m)).ln_1p();
+            }
+            p.ln_up < barrier && p.ln_down < barrier
+        });
+        for &x in xs {
+            self.t += 1;
+            self.sum += x;
+            self.sum_x2 += x * x;
+            let mu = (0.5 + self.sum) / (self.t as f64 + 1.0);
+            self.sum_sq += (x - mu) * (x - mu);
+        }
+        if let (Some(first), Some(last)) = (self.live.first(), self.live.last()) {
+            self.hull = Interval {
+                lower: first.m,
+                upper: last.m,
+            };
+        }
+        Ok(())
+    }
+
     /// The confidence sequence's current interval: the hull of the
     /// candidate means not rejected so far ([0, 1] before any observation).
     pub fn interval(&self) -> Interval {

@@ -23,9 +23,13 @@ pub fn replicate(
     let mut clusters = Vec::with_capacity(n);
     let mut counts = Counts::default();
     for _ in 0..n {
-        let pi = beta_draw(rng, p * k, (1.0 - p) * k);
+        let pi = if rho == 0.0 {
+            p
+        } else {
+            beta_draw(rng, p * k, (1.0 - p) * k)
+        };
         let x = (0..m).filter(|_| rng.gen::<f64>() < pi).count() as u64;
-        clusters.push(ClusterSum::from_passes(x, m));
+        clusters.push(ClusterSum::from_passes(x, m).unwrap());
         counts.pass += x;
         counts.fail += m - x;
     }

@@ -3,8 +3,10 @@
 //! core's (`probity_core::sequential`); this holds the run's place in its
 //! seeded input order.
 //!
-//! A round is the next inputs of the order (`round_end`), each with all M
-//! outputs. When every cell of a round is recorded, its inputs are fed to
+//! With more than `OUTPUT_ROUNDS_MAX_INPUTS` inputs a round is the next
+//! inputs of the order (`round_end`), each with all M outputs; with fewer,
+//! a round is one more output of every input (`RoundDesign::Outputs`, a
+//! claim about these inputs: `crates/core/STATISTICS.md`). When every cell of a round is recorded, its inputs are fed to
 //! the checks' confidence sequences *in the order's sequence* (not in the
 //! order calls completed, which depends on the outcomes), and the stop
 //! rules are applied. Cells already stored (`--resume`) are not asked for
@@ -12,7 +14,7 @@
 //! the same sequence and continues it.
 
 use probity_core::sequential::{
-    input_order, round_end, SequentialOutcome, SequentialTest, StopReason,
+    design_for, input_order, round_end, RoundDesign, SequentialOutcome, SequentialTest, StopReason,
 };
 use probity_core::stats::{ErrorPolicy, StatsError};
 use probity_core::{CheckInfo, ReliabilityTensor};
@@ -52,8 +54,12 @@ impl Rounds {
         concurrency: usize,
         seed: u64,
     ) -> Result<Self, StatsError> {
+        let mut test = SequentialTest::new(checks, confidence, n as u64, m as u64)?;
+        if design_for(n as u64) == RoundDesign::Outputs {
+            test = test.with_output_rounds();
+        }
         Ok(Rounds {
-            test: SequentialTest::new(checks, confidence, n as u64, m as u64)?,
+            test,
             order: input_order(n, seed),
             seed,
             m,
@@ -77,6 +83,9 @@ impl Rounds {
             return Ok(Next::Stop(stop));
         }
         let (n, m) = (self.order.len(), self.m);
+        if self.test.design() == RoundDesign::Outputs {
+            return self.advance_outputs(t, done);
+        }
         loop {
             let end = round_end(self.fed, n, m, self.concurrency);
             let missing: Vec<usize> = self.order[self.fed..end]
@@ -92,6 +101,33 @@ impl Rounds {
                 self.test.observe_input(t, i, self.errors)?;
             }
             self.fed = end;
+            if let Some(stop) = self.test.decide() {
+                self.stop = Some(stop);
+                return Ok(Next::Stop(stop));
+            }
+        }
+    }
+
+    /// [`Rounds::advance`] with output rounds: round j is output j of
+    /// every input (`self.fed` counts the rounds fed).
+    fn advance_outputs(
+        &mut self,
+        t: &ReliabilityTensor,
+        done: &[bool],
+    ) -> Result<Next, StatsError> {
+        let (n, m) = (self.order.len(), self.m);
+        loop {
+            let j = self.fed;
+            let missing: Vec<usize> = (0..n)
+                .map(|i| i * m + j)
+                .filter(|&c| !done.get(c).copied().unwrap_or(true))
+                .collect();
+            if !missing.is_empty() {
+                self.outstanding = missing.len();
+                return Ok(Next::Cells(missing));
+            }
+            self.test.observe_output_round(t, j, self.errors)?;
+            self.fed += 1;
             if let Some(stop) = self.test.decide() {
                 self.stop = Some(stop);
                 return Ok(Next::Stop(stop));

@@ -163,6 +163,9 @@ pub fn retry_check(
     let measured =
         GuardedMeasurement::new(&samples, run.inputs, retry.attempts, &run.settings.analysis);
     let single = columns_of(tensor, &retry.columns);
-    let plan = probity_core::RetryPlan::from_tensor(&single, &run.settings.analysis);
+    // Nothing judged by the deciding checks: no rate to predict from.
+    let Ok(plan) = probity_core::RetryPlan::from_tensor(&single, &run.settings.analysis) else {
+        return Ok(None);
+    };
     Ok(Some(check_plan(&plan, measured)))
 }

@@ -4,7 +4,7 @@
 use crate::document::info::RunInfo;
 use crate::document::run::RunReport;
 use crate::numbers::{interval, name, pct, plural, threshold_pct, trim_number};
-use probity_core::stats::{Consistency, Decision, ErrorPolicy, Scope, MIN_INPUTS};
+use probity_core::stats::{Consistency, Decision, ErrorPolicy, NotEstablished, Scope, MIN_INPUTS};
 use probity_core::{CheckSummary, Geometric, RateEstimate};
 use serde_json::{Map, Value};
 
@@ -45,18 +45,88 @@ pub fn more_samples(c: &CheckSummary) -> Option<u64> {
         .filter(|&m| m > 0)
 }
 
-/// `established`, `not established: ~N more samples would settle it`, or
-/// `not established`.
+/// `established`, or `not established: ` with why and what would settle
+/// it (core's [`NotEstablished`]): `the interval contains the minimum; ~N
+/// more samples would settle it`, `2 inputs are too few to speak about
+/// inputs in general; at least 5 inputs would (3 more), not more outputs
+/// of these`, ….
 pub fn established(c: &CheckSummary) -> String {
     if c.verdict.established {
-        "established".to_string()
-    } else if let Some(m) = more_samples(c) {
+        return "established".to_string();
+    }
+    if let Some(why) = c.verdict.why_not {
+        return format!("not established: {}", why_not(&why, c));
+    }
+    if let Some(m) = more_samples(c) {
         format!(
             "not established: ~{m} more {} would settle it",
             if m == 1 { "sample" } else { "samples" }
         )
     } else {
         "not established".to_string()
+    }
+}
+
+/// Why a verdict is not established and what would settle it, as one
+/// clause (see [`established`]).
+pub fn why_not(why: &NotEstablished, c: &CheckSummary) -> String {
+    let samples = |m: u64| if m == 1 { "sample" } else { "samples" };
+    let inputs_in_all = |n: Option<u64>, outputs: Option<u64>, done: u64| match (n, outputs) {
+        (Some(n), _) => format!(
+            "~{n} inputs in all ({} more) would settle it",
+            n.saturating_sub(done)
+        ),
+        (None, Some(k)) => format!("~{k} outputs per input of these inputs would settle it"),
+        (None, None) => "not within ten times the budget at this estimate".to_string(),
+    };
+    match *why {
+        NotEstablished::NothingObserved => format!(
+            "nothing was judged; run it on at least {MIN_INPUTS} inputs"
+        ),
+        NotEstablished::TooFewInputs {
+            inputs,
+            inputs_needed,
+        } => format!(
+            "{} too few to speak about inputs in general; at least {inputs_needed} inputs would ({} more), not more outputs of these",
+            match inputs {
+                1 => "1 input is".to_string(),
+                g => format!("{g} inputs are"),
+            },
+            inputs_needed.saturating_sub(inputs)
+        ),
+        NotEstablished::Unclustered { inputs } => format!(
+            "the interval is about these {inputs} inputs only (outputs not clustered by input); the clustered analysis would speak about inputs in general"
+        ),
+        NotEstablished::Straddles { samples_needed, .. } => {
+            match samples_needed.map(|s| s.saturating_sub(c.rate.n)) {
+                Some(m) if m > 0 => format!(
+                    "the interval contains the minimum; ~{m} more {} would settle it",
+                    samples(m)
+                ),
+                _ if c.rate.estimate == c.verdict.threshold => {
+                    "the estimate is on the minimum; no sample size settles it".to_string()
+                }
+                _ => "the interval contains the minimum; no feasible sample size settles it at this estimate".to_string(),
+            }
+        }
+        NotEstablished::BudgetSpent {
+            inputs_needed,
+            outputs_needed,
+        } => format!(
+            "the budget is spent and the interval contains the minimum; {}",
+            inputs_in_all(inputs_needed, outputs_needed, c.rate.inputs)
+        ),
+        NotEstablished::Futile {
+            inputs_needed,
+            outputs_needed,
+        } => format!(
+            "stopped as futile (it would not settle within the budget); {}",
+            inputs_in_all(inputs_needed, outputs_needed, c.rate.inputs)
+        ),
+        NotEstablished::InvalidThreshold => format!(
+            "the minimum {} is not a fraction between 0 and 1 (write 0.95 for 95%)",
+            c.verdict.threshold
+        ),
     }
 }
 
@@ -300,7 +370,11 @@ pub fn scope_note(rate: &RateEstimate) -> Option<String> {
         g if g < MIN_INPUTS => {
             format!("interval about these {g} inputs only (fewer than {MIN_INPUTS})")
         }
-        g => format!("interval about these {g} inputs only (outputs not clustered by input)"),
+        g => {
+            return Some(format!(
+                "interval about these {g} inputs only (outputs not clustered by input, or a sequential run's output rounds): a claim about these inputs, not inputs in general"
+            ))
+        }
     };
     Some(format!(
         "{about}: no verdict about the system is established"

@@ -4,7 +4,9 @@
 //! Check names are passed through `name` (each format escapes them).
 
 use crate::numbers::{interval, pct, threshold_pct};
-use probity_core::sequential::{CheckSequence, SequenceState, SequentialOutcome, StopReason};
+use probity_core::sequential::{
+    CheckSequence, RoundDesign, SequenceState, SequentialOutcome, StopReason,
+};
 
 /// Why it stopped, in words.
 pub fn stop_words(stop: Option<StopReason>) -> &'static str {
@@ -24,6 +26,19 @@ pub fn headline(o: &SequentialOutcome) -> String {
     } else {
         o.samples_saved() as f64 / o.budget_samples as f64
     };
+    if o.design == RoundDesign::Outputs {
+        let per = o.budget_samples / o.budget_inputs.max(1);
+        return format!(
+            "sequential: stopped after {} of {per} outputs per input of these {} inputs ({} of {} samples, {} saved = {} of the budget): {}",
+            o.samples / o.budget_inputs.max(1),
+            o.budget_inputs,
+            o.samples,
+            o.budget_samples,
+            o.samples_saved(),
+            pct(share),
+            stop_words(o.stop)
+        );
+    }
     format!(
         "sequential: stopped after {} of {} inputs ({} of {} samples, {} saved = {} of the budget, {} {}): {}",
         o.inputs,
@@ -40,6 +55,13 @@ pub fn headline(o: &SequentialOutcome) -> String {
 
 /// How the confidence sequences were made, as one line.
 pub fn method_line(o: &SequentialOutcome) -> String {
+    if o.design == RoundDesign::Outputs {
+        return format!(
+            "verdicts from {} anytime-valid confidence sequences (betting), rounds of one more output of every input: about these {} inputs, not inputs in general",
+            threshold_pct(o.confidence),
+            o.budget_inputs
+        );
+    }
     format!(
         "verdicts from {} anytime-valid confidence sequences (betting), inputs in random order (seed {})",
         threshold_pct(o.confidence),
@@ -54,6 +76,19 @@ pub fn state_words(c: &CheckSequence, m: u64) -> String {
         let more = n.saturating_sub(c.inputs);
         format!("~{n} inputs in all ({} samples; {more} more)", n * m)
     };
+    if let Some(k) = c
+        .needed_outputs
+        .filter(|_| matches!(c.state, SequenceState::Open | SequenceState::Futile))
+    {
+        let what = format!(
+            "~{k} outputs per input ({} samples)",
+            k.saturating_mul(c.inputs)
+        );
+        return match c.state {
+            SequenceState::Open => format!("not settled: {what} would settle it"),
+            _ => format!("cannot settle within the budget: it would need {what}"),
+        };
+    }
     match c.state {
         SequenceState::Pass => "established pass".to_string(),
         SequenceState::Fail => "established fail".to_string(),

@@ -29,7 +29,7 @@
 //!   "errors": {system: causes, outputs},
 //!   "failures": [{input, input_label, input_fields, repetition, output, error, failed, errored,
 //!                 reasons: [{check, reason}]}],
-//!   "sequential": null | {seed, stop, stop_reason, inputs, samples, budget_inputs, budget_samples,
+//!   "sequential": null | {seed, design, stop, stop_reason, inputs, samples, budget_inputs, budget_samples,
 //!                  samples_saved, rounds, confidence,
 //!                  checks: [{index, name, threshold, estimate, lower, upper, inputs, state,
 //!                            needed_inputs, needed_samples}]}
@@ -110,6 +110,10 @@ pub struct Wire {
 #[derive(Debug, Serialize)]
 pub struct WireSequential {
     pub seed: u64,
+    /// `inputs` (rounds of whole inputs: about the population of inputs)
+    /// or `outputs` (rounds of one more output of every input: about
+    /// these inputs).
+    pub design: &'static str,
     /// `settled`, `budget_spent`, `futile`, or `null` (interrupted).
     pub stop: Option<&'static str>,
     /// The stop in words.
@@ -137,6 +141,8 @@ pub struct WireSequence {
     /// `pass`, `fail` (established), `open` or `futile`.
     pub state: &'static str,
     pub needed_inputs: Option<u64>,
+    /// With output rounds: outputs per input projected to settle it.
+    pub needed_outputs: Option<u64>,
     pub needed_samples: Option<u64>,
 }
 
@@ -144,6 +150,7 @@ impl WireSequential {
     fn new(o: &SequentialOutcome, m: u64) -> Self {
         WireSequential {
             seed: o.seed,
+            design: o.design.into(),
             stop: o.stop.map(<&str>::from),
             stop_reason: stop_words(o.stop),
             inputs: o.inputs,
@@ -167,7 +174,11 @@ impl WireSequential {
                     inputs: c.inputs,
                     state: c.state.into(),
                     needed_inputs: c.needed_inputs,
-                    needed_samples: c.needed_inputs.map(|n| n.saturating_mul(m)),
+                    needed_outputs: c.needed_outputs,
+                    needed_samples: c
+                        .needed_inputs
+                        .map(|n| n.saturating_mul(m))
+                        .or(c.needed_outputs.map(|k| k.saturating_mul(o.budget_inputs))),
                 })
                 .collect(),
         }
@@ -387,6 +398,18 @@ pub struct WireVerdict {
     pub established: bool,
     pub samples_needed: Option<u64>,
     pub more_samples_needed: Option<u64>,
+    /// Why it is not established and what would settle it (core's
+    /// `NotEstablished`, tagged by `reason`) with the sentence the other
+    /// formats print; absent when established.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why_not: Option<WireWhyNot>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireWhyNot {
+    #[serde(flatten)]
+    pub reason: probity_core::stats::NotEstablished,
+    pub text: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -615,6 +638,14 @@ fn check(r: &RunReport, index: usize, c: &CheckSummary) -> WireCheck {
             established: c.verdict.established,
             samples_needed: c.verdict.samples_needed,
             more_samples_needed: more_samples(c),
+            why_not: c
+                .verdict
+                .why_not
+                .filter(|_| !c.verdict.established)
+                .map(|w| WireWhyNot {
+                    reason: w,
+                    text: crate::facts::run::why_not(&w, c),
+                }),
         },
         worst_input: c.worst_input.as_ref().map(|w| entry(r, w, true, method)),
         breakdown_by,

@@ -15,6 +15,7 @@
 use crate::document::plan::{PlanReport, PlanRun, SampleSizePlan};
 use crate::numbers::{pct, threshold_pct, trim_number};
 use crate::sanitize::terminal_line;
+use probity_core::retry::Attempts;
 use probity_core::{Geometric, RetryPlan};
 use std::fmt::Write;
 
@@ -48,7 +49,7 @@ fn sample_size(p: &SampleSizePlan) -> String {
     );
     for c in &p.checks {
         let fixed = match c.fixed_inputs {
-            Some(n) => format!("fixed run: {n} inputs ({} samples)", n * m),
+            Some(n) => format!("fixed run: {n} inputs ({} samples)", n.saturating_mul(m)),
             None => "fixed run: no size suffices (the rate equals the minimum)".to_string(),
         };
         let _ = writeln!(
@@ -64,7 +65,7 @@ fn sample_size(p: &SampleSizePlan) -> String {
             let _ = writeln!(
                 s,
                 "  fixed-size run for the power: N × M = {n} × {m} = {} samples",
-                n * m
+                n.saturating_mul(m)
             );
         }
         None => {
@@ -125,18 +126,66 @@ fn sample_size(p: &SampleSizePlan) -> String {
     s
 }
 
+/// A probability, readable at any scale: 5 decimals in [1e-4, 1 − 1e-5],
+/// else `1.000e-10` or `1 − 1.000e-10` (never 0.00000 for a positive
+/// value, nor 1.00000 for one below 1).
+fn prob(x: f64) -> String {
+    if x > 0.0 && x < 1e-4 {
+        format!("{x:.3e}")
+    } else if x < 1.0 && x > 1.0 - 1e-5 {
+        format!("1 − {:.3e}", 1.0 - x)
+    } else {
+        format!("{x:.5}")
+    }
+}
+
+/// A positive quantity with `decimals` below 10⁶, in scientific notation
+/// above (1/P for P = 1e-300 has 300 digits); ∞ for infinity.
+fn quantity(x: f64, decimals: usize) -> String {
+    if x.is_infinite() {
+        "∞".into()
+    } else if x.abs() >= 1e6 {
+        format!("{x:.3e}")
+    } else {
+        format!("{x:.decimals$}")
+    }
+}
+
+/// A whole number with thousands separators (46,051,701,858).
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A rate as given, in scientific notation when tiny (1e-300, not 300
+/// zeros).
+fn rate(r: f64) -> String {
+    if r > 0.0 && r < 1e-4 {
+        format!("{r:e}")
+    } else {
+        r.to_string()
+    }
+}
+
 /// The plan from assumed rates, with its table of attempts.
 fn assumed(plan: &RetryPlan, target: f64) -> String {
     let g = plan.independent();
     let mut s = String::new();
-    let rates: Vec<String> = plan.rates.iter().map(|r| r.to_string()).collect();
+    let rates: Vec<String> = plan.rates.iter().map(|r| rate(*r)).collect();
     let _ = writeln!(s, "Retry plan (paper §4.2), validators assumed independent");
     let _ = writeln!(s, "  pass rates p_k         {}", rates.join(" × "));
-    let _ = writeln!(s, "  P_pass = Π p_k         {:.5}", g.p);
+    let _ = writeln!(s, "  P_pass = Π p_k         {}", prob(g.p));
     match (g.expected_attempts(), g.expected_retries()) {
         (Some(a), Some(r)) => {
-            let _ = writeln!(s, "  E[attempts] = 1/P      {a:.3}");
-            let _ = writeln!(s, "  E[retries] = 1/P − 1   {r:.3}");
+            let _ = writeln!(s, "  E[attempts] = 1/P      {}", quantity(a, 3));
+            let _ = writeln!(s, "  E[retries] = 1/P − 1   {}", quantity(r, 3));
         }
         _ => {
             let _ = writeln!(
@@ -146,15 +195,39 @@ fn assumed(plan: &RetryPlan, target: f64) -> String {
         }
     }
     let pct = target * 100.0;
-    let Some((exact, m)) = g.attempts_exact(target).zip(g.attempts_for(target)) else {
-        let _ = writeln!(s, "  attempts for {pct}%      none suffices: P_pass = 0");
+    let Some(exact) = g.attempts_exact(target) else {
+        let _ = writeln!(
+            s,
+            "  attempts for {pct}%      unbounded: none suffices, P_pass = 0"
+        );
         return s;
+    };
+    let formula = format!(
+        "m = ln(1 − {target}) / ln(1 − P_pass) = {}",
+        quantity(exact, 2)
+    );
+    let m = match g.attempts(target) {
+        Ok(Attempts::Finite(m)) => m,
+        _ => {
+            let _ = writeln!(
+                s,
+                "  attempts for {pct}%      {formula} → unbounded: more than 2^53 attempts, no practical number suffices"
+            );
+            let _ = writeln!(
+                s,
+                "                         one attempt succeeds with probability {}",
+                prob(g.success_within(1u32))
+            );
+            return s;
+        }
     };
     let retries = m - 1;
     let _ = writeln!(
         s,
-        "  attempts for {pct}%      m = ln(1 − {target}) / ln(1 − P_pass) = {exact:.2} → {m} attempt{} ({retries} retr{})",
+        "  attempts for {pct}%      {formula} → {} attempt{} ({} retr{})",
+        grouped(m),
         if m == 1 { "" } else { "s" },
+        grouped(retries),
         if retries == 1 { "y" } else { "ies" }
     );
     let _ = writeln!(s);
@@ -162,19 +235,21 @@ fn assumed(plan: &RetryPlan, target: f64) -> String {
         s,
         "  attempts  retries  P(success within m)  P(no output)  expected calls"
     );
-    let shown = (1..=m.clamp(3, TABLE_ROWS)).chain((m > TABLE_ROWS).then_some(m));
+    let rows = u64::from(TABLE_ROWS);
+    let shown = (1..=m.clamp(3, rows)).chain((m > rows).then_some(m));
     for k in shown {
-        if k == m && m > TABLE_ROWS {
+        if k == m && m > rows {
             let _ = writeln!(s, "  {:>8}", "…");
         }
         let mark = if k == m { "  ← m" } else { "" };
         let _ = writeln!(
             s,
-            "  {k:>8}  {:>7}  {:>19.5}  {:>12.5}  {:>14.3}{mark}",
-            k - 1,
-            g.success_within(k),
-            g.no_output(k),
-            g.expected_calls(k)
+            "  {:>8}  {:>7}  {:>19}  {:>12}  {:>14}{mark}",
+            grouped(k),
+            grouped(k - 1),
+            prob(g.success_within(k)),
+            prob(g.no_output(k)),
+            quantity(g.expected_calls(k), 3)
         );
     }
     s
@@ -311,6 +386,29 @@ mod tests {
             out.contains("        3        2              0.97960"),
             "{out}"
         );
+    }
+
+    /// The issue's extreme rates: exact (1e-10: m = 46,051,701,858, the
+    /// ceiling of ln(0.01)/ln(1 − 1e-10) = 46051701857.578 from Python's
+    /// `decimal` at 50 digits) or unbounded (1e-16 and below), readable
+    /// (no 300-digit numbers, no 0.00000 for a positive rate), never "1
+    /// attempt" and never a saturated u32 (4294967295).
+    #[test]
+    fn extreme_rates_are_exact_or_unbounded_and_readable() {
+        let out = render(&RetryPlan::from_rates(&[1e-10]).unwrap(), 0.99);
+        assert!(out.contains("→ 46,051,701,858 attempts"), "{out}");
+        assert!(out.contains("P_pass = Π p_k         1.000e-10"), "{out}");
+        assert!(!out.contains("4294967295"), "{out}");
+        for rates in [&[1e-16][..], &[1e-17], &[1e-300], &[5e-324], &[0.5, 1e-200]] {
+            let out = render(&RetryPlan::from_rates(rates).unwrap(), 0.99);
+            assert!(out.contains("unbounded"), "{rates:?}: {out}");
+            assert!(!out.contains("1 attempt"), "{rates:?}: {out}");
+            assert!(!out.contains("0.00000"), "{rates:?}: {out}");
+            assert!(
+                out.lines().all(|l| l.chars().count() < 160),
+                "{rates:?}: {out}"
+            );
+        }
     }
 
     #[test]

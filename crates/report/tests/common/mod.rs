@@ -58,6 +58,7 @@ pub fn check(
             threshold,
             established,
             samples_needed,
+            why_not: None,
         },
         breakdown: Vec::new(),
         consistency: None,
