@@ -14,6 +14,7 @@ pub mod causes;
 pub mod compare;
 pub mod guarded;
 pub mod model;
+pub mod monitor;
 pub mod options;
 pub mod profile;
 pub mod retry;

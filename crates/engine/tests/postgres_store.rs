@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 fn experiment(seed: u64) -> Experiment {
     let sim = SimModel::new(SimConfig {
-        seed,
+        seed: Some(seed),
         contractions: 0.1,
         input_spread: 0.3,
         ..SimConfig::default()

@@ -276,7 +276,7 @@ fn finish(
     }
     if let Some(first) = attempts.first() {
         m.count_cells(&st.check_names, "first", &first.cells);
-        st.live.observe("first", &first.cells);
+        st.live.announce(st.live.observe(0, &first.cells));
     }
     let verdict = answer::decide(outcome, st.policy);
     match (&verdict, outcome) {
@@ -284,7 +284,7 @@ fn finish(
             m.published.inc();
             if let Some(last) = attempts.last() {
                 m.count_cells(&st.check_names, "published", &last.cells);
-                st.live.observe("published", &last.cells);
+                st.live.announce(st.live.observe(1, &last.cells));
             }
         }
         (Verdict::Publish(_), _) => {

@@ -104,6 +104,9 @@ pub struct ServeConfig {
     pub validators: Vec<ValidatorTable>,
     #[serde(default, rename = "verifier")]
     pub verifiers: Vec<VerifierSpec>,
+    /// Live monitoring: epochs, window, alarms' webhook, a baseline run.
+    #[serde(default)]
+    pub monitor: super::monitor::MonitorConfig,
     /// Where the served traffic is recorded unless `--store` or
     /// `PROBITY_STORE` says otherwise (replicas share a PostgreSQL store).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,6 +169,9 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     }
     if let Some(store) = &config.store {
         store.location().map_err(at)?;
+    }
+    if let Some(problem) = config.monitor.problem() {
+        return Err(at(problem));
     }
     if !(config.confidence > 0.0 && config.confidence < 1.0) {
         return Err(at(format!(

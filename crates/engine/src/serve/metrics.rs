@@ -34,7 +34,7 @@ pub async fn models(State(st): State<Arc<ServeState>>, headers: HeaderMap) -> Re
 /// `GET /metrics`: the registry in the OpenMetrics text format, which
 /// Prometheus scrapes as is.
 pub async fn metrics(State(st): State<Arc<ServeState>>) -> Response {
-    st.metrics.update_rates(&st.check_names, &st.live);
+    st.metrics.update_rates(&st.live);
     let mut text = String::new();
     if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &st.metrics.registry) {
         return (

@@ -45,6 +45,7 @@ mod answer;
 mod chat;
 mod config;
 mod metrics;
+pub mod monitor;
 mod request;
 mod state;
 
@@ -76,6 +77,45 @@ pub struct Served {
     /// Earlier runs of the same name left `running` (a killed server),
     /// marked interrupted at start.
     pub stale_interrupted: usize,
+}
+
+/// Each check's rate in the tested run `spec` (an id, or a name: its
+/// latest complete run), by check name; `None` for a check it lacks.
+fn baselines(
+    store: &Store,
+    spec: &str,
+    checks: &[probity_core::CheckInfo],
+) -> Result<Vec<Option<probity_core::monitor::Baseline>>, String> {
+    let id = match spec.parse::<i64>() {
+        Ok(id) => id,
+        Err(_) => store
+            .runs(Some(spec))
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .find(|r| r.name == spec && r.status == RunStatus::Complete)
+            .map(|r| r.id)
+            .ok_or_else(|| {
+                format!(
+                    "[monitor] baseline = {spec:?}: no complete run of that name in {}",
+                    store.location()
+                )
+            })?,
+    };
+    let run = crate::run::stored::load(store, id)
+        .map_err(|e| format!("[monitor] baseline = {spec:?}: {e}"))?;
+    Ok(checks
+        .iter()
+        .map(|c| {
+            run.summary
+                .checks
+                .iter()
+                .find(|s| s.info.name == c.name)
+                .map(|s| probity_core::monitor::Baseline {
+                    rate: s.rate.estimate,
+                    interval: s.rate.interval,
+                })
+        })
+        .collect())
 }
 
 /// A guard server ready to listen: its run created in the store, its guard
@@ -130,6 +170,10 @@ pub fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> 
     let stale_interrupted = store
         .interrupt_abandoned(&loaded.name, Some(run_id))
         .map_err(store_err)?;
+    let baselines = match &c.monitor.baseline {
+        Some(spec) => baselines(&store, spec, &infos)?,
+        None => Vec::new(),
+    };
     let calls = CallSettings {
         timeout: Duration::from_secs_f64(c.timeout_s),
         call_attempts: c.call_attempts,
@@ -151,7 +195,7 @@ pub fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> 
         max_body_bytes: (c.max_body_mb * 1024.0 * 1024.0) as usize,
         keepalive: Duration::from_secs_f64(c.stream_keepalive_s),
         model: c.upstream.model_name().unwrap_or(&loaded.name).to_string(),
-        live: state::LiveRates::new(check_names.len(), c.confidence)?,
+        live: monitor::Monitor::new(&infos, c.confidence, &c.monitor, &baselines, run_id)?,
         check_names,
         writer: recording.writer,
         run_id,

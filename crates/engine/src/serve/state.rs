@@ -2,9 +2,10 @@
 //! the run's writer and the metrics `/metrics` exports.
 
 use super::config::NothingPassed;
+use super::monitor::Monitor;
 use crate::retry::guard::Guard;
 use crate::store::Writer;
-use probity_core::stats::{BettingSequence, Interval};
+use probity_core::monitor::AlarmKind;
 use probity_core::Cell;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -13,7 +14,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// Which attempt a cost is for.
@@ -27,65 +27,6 @@ pub struct AttemptLabel {
 pub struct RateLabels {
     pub check: String,
     pub attempt: String,
-}
-
-/// The anytime-valid confidence sequences of every check's live pass rate
-/// (the betting sequences of `probity_core::stats::BettingSequence`, the
-/// same the sequential mode uses): each request's first attempt and its
-/// published answer are one observation each (1 pass, 0 fail; errors and
-/// missing cells are not observations). Valid however often `/metrics` is
-/// read — P(the true rate ever leaves its sequence) ≤ 1 − `confidence` —
-/// for requests that are independent draws from one traffic (a rate that
-/// drifts is what a window or a change test would follow: issue 20).
-#[derive(Debug)]
-pub struct LiveRates {
-    first: Vec<Mutex<BettingSequence>>,
-    published: Vec<Mutex<BettingSequence>>,
-}
-
-impl LiveRates {
-    /// One pair of sequences per check, at `confidence`.
-    pub fn new(checks: usize, confidence: f64) -> Result<Self, String> {
-        let one = || {
-            BettingSequence::new(confidence, &[])
-                .map(Mutex::new)
-                .map_err(|e| format!("confidence: {e}"))
-        };
-        Ok(LiveRates {
-            first: (0..checks).map(|_| one()).collect::<Result<_, _>>()?,
-            published: (0..checks).map(|_| one()).collect::<Result<_, _>>()?,
-        })
-    }
-
-    /// Observe `cells` of an attempt of `kind` (`first`, `published`).
-    pub fn observe(&self, kind: &str, cells: &[Cell]) {
-        let sequences = if kind == "first" {
-            &self.first
-        } else {
-            &self.published
-        };
-        for (seq, cell) in sequences.iter().zip(cells) {
-            let x = match cell {
-                Cell::Pass => 1.0,
-                Cell::Fail => 0.0,
-                Cell::Error | Cell::Missing => continue,
-            };
-            if let Ok(mut seq) = seq.lock() {
-                let _ = seq.observe(x);
-            }
-        }
-    }
-
-    /// Each check's (kind, observations, mean, interval).
-    fn each(&self) -> impl Iterator<Item = (usize, &'static str, u64, f64, Interval)> + '_ {
-        let kinds = [("first", &self.first), ("published", &self.published)];
-        kinds.into_iter().flat_map(|(kind, seqs)| {
-            seqs.iter().enumerate().filter_map(move |(k, seq)| {
-                let seq = seq.lock().ok()?;
-                Some((k, kind, seq.observations(), seq.mean(), seq.interval()))
-            })
-        })
-    }
 }
 
 /// One check's cell in one kind of attempt: `attempt` is `first` (the
@@ -127,6 +68,18 @@ pub struct Metrics {
     pub rate: Family<RateLabels, Gauge<f64, AtomicU64>>,
     pub rate_lower: Family<RateLabels, Gauge<f64, AtomicU64>>,
     pub rate_upper: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    /// The rate over the display window (a snapshot, not a sequence).
+    pub rate_window: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    /// 1 once an alarm of its kind was raised for the check.
+    pub alarm: Family<AlarmLabels, Gauge>,
+}
+
+/// An alarm's check, attempt kind and rule.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AlarmLabels {
+    pub check: String,
+    pub attempt: String,
+    pub kind: String,
 }
 
 impl Default for Metrics {
@@ -212,11 +165,24 @@ impl Default for Metrics {
             "probity_check_pass_rate_upper",
             "Upper bound of the rate's anytime-valid confidence sequence.",
         );
+        let rate_window = gauges(
+            &mut registry,
+            "probity_check_pass_rate_window",
+            "The rate over the last [monitor] window requests (a snapshot, not a sequence).",
+        );
+        let alarm = Family::<AlarmLabels, Gauge>::default();
+        registry.register(
+            "probity_alarm",
+            "1 once a check's live rate is established below its minimum (kind = below_minimum) or to differ from the baseline run (differs_from_baseline).",
+            alarm.clone(),
+        );
         Metrics {
             registry,
             rate,
             rate_lower,
             rate_upper,
+            rate_window,
+            alarm,
             requests,
             published,
             nothing_passed,
@@ -254,20 +220,37 @@ impl Metrics {
         }
     }
 
-    /// Set the live-rate gauges from `rates` (checks named `names`).
-    pub fn update_rates(&self, names: &[String], rates: &LiveRates) {
-        for (k, kind, n, mean, interval) in rates.each() {
-            let (Some(name), true) = (names.get(k), n > 0) else {
-                continue;
-            };
+    /// Set the live-rate and alarm gauges from `monitor`.
+    pub fn update_rates(&self, monitor: &Monitor) {
+        monitor.each(|name, kind, watch| {
+            if watch.requests() == 0 {
+                return;
+            }
             let labels = RateLabels {
-                check: name.clone(),
+                check: name.to_string(),
                 attempt: kind.to_string(),
             };
+            let (mean, interval) = watch.all();
             self.rate.get_or_create(&labels).set(mean);
             self.rate_lower.get_or_create(&labels).set(interval.lower);
             self.rate_upper.get_or_create(&labels).set(interval.upper);
-        }
+            self.rate_window
+                .get_or_create(&labels)
+                .set(watch.window().rate());
+            for alarm in watch.alarms() {
+                let kind_name = match alarm.kind {
+                    AlarmKind::BelowMinimum => "below_minimum",
+                    AlarmKind::DiffersFromBaseline => "differs_from_baseline",
+                };
+                self.alarm
+                    .get_or_create(&AlarmLabels {
+                        check: name.to_string(),
+                        attempt: kind.to_string(),
+                        kind: kind_name.to_string(),
+                    })
+                    .set(1);
+            }
+        });
     }
 
     /// Refresh the pass-rate gauge from the counters.
@@ -294,7 +277,7 @@ pub struct ServeState {
     pub model: String,
     /// The checks' names, in column order (the metrics' labels).
     pub check_names: Vec<String>,
-    pub live: LiveRates,
+    pub live: Monitor,
     pub writer: Writer,
     pub run_id: i64,
     pub next_input: AtomicU64,

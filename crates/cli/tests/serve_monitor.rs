@@ -1,0 +1,183 @@
+//! `probity serve`'s live monitoring as an operator meets it: traffic from
+//! a system below a check's minimum raises one alarm — a warning in the
+//! log, the `probity_alarm` gauge, a JSON event at the webhook — and a
+//! check comfortably above its minimum raises none.
+
+mod common;
+
+use common::{probity_cmd, start, text};
+use serde_json::{json, Value};
+use std::io::Read;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+/// A webhook receiver on 127.0.0.1: every POST body, answered 200.
+async fn receiver() -> (String, mpsc::UnboundedReceiver<Value>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let n = sock.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&buf).to_string();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text[..end]
+                            .lines()
+                            .find_map(|l| {
+                                let (k, v) = l.split_once(':')?;
+                                k.eq_ignore_ascii_case("content-length")
+                                    .then(|| v.trim().parse::<usize>().ok())?
+                            })
+                            .unwrap_or(0);
+                        if buf.len() >= end + 4 + length {
+                            let body = &buf[end + 4..end + 4 + length];
+                            if let Ok(v) = serde_json::from_slice(body) {
+                                let _ = tx.send(v);
+                            }
+                            let _ = sock
+                                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                                .await;
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{addr}/hook"), rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_below_its_minimum_alarms_once_by_log_metric_and_webhook() {
+    let (hook, mut events) = receiver().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("guard.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"name = "watched"
+[upstream]
+provider = "sim"
+seed = 5
+contractions = 0.5
+[retry]
+attempts = 2
+[monitor]
+epoch = 40
+webhook = "{hook}"
+[[validator]]
+name = "contraction_validator"
+check = '''count(output, "'") <= 3'''
+minimum_success_percentage = 0.95
+[[validator]]
+name = "not_empty"
+kind = "length"
+min = 1
+minimum_success_percentage = 0.5
+"#
+        ),
+    )
+    .unwrap();
+    let mut cmd = probity_cmd();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--store")
+        .arg(dir.path().join("runs.db"))
+        .stderr(std::process::Stdio::piped());
+    let mut server = start(cmd);
+    let base = format!("http://{}", server.1);
+    let client = reqwest::Client::new();
+    for i in 0..120 {
+        let r = client
+            .post(format!("{base}/v1/chat/completions"))
+            .json(&json!({"model": "m", "messages": [{"role": "user", "content": format!("question {i}")}]}))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            r.status().is_success() || r.status() == 422,
+            "{}",
+            r.status()
+        );
+    }
+    let event = tokio::time::timeout(std::time::Duration::from_secs(30), events.recv())
+        .await
+        .expect("no webhook event within 30 s")
+        .unwrap();
+    assert_eq!(event["event"], "probity.alarm");
+    assert_eq!(event["check"], "contraction_validator");
+    assert_eq!(event["kind"], "below_minimum");
+    assert!(
+        event["interval"]["upper"].as_f64().unwrap() < 0.95,
+        "{event}"
+    );
+    let metrics = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let alarm_lines: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("probity_alarm{"))
+        .collect();
+    assert!(
+        alarm_lines
+            .iter()
+            .any(|l| l.contains("check=\"contraction_validator\"")
+                && l.contains("kind=\"below_minimum\"")
+                && l.ends_with(" 1")),
+        "{metrics}"
+    );
+    assert!(
+        !alarm_lines.iter().any(|l| l.contains("not_empty")),
+        "a check above its minimum alarmed: {alarm_lines:?}"
+    );
+    assert!(
+        metrics.contains("probity_check_pass_rate_window{"),
+        "{metrics}"
+    );
+    // Each alarm once: no second event for the same check, kind and attempt.
+    let mut seen = vec![(
+        event["check"].clone(),
+        event["attempt"].clone(),
+        event["kind"].clone(),
+    )];
+    while let Ok(Some(e)) =
+        tokio::time::timeout(std::time::Duration::from_millis(500), events.recv()).await
+    {
+        let key = (e["check"].clone(), e["attempt"].clone(), e["kind"].clone());
+        assert!(!seen.contains(&key), "alarm raised twice: {e}");
+        seen.push(key);
+    }
+    let mut stderr = server.0.stderr.take().unwrap();
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &server.0.id().to_string()])
+        .status();
+    let _ = server.0.wait();
+    let mut log = Vec::new();
+    stderr.read_to_end(&mut log).unwrap();
+    let log = text(&log);
+    assert_eq!(
+        log.matches(
+            "alarm: check contraction_validator (first attempts) is established below its minimum"
+        )
+        .count(),
+        1,
+        "{log}"
+    );
+}

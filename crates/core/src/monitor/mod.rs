@@ -1,0 +1,16 @@
+//! Monitoring live traffic (paper §4.2.6, a Continuous Alignment Testing
+//! setting): each check's pass rate over requests as they come, with
+//! anytime-valid alarms — valid however often they are looked at.
+//!
+//! [`RateWatch`] follows one check's stream of outcomes (pass or fail per
+//! request): a confidence sequence over all traffic, one per *epoch* (the
+//! requests since the epoch began, so a drop is seen soon after it happens
+//! rather than after the whole history is outweighed), a sliding window for
+//! display, and the alarm rules of [`Alarm`]. See
+//! `crates/core/STATISTICS.md`, *Monitoring*.
+
+mod watch;
+mod window;
+
+pub use watch::{Alarm, AlarmKind, Baseline, RateWatch, WatchSettings};
+pub use window::Window;

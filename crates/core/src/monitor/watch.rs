@@ -1,0 +1,321 @@
+//! One check's live rate and its alarms.
+//!
+//! Three anytime-valid confidence sequences (the betting sequences of
+//! [`BettingSequence`]) share the error budget α = 1 − confidence:
+//!
+//! ```text
+//! all traffic            at α/2
+//! epoch k (k = 1, 2, …)  at α_k = (α/2) · 6 / (π² k²)      Σ_k α_k = α/2
+//! ```
+//!
+//! Epoch k holds the requests `(k−1)·E + 1 ..= k·E` (E = the epoch's
+//! length). By Ville's inequality each sequence covers its mean at every
+//! request at once with probability ≥ 1 − its α, so, by the union bound,
+//! with probability ≥ 1 − α every sequence covers at every request: an
+//! alarm that needs a sequence to exclude the truth is false with
+//! probability ≤ α over the whole stream, however long and however often
+//! it is read. (For a stream whose rate changes, "the truth" of a sequence
+//! is the mean rate over its requests.)
+//!
+//! Alarms ([`AlarmKind`]):
+//! - **below the minimum**: a sequence's upper bound falls under the
+//!   check's minimum — the rate (over all traffic, or over an epoch) is
+//!   established to be below it;
+//! - **differs from the baseline**: the all-traffic sequence and the
+//!   baseline's interval (a tested run's, at its own confidence) are
+//!   disjoint. With the baseline's interval covering with probability
+//!   ≥ 1 − α_b, a false alarm has probability ≤ α/2 + α_b.
+
+use super::window::Window;
+use crate::stats::{BettingSequence, Interval, StatsError};
+use serde::{Deserialize, Serialize};
+
+/// How a check is watched.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WatchSettings {
+    /// 1 − α: the chance that no alarm of this watch is ever false.
+    pub confidence: f64,
+    /// Requests per epoch (E; 0 is taken as 1).
+    pub epoch: u64,
+    /// Outcomes in the display window.
+    pub window: usize,
+}
+
+impl Default for WatchSettings {
+    fn default() -> Self {
+        WatchSettings {
+            confidence: 0.95,
+            epoch: 1000,
+            window: 500,
+        }
+    }
+}
+
+/// A tested run's rate for a check, to compare live traffic with.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    pub rate: f64,
+    /// Its interval (at the tested run's confidence).
+    pub interval: Interval,
+}
+
+/// What an alarm says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlarmKind {
+    /// The rate is established below the check's minimum.
+    BelowMinimum,
+    /// The rate is established to differ from the baseline's.
+    DiffersFromBaseline,
+}
+
+/// An alarm, as raised: the rate and interval that established it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Alarm {
+    pub kind: AlarmKind,
+    /// The rate of the sequence that established it.
+    pub rate: f64,
+    pub interval: Interval,
+    /// Requests that sequence holds (all traffic, or the epoch's).
+    pub requests: u64,
+    /// Requests seen in all when it was raised.
+    pub at: u64,
+    /// `true`: over an epoch (recent traffic); `false`: over all traffic.
+    pub recent: bool,
+}
+
+/// One check's live rate: sequences, window, alarms (module docs).
+#[derive(Debug, Clone)]
+pub struct RateWatch {
+    settings: WatchSettings,
+    minimum: Option<f64>,
+    baseline: Option<Baseline>,
+    all: BettingSequence,
+    epoch: BettingSequence,
+    /// The current epoch's number, from 1.
+    epoch_number: u64,
+    window: Window,
+    /// Alarms raised, each kind once (the first time it held).
+    raised: Vec<Alarm>,
+}
+
+/// π²/6: Σ 1/k² over k ≥ 1.
+const ZETA_2: f64 = std::f64::consts::PI * std::f64::consts::PI / 6.0;
+
+impl RateWatch {
+    /// A watch of a check whose minimum is `minimum` (none: no alarm below
+    /// it), compared with `baseline` (none: no comparison).
+    pub fn new(
+        settings: WatchSettings,
+        minimum: Option<f64>,
+        baseline: Option<Baseline>,
+    ) -> Result<RateWatch, StatsError> {
+        let extra: Vec<f64> = minimum.into_iter().collect();
+        let alpha = 1.0 - settings.confidence;
+        let settings = WatchSettings {
+            epoch: settings.epoch.max(1),
+            ..settings
+        };
+        Ok(RateWatch {
+            settings,
+            minimum,
+            baseline,
+            all: BettingSequence::new(1.0 - alpha / 2.0, &extra)?,
+            epoch: BettingSequence::new(1.0 - epoch_alpha(alpha, 1), &extra)?,
+            epoch_number: 1,
+            window: Window::new(settings.window),
+            raised: Vec::new(),
+        })
+    }
+
+    /// Count one request's outcome; the alarms it raises (each kind is
+    /// raised once).
+    pub fn observe(&mut self, pass: bool) -> Result<Vec<Alarm>, StatsError> {
+        let x = pass as u8 as f64;
+        if self.epoch.observations() >= self.settings.epoch {
+            self.epoch_number += 1;
+            let alpha = 1.0 - self.settings.confidence;
+            let extra: Vec<f64> = self.minimum.into_iter().collect();
+            self.epoch = BettingSequence::new(1.0 - epoch_alpha(alpha, self.epoch_number), &extra)?;
+        }
+        self.all.observe(x)?;
+        self.epoch.observe(x)?;
+        self.window.push(pass);
+        let mut new = Vec::new();
+        for alarm in self.check() {
+            if !self.raised.iter().any(|a| a.kind == alarm.kind) {
+                self.raised.push(alarm);
+                new.push(alarm);
+            }
+        }
+        Ok(new)
+    }
+
+    /// The alarms that hold now.
+    fn check(&self) -> Vec<Alarm> {
+        let at = self.all.observations();
+        let mut out = Vec::new();
+        if let Some(min) = self.minimum {
+            for (seq, recent) in [(&self.all, false), (&self.epoch, true)] {
+                let interval = seq.interval();
+                if seq.observations() > 0 && interval.upper < min {
+                    out.push(Alarm {
+                        kind: AlarmKind::BelowMinimum,
+                        rate: seq.mean(),
+                        interval,
+                        requests: seq.observations(),
+                        at,
+                        recent,
+                    });
+                    break;
+                }
+            }
+        }
+        if let Some(b) = self.baseline {
+            let live = self.all.interval();
+            if at > 0 && (live.upper < b.interval.lower || live.lower > b.interval.upper) {
+                out.push(Alarm {
+                    kind: AlarmKind::DiffersFromBaseline,
+                    rate: self.all.mean(),
+                    interval: live,
+                    requests: at,
+                    at,
+                    recent: false,
+                });
+            }
+        }
+        out
+    }
+
+    /// Requests seen.
+    pub fn requests(&self) -> u64 {
+        self.all.observations()
+    }
+
+    /// The rate over all traffic and its confidence sequence (at α/2).
+    pub fn all(&self) -> (f64, Interval) {
+        (self.all.mean(), self.all.interval())
+    }
+
+    /// The current epoch's rate, its sequence, and its requests.
+    pub fn epoch(&self) -> (f64, Interval, u64) {
+        (
+            self.epoch.mean(),
+            self.epoch.interval(),
+            self.epoch.observations(),
+        )
+    }
+
+    /// The display window.
+    pub fn window(&self) -> &Window {
+        &self.window
+    }
+
+    /// Every alarm raised so far, in order.
+    pub fn alarms(&self) -> &[Alarm] {
+        &self.raised
+    }
+
+    pub fn settings(&self) -> WatchSettings {
+        self.settings
+    }
+}
+
+/// α_k = (α/2) · 6/(π² k²): epoch k's share of half the budget.
+fn epoch_alpha(alpha: f64, k: u64) -> f64 {
+    (alpha / 2.0) / (ZETA_2 * (k as f64) * (k as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn the_epochs_budgets_sum_to_half_of_alpha() {
+        let total: f64 = (1..2_000_000u64).map(|k| epoch_alpha(0.05, k)).sum();
+        assert!((total - 0.025).abs() < 1e-7, "{total}");
+    }
+
+    /// A stream that stays at its minimum (the hardest case for false
+    /// alarms) never alarms in ≥ 1 − α of simulated streams.
+    #[test]
+    fn a_stream_at_its_minimum_rarely_ever_alarms() {
+        let (streams, requests, min) = (200, 20_000, 0.95);
+        let settings = WatchSettings {
+            confidence: 0.9,
+            epoch: 1000,
+            window: 100,
+        };
+        let mut alarmed = 0;
+        let mut rng = StdRng::seed_from_u64(7);
+        for _ in 0..streams {
+            let mut w = RateWatch::new(settings, Some(min), None).unwrap();
+            let mut any = false;
+            for _ in 0..requests {
+                any |= !w.observe(rng.gen::<f64>() < min).unwrap().is_empty();
+            }
+            alarmed += any as u32;
+        }
+        let share = alarmed as f64 / streams as f64;
+        // α = 0.1; 200 streams: the binomial 99.9% upper quantile of 0.1·200 is 34.
+        assert!(alarmed <= 34, "{share}");
+    }
+
+    /// A drop from 97% to 90% under a 95% minimum is caught, soon after the
+    /// epoch it starts in ends, by an epoch's sequence.
+    #[test]
+    fn a_drop_below_the_minimum_is_caught_within_a_few_epochs() {
+        let mut rng = StdRng::seed_from_u64(3);
+        let settings = WatchSettings::default();
+        for _ in 0..5 {
+            let mut w = RateWatch::new(settings, Some(0.95), None).unwrap();
+            for _ in 0..10_000 {
+                assert!(w.observe(rng.gen::<f64>() < 0.97).unwrap().is_empty());
+            }
+            let mut delay = None;
+            for i in 1..=20_000u64 {
+                if let Some(a) = w.observe(rng.gen::<f64>() < 0.90).unwrap().first() {
+                    assert_eq!(a.kind, AlarmKind::BelowMinimum);
+                    assert!(a.interval.upper < 0.95 && a.recent);
+                    delay = Some(i);
+                    break;
+                }
+            }
+            let delay = delay.expect("the drop was never caught");
+            assert!(delay <= 4000, "caught after {delay} requests");
+        }
+    }
+
+    #[test]
+    fn a_baseline_far_from_live_traffic_alarms_once() {
+        let baseline = Baseline {
+            rate: 0.99,
+            interval: Interval {
+                lower: 0.98,
+                upper: 0.995,
+            },
+        };
+        let mut w = RateWatch::new(WatchSettings::default(), None, Some(baseline)).unwrap();
+        let mut rng = StdRng::seed_from_u64(1);
+        let mut raised = Vec::new();
+        for _ in 0..5000 {
+            raised.extend(w.observe(rng.gen::<f64>() < 0.9).unwrap());
+        }
+        assert_eq!(raised.len(), 1);
+        assert_eq!(raised[0].kind, AlarmKind::DiffersFromBaseline);
+        assert!(raised[0].interval.upper < 0.98);
+    }
+
+    #[test]
+    fn the_window_keeps_the_last_outcomes() {
+        let mut w = Window::new(3);
+        for p in [true, true, false, false] {
+            w.push(p);
+        }
+        assert_eq!((w.len(), w.rate()), (3, 1.0 / 3.0));
+        let i = w.interval(0.95);
+        assert!(i.lower < 1.0 / 3.0 && 1.0 / 3.0 < i.upper);
+    }
+}
