@@ -5,6 +5,7 @@
 
 mod compare;
 mod export;
+mod monitor;
 mod failure;
 mod init;
 mod listen;
@@ -57,6 +58,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Write a run's failing inputs (or --all) as an inputs file `probity run` reads (paper §4.2.6).
     Export(export::ExportArgs),
+    /// Live rates of a served configuration's traffic, from the store (every replica pooled), refreshed in the terminal.
+    Monitor(monitor::MonitorArgs),
     /// Plan retries: attempts needed for an output to pass every check (paper §4.2).
     Plan(plan::PlanArgs),
     /// Guard live traffic: an OpenAI-compatible endpoint that retries until an output passes (paper §4).
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         Command::Runs(args) => report_cmd::runs(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Export(args) => export::run(&args),
+        Command::Monitor(args) => monitor::run(&args),
         Command::Plan(args) => plan::run(&args),
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(args))),
         Command::View(args) => runtime().and_then(|rt| rt.block_on(view::run(args))),

@@ -219,6 +219,18 @@ impl Store {
         self.backend.attempts(run)
     }
 
+    /// Up to `limit` requests of the live run `run` from input `from` on,
+    /// in input order: each one's first-attempt cells and published cells
+    /// (`probity monitor` reads a serve run's traffic as it is written).
+    pub fn live_cells(
+        &self,
+        run: i64,
+        from: usize,
+        limit: usize,
+    ) -> Result<Vec<backend::LiveCells>, StoreError> {
+        self.backend.live_cells(run, from, limit)
+    }
+
     /// Visit run `run`'s attempts in `(input, repetition, attempt)` order as
     /// [`AttemptCounts`], one row in memory at a time and no output read:
     /// what the guarded system's measurement is built from.

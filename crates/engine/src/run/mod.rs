@@ -7,6 +7,7 @@ pub(crate) mod claims;
 pub mod compare;
 pub mod experiment;
 pub mod export;
+pub mod live;
 pub mod outcome;
 pub mod recording;
 pub mod revalidate;

@@ -45,6 +45,9 @@ pub(crate) trait Backend: Send {
     /// (no output), in `(input, repetition)` order.
     fn each_sample_error(&self, run: i64, f: &mut dyn FnMut(&SampleRow)) -> Result<(), StoreError>;
     fn attempts(&self, run: i64) -> Result<Vec<AttemptRow>, StoreError>;
+    /// Up to `limit` samples of `run` from input `from` on, in input order:
+    /// `(input, the sample's cells, the published attempt's cells)`.
+    fn live_cells(&self, run: i64, from: usize, limit: usize) -> Result<Vec<LiveCells>, StoreError>;
     fn each_attempt_counts(
         &self,
         run: i64,
@@ -113,6 +116,10 @@ pub(crate) trait Backend: Send {
 /// Opens a writer's connection on the writer thread.
 pub(crate) type WriterFactory =
     Box<dyn FnOnce() -> Result<Box<dyn BatchWriter>, StoreError> + Send>;
+
+/// One request of a live run: its input, its first attempt's cells, and
+/// the published attempt's (none: nothing published, or no attempts).
+pub type LiveCells = (usize, Vec<Cell>, Option<Vec<Cell>>);
 
 /// How a run ends ([`super::Store::finish_run`]).
 pub(crate) struct RunEnd<'a> {

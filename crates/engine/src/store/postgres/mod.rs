@@ -147,6 +147,14 @@ impl Backend for Postgres {
     fn attempts(&self, run: i64) -> Result<Vec<AttemptRow>, StoreError> {
         Postgres::attempts(self, run)
     }
+    fn live_cells(
+        &self,
+        run: i64,
+        from: usize,
+        limit: usize,
+    ) -> Result<Vec<super::backend::LiveCells>, StoreError> {
+        Postgres::live_cells(self, run, from, limit)
+    }
     fn each_attempt_counts(
         &self,
         run: i64,

@@ -1,6 +1,7 @@
 //! Reading a run's inputs, samples, attempts and snapshot from PostgreSQL.
 
 use super::db::Postgres;
+use crate::store::backend::LiveCells;
 use crate::store::error::StoreError;
 use crate::store::records::{AttemptCounts, AttemptRow, CachedOutput, SampleRow};
 use crate::store::rows::{
@@ -137,6 +138,35 @@ impl Postgres {
             )?
             .iter()
             .map(attempt_from_row)
+            .collect()
+        })
+    }
+
+    pub(super) fn live_cells(
+        &self,
+        run: i64,
+        from: usize,
+        limit: usize,
+    ) -> Result<Vec<LiveCells>, StoreError> {
+        let (from, limit) = (from as i64, limit as i64);
+        self.conn.call(move |c| {
+            c.query(
+                "SELECT s.input_idx, s.cells, a.cells FROM samples s
+                 LEFT JOIN attempts a ON a.run_id = s.run_id AND a.input_idx = s.input_idx
+                    AND a.repetition = s.repetition AND a.published
+                 WHERE s.run_id = $1 AND s.input_idx >= $2 AND s.repetition = 0
+                 ORDER BY s.input_idx LIMIT $3",
+                &[&run, &from, &limit],
+            )?
+            .iter()
+            .map(|r| {
+                let published: Option<Vec<u8>> = r.try_get(2)?;
+                Ok((
+                    r.int(0)? as usize,
+                    r.bytes(1)?.into_iter().map(byte_cell).collect(),
+                    published.map(|b| b.into_iter().map(byte_cell).collect()),
+                ))
+            })
             .collect()
         })
     }

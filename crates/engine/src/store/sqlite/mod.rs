@@ -185,6 +185,14 @@ impl Backend for Sqlite {
     fn attempts(&self, run: i64) -> Result<Vec<AttemptRow>, StoreError> {
         Sqlite::attempts(self, run)
     }
+    fn live_cells(
+        &self,
+        run: i64,
+        from: usize,
+        limit: usize,
+    ) -> Result<Vec<super::backend::LiveCells>, StoreError> {
+        Sqlite::live_cells(self, run, from, limit)
+    }
     fn each_attempt_counts(
         &self,
         run: i64,

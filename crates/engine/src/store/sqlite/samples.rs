@@ -1,6 +1,7 @@
 //! Reading a run's inputs, samples, attempts and snapshot from SQLite.
 
 use super::db::Sqlite;
+use crate::store::backend::LiveCells;
 use crate::store::error::StoreError;
 use crate::store::records::{AttemptCounts, AttemptRow, CachedOutput, SampleRow};
 use crate::store::rows::{
@@ -139,6 +140,31 @@ impl Sqlite {
             &format!("{ATTEMPT_COLUMNS} WHERE run_id = ?1 ORDER BY input_idx, repetition, attempt"),
             params![run],
             |r| attempt_from_row(r),
+        )
+    }
+
+    pub(super) fn live_cells(
+        &self,
+        run: i64,
+        from: usize,
+        limit: usize,
+    ) -> Result<Vec<LiveCells>, StoreError> {
+        self.query_all(
+            "SELECT s.input_idx, s.cells, a.cells FROM samples s
+                 LEFT JOIN attempts a ON a.run_id = s.run_id AND a.input_idx = s.input_idx
+                    AND a.repetition = s.repetition AND a.published
+                 WHERE s.run_id = ?1 AND s.input_idx >= ?2 AND s.repetition = 0
+                 ORDER BY s.input_idx LIMIT ?3",
+            params![run, from as i64, limit as i64],
+            |r| {
+                let first: Vec<u8> = r.get(1)?;
+                let published: Option<Vec<u8>> = r.get(2)?;
+                Ok((
+                    r.get::<_, i64>(0)? as usize,
+                    first.into_iter().map(byte_cell).collect(),
+                    published.map(|b| b.into_iter().map(byte_cell).collect()),
+                ))
+            },
         )
     }
 
