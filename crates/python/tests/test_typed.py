@@ -95,7 +95,8 @@ def test_docstrings_show_in_help() -> None:
         (probity.StoreLockedError, "locked by another process"),
         (probity.assert_reliable, "NotReliableError"),
     ):
-        assert words in pydoc.render_doc(obj, renderer=pydoc.plaintext)  # type: ignore[attr-defined], obj
+        text = pydoc.render_doc(obj, renderer=pydoc.plaintext)  # type: ignore[attr-defined]
+        assert words in text, obj
 
 
 def test_the_package_is_marked_typed_and_its_native_half_has_stubs() -> None:
