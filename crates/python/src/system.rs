@@ -1,11 +1,10 @@
 //! A Python callable as the system under test: a [`Provider`].
 //!
 //! The package's `_system.Caller` does the Python side: `submit(input,
-//! messages, repetition, attempt)` starts the call — a coroutine on one
-//! asyncio loop in a background thread, or a plain function on a daemon
-//! thread (`probity._workers`) — and returns a `concurrent.futures.Future`
-//! whose result is `(True, output)` or `(False, "Type: message\nTraceback
-//! …")`. Here the GIL is held only to submit and to read the result; the
+//! messages, repetition, attempt, done)` starts the call — a coroutine on
+//! one asyncio loop in a background thread, or a plain function on a
+//! daemon thread (`probity._workers`) — and calls `done` with `(True,
+//! output)` or `(False, "Type: message\nTraceback …")` when it finishes. Here the GIL is held only to submit and to read the result; the
 //! call itself is awaited without a thread, through a done-callback and a
 //! oneshot channel, so many calls run at once. The run's timeout
 //! (`timeout_s`) drops a call still waited for: the Python call is then
@@ -21,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 /// The system under test, in Python.
 pub struct PySystem {
-    /// `submit(input, messages, repetition, attempt) -> Future`.
+    /// `submit(input, messages, repetition, attempt, done) -> handle`.
     pub submit: Py<PyAny>,
     pub inputs: Arc<PyInputs>,
     /// Part of the cache key: the callable's qualified name.
@@ -31,19 +30,9 @@ pub struct PySystem {
 
 type Answer = Result<String, String>;
 
-/// The output in a finished future: a `str`, or why there is none.
-fn read(fut: &Bound<'_, PyAny>) -> Answer {
-    if fut
-        .call_method0("cancelled")
-        .and_then(|c| c.is_truthy())
-        .unwrap_or(false)
-    {
-        return Err("CallAbandoned: the call was cancelled".into());
-    }
-    let outcome = fut
-        .call_method0("result")
-        .and_then(|r| r.extract::<(bool, Bound<'_, PyAny>)>());
-    match outcome {
+/// The output in a call's outcome: a `str`, or why there is none.
+fn read(outcome: &Bound<'_, PyAny>) -> Answer {
+    match outcome.extract::<(bool, Bound<'_, PyAny>)>() {
         Ok((true, value)) => match value.extract::<String>() {
             Ok(text) => Ok(text),
             Err(_) => Err(format!(
@@ -63,19 +52,19 @@ fn read(fut: &Bound<'_, PyAny>) -> Answer {
 /// A submitted call: abandoned when dropped before its answer arrived (the
 /// run's timeout, or the run stopped).
 struct Pending {
-    future: Option<Py<PyAny>>,
+    handle: Option<Py<PyAny>>,
     abandon: Arc<Py<PyAny>>,
 }
 
 impl Pending {
     fn answered(mut self) {
-        self.future = None;
+        self.handle = None;
     }
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        let Some(future) = self.future.take() else {
+        let Some(handle) = self.handle.take() else {
             return;
         };
         let abandon = self.abandon.clone();
@@ -83,7 +72,7 @@ impl Drop for Pending {
             crate::thread_state::keep();
             Python::attach(|py| {
                 // The call is given up either way.
-                let _ = abandon.call1(py, (future,));
+                let _ = abandon.call1(py, (handle,));
             });
         };
         // Not on an async worker: the GIL may be busy.
@@ -115,12 +104,6 @@ impl PySystem {
                     (role, m.content.clone())
                 })
                 .collect();
-            let fut = self.submit.bind(py).call1((
-                input,
-                messages,
-                request.repetition,
-                request.attempt,
-            ))?;
             let tx = Mutex::new(Some(tx));
             let done = PyCFunction::new_closure(
                 py,
@@ -136,9 +119,15 @@ impl PySystem {
                     Ok(())
                 },
             )?;
-            fut.call_method1("add_done_callback", (done,))?;
+            let handle = self.submit.bind(py).call1((
+                input,
+                messages,
+                request.repetition,
+                request.attempt,
+                done,
+            ))?;
             let pending = Pending {
-                future: Some(fut.unbind()),
+                handle: Some(handle.unbind()),
                 abandon: self.workers.abandon.clone(),
             };
             Ok((rx, pending))

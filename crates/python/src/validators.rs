@@ -35,8 +35,9 @@ pub struct PyValidator {
     pub timeout: Duration,
 }
 
-/// The package's `submit(fn, args, coroutine) -> Future` and
-/// `abandon(future)` (`probity._workers`).
+/// The package's `submit(fn, args, coroutine, done) -> handle` and
+/// `abandon(handle)` (`probity._workers`); `done(outcome)` is called on
+/// the worker when the call finishes.
 #[derive(Clone)]
 pub struct Workers {
     pub submit: Arc<Py<PyAny>>,
@@ -97,8 +98,8 @@ impl Call {
         crate::thread_state::keep();
         let (tx, rx) = mpsc::sync_channel::<Verdict>(1);
         let started = Python::attach(|py| self.start(py, input, output, tx));
-        let future = match started {
-            Ok(f) => f,
+        let handle = match started {
+            Ok(h) => h,
             Err(e) => {
                 return Verdict::error(format!("validator `{label}` could not be called: {e}"))
             }
@@ -112,7 +113,7 @@ impl Call {
                 Python::attach(|py| {
                     // Nothing more to do if abandoning fails: the call is
                     // already given up.
-                    let _ = self.workers.abandon.call1(py, (future,));
+                    let _ = self.workers.abandon.call1(py, (handle,));
                 });
                 Verdict::error(format!(
                     "validator `{label}` did not return within {:.3} s (timeout_s); the call was abandoned",
@@ -122,7 +123,8 @@ impl Call {
         }
     }
 
-    /// Submit the call; its verdict arrives on `tx`.
+    /// Submit the call; its verdict arrives on `tx`. Returns the handle
+    /// `abandon` takes.
     fn start(
         &self,
         py: Python<'_>,
@@ -141,10 +143,6 @@ impl Call {
         } else {
             PyTuple::new(py, [output])?
         };
-        let future = self
-            .workers
-            .submit
-            .call1(py, (self.callable.clone_ref(py), args, self.coroutine))?;
         let tx = Mutex::new(Some(tx));
         let done = PyCFunction::new_closure(
             py,
@@ -159,25 +157,17 @@ impl Call {
                 Ok(())
             },
         )?;
-        future.call_method1(py, "add_done_callback", (done,))?;
-        Ok(future)
+        self.workers.submit.call1(
+            py,
+            (self.callable.clone_ref(py), args, self.coroutine, done),
+        )
     }
 }
 
-/// The verdict in a finished future: `(True, value)` with `value` a bool,
+/// The verdict in a call's outcome: `(True, value)` with `value` a bool,
 /// or an error (the reason reads after "validator `name` ").
-fn read(future: &Bound<'_, PyAny>) -> Verdict {
-    if future
-        .call_method0("cancelled")
-        .and_then(|c| c.is_truthy())
-        .unwrap_or(false)
-    {
-        return Verdict::error("was cancelled (its timeout passed)");
-    }
-    let outcome = future
-        .call_method0("result")
-        .and_then(|r| r.extract::<(bool, Bound<'_, PyAny>)>());
-    match outcome {
+fn read(outcome: &Bound<'_, PyAny>) -> Verdict {
+    match outcome.extract::<(bool, Bound<'_, PyAny>)>() {
         Ok((true, value)) => verdict(&value),
         Ok((false, text)) => Verdict::error(format!("raised {text}")),
         Err(e) => Verdict::error(format!("raised {e}")),

@@ -5,7 +5,6 @@ longer is abandoned (:func:`probity._workers.abandon`) and is a failed
 call. Plain functions run on daemon threads, coroutine functions on one
 asyncio loop (:mod:`probity._workers`)."""
 
-import concurrent.futures
 import inspect
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -47,12 +46,12 @@ class Caller:
         self.fingerprint = fingerprint(fn)
 
     def submit(
-        self, input: Any, messages: List[Tuple[str, str]], repetition: int, attempt: int
-    ) -> "concurrent.futures.Future[_workers.Outcome]":
-        """Start one call; the future's result is ``(True, output)`` or
-        ``(False, "Type: message\\nTraceback …")``."""
+        self, input: Any, messages: List[Tuple[str, str]], repetition: int, attempt: int, done: _workers.Done
+    ) -> _workers.Handle:
+        """Start one call; ``done`` gets ``(True, output)`` or ``(False,
+        "Type: message\\nTraceback …")``."""
         args: Tuple[Any, ...] = (input,)
         if self.arity == 2:
             chat: List[Dict[str, str]] = [{"role": r, "content": c} for r, c in messages]
             args = (input, chat)
-        return _workers.submit(self.fn, args, self.is_async)
+        return _workers.submit(self.fn, args, self.is_async, done)

@@ -21,7 +21,7 @@ import inspect
 import queue
 import threading
 import traceback
-from typing import Any, Awaitable, Callable, Optional, Tuple
+from typing import Any, Awaitable, Callable, Optional, Tuple, Union
 
 #: ``(True, value)`` or ``(False, "Type: message\\nTraceback …")``.
 Outcome = Tuple[bool, Any]
@@ -50,40 +50,48 @@ def describe(e: BaseException) -> str:
     return head + "\nTraceback (most recent call last):\n" + "".join(kept.format()).rstrip("\n")
 
 
-class _Job:
-    __slots__ = ("fn", "args", "future", "thread")
+#: Called with the call's :data:`Outcome` when it finishes (not after it
+#: was abandoned).
+Done = Callable[[Outcome], None]
 
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        args: Tuple[Any, ...],
-        future: "concurrent.futures.Future[Outcome]",
-    ) -> None:
+
+class _Job:
+    """One call on a worker thread; :func:`abandon` takes it as the
+    handle. Lighter than a ``concurrent.futures.Future``: a Python
+    validator's call costs a few microseconds more than the check."""
+
+    __slots__ = ("fn", "args", "done", "thread", "abandoned")
+
+    def __init__(self, fn: Callable[..., Any], args: Tuple[Any, ...], done: Done) -> None:
         self.fn = fn
         self.args = args
-        self.future = future
+        self.done = done
         #: The ident of the thread running it, while it runs.
         self.thread: Optional[int] = None
+        self.abandoned = False
 
 
-# Guards `_Job.thread`: abandon() raises in a thread only while it runs
-# that job.
+# Guards `_Job.thread` and `_Job.abandoned`: abandon() raises in a thread
+# only while it runs that job.
 _running = threading.Lock()
 
 
 def _run(job: _Job) -> None:
-    if not job.future.set_running_or_notify_cancel():
-        return
     with _running:
+        if job.abandoned:
+            return
         job.thread = threading.get_ident()
     try:
-        outcome: Outcome = (True, job.fn(*job.args))
+        value = job.fn(*job.args)
+        if inspect.isawaitable(value):  # a plain function that returned a coroutine
+            value = asyncio.run_coroutine_threadsafe(_await(value), loop()).result()
+        outcome: Outcome = (True, value)
     except (Exception, CallAbandoned) as e:
         outcome = (False, describe(e))
     finally:
         with _running:
             job.thread = None
-    job.future.set_result(outcome)
+    job.done(outcome)
 
 
 class Pool:
@@ -98,19 +106,16 @@ class Pool:
         # Threads waiting for a job, less the jobs queued for them.
         self._waiting = 0
 
-    def submit(self, fn: Callable[..., Any], args: Tuple[Any, ...]) -> "concurrent.futures.Future[Outcome]":
-        """Call ``fn(*args)`` on a worker thread; the future's result is
-        the call's :data:`Outcome`."""
-        future: "concurrent.futures.Future[Outcome]" = concurrent.futures.Future()
-        job = _Job(fn, args, future)
-        future._probity_job = job  # type: ignore[attr-defined]  # for abandon()
+    def submit(self, fn: Callable[..., Any], args: Tuple[Any, ...], done: Done) -> _Job:
+        """Call ``fn(*args)`` on a worker thread, then ``done(outcome)``."""
+        job = _Job(fn, args, done)
         with self._lock:
             if self._waiting > 0:
                 self._waiting -= 1
                 self._queue.put(job)
-                return future
+                return job
         threading.Thread(target=self._work, args=(job,), name=self._name, daemon=True).start()
-        return future
+        return job
 
     def _work(self, job: Optional[_Job]) -> None:
         while job is not None:
@@ -180,32 +185,35 @@ async def _await(value: Awaitable[Any]) -> Any:
     return await value
 
 
-def _call_then_await(fn: Callable[..., Any], args: Tuple[Any, ...]) -> Any:
-    """A plain function that returned an awaitable: await it on the loop."""
-    value = fn(*args)
-    if inspect.isawaitable(value):
-        return asyncio.run_coroutine_threadsafe(_await(value), loop()).result()
-    return value
+#: What :func:`submit` returns, for :func:`abandon`.
+Handle = Union[_Job, "concurrent.futures.Future[Outcome]"]
 
 
-def submit(fn: Callable[..., Any], args: Tuple[Any, ...], coroutine: bool) -> "concurrent.futures.Future[Outcome]":
-    """Start ``fn(*args)``: on the loop when ``coroutine``, else on a worker
-    thread (awaiting what it returns if that is awaitable)."""
+def submit(fn: Callable[..., Any], args: Tuple[Any, ...], coroutine: bool, done: Done) -> Handle:
+    """Start ``fn(*args)`` — on the loop when ``coroutine``, else on a
+    worker thread (awaiting what it returns if that is awaitable) — and
+    call ``done(outcome)`` when it finishes."""
     if coroutine:
-        return asyncio.run_coroutine_threadsafe(_guarded(fn(*args)), loop())
-    return pool().submit(_call_then_await, (fn, args))
+        future = asyncio.run_coroutine_threadsafe(_guarded(fn(*args)), loop())
+
+        def finished(f: "concurrent.futures.Future[Outcome]") -> None:
+            if not f.cancelled():
+                done(f.result())
+
+        future.add_done_callback(finished)
+        return future
+    return pool().submit(fn, args, done)
 
 
-def abandon(future: "concurrent.futures.Future[Outcome]") -> None:
+def abandon(handle: Handle) -> None:
     """The run stopped waiting for this call: cancel it (a coroutine, or a
     call not started), or raise :class:`CallAbandoned` in the thread
     running it (Python code stops at its next instruction; C code, such as
     ``time.sleep``, only when it returns)."""
-    if future.cancel():
-        return
-    job: Optional[_Job] = getattr(future, "_probity_job", None)
-    if job is None:
+    if not isinstance(handle, _Job):
+        handle.cancel()
         return
     with _running:
-        if job.thread is not None:
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(job.thread), ctypes.py_object(CallAbandoned))
+        handle.abandoned = True
+        if handle.thread is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(handle.thread), ctypes.py_object(CallAbandoned))
