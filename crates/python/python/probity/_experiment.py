@@ -39,7 +39,7 @@ def _inputs(inputs: Any) -> Dict[str, Any]:
         else:
             raise TypeError(f"inputs[{k}] must be a dict or a str, got {type(row).__name__}")
     if not rows:
-        raise ValueError("inputs is empty: a reliability test needs at least one input")
+        raise ConfigError("inputs is empty: a reliability test needs at least one input")
     return {"inputs": rows}
 
 
