@@ -1,6 +1,6 @@
 //! The README's commands, run top to bottom as written, in a fresh
 //! directory: every shell block after a `<!-- readme-test -->` line, each
-//! command with `probity` (or `cargo run --release --`) meaning the binary
+//! command with `probity` (or `cargo run --release [-p probity-cli] --`) meaning the binary
 //! under test. A command may end a verdict (exit 0 or 1); a usage error (2)
 //! or an incomplete run (3) fails the test, naming the command. A comment
 //! that starts `exit N` is a promise the test keeps: the command exits N,
@@ -54,7 +54,9 @@ fn commands(readme: &str) -> Vec<Step> {
                 None => (l, ""),
             };
             let command = command.trim();
-            let command = command.replace("cargo run --release --", "probity");
+            let command = command
+                .replace("cargo run --release -p probity-cli --", "probity")
+                .replace("cargo run --release --", "probity");
             // `cargo test` is the README's other command: it is what runs this.
             if !command.is_empty() && !command.starts_with('#') && !command.starts_with("cargo ") {
                 let (exit, says) = promise(comment);

@@ -81,9 +81,15 @@ pub fn config(spec: &str, cwd: &Path, code: Vec<(usize, Validator)>) -> Result<C
     if let Some(key) = spec.keys().next() {
         return Err(format!("unknown table `{key}`"));
     }
-    Config::from_parts(file, &text, &cwd.join("probity.py"), code).map_err(|e| match e {
+    Config::from_parts(file, &text, &cwd.join("probity.py"), code).map_err(message)
+}
+
+/// A configuration error's message without the path the engine names (for
+/// Python, a `probity.py` in the working directory that does not exist).
+pub fn message(e: ConfigError) -> String {
+    match e {
         ConfigError::Invalid { message, .. } | ConfigError::Parse { message, .. } => message,
         ConfigError::System { message, .. } => format!("system: {message}"),
         other => other.to_string(),
-    })
+    }
 }

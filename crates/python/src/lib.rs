@@ -7,6 +7,7 @@
 //! runtime shared by every run of the process.
 
 mod assemble;
+mod errors;
 mod inputs;
 mod plan;
 mod result;
@@ -14,17 +15,19 @@ mod system;
 mod thread_state;
 mod validators;
 
+use errors::Kind;
 use inputs::PyInputs;
+use probity_engine::config::ExperimentConfig;
 use probity_engine::store::Store;
 use probity_engine::{run_with, Control, Sink};
-use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use system::PySystem;
-use validators::PyValidator;
+use validators::{PyValidator, Workers};
 
 /// The runtime every run of this process uses.
 fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
@@ -42,14 +45,27 @@ fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
 }
 
 /// A Python validator as the package passes it: `(column, name, message,
-/// minimum_success_percentage, weight, arity, callable)`.
-type ValidatorArg = (usize, String, String, f64, f64, usize, Py<PyAny>);
+/// minimum_success_percentage, weight, arity, callable, coroutine,
+/// timeout_s)`.
+type ValidatorArg = (usize, String, String, f64, f64, usize, Py<PyAny>, bool, f64);
+
+/// `seconds` as a timeout: at least a millisecond, at most a day (what
+/// the engine's `timeout_s` accepts; the engine refuses other values with
+/// a message when it reads the table).
+fn timeout(seconds: f64) -> Duration {
+    Duration::from_secs_f64(if seconds.is_finite() {
+        seconds.clamp(0.001, 86_400.0)
+    } else {
+        86_400.0
+    })
+}
 
 /// Run an experiment; returns `(document_json, tensor_bytes)` (see
 /// [`result`]).
 ///
 /// * `spec`: the tables as JSON ([`assemble`]); `cwd`: what relative
-///   paths resolve against.
+///   paths resolve against; `origin`: the Python file that made the
+///   experiment, which the engine's messages name.
 /// * `system`: `(submit, fingerprint)` for a Python system ([`system`]), or
 ///   `None` to build the `system` table's provider.
 /// * `validators`: the Python validators.
@@ -57,53 +73,71 @@ type ValidatorArg = (usize, String, String, f64, f64, usize, Py<PyAny>);
 ///   to Python code as.
 /// * `store`: the run store's path (`None`: memory only).
 ///
-/// Errors: `ValueError` for a table or setting the engine refuses (the
-/// message names it), `RuntimeError` when the run cannot complete,
-/// `KeyboardInterrupt` on Ctrl-C (the run stops first; a stored run is
-/// kept, interrupted).
+/// Errors (`probity._errors`): `ConfigError` for a table or setting the
+/// engine refuses (the message names it), `StoreLockedError` when another
+/// process holds the store, `StoreError` for other store failures,
+/// `RunError` when the run cannot complete; `KeyboardInterrupt` on Ctrl-C
+/// (the run stops first; a stored run is kept, interrupted).
 #[pyfunction]
-#[pyo3(signature = (spec, cwd, system, validators, make_input, store=None))]
+#[pyo3(signature = (spec, cwd, origin, system, validators, make_input, store=None))]
+#[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
     spec: &str,
     cwd: PathBuf,
+    origin: PathBuf,
     system: Option<(Py<PyAny>, String)>,
     validators: Vec<ValidatorArg>,
     make_input: Py<PyAny>,
     store: Option<PathBuf>,
 ) -> PyResult<(String, Py<PyBytes>)> {
     let inputs = Arc::new(PyInputs::new(py, make_input));
+    let workers = Workers::import(py)?;
     let code = validators
         .into_iter()
-        .map(|(column, name, message, msp, weight, arity, callable)| {
-            let v = PyValidator {
-                column,
-                name,
-                message,
-                minimum_success_percentage: msp,
-                weight,
-                arity,
-                callable,
-            };
-            (v.column, validators::validator(v, inputs.clone()))
-        })
+        .map(
+            |(column, name, message, msp, weight, arity, callable, coroutine, timeout_s)| {
+                let v = PyValidator {
+                    column,
+                    name,
+                    message,
+                    minimum_success_percentage: msp,
+                    weight,
+                    arity,
+                    callable,
+                    coroutine,
+                    timeout: timeout(timeout_s),
+                };
+                (
+                    v.column,
+                    validators::validator(v, inputs.clone(), workers.clone()),
+                )
+            },
+        )
         .collect();
-    let config = assemble::config(spec, &cwd, code).map_err(PyValueError::new_err)?;
+    let config = assemble::config(spec, &cwd, code).map_err(|m| errors::raise(Kind::Config, m))?;
     let mut experiment = config
         .experiment()
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        .map_err(|e| errors::raise(Kind::Config, assemble::message(e)))?;
+    // The engine's messages name the Python file, not a probity.toml.
+    if let Some(source) = experiment.source.as_mut() {
+        source.path = origin;
+    }
     if let Some((submit, fingerprint)) = system {
         experiment.system = Arc::new(PySystem {
             submit,
             inputs,
             fingerprint,
+            workers,
         });
     }
     let rt = runtime()?;
     let (outcome, interrupted) = py.detach(|| {
         rt.block_on(async {
             let mut opened = match &store {
-                Some(path) => Some(Store::open(path).map_err(|e| e.to_string())?),
+                Some(path) => Some(
+                    Store::open(path).map_err(|e| (errors::store_kind(&e), e.to_string()))?,
+                ),
                 None => None,
             };
             let mut interrupted = None;
@@ -133,16 +167,18 @@ fn run(
                     }
                 }
             };
-            let mut outcome = outcome.map_err(|e| e.to_string())?;
+            let mut outcome = outcome.map_err(|e| (errors::run_kind(&e), e.to_string()))?;
             // A stored run's samples stay in the store; read them back so
             // the result (and its failure message) quotes outputs.
             if let (Some(s), Some(id)) = (&opened, outcome.run_id) {
-                outcome.samples = s.samples(id).map_err(|e| e.to_string())?;
+                outcome.samples = s
+                    .samples(id)
+                    .map_err(|e| (errors::store_kind(&e), e.to_string()))?;
             }
-            Ok::<_, String>((outcome, interrupted))
+            Ok::<_, (Kind, String)>((outcome, interrupted))
         })
     })
-    .map_err(PyRuntimeError::new_err)?;
+    .map_err(|(kind, message)| errors::raise(kind, message))?;
     if let Some(e) = interrupted {
         return Err(if e.is_instance_of::<PyKeyboardInterrupt>(py) {
             e
@@ -160,5 +196,6 @@ fn _probity(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(plan::retry_plan, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DEFAULT_TIMEOUT_S", ExperimentConfig::default().timeout_s)?;
     Ok(())
 }

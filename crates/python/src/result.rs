@@ -4,6 +4,7 @@
 //! core's codes (0 missing, 1 pass, 2 fail, 3 error).
 
 use probity_core::Cell;
+use probity_engine::outcome::Halt;
 use probity_engine::RunOutcome;
 use serde_json::{json, Value};
 
@@ -22,6 +23,16 @@ pub fn tensor_bytes(o: &RunOutcome) -> Vec<u8> {
         }
     });
     out
+}
+
+/// Why a run stopped with no verdict, as the package's exception classes
+/// tell it: `broken_checks`, `first_calls_failed`, `error_budget`.
+fn halt_kind(h: &Halt) -> &'static str {
+    match h {
+        Halt::BrokenChecks { .. } => "broken_checks",
+        Halt::FirstCallsFailed { .. } => "first_calls_failed",
+        Halt::ErrorBudget { .. } => "error_budget",
+    }
 }
 
 /// Everything else, as JSON.
@@ -47,6 +58,7 @@ pub fn document(o: &RunOutcome) -> Result<String, String> {
         "run_id": o.run_id,
         "status": format!("{:?}", o.status).to_lowercase(),
         "halt": o.halt.as_ref().map(|h| h.to_string()),
+        "halt_kind": o.halt.as_ref().map(halt_kind),
         "passed": o.passed(),
         "failure_message": o.failure_message(),
         "broken": o.broken(),

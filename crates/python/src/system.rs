@@ -1,15 +1,18 @@
 //! A Python callable as the system under test: a [`Provider`].
 //!
 //! The package's `_system.Caller` does the Python side: `submit(input,
-//! messages, repetition, attempt)` starts the call — a coroutine on one
-//! asyncio loop in a background thread, or a plain function in a thread
-//! pool — and returns a `concurrent.futures.Future` whose result is
-//! `(True, text)` or `(False, "ExceptionType: message")`. Here the GIL is
-//! held only to submit and to read the result; the call itself is awaited
-//! without a thread, through a done-callback and a oneshot channel, so many
-//! calls run at once.
+//! messages, repetition, attempt, done)` starts the call — a coroutine on
+//! one asyncio loop in a background thread, or a plain function on a
+//! daemon thread (`probity._workers`) — and calls `done` with `(True,
+//! output)` or `(False, "Type: message\nTraceback …")` when it finishes. Here the GIL is held only to submit and to read the result; the
+//! call itself is awaited without a thread, through a done-callback and a
+//! oneshot channel, so many calls run at once. The run's timeout
+//! (`timeout_s`) drops a call still waited for: the Python call is then
+//! abandoned (cancelled, or interrupted in its thread), and a thread that
+//! cannot be interrupted is a daemon that never delays the exit.
 
 use crate::inputs::PyInputs;
+use crate::validators::Workers;
 use probity_engine::provider::{Completion, Provider, ProviderError, Request};
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyTuple};
@@ -17,29 +20,75 @@ use std::sync::{Arc, Mutex};
 
 /// The system under test, in Python.
 pub struct PySystem {
-    /// `submit(input, messages, repetition, attempt) -> Future`.
+    /// `submit(input, messages, repetition, attempt, done) -> handle`.
     pub submit: Py<PyAny>,
     pub inputs: Arc<PyInputs>,
     /// Part of the cache key: the callable's qualified name.
     pub fingerprint: String,
+    pub workers: Workers,
 }
 
 type Answer = Result<String, String>;
 
-fn read(fut: &Bound<'_, PyAny>) -> Answer {
-    let outcome = fut
-        .call_method0("result")
-        .and_then(|r| r.extract::<(bool, String)>());
-    match outcome {
-        Ok((true, text)) => Ok(text),
-        Ok((false, message)) => Err(message),
+/// The output in a call's outcome: a `str`, or why there is none.
+fn read(outcome: &Bound<'_, PyAny>) -> Answer {
+    match outcome.extract::<(bool, Bound<'_, PyAny>)>() {
+        Ok((true, value)) => match value.extract::<String>() {
+            Ok(text) => Ok(text),
+            Err(_) => Err(format!(
+                "TypeError: the system returned {}, expected str",
+                value
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|_| "?".into())
+            )),
+        },
+        Ok((false, message)) => Err(message.to_string()),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A submitted call: abandoned when dropped before its answer arrived (the
+/// run's timeout, or the run stopped).
+struct Pending {
+    handle: Option<Py<PyAny>>,
+    abandon: Arc<Py<PyAny>>,
+}
+
+impl Pending {
+    fn answered(mut self) {
+        self.handle = None;
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let Some(handle) = self.handle.take() else {
+            return;
+        };
+        let abandon = self.abandon.clone();
+        let go = move || {
+            crate::thread_state::keep();
+            Python::attach(|py| {
+                // The call is given up either way.
+                let _ = abandon.call1(py, (handle,));
+            });
+        };
+        // Not on an async worker: the GIL may be busy.
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => drop(h.spawn_blocking(go)),
+            Err(_) => go(),
+        }
     }
 }
 
 impl PySystem {
     /// Start the call; the answer arrives on the returned channel.
-    fn start(&self, request: &Request) -> PyResult<tokio::sync::oneshot::Receiver<Answer>> {
+    fn start(
+        &self,
+        request: &Request,
+    ) -> PyResult<(tokio::sync::oneshot::Receiver<Answer>, Pending)> {
         let (tx, rx) = tokio::sync::oneshot::channel::<Answer>();
         crate::thread_state::keep();
         Python::attach(|py| {
@@ -55,12 +104,6 @@ impl PySystem {
                     (role, m.content.clone())
                 })
                 .collect();
-            let fut = self.submit.bind(py).call1((
-                input,
-                messages,
-                request.repetition,
-                request.attempt,
-            ))?;
             let tx = Mutex::new(Some(tx));
             let done = PyCFunction::new_closure(
                 py,
@@ -76,8 +119,18 @@ impl PySystem {
                     Ok(())
                 },
             )?;
-            fut.call_method1("add_done_callback", (done,))?;
-            Ok(rx)
+            let handle = self.submit.bind(py).call1((
+                input,
+                messages,
+                request.repetition,
+                request.attempt,
+                done,
+            ))?;
+            let pending = Pending {
+                handle: Some(handle.unbind()),
+                abandon: self.workers.abandon.clone(),
+            };
+            Ok((rx, pending))
         })
     }
 }
@@ -87,9 +140,11 @@ impl Provider for PySystem {
     async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
         // Waiting for the GIL may take a while (Python threads busy): not
         // on an async worker.
-        let rx = probity_engine::check::blocking(|| self.start(request))
+        let (rx, pending) = probity_engine::check::blocking(|| self.start(request))
             .map_err(|e| ProviderError::Raised(e.to_string()))?;
-        match rx.await {
+        let answer = rx.await;
+        pending.answered();
+        match answer {
             Ok(Ok(text)) => Ok(Completion {
                 text,
                 input_tokens: None,

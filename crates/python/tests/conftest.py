@@ -1,18 +1,22 @@
 """Shared pieces of the Python tests: the paper's inputs and validators
 (§2.1) and the simulator with its known rates."""
 
+from typing import Any, Dict, List
+
 import pytest
 
 import probity
+
+pytest_plugins = ["pytester"]
 
 #: The simulator as the README and `probity init` use it: contractions
 #: overused in 10% of answers, "You're welcome" forgotten in 15% of answers
 #: to thanks. Pinned (seed 0) so the tests repeat; unpinned, every run
 #: samples afresh.
-SIM = {"provider": "sim", "seed": 0, "contractions": 0.10, "omit_welcome": 0.15}
+SIM: Dict[str, Any] = {"provider": "sim", "seed": 0, "contractions": 0.10, "omit_welcome": 0.15}
 
 
-def paper_inputs(n=20):
+def paper_inputs(n: int = 20) -> List[str]:
     """Half thanks, half questions, as crates/engine/examples/in_process.rs."""
     return [
         f"Thank you for the advice on tomatoes, part {i}!"
@@ -22,7 +26,7 @@ def paper_inputs(n=20):
     ]
 
 
-def paper_validators():
+def paper_validators() -> List[probity.Validator]:
     """The paper's two validators (§2.1), as written there."""
     return [
         probity.Validator(
@@ -41,11 +45,11 @@ def paper_validators():
 
 
 @pytest.fixture
-def inputs():
+def inputs() -> List[str]:
     return paper_inputs()
 
 
-def column(tensor, k):
+def column(tensor: Any, k: int) -> List[int]:
     """Check k's cells, every input and output: from the numpy array or
     the nested lists alike."""
     return [int(cells[k]) for outputs in tensor for cells in outputs]

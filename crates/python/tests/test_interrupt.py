@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 SCRIPT = r'''
 import os, sys, time
@@ -24,7 +25,7 @@ print("finished")
 '''
 
 
-def test_ctrl_c_raises_keyboard_interrupt_and_keeps_the_stored_run_interrupted(tmp_path):
+def test_ctrl_c_raises_keyboard_interrupt_and_keeps_the_stored_run_interrupted(tmp_path: Path) -> None:
     script = tmp_path / "slow.py"
     script.write_text(SCRIPT)
     started, store = tmp_path / "started", tmp_path / "runs.db"

@@ -7,13 +7,16 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+from typing import Optional
+
+
 import probity
 from conftest import SIM, paper_inputs, paper_validators
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def probity_binary():
+def probity_binary() -> Optional[str]:
     """PROBITY_BIN, the workspace's release or debug build, or PATH's."""
     candidates = [os.environ.get("PROBITY_BIN")]
     candidates += [str(ROOT / "target" / p / "probity") for p in ("release", "debug")]
@@ -24,7 +27,7 @@ def probity_binary():
     return None
 
 
-def test_a_stored_run_is_read_by_the_cli(tmp_path):
+def test_a_stored_run_is_read_by_the_cli(tmp_path: Path) -> None:
     store = tmp_path / ".probity" / "runs.db"
     first = probity.Experiment("stored", SIM, paper_inputs(5), paper_validators(), outputs_per_input=4).run(store=store)
     second = probity.Experiment("stored", SIM, paper_inputs(5), paper_validators(), outputs_per_input=4).run(store=store)

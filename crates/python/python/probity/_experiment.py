@@ -3,15 +3,22 @@ outputs × K checks of one system) and its :meth:`Experiment.run`."""
 
 import json
 import os
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+import sys
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _probity
+from ._errors import BrokenCheckError, ConfigError, ErrorBudgetExceededError, SystemUnreachableError
 from ._input import Input
 from ._result import Result
-from ._system import Caller
+from ._system import Caller, fingerprint
+from ._tables import Prompt, Retry, Verifier, table
 from ._validator import Validator
 
 PathLike = Union[str, "os.PathLike[str]"]
+#: What a system may be: a callable (sync or async) or a provider table.
+System = Union[Callable[..., Any], Mapping[str, Any]]
+#: An input: its text, or a table of fields (``text``, ``id``, ...).
+InputRow = Union[str, Mapping[str, Any]]
 
 
 def _inputs(inputs: Any) -> Dict[str, Any]:
@@ -32,19 +39,39 @@ def _inputs(inputs: Any) -> Dict[str, Any]:
         else:
             raise TypeError(f"inputs[{k}] must be a dict or a str, got {type(row).__name__}")
     if not rows:
-        raise ValueError("inputs is empty: a reliability test needs at least one input")
+        raise ConfigError("inputs is empty: a reliability test needs at least one input")
     return {"inputs": rows}
 
 
-def _tables(what: str, items: Any) -> List[Dict[str, Any]]:
-    if isinstance(items, Mapping):
+def _verifiers(items: Any) -> List[Dict[str, Any]]:
+    if isinstance(items, (Mapping, Verifier)):
         items = [items]
     out = []
     for k, t in enumerate(items or ()):
-        if not isinstance(t, Mapping):
-            raise TypeError(f"{what}[{k}] must be a dict (a [[{what[:-1]}]] table), got {type(t).__name__}")
-        out.append(dict(t))
+        if not isinstance(t, (Mapping, Verifier)):
+            raise TypeError(
+                f"verifiers[{k}] must be a probity.Verifier or a dict (a [[verifier]] table), "
+                f"got {type(t).__name__}"
+            )
+        out.append(table(f"verifiers[{k}]", t))
     return out
+
+
+def _origin() -> str:
+    """The file of the code that made the experiment (outside probity):
+    what the engine's messages name."""
+    frame = sys._getframe(1)
+    here = os.path.dirname(os.path.abspath(__file__))
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame.f_code.co_filename if frame is not None else "<python>"
+
+
+_HALTS = {
+    "broken_checks": BrokenCheckError,
+    "first_calls_failed": SystemUnreachableError,
+    "error_budget": ErrorBudgetExceededError,
+}
 
 
 class Experiment:
@@ -61,33 +88,40 @@ class Experiment:
       ``{"provider": "sim"}``, ``{"provider": "openai", "model": ...}``.
     * ``inputs``: a list of dicts (fields; ``text`` is what the default
       prompt sends, ``id`` names it) or of str, or a JSONL/CSV file's path.
-    * ``validators``: :class:`Validator` objects (Python callables) and
-      ``[[validator]]`` tables as dicts (built-in kinds, expressions,
-      ``kind = "program"``), in column order.
-    * ``verifiers``: ``[[verifier]]`` tables (LLM judges, §4); with a Python
-      system each needs its own ``system`` table.
-    * ``retry``: a ``[retry]`` table (§4.1, §4.2): the guarded system is
-      measured.
-    * ``prompt``: a ``[prompt]`` table (``system``, ``user`` templates).
+    * ``validators``: :class:`Validator` objects (Python predicates, also
+      made by :func:`probity.validator`) and ``[[validator]]`` tables as
+      dicts (built-in kinds, expressions, ``kind = "program"``), in column
+      order.
+    * ``verifiers``: :class:`Verifier` objects or ``[[verifier]]`` tables
+      (LLM judges, §4); with a Python system each needs its own ``system``.
+    * ``retry``: a :class:`Retry` or ``[retry]`` table (§4.1, §4.2): the
+      guarded system is measured.
+    * ``prompt``: a :class:`Prompt` or ``[prompt]`` table (``system``,
+      ``user`` templates).
+    * ``concurrency``: calls in flight at once.
     * any other keyword: a key of probity.toml's ``[experiment]`` table
       (``confidence``, ``interval``, ``strategy``, ``aggregate``,
       ``verdict``, ``errors``, ``timeout_s``, ``error_budget``, ...).
+      ``timeout_s`` (default 60) bounds every call of the system and every
+      call of a Python predicate without a timeout of its own: a call past
+      it is an Error and the run goes on.
 
     Every table is read by the engine's own configuration types: a key it
-    does not know is a ValueError listing the keys it accepts.
+    does not know is a :class:`probity.ConfigError` (a ``ValueError``)
+    listing the keys it accepts.
     """
 
     def __init__(
         self,
         name: str,
-        system: Union[Callable[..., Any], Mapping[str, Any]],
-        inputs: Union[Sequence[Union[Mapping[str, Any], str]], PathLike],
+        system: System,
+        inputs: Union[Sequence[InputRow], PathLike],
         validators: Iterable[Union[Validator, Mapping[str, Any]]] = (),
         *,
-        verifiers: Iterable[Mapping[str, Any]] = (),
-        retry: Optional[Mapping[str, Any]] = None,
+        verifiers: Iterable[Union[Verifier, Mapping[str, Any]]] = (),
+        retry: Optional[Union[Retry, Mapping[str, Any]]] = None,
         outputs_per_input: int = 10,
-        prompt: Optional[Mapping[str, Any]] = None,
+        prompt: Optional[Union[Prompt, Mapping[str, Any]]] = None,
         concurrency: int = 16,
         **experiment: Any,
     ) -> None:
@@ -102,11 +136,8 @@ class Experiment:
             raise TypeError(f"outputs_per_input must be an int, got {outputs_per_input!r}")
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency must be an int >= 1, got {concurrency!r}")
-        if retry is not None and not isinstance(retry, Mapping):
-            raise TypeError(f"retry must be a dict (a [retry] table), got {type(retry).__name__}")
-        if prompt is not None and not isinstance(prompt, Mapping):
-            raise TypeError(f"prompt must be a dict (a [prompt] table), got {type(prompt).__name__}")
         self.name = name
+        self._origin = _origin()
         self.system = system
         self._inputs = _inputs(inputs)
         self.validators: List[Union[Validator, Dict[str, Any]]] = []
@@ -120,7 +151,7 @@ class Experiment:
                     f"validators[{k}] must be a probity.Validator or a dict (a [[validator]] "
                     f"table), got {type(v).__name__}"
                 )
-        self.verifiers = _tables("verifiers", verifiers)
+        self.verifiers = _verifiers(verifiers)
         if callable(system):
             for k, v in enumerate(self.verifiers):
                 if "system" not in v:
@@ -128,8 +159,8 @@ class Experiment:
                         f"verifiers[{k}] ({v.get('name')!r}) needs its own 'system' table "
                         "(the judge's provider) when the system is a Python callable"
                     )
-        self.retry = dict(retry) if retry is not None else None
-        self.prompt = dict(prompt) if prompt is not None else None
+        self.retry = table("retry", retry) if retry is not None else None
+        self.prompt = table("prompt", prompt) if prompt is not None else None
         self.outputs_per_input = outputs_per_input
         self.concurrency = concurrency
         self.experiment = dict(experiment)
@@ -151,52 +182,86 @@ class Experiment:
             "inputs": self._inputs.get("inputs", []),
         }
         described = dict(spec)
-        described["validators"] = [
-            v._describe() if isinstance(v, Validator) else v for v in self.validators
-        ]
+        described["validators"] = [v.to_dict() if isinstance(v, Validator) else v for v in self.validators]
         if callable(self.system):
-            described["system"] = {"python": Caller(self.system, 1).fingerprint}
+            described["system"] = {"python": fingerprint(self.system)}
         spec["text"] = json.dumps(described, indent=2, default=repr)
         return spec
 
     def run(self, store: Optional[PathLike] = None) -> Result:
-        """Run the experiment and return its :class:`Result`. With
-        ``store``, the run is written to that SQLite run store (created if
-        needed; ``.probity/runs.db`` is the CLI's default), so ``probity
-        runs``, ``report`` and ``compare`` read it; without, it is kept in
-        memory only. The GIL is released while the run goes on; Ctrl-C
-        stops it (KeyboardInterrupt)."""
+        """Run the experiment and return its :class:`Result`.
+
+        With ``store``, the run is written to that SQLite run store
+        (created if needed; ``.probity/runs.db`` is the CLI's default), so
+        ``probity runs``, ``report`` and ``compare`` read it; without, it
+        is kept in memory only. The GIL is released while the run goes on;
+        Ctrl-C stops it (KeyboardInterrupt).
+
+        Raises (every one a :class:`probity.ProbityError`, with the engine's
+        message): :class:`ConfigError` for a table or setting the engine
+        refuses; :class:`BrokenCheckError` when a check could not judge any
+        output; :class:`SystemUnreachableError` when the first calls all
+        failed with one cause; :class:`ErrorBudgetExceededError` when more
+        calls failed than ``error_budget`` allows (these three carry the
+        run as ``.result``); :class:`StoreLockedError` when another process
+        holds the store; :class:`StoreError`, :class:`RunError` otherwise.
+        A run that merely fails its checks returns normally:
+        :func:`assert_reliable` turns that into a test failure.
+        """
         spec = self._spec()
         try:
             text = json.dumps(spec)
         except (TypeError, ValueError) as e:
             raise TypeError(f"the experiment's tables must hold JSON values: {e}") from None
-        python_validators = []
-        column = 0
-        for v in self.validators:
+        default_timeout = self.experiment.get("timeout_s", _probity.DEFAULT_TIMEOUT_S)
+        if isinstance(default_timeout, bool) or not isinstance(default_timeout, (int, float)):
+            raise ConfigError(f"experiment: timeout_s must be a number of seconds, got {default_timeout!r}")
+        python_validators: List[Tuple[int, str, str, float, float, int, Any, bool, float]] = []
+        for column, v in enumerate(self.validators):
             if isinstance(v, Validator):
                 python_validators.append(
-                    (column, v.name, v.message, v.minimum_success_percentage, v.weight, v.arity, v.check)
+                    (
+                        column,
+                        v.name,
+                        v.message,
+                        v.minimum_success_percentage,
+                        v.weight,
+                        v.arity,
+                        v.check,
+                        v.is_async,
+                        float(v.timeout_s if v.timeout_s is not None else default_timeout),
+                    )
                 )
-            column += 1
-        caller = Caller(self.system, self.concurrency) if callable(self.system) else None
+        caller = Caller(self.system) if callable(self.system) else None
+        path: Optional[str] = None
         if store is not None:
-            store = os.fspath(store)
-            parent = os.path.dirname(os.path.abspath(store))
-            os.makedirs(parent, exist_ok=True)
-        try:
-            doc, cells = _probity.run(
-                text,
-                os.getcwd(),
-                (caller.submit, caller.fingerprint) if caller else None,
-                python_validators,
-                Input._from_json,
-                store,
+            path = os.fspath(store)
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        doc, cells = _probity.run(
+            text,
+            os.getcwd(),
+            self._origin,
+            (caller.submit, caller.fingerprint) if caller else None,
+            python_validators,
+            Input._from_json,
+            path,
+        )
+        result = Result(json.loads(doc), cells)
+        if result.halt_kind is not None:
+            raise _HALTS.get(result.halt_kind, SystemUnreachableError)(result.halt or "", result)
+        if result.broken:
+            lines = [f"  {name}: {reason}" for name, reason in result.broken]
+            raise BrokenCheckError(
+                ("a check" if len(lines) == 1 else "checks")
+                + " could not judge any output, so the run gives no verdict about the system:\n"
+                + "\n".join(lines),
+                result,
             )
-        finally:
-            if caller is not None:
-                caller.close()
-        return Result(json.loads(doc), cells)
+        return result
+
+
+#: The type of the pytest plugin's ``probity_run`` fixture.
+RunFixture = Callable[[Experiment], Result]
 
 
 def run(experiment: Experiment, store: Optional[PathLike] = None) -> Result:

@@ -1,6 +1,6 @@
 """The input as Python code sees it."""
 
-from typing import Any, Dict
+from typing import Any, Dict, SupportsIndex, Union
 
 
 class Input(str):
@@ -25,7 +25,7 @@ class Input(str):
 
         return cls(id, text, json.loads(fields_json))
 
-    def __getitem__(self, key):  # type: ignore[override]
+    def __getitem__(self, key: Union[str, SupportsIndex, slice]) -> Any:
         if isinstance(key, str):
             return self.fields[key]
         return str.__getitem__(self, key)

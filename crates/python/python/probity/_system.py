@@ -1,19 +1,14 @@
-"""A Python callable as the system under test, run concurrently: a
-coroutine function on one asyncio loop in a background thread, a plain
-function in a thread pool. The native side calls :meth:`Caller.submit`
-(with the GIL) and waits for the returned future without holding it."""
+"""A Python callable as the system under test. The native side calls
+:meth:`Caller.submit` (with the GIL) and waits for the returned future,
+without the GIL, for at most the run's ``timeout_s``; a call that takes
+longer is abandoned (:func:`probity._workers.abandon`) and is a failed
+call. Plain functions run on daemon threads, coroutine functions on one
+asyncio loop (:mod:`probity._workers`)."""
 
-import asyncio
-import concurrent.futures
 import inspect
-import threading
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)
-    )
+from . import _workers
 
 
 def _arity(fn: Callable[..., Any]) -> int:
@@ -32,102 +27,31 @@ def _arity(fn: Callable[..., Any]) -> int:
     if len(required) <= 1:
         return 1
     raise TypeError(
-        f"system must take one argument (the input) or two (the input and the "
-        f"chat messages); it takes {sig}"
+        f"system must take one argument (the input) or two (the input and the chat messages); it takes {sig}"
     )
 
 
-def _error(e: BaseException) -> Tuple[bool, str]:
-    text = str(e)
-    return (False, f"{type(e).__name__}: {text}" if text else type(e).__name__)
-
-
-def _answer(value: Any) -> Tuple[bool, str]:
-    if isinstance(value, str):
-        return (True, value)
-    return (False, f"TypeError: the system returned {type(value).__name__}, expected str")
+def fingerprint(fn: Callable[..., Any]) -> str:
+    """The callable's qualified name: part of a stored run's cache key."""
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
 
 
 class Caller:
-    """Runs ``fn`` for the native runner; :meth:`close` when the run ends."""
+    """Runs ``fn`` for the native runner."""
 
-    def __init__(self, fn: Callable[..., Any], concurrency: int) -> None:
+    def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
         self.arity = _arity(fn)
-        self.is_async = _is_async(fn)
-        self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._thread: Optional[threading.Thread] = None
-        self._concurrency = max(1, concurrency)
-        self._lock = threading.Lock()
-
-    @property
-    def fingerprint(self) -> str:
-        fn = self.fn
-        return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
-
-    def _args(self, input: Any, messages: List[Tuple[str, str]]) -> tuple:
-        if self.arity == 2:
-            return (input, [{"role": r, "content": c} for r, c in messages])
-        return (input,)
-
-    def _event_loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="probity-asyncio", daemon=True
-                )
-                thread.start()
-                self._loop, self._thread = loop, thread
-            return self._loop
-
-    def _thread_pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                self._pool = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=self._concurrency, thread_name_prefix="probity-system"
-                )
-            return self._pool
-
-    async def _call_async(self, args: tuple) -> Tuple[bool, str]:
-        try:
-            return _answer(await self.fn(*args))
-        except Exception as e:  # every exception is the call's failure
-            return _error(e)
-
-    def _call_sync(self, args: tuple) -> Tuple[bool, str]:
-        try:
-            value = self.fn(*args)
-            if inspect.isawaitable(value):
-                value = asyncio.run_coroutine_threadsafe(
-                    _await(value), self._event_loop()
-                ).result()
-            return _answer(value)
-        except Exception as e:
-            return _error(e)
+        self.is_async = _workers.is_async(fn)
+        self.fingerprint = fingerprint(fn)
 
     def submit(
-        self, input: Any, messages: List[Tuple[str, str]], repetition: int, attempt: int
-    ) -> "concurrent.futures.Future[Tuple[bool, str]]":
-        args = self._args(input, messages)
-        if self.is_async:
-            return asyncio.run_coroutine_threadsafe(self._call_async(args), self._event_loop())
-        return self._thread_pool().submit(self._call_sync, args)
-
-    def close(self) -> None:
-        with self._lock:
-            pool, loop, thread = self._pool, self._loop, self._thread
-            self._pool = self._loop = self._thread = None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
-        if loop is not None:
-            loop.call_soon_threadsafe(loop.stop)
-            if thread is not None:
-                thread.join(timeout=5)
-            if not loop.is_running():
-                loop.close()
-
-
-async def _await(value: Any) -> Any:
-    return await value
+        self, input: Any, messages: List[Tuple[str, str]], repetition: int, attempt: int, done: _workers.Done
+    ) -> _workers.Handle:
+        """Start one call; ``done`` gets ``(True, output)`` or ``(False,
+        "Type: message\\nTraceback …")``."""
+        args: Tuple[Any, ...] = (input,)
+        if self.arity == 2:
+            chat: List[Dict[str, str]] = [{"role": r, "content": c} for r, c in messages]
+            args = (input, chat)
+        return _workers.submit(self.fn, args, self.is_async, done)

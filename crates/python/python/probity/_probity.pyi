@@ -1,0 +1,20 @@
+"""The native half of the package (crates/python/src): typed for mypy."""
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+__version__: str
+#: The engine's default ``timeout_s`` (``[experiment]``), in seconds.
+DEFAULT_TIMEOUT_S: float
+
+def run(
+    spec: str,
+    cwd: str,
+    origin: str,
+    system: Optional[Tuple[Any, str]],
+    validators: List[Tuple[int, str, str, float, float, int, Any, bool, float]],
+    make_input: Any,
+    store: Optional[str] = None,
+) -> Tuple[str, bytes]: ...
+def retry_plan(
+    rates: Sequence[float], target: float = 0.99
+) -> Tuple[float, Optional[float], Optional[float], Optional[float], Optional[int], Optional[float]]: ...

@@ -1,0 +1,98 @@
+"""The pytest plugin (entry point pytest11): the `probity_run` fixture and
+the `probity` marker fail a test with the report's failing lines; the
+options set the store and M; verdicts reach the terminal summary and the
+JUnit XML, also under pytest-xdist."""
+
+import sqlite3
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+TESTS = '''
+import pytest
+import probity
+
+SIM = {"provider": "sim", "contractions": 0.10, "omit_welcome": 0.15}
+INPUTS = [f"Thank you for the tomatoes, part {i}!" if i % 2 == 0 else f"How deep, question {i}?" for i in range(20)]
+
+@probity.validator(name="contraction_validator", minimum=0.95)
+def few_contractions(o):
+    "Output contains too many contractions"
+    return o.count("'") <= 3
+
+@probity.validator(name="short", minimum=0.9)
+def short(o):
+    return len(o) < 2000
+
+def test_fixture_fails(probity_run):
+    probity_run(probity.Experiment("contractions", SIM, INPUTS, [few_contractions], outputs_per_input=20))
+
+def test_fixture_passes(probity_run):
+    result = probity_run(probity.Experiment("short", SIM, INPUTS, [short], outputs_per_input=5))
+    assert result.passed
+
+@pytest.mark.probity
+def test_marker_passes():
+    return probity.Experiment("marked", SIM, INPUTS, [short], outputs_per_input=5)
+'''
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(test_suite=TESTS)
+    return pytester
+
+
+def test_the_fixture_and_the_marker_fail_or_pass_with_the_reports_lines(suite: pytest.Pytester) -> None:
+    result = suite.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    out = result.stdout.str()
+    assert "NotReliableError" in out
+    result.stdout.fnmatch_lines(["*FAIL contraction_validator*", "*Output contains too many contractions*"])
+    # The terminal summary lists every run's checks.
+    result.stdout.fnmatch_lines(
+        [
+            "*= probity =*",
+            "test_suite.py::test_fixture_fails",
+            "  contractions: FAIL: 20 inputs x 20 outputs",
+            "  contractions:contraction_validator: FAIL *",
+        ]
+    )
+    result.stdout.fnmatch_lines(["test_suite.py::test_marker_passes", "  marked: PASS: 20 inputs x 5 outputs"])
+
+
+def test_the_options_set_the_store_and_the_outputs_and_junit_gets_properties(suite: pytest.Pytester) -> None:
+    junit = suite.path / "junit.xml"
+    result = suite.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--probity-store", "runs/probity.db", "--probity-outputs", "3",
+        f"--junitxml={junit}", "-o", "junit_family=xunit1",
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    rows = sqlite3.connect(str(suite.path / "runs" / "probity.db")).execute(
+        "SELECT name, status FROM runs ORDER BY id"
+    ).fetchall()
+    assert sorted(rows) == [("contractions", "complete"), ("marked", "complete"), ("short", "complete")]
+    props = {str(p.get("name")): str(p.get("value")) for p in ET.parse(junit).getroot().iter("property")}
+    assert props["probity:marked"].startswith("PASS run ")
+    assert props["probity:marked"].endswith(": 20 inputs x 3 outputs")
+    assert props["probity:short:short"].startswith("PASS 100.0% [")
+
+
+def test_a_bad_outputs_option_is_a_usage_error(suite: pytest.Pytester) -> None:
+    result = suite.runpytest_subprocess("--probity-outputs", "0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--probity-outputs must be at least 1*"])
+
+
+def test_under_xdist_the_summary_and_the_store_have_every_run(suite: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    result = suite.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--probity-store", "runs.db", "--probity-outputs", "20"
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*= probity =*"])
+    for name in ("contractions", "short", "marked"):
+        result.stdout.fnmatch_lines([f"  {name}: * 20 inputs x 20 outputs"])
+    rows = sqlite3.connect(str(Path(suite.path) / "runs.db")).execute("SELECT name FROM runs").fetchall()
+    assert sorted(r[0] for r in rows) == ["contractions", "marked", "short"]
