@@ -16,6 +16,11 @@ pub struct ExportArgs {
     /// or erred on a sample, or a guarded request published nothing).
     #[arg(long)]
     all: bool,
+    /// Every run of RUN's name created at or after this time
+    /// (`2026-11-20`, or `2026-11-20T14:00:00Z`, UTC), not only the one:
+    /// the failures of every replica and day since then.
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
     /// Write the JSONL here instead of standard output.
     #[arg(long, short)]
     out: Option<PathBuf>,
@@ -27,7 +32,32 @@ pub fn run(args: &ExportArgs) -> Result<u8, Failure> {
     let store = args.store.open()?;
     let id = args.store.resolve(&store, &args.run)?;
     let which = if args.all { Which::All } else { Which::Failing };
-    let rows = export(&store, id, which).map_err(|e| Failure::incomplete(e.to_string()))?;
+    let fail = |e: probity_engine::store::StoreError| Failure::incomplete(e.to_string());
+    let ids = match &args.since {
+        None => vec![id],
+        Some(since) => {
+            let since = since_stamp(since)?;
+            let name = store.run(id).map_err(fail)?.name;
+            let mut ids: Vec<i64> = store
+                .runs(Some(&name))
+                .map_err(fail)?
+                .into_iter()
+                .filter(|r| r.name == name && r.created_at.as_str() >= since.as_str())
+                .map(|r| r.id)
+                .collect();
+            ids.sort_unstable();
+            ids
+        }
+    };
+    let mut rows = Vec::new();
+    for id in &ids {
+        rows.extend(export(&store, *id, which).map_err(fail)?);
+    }
+    let id = ids
+        .iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     let text: String = rows
         .iter()
         .map(|row| format!("{}\n", serde_json::Value::Object(row.clone())))
@@ -38,13 +68,44 @@ pub fn run(args: &ExportArgs) -> Result<u8, Failure> {
                 Failure::incomplete(format!("cannot write {}: {e}", path.display()))
             })?;
             eprintln!(
-                "wrote {} input{} of run {id} to {} (use it as [experiment] inputs)",
+                "wrote {} input{} of {} {id} to {} (use it as [experiment] inputs)",
                 rows.len(),
                 if rows.len() == 1 { "" } else { "s" },
+                if ids.len() == 1 { "run" } else { "runs" },
                 path.display()
             );
         }
         None => crate::stdout::out(&text),
     }
     Ok(0)
+}
+
+/// `since` as the stored timestamps are written (`YYYY-MM-DDTHH:MM:SSZ`),
+/// so that comparing text compares times: a date alone is its midnight.
+fn since_stamp(since: &str) -> Result<String, Failure> {
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let ok_date = |d: &str| {
+        let p: Vec<&str> = d.split('-').collect();
+        p.len() == 3
+            && p[0].len() == 4
+            && p[1].len() == 2
+            && p[2].len() == 2
+            && p.iter().all(|x| digits(x))
+    };
+    let ok_time = |t: &str| {
+        let p: Vec<&str> = t.split(':').collect();
+        p.len() == 3 && p.iter().all(|x| x.len() == 2 && digits(x))
+    };
+    let stamp = match since.split_once('T') {
+        None if ok_date(since) => format!("{since}T00:00:00Z"),
+        Some((d, t)) if ok_date(d) && ok_time(t.trim_end_matches('Z')) => {
+            format!("{d}T{}Z", t.trim_end_matches('Z'))
+        }
+        _ => {
+            return Err(Failure::usage(format!(
+                "--since {since:?}: expected a UTC date or time, such as 2026-11-20 or 2026-11-20T14:00:00Z"
+            )))
+        }
+    };
+    Ok(stamp)
 }

@@ -5,10 +5,10 @@
 
 mod compare;
 mod export;
-mod monitor;
 mod failure;
 mod init;
 mod listen;
+mod monitor;
 mod output;
 mod plan;
 mod report_cmd;

@@ -39,7 +39,9 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
         return Err(Failure::usage("--every must be 0.1 to 86,400 seconds"));
     }
     if !(args.confidence > 0.0 && args.confidence < 1.0) {
-        return Err(Failure::usage("--confidence must be in (0, 1), such as 0.95"));
+        return Err(Failure::usage(
+            "--confidence must be in (0, 1), such as 0.95",
+        ));
     }
     if args.epoch == 0 || args.window == 0 {
         return Err(Failure::usage("--epoch and --window must be at least 1"));
@@ -102,7 +104,11 @@ fn render(name: &str, follow: &LiveFollow, confidence: f64) -> String {
     if !skipped.is_empty() {
         out.push_str(&format!(
             "left out (other checks): runs {}\n",
-            skipped.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
+            skipped
+                .iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     if rows.is_empty() {
@@ -118,17 +124,21 @@ fn render(name: &str, follow: &LiveFollow, confidence: f64) -> String {
         let (erate, eint, en) = r.watch.epoch();
         let w = r.watch.window();
         let span = |rate: f64, lo: f64, hi: f64| {
-            format!("{:5.1}% [{:5.1}, {:5.1}]", 100.0 * rate, 100.0 * lo, 100.0 * hi)
+            format!(
+                "{:5.1}% [{:5.1}, {:5.1}]",
+                100.0 * rate,
+                100.0 * lo,
+                100.0 * hi
+            )
         };
         let alarm = r
             .watch
             .alarms()
             .iter()
             .map(|a| match a.kind {
-                AlarmKind::BelowMinimum => format!(
-                    "BELOW {:.0}%",
-                    100.0 * r.check.minimum_success_percentage
-                ),
+                AlarmKind::BelowMinimum => {
+                    format!("BELOW {:.0}%", 100.0 * r.check.minimum_success_percentage)
+                }
                 AlarmKind::DiffersFromBaseline => "DIFFERS FROM BASELINE".to_string(),
             })
             .collect::<Vec<_>>()
@@ -139,7 +149,11 @@ fn render(name: &str, follow: &LiveFollow, confidence: f64) -> String {
             terminal_line(&r.check.name, 28),
             r.attempt,
             r.watch.requests(),
-            if r.watch.requests() > 0 { span(rate, all.lower, all.upper) } else { none.clone() },
+            if r.watch.requests() > 0 {
+                span(rate, all.lower, all.upper)
+            } else {
+                none.clone()
+            },
             if en > 0 {
                 format!("{} of {en}", span(erate, eint.lower, eint.upper))
             } else {

@@ -126,3 +126,46 @@ async fn live_requests_that_failed_are_exported_with_their_messages() {
         );
     }
 }
+
+/// `--since`: every run of the name created since a time, each row naming
+/// its run; a malformed time is a usage error naming the flag.
+#[test]
+fn since_exports_every_run_of_the_name_since_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    for _ in 0..2 {
+        assert_eq!(probity(d, &["run", "--quiet"]).status.code(), Some(1));
+    }
+    let out = probity(
+        d,
+        &[
+            "export",
+            "polite-assistant",
+            "--all",
+            "--since",
+            "2000-01-01",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let exported = rows(&text(&out.stdout));
+    assert_eq!(exported.len(), 40);
+    let runs: BTreeSet<i64> = exported
+        .iter()
+        .map(|r| r["source_run"].as_i64().unwrap())
+        .collect();
+    assert_eq!(runs, BTreeSet::from([1, 2]));
+    let later = probity(
+        d,
+        &["export", "1", "--all", "--since", "2999-01-01T00:00:00Z"],
+    );
+    assert_eq!(later.status.code(), Some(0));
+    assert_eq!(text(&later.stdout), "");
+    let bad = probity(d, &["export", "1", "--since", "yesterday"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        text(&bad.stderr).contains("--since \"yesterday\""),
+        "{}",
+        text(&bad.stderr)
+    );
+}

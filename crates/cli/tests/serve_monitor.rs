@@ -181,3 +181,68 @@ minimum_success_percentage = 0.5
         "{log}"
     );
 }
+
+/// `probity monitor NAME --once` pools every replica's traffic from the
+/// store: two servers, one store, one table of rates over both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_pools_the_replicas_traffic_from_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("guard.toml");
+    std::fs::write(
+        &config,
+        "name = \"pooled\"\n[upstream]\nprovider = \"sim\"\nseed = 9\ncontractions = 0.5\n[retry]\nattempts = 3\n[[validator]]\nname = \"contraction_validator\"\ncheck = '''count(output, \"'\") <= 3'''\nminimum_success_percentage = 0.95\n",
+    )
+    .unwrap();
+    let store = dir.path().join("runs.db");
+    let replica = || {
+        let mut cmd = probity_cmd();
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .arg("--store")
+            .arg(&store);
+        start(cmd)
+    };
+    let (a, b) = (replica(), replica());
+    let client = reqwest::Client::new();
+    for i in 0..40 {
+        let addr = if i % 2 == 0 { &a.1 } else { &b.1 };
+        let r = client
+            .post(format!("http://{addr}/v1/chat/completions"))
+            .json(
+                &json!({"model": "m", "messages": [{"role": "user", "content": format!("q {i}")}]}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success() || r.status() == 422);
+    }
+    // The writers commit every 50 ms.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let out = probity_cmd()
+        .args(["monitor", "pooled", "--once", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let page = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(page.contains("2 runs being written"), "{page}");
+    assert!(page.contains("40 requests"), "{page}");
+    let first = page
+        .lines()
+        .find(|l| l.starts_with("contraction_validator") && l.contains(" first "))
+        .unwrap_or_else(|| panic!("{page}"));
+    assert!(first.contains("40"), "{first}");
+    // Published after up to 3 attempts: a higher rate than the first attempt's.
+    let published = page
+        .lines()
+        .find(|l| l.starts_with("contraction_validator") && l.contains(" published "))
+        .unwrap_or_else(|| panic!("{page}"));
+    let rate = |l: &str| -> f64 {
+        l.split_whitespace()
+            .find(|w| w.ends_with('%'))
+            .and_then(|w| w.trim_end_matches('%').parse().ok())
+            .unwrap()
+    };
+    assert!(rate(published) > rate(first), "{page}");
+    drop((a, b));
+}

@@ -48,9 +48,13 @@ impl LiveFollow {
     /// Read what the runs being written added since the last poll (a run
     /// is followed from when it is first seen running until it ends); the
     /// alarms raised, with their check and attempt kind.
-    pub fn poll(&mut self, store: &Store) -> Result<Vec<(String, &'static str, Alarm)>, StoreError> {
+    pub fn poll(
+        &mut self,
+        store: &Store,
+    ) -> Result<Vec<(String, &'static str, Alarm)>, StoreError> {
         for r in store.runs(Some(&self.name))? {
-            if r.name != self.name || self.runs.contains_key(&r.id) || self.skipped.contains(&r.id) {
+            if r.name != self.name || self.runs.contains_key(&r.id) || self.skipped.contains(&r.id)
+            {
                 continue;
             }
             if r.status != RunStatus::Running {
@@ -75,7 +79,10 @@ impl LiveFollow {
                 self.checks = r.checks.clone();
             }
             let same = r.checks.len() == self.checks.len()
-                && r.checks.iter().zip(&self.checks).all(|(a, b)| a.name == b.name);
+                && r.checks
+                    .iter()
+                    .zip(&self.checks)
+                    .all(|(a, b)| a.name == b.name);
             if same {
                 self.runs.insert(r.id, 0);
             } else {
@@ -103,7 +110,12 @@ impl LiveFollow {
         Ok(alarms)
     }
 
-    fn observe(&mut self, kind: usize, cells: &[Cell], alarms: &mut Vec<(String, &'static str, Alarm)>) {
+    fn observe(
+        &mut self,
+        kind: usize,
+        cells: &[Cell],
+        alarms: &mut Vec<(String, &'static str, Alarm)>,
+    ) {
         for (k, (pair, cell)) in self.watches.iter_mut().zip(cells).enumerate() {
             let pass = match cell {
                 Cell::Pass => true,

@@ -47,7 +47,8 @@ pub(crate) trait Backend: Send {
     fn attempts(&self, run: i64) -> Result<Vec<AttemptRow>, StoreError>;
     /// Up to `limit` samples of `run` from input `from` on, in input order:
     /// `(input, the sample's cells, the published attempt's cells)`.
-    fn live_cells(&self, run: i64, from: usize, limit: usize) -> Result<Vec<LiveCells>, StoreError>;
+    fn live_cells(&self, run: i64, from: usize, limit: usize)
+        -> Result<Vec<LiveCells>, StoreError>;
     fn each_attempt_counts(
         &self,
         run: i64,
