@@ -30,6 +30,12 @@ pub struct GuardedSample {
     pub calls: u64,
     /// Tokens spent, where providers report them.
     pub tokens: u64,
+    /// Of `calls` and `tokens`, those of attempts after the first: what
+    /// reliability cost.
+    #[serde(default)]
+    pub retry_calls: u64,
+    #[serde(default)]
+    pub retry_tokens: u64,
 }
 
 /// A value with an interval.
@@ -71,6 +77,12 @@ pub struct GuardedMeasurement {
     pub attempts: Band,
     pub calls: u64,
     pub tokens: u64,
+    /// Of `calls` and `tokens`, those spent on attempts after the first
+    /// (the cost of reliability, paper §4.2).
+    #[serde(default)]
+    pub retry_calls: u64,
+    #[serde(default)]
+    pub retry_tokens: u64,
 }
 
 impl GuardedMeasurement {
@@ -79,7 +91,7 @@ impl GuardedMeasurement {
         let mut sums = vec![ClusterSum::default(); inputs];
         let mut histogram = vec![0u64; m as usize];
         let mut nothing = 0;
-        let (mut calls, mut tokens) = (0, 0);
+        let (mut calls, mut tokens, mut retry_calls, mut retry_tokens) = (0, 0, 0, 0);
         for s in samples.iter().filter(|s| s.input < inputs) {
             let cell = if s.published { Cell::Pass } else { Cell::Fail };
             success.add_cell(s.input, cell, opts.errors);
@@ -97,6 +109,8 @@ impl GuardedMeasurement {
             }
             calls += s.calls;
             tokens += s.tokens;
+            retry_calls += s.retry_calls;
+            retry_tokens += s.retry_tokens;
         }
         let c = clustered_mean(&sums);
         let half = z_value(opts.confidence) * c.se_cluster.max(c.se_naive);
@@ -113,6 +127,8 @@ impl GuardedMeasurement {
             },
             calls,
             tokens,
+            retry_calls,
+            retry_tokens,
         }
     }
 }
@@ -245,18 +261,22 @@ mod tests {
                 input: s % 4,
                 attempts: [1, 1, 2, 3][s % 4],
                 published: s % 8 != 3,
-                calls: 1,
-                tokens: 10,
+                calls: [1, 1, 2, 3][s % 4],
+                tokens: 10 * [1, 1, 2, 3][s % 4],
+                retry_calls: [0, 0, 1, 2][s % 4],
+                retry_tokens: 10 * [0, 0, 1, 2][s % 4],
             })
             .collect();
         let g = GuardedMeasurement::new(&samples, 4, 3, &opts);
+        // Per 4 samples: 7 calls of which 3 retries.
+        assert_eq!((g.calls, g.retry_calls), (70, 30));
+        assert_eq!((g.tokens, g.retry_tokens), (700, 300));
         assert_eq!(g.samples, 40);
         assert_eq!(g.histogram, vec![20, 10, 5]);
         assert_eq!(g.nothing_published, 5);
         assert!((g.success.estimate - 35.0 / 40.0).abs() < 1e-12);
         assert!((g.attempts.estimate - 1.75).abs() < 1e-12);
         assert!(g.attempts.lower <= 1.75 && g.attempts.upper >= 1.75);
-        assert_eq!(g.calls, 40);
     }
 
     #[test]

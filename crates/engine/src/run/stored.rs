@@ -148,6 +148,8 @@ pub fn retry_check(
                 published: false,
                 calls: 0,
                 tokens: 0,
+                retry_calls: 0,
+                retry_tokens: 0,
             });
         }
         if let Some(s) = samples.last_mut() {
@@ -155,6 +157,10 @@ pub fn retry_check(
             s.published |= a.published;
             s.calls += a.calls;
             s.tokens += a.tokens;
+            if a.attempt > 1 {
+                s.retry_calls += a.calls;
+                s.retry_tokens += a.tokens;
+            }
         }
     })?;
     if samples.is_empty() {

@@ -153,12 +153,23 @@ pub fn histogram_line(g: &GuardedMeasurement) -> String {
 
 /// `1234 calls (3.09 per request, judges included), 56789 tokens`.
 pub fn spent_line(g: &GuardedMeasurement) -> String {
+    let share = |part: u64, whole: u64| {
+        if whole == 0 {
+            "0%".to_string()
+        } else {
+            format!("{:.0}%", 100.0 * part as f64 / whole as f64)
+        }
+    };
     format!(
-        "{} call{} ({:.2} per request, judge calls included), {} tokens",
+        "{} call{} ({:.2} per request, judge calls included), {} tokens; on retries: {} calls ({}), {} tokens ({})",
         g.calls,
         if g.calls == 1 { "" } else { "s" },
         calls_per_request(g),
-        g.tokens
+        g.tokens,
+        g.retry_calls,
+        share(g.retry_calls, g.calls),
+        g.retry_tokens,
+        share(g.retry_tokens, g.tokens)
     )
 }
 

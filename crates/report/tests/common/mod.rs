@@ -384,6 +384,8 @@ pub fn retry_check(held: bool) -> probity_core::guarded::RetryCheck {
         attempts: band(1.6, 1.5, 1.7),
         calls: 410,
         tokens: 12345,
+        retry_calls: 140,
+        retry_tokens: 4100,
     };
     let (joint_s, joint_a) = if held {
         (band(0.92, 0.88, 0.95), band(1.62, 1.55, 1.7))
