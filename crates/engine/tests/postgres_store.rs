@@ -302,3 +302,46 @@ fn replace_password(url: &str, pw: &str) -> String {
     let user = userinfo.split(':').next().unwrap();
     format!("{scheme}://{user}:{pw}@{host}")
 }
+
+/// Four workers claiming one input at a time, at once: each claim holds at
+/// most what was asked, no input is handed out twice, none is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_claims_take_what_they_ask_and_never_the_same_input() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let mut pg = connect(&db);
+    let sim = SimModel::new(SimConfig {
+        seed: Some(1),
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let exp = contraction_experiment("many", Arc::new(sim), 1, 200);
+    let run = go(&exp, &mut pg).await.stored_id();
+    let location = db.location();
+    let workers: Vec<_> = (0..4)
+        .map(|w| {
+            let location = location.clone();
+            std::thread::spawn(move || {
+                let store = Store::connect(&location).unwrap();
+                let mut got = Vec::new();
+                loop {
+                    let claim = store.claim_inputs(run, 1).unwrap();
+                    assert!(claim.len() <= 1, "worker {w} asked for 1, got {claim:?}");
+                    let Some(&i) = claim.first() else { break };
+                    // Another holder in the store's eyes: this process's
+                    // token is shared by the threads.
+                    store.finish_inputs(run, &[i]).unwrap();
+                    got.push(i);
+                }
+                got
+            })
+        })
+        .collect();
+    let mut all: Vec<usize> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..200).collect::<Vec<_>>());
+}

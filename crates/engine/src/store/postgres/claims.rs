@@ -26,13 +26,17 @@ impl Postgres {
             )?;
             let mut got: Vec<usize> = tx
                 .query(
-                    "UPDATE claims SET holder = $2, pid = $3, host = $4,
-                        expires_at = now() + make_interval(secs => $5)
-                     WHERE run_id = $1 AND input_idx IN (
+                    // The picked rows in a CTE, evaluated once: as an
+                    // `IN (SELECT … LIMIT n)` the planner may scan the
+                    // subquery again and update more than n rows.
+                    "WITH picked AS MATERIALIZED (
                         SELECT input_idx FROM claims WHERE run_id = $1 AND NOT done
                             AND (holder IS NULL OR expires_at < now())
                         ORDER BY input_idx LIMIT $6 FOR UPDATE SKIP LOCKED)
-                     RETURNING input_idx",
+                     UPDATE claims c SET holder = $2, pid = $3, host = $4,
+                        expires_at = now() + make_interval(secs => $5)
+                     FROM picked WHERE c.run_id = $1 AND c.input_idx = picked.input_idx
+                     RETURNING c.input_idx",
                     &[&run, &me().token, &me().pid, &me().host, &ttl, &count],
                 )?
                 .iter()
