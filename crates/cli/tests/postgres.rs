@@ -510,3 +510,31 @@ async fn serve_replicas_share_one_store() {
     );
     assert_eq!(db.query("SELECT COUNT(*) FROM samples"), ["30"]);
 }
+
+/// `probity work` on a run started without `--shared` is refused, naming
+/// the fix: it would sample what the run's own process samples.
+#[test]
+fn work_refuses_a_run_that_is_not_shared() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 0);
+    let out = output(probity(dir.path(), db.url(), &["run", "-q"]));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let out = output(probity(dir.path(), db.url(), &["work", "--run", "1", "-q"]));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("complete") || err.contains("--shared"),
+        "{err}"
+    );
+    db.query("UPDATE runs SET status = 'interrupted'");
+    let out = output(probity(dir.path(), db.url(), &["work", "--run", "1", "-q"]));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("not started with `probity run --shared`"),
+        "{err}"
+    );
+}

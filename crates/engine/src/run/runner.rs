@@ -448,6 +448,13 @@ pub async fn run_with(
                         "run {id} is complete: nothing to work on"
                     ))));
                 }
+                // A run started without --shared hands out no inputs: a
+                // worker would sample what its own process samples too.
+                if store.open_inputs(id)?.0 == 0 {
+                    return Err(RunError::Config(at(format!(
+                        "run {id} has no inputs to claim: it was not started with `probity run --shared` (or every input is done); continue it with `probity run --resume` instead"
+                    ))));
+                }
                 Some(id)
             } else if control.resume {
                 let id = store.resumable_run(&hash)?;
