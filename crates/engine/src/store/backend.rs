@@ -1,6 +1,7 @@
 //! The one interface both run stores implement (SQLite, `sqlite/`;
 //! PostgreSQL, `postgres/`): [`Backend`] for what a process asks of its
-//! store, [`CacheReader`] for the caches' lookups on a connection of their
+//! store (one trait per job: [`Runs`], [`Samples`], [`Leases`],
+//! [`Claims`], [`Caches`], [`Writes`]), [`CacheReader`] for the caches' lookups on a connection of their
 //! own, and [`BatchWriter`] for the writer thread's transactions.
 //!
 //! The contracts are the [`Store`](super::Store) methods' (the facade
@@ -19,9 +20,15 @@ use probity_core::{Cell, Input, ReliabilityTensor};
 use std::collections::HashMap;
 use std::ops::Range;
 
-/// A run store's operations (see [`super::Store`] for each contract).
-pub(crate) trait Backend: Send {
-    // Runs.
+/// A run store: every job below (see [`super::Store`] for each
+/// contract). Each job is a trait of its own, implemented in the file of
+/// that job (`sqlite/runs.rs`, `postgres/runs.rs`, …).
+pub(crate) trait Backend: Runs + Samples + Leases + Claims + Caches + Writes + Send {}
+
+impl<T: Runs + Samples + Leases + Claims + Caches + Writes + Send> Backend for T {}
+
+/// Runs: created, finished, listed, read back.
+pub(crate) trait Runs {
     fn create_run(&mut self, run: &NewRun<'_>) -> Result<i64, StoreError>;
     fn resumable_run(&self, config_hash: &str) -> Result<Option<i64>, StoreError>;
     fn finish_run(&self, run: i64, end: &RunEnd<'_>) -> Result<(), StoreError>;
@@ -29,8 +36,10 @@ pub(crate) trait Backend: Send {
     fn runs(&self, name: Option<&str>) -> Result<Vec<RunRecord>, StoreError>;
     fn run(&self, run: i64) -> Result<Option<RunRecord>, StoreError>;
     fn latest_named(&self, name: &str) -> Result<Option<i64>, StoreError>;
+}
 
-    // Inputs, samples, attempts, snapshots.
+/// A run's inputs, samples, attempts and snapshot, read back.
+pub(crate) trait Samples {
     fn inputs(&self, run: i64) -> Result<Vec<Input>, StoreError>;
     fn samples(&self, run: i64, inputs: Option<Range<usize>>)
         -> Result<Vec<SampleRow>, StoreError>;
@@ -66,8 +75,10 @@ pub(crate) trait Backend: Send {
         causes: &Causes,
     ) -> Result<(), StoreError>;
     fn snapshot(&self, run: i64) -> Result<Option<(Vec<u8>, String)>, StoreError>;
+}
 
-    // Leases.
+/// Leases: one process writes a run at a time.
+pub(crate) trait Leases {
     fn take_lease(&mut self, run: i64) -> Result<(), StoreError>;
     fn lease_holder(&self, run: i64) -> Result<Option<i64>, StoreError>;
     fn refresh_lease(&self, run: i64) -> Result<(), StoreError>;
@@ -77,8 +88,11 @@ pub(crate) trait Backend: Send {
         name: Option<&str>,
         keep: Option<i64>,
     ) -> Result<usize, StoreError>;
+}
 
-    // Work shared between processes (`probity work`).
+/// Claims: the inputs of a shared run, worked on by many processes
+/// (`probity work`).
+pub(crate) trait Claims {
     /// Claim up to `count` inputs of `run` that no live worker holds and
     /// that are not marked done, for `ttl`; their indexes.
     fn claim_inputs(
@@ -101,14 +115,19 @@ pub(crate) trait Backend: Send {
         run: i64,
         inputs: &[usize],
     ) -> Result<Vec<(usize, usize)>, StoreError>;
+}
 
-    // Caches.
+/// The judge cache, and readers for the caches.
+pub(crate) trait Caches {
     fn judgement(&self, key: &str) -> Result<Option<JudgementRow>, StoreError>;
     fn judgement_count(&self) -> Result<u64, StoreError>;
     /// A reader on a connection of its own (the caches look up from the
     /// workers, while the store's own connection serves the runner).
     fn reader(&self) -> Result<Box<dyn CacheReader>, StoreError>;
+}
 
+/// The writer thread's side.
+pub(crate) trait Writes {
     /// What makes the writer thread's connection: called on that thread
     /// (a connection is opened where it is used).
     fn batch_writer(&self, run: i64, recheck: bool) -> Result<WriterFactory, StoreError>;

@@ -1,7 +1,8 @@
 //! The caches' lookups in PostgreSQL, on a connection of their own.
 
 use super::conn::Conn;
-use crate::store::backend::CacheReader;
+use super::db::Postgres;
+use crate::store::backend::{CacheReader, Caches};
 use crate::store::error::StoreError;
 use crate::store::location::PostgresUrl;
 use crate::store::records::{CachedOutput, JudgementRow};
@@ -63,5 +64,23 @@ impl CacheReader for Reader {
             };
             hit.map(|r| cached_from_row(&r, 0)).transpose()
         })
+    }
+}
+
+impl Caches for Postgres {
+    fn judgement(&self, key: &str) -> Result<Option<JudgementRow>, StoreError> {
+        let key = key.to_string();
+        self.conn.call(move |c| lookup_judgement(c, &key))
+    }
+
+    fn judgement_count(&self) -> Result<u64, StoreError> {
+        self.conn.call(|c| {
+            c.query_one("SELECT COUNT(*) FROM judgements", &[])
+                .map(|r| r.get::<_, i64>(0) as u64)
+        })
+    }
+
+    fn reader(&self) -> Result<Box<dyn CacheReader>, StoreError> {
+        Ok(Box::new(Reader::open(&self.url)?))
     }
 }

@@ -3,11 +3,12 @@
 //! each other nor take the same input), expiring by the server's clock.
 
 use super::db::Postgres;
+use crate::store::backend::Claims;
 use crate::store::error::StoreError;
 use crate::store::identity::me;
 
-impl Postgres {
-    pub(super) fn claim_inputs(
+impl Claims for Postgres {
+    fn claim_inputs(
         &self,
         run: i64,
         count: usize,
@@ -48,11 +49,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn refresh_claims(
-        &self,
-        run: i64,
-        ttl: std::time::Duration,
-    ) -> Result<(), StoreError> {
+    fn refresh_claims(&self, run: i64, ttl: std::time::Duration) -> Result<(), StoreError> {
         let ttl = ttl.as_secs_f64();
         self.conn.call(move |c| {
             c.execute(
@@ -64,7 +61,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn finish_inputs(&self, run: i64, inputs: &[usize]) -> Result<(), StoreError> {
+    fn finish_inputs(&self, run: i64, inputs: &[usize]) -> Result<(), StoreError> {
         let inputs: Vec<i64> = inputs.iter().map(|&i| i as i64).collect();
         self.conn.call(move |c| {
             c.execute(
@@ -76,7 +73,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn open_inputs(&self, run: i64) -> Result<(usize, usize), StoreError> {
+    fn open_inputs(&self, run: i64) -> Result<(usize, usize), StoreError> {
         self.conn.call(move |c| {
             let r = c.query_one(
                 "SELECT COUNT(*), COUNT(*) FILTER (WHERE holder IS NOT NULL AND expires_at >= now())
@@ -87,7 +84,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn stored_cells_of(
+    fn stored_cells_of(
         &self,
         run: i64,
         inputs: &[usize],

@@ -3,6 +3,7 @@
 //! machines' clocks disagree.
 
 use super::db::Postgres;
+use crate::store::backend::Leases;
 use crate::store::error::StoreError;
 use crate::store::identity::{me, process_gone};
 use crate::store::lease::LEASE_STALE_S;
@@ -27,8 +28,8 @@ enum Taken {
     },
 }
 
-impl Postgres {
-    pub(super) fn take_lease(&mut self, run: i64) -> Result<(), StoreError> {
+impl Leases for Postgres {
+    fn take_lease(&mut self, run: i64) -> Result<(), StoreError> {
         let taken = self.conn.call(move |c| {
             let mut tx = c.transaction()?;
             // The run's row, locked: two takers of one run queue here, and
@@ -88,7 +89,7 @@ impl Postgres {
         }
     }
 
-    pub(super) fn lease_holder(&self, run: i64) -> Result<Option<i64>, StoreError> {
+    fn lease_holder(&self, run: i64) -> Result<Option<i64>, StoreError> {
         self.conn.call(move |c| {
             Ok(
                 c.query_opt("SELECT pid FROM leases WHERE run_id = $1", &[&run])?
@@ -97,11 +98,11 @@ impl Postgres {
         })
     }
 
-    pub(super) fn refresh_lease(&self, run: i64) -> Result<(), StoreError> {
+    fn refresh_lease(&self, run: i64) -> Result<(), StoreError> {
         self.conn.call(move |c| refresh_lease_on(c, run))
     }
 
-    pub(super) fn release_lease(&self, run: i64) -> Result<(), StoreError> {
+    fn release_lease(&self, run: i64) -> Result<(), StoreError> {
         self.conn.call(move |c| {
             c.execute(
                 "DELETE FROM leases WHERE run_id = $1 AND holder = $2",
@@ -111,7 +112,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn interrupt_abandoned(
+    fn interrupt_abandoned(
         &self,
         name: Option<&str>,
         keep: Option<i64>,

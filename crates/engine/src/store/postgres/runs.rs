@@ -3,15 +3,15 @@
 
 use super::db::Postgres;
 use super::schema::NOW_TEXT;
-use crate::store::backend::RunEnd;
+use crate::store::backend::{Leases, RunEnd, Runs};
 use crate::store::error::StoreError;
 use crate::store::identity::me;
 use crate::store::records::{NewRun, RunRecord};
 use crate::store::rows::{run_from_row, RUN_COLUMNS};
 use probity_core::sequential::SequentialOutcome;
 
-impl Postgres {
-    pub(super) fn create_run(&mut self, run: &NewRun<'_>) -> Result<i64, StoreError> {
+impl Runs for Postgres {
+    fn create_run(&mut self, run: &NewRun<'_>) -> Result<i64, StoreError> {
         let row = (
             run.name.to_string(),
             run.config_hash.to_string(),
@@ -60,7 +60,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn resumable_run(&self, config_hash: &str) -> Result<Option<i64>, StoreError> {
+    fn resumable_run(&self, config_hash: &str) -> Result<Option<i64>, StoreError> {
         let hash = config_hash.to_string();
         self.conn.call(move |c| {
             Ok(c.query_opt(
@@ -71,7 +71,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn finish_run(&self, run: i64, end: &RunEnd<'_>) -> Result<(), StoreError> {
+    fn finish_run(&self, run: i64, end: &RunEnd<'_>) -> Result<(), StoreError> {
         let status = <&str>::from(end.status).to_string();
         let (cached, duration) = (end.cached as i64, end.duration_s);
         let verdicts = end.verdicts.and_then(|v| serde_json::to_string(v).ok());
@@ -105,11 +105,7 @@ impl Postgres {
         self.release_lease(run)
     }
 
-    pub(super) fn set_sequential(
-        &self,
-        run: i64,
-        outcome: &SequentialOutcome,
-    ) -> Result<(), StoreError> {
+    fn set_sequential(&self, run: i64, outcome: &SequentialOutcome) -> Result<(), StoreError> {
         let text = serde_json::to_string(outcome).ok();
         self.conn.call(move |c| {
             c.execute(
@@ -120,7 +116,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn runs(&self, name: Option<&str>) -> Result<Vec<RunRecord>, StoreError> {
+    fn runs(&self, name: Option<&str>) -> Result<Vec<RunRecord>, StoreError> {
         let name = name.map(str::to_string);
         self.conn.call(move |c| {
             c.query(
@@ -135,7 +131,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn run(&self, run: i64) -> Result<Option<RunRecord>, StoreError> {
+    fn run(&self, run: i64) -> Result<Option<RunRecord>, StoreError> {
         self.conn.call(move |c| {
             c.query_opt(&format!("{RUN_COLUMNS} WHERE id = $1"), &[&run])?
                 .as_ref()
@@ -144,7 +140,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn latest_named(&self, name: &str) -> Result<Option<i64>, StoreError> {
+    fn latest_named(&self, name: &str) -> Result<Option<i64>, StoreError> {
         let name = name.to_string();
         self.conn.call(move |c| {
             Ok(c.query_opt(

@@ -1,7 +1,7 @@
 //! Reading a run's inputs, samples, attempts and snapshot from PostgreSQL.
 
 use super::db::Postgres;
-use crate::store::backend::LiveCells;
+use crate::store::backend::{LiveCells, Samples};
 use crate::store::error::StoreError;
 use crate::store::records::{AttemptCounts, AttemptRow, CachedOutput, SampleRow};
 use crate::store::rows::{
@@ -13,8 +13,8 @@ use probity_core::{Cell, Input, ReliabilityTensor};
 use std::collections::HashMap;
 use std::ops::Range;
 
-impl Postgres {
-    pub(super) fn inputs(&self, run: i64) -> Result<Vec<Input>, StoreError> {
+impl Samples for Postgres {
+    fn inputs(&self, run: i64) -> Result<Vec<Input>, StoreError> {
         let rows: Vec<(String, String)> = self.conn.call(move |c| {
             c.query(
                 "SELECT input_id, fields FROM inputs WHERE run_id = $1 ORDER BY idx",
@@ -36,7 +36,7 @@ impl Postgres {
             .collect()
     }
 
-    pub(super) fn samples(
+    fn samples(
         &self,
         run: i64,
         inputs: Option<Range<usize>>,
@@ -56,7 +56,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn sample_count(&self, run: i64) -> Result<usize, StoreError> {
+    fn sample_count(&self, run: i64) -> Result<usize, StoreError> {
         self.conn.call(move |c| {
             c.query_one(
                 "SELECT (SELECT COUNT(*) FROM samples WHERE run_id = $1)
@@ -67,11 +67,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn samples_at(
-        &self,
-        run: i64,
-        at: &[(usize, usize)],
-    ) -> Result<Vec<SampleRow>, StoreError> {
+    fn samples_at(&self, run: i64, at: &[(usize, usize)]) -> Result<Vec<SampleRow>, StoreError> {
         let is: Vec<i64> = at.iter().map(|&(i, _)| i as i64).collect();
         let js: Vec<i64> = at.iter().map(|&(_, j)| j as i64).collect();
         let rows: Vec<SampleRow> = self.conn.call(move |c| {
@@ -94,7 +90,7 @@ impl Postgres {
         Ok(at.iter().filter_map(|c| by_cell.remove(c)).collect())
     }
 
-    pub(super) fn each_sample_cells(
+    fn each_sample_cells(
         &self,
         run: i64,
         f: &mut dyn FnMut(usize, usize, &[Cell]),
@@ -114,11 +110,7 @@ impl Postgres {
         )
     }
 
-    pub(super) fn each_sample_error(
-        &self,
-        run: i64,
-        f: &mut dyn FnMut(&SampleRow),
-    ) -> Result<(), StoreError> {
+    fn each_sample_error(&self, run: i64, f: &mut dyn FnMut(&SampleRow)) -> Result<(), StoreError> {
         self.conn.each(
             "SELECT input_idx, repetition, error, cells, reasons FROM run_samples WHERE run_id = $1
              ORDER BY input_idx, repetition",
@@ -128,7 +120,7 @@ impl Postgres {
         )
     }
 
-    pub(super) fn attempts(&self, run: i64) -> Result<Vec<AttemptRow>, StoreError> {
+    fn attempts(&self, run: i64) -> Result<Vec<AttemptRow>, StoreError> {
         self.conn.call(move |c| {
             c.query(
                 &format!(
@@ -142,7 +134,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn live_cells(
+    fn live_cells(
         &self,
         run: i64,
         from: usize,
@@ -171,7 +163,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn each_attempt_counts(
+    fn each_attempt_counts(
         &self,
         run: i64,
         f: &mut dyn FnMut(AttemptCounts),
@@ -194,7 +186,7 @@ impl Postgres {
         )
     }
 
-    pub(super) fn cached_outputs(
+    fn cached_outputs(
         &self,
         from: i64,
         keys: &[String],
@@ -215,7 +207,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn put_snapshot(
+    fn put_snapshot(
         &self,
         run: i64,
         tensor: &ReliabilityTensor,
@@ -233,7 +225,7 @@ impl Postgres {
         })
     }
 
-    pub(super) fn snapshot(&self, run: i64) -> Result<Option<(Vec<u8>, String)>, StoreError> {
+    fn snapshot(&self, run: i64) -> Result<Option<(Vec<u8>, String)>, StoreError> {
         self.conn.call(move |c| {
             Ok(c.query_opt(
                 "SELECT cells, causes FROM snapshots WHERE run_id = $1",

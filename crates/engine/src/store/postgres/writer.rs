@@ -9,8 +9,9 @@
 //! stored.
 
 use super::conn::{connect, transient};
+use super::db::Postgres;
 use super::lease::refresh_lease_on;
-use crate::store::backend::{Batch, BatchWriter, WriterFactory};
+use crate::store::backend::{Batch, BatchWriter, WriterFactory, Writes};
 use crate::store::error::StoreError;
 use crate::store::location::{PostgresUrl, StoreLocation};
 use crate::store::rows::{add_by_check, cell_bytes, reasons_text};
@@ -29,7 +30,13 @@ struct Writer {
     recheck: bool,
 }
 
-pub(super) fn factory(url: PostgresUrl, run: i64, recheck: bool) -> WriterFactory {
+impl Writes for Postgres {
+    fn batch_writer(&self, run: i64, recheck: bool) -> Result<WriterFactory, StoreError> {
+        Ok(factory(self.url.clone(), run, recheck))
+    }
+}
+
+fn factory(url: PostgresUrl, run: i64, recheck: bool) -> WriterFactory {
     Box::new(move || {
         let client = connect(&url)?;
         Ok(Box::new(Writer {

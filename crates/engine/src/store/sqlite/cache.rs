@@ -1,7 +1,7 @@
 //! The caches' lookups in SQLite, on a connection of their own.
 
 use super::db::{err_at, open_connection, Sqlite};
-use crate::store::backend::CacheReader;
+use crate::store::backend::{CacheReader, Caches};
 use crate::store::error::StoreError;
 use crate::store::records::{CachedOutput, JudgementRow};
 use crate::store::rows::cached_from_row;
@@ -70,13 +70,21 @@ impl CacheReader for Reader {
     }
 }
 
-impl Sqlite {
-    pub(super) fn judgement_count(&self) -> Result<u64, StoreError> {
+impl Caches for Sqlite {
+    fn judgement(&self, key: &str) -> Result<Option<JudgementRow>, StoreError> {
+        lookup_judgement(&self.conn, key).map_err(|e| self.err(e))
+    }
+
+    fn judgement_count(&self) -> Result<u64, StoreError> {
         self.conn
             .query_row("SELECT COUNT(*) FROM judgements", [], |r| {
                 r.get::<_, i64>(0)
             })
             .map(|n| n as u64)
             .map_err(|e| self.err(e))
+    }
+
+    fn reader(&self) -> Result<Box<dyn CacheReader>, StoreError> {
+        Ok(Box::new(Reader::open(&self.path)?))
     }
 }

@@ -4,12 +4,13 @@
 
 use super::db::Sqlite;
 use super::schema::NOW_S;
+use crate::store::backend::Claims;
 use crate::store::error::StoreError;
 use crate::store::identity::me;
 use rusqlite::params;
 
-impl Sqlite {
-    pub(super) fn claim_inputs(
+impl Claims for Sqlite {
+    fn claim_inputs(
         &self,
         run: i64,
         count: usize,
@@ -56,11 +57,7 @@ impl Sqlite {
         })
     }
 
-    pub(super) fn refresh_claims(
-        &self,
-        run: i64,
-        ttl: std::time::Duration,
-    ) -> Result<(), StoreError> {
+    fn refresh_claims(&self, run: i64, ttl: std::time::Duration) -> Result<(), StoreError> {
         self.conn
             .execute(
                 &format!(
@@ -73,7 +70,7 @@ impl Sqlite {
             .map_err(|e| self.err(e))
     }
 
-    pub(super) fn finish_inputs(&self, run: i64, inputs: &[usize]) -> Result<(), StoreError> {
+    fn finish_inputs(&self, run: i64, inputs: &[usize]) -> Result<(), StoreError> {
         let mark = || -> rusqlite::Result<()> {
             let tx = self.conn.unchecked_transaction()?;
             {
@@ -90,7 +87,7 @@ impl Sqlite {
         mark().map_err(|e| self.err(e))
     }
 
-    pub(super) fn open_inputs(&self, run: i64) -> Result<(usize, usize), StoreError> {
+    fn open_inputs(&self, run: i64) -> Result<(usize, usize), StoreError> {
         self.conn
             .query_row(
                 &format!(
@@ -103,7 +100,7 @@ impl Sqlite {
             .map_err(|e| self.err(e))
     }
 
-    pub(super) fn stored_cells_of(
+    fn stored_cells_of(
         &self,
         run: i64,
         inputs: &[usize],
@@ -122,7 +119,9 @@ impl Sqlite {
         };
         read().map_err(|e| self.err(e))
     }
+}
 
+impl Sqlite {
     /// Whether a live worker holds an input of `run` (a shared run whose
     /// creator is gone is still being worked on).
     pub(super) fn claims_alive(&self, run: i64) -> Result<bool, StoreError> {

@@ -3,6 +3,7 @@
 
 use super::db::Sqlite;
 use super::schema::NOW_S;
+use crate::store::backend::Leases;
 use crate::store::error::StoreError;
 use crate::store::identity::{me, process_gone};
 use crate::store::lease::LEASE_STALE_S;
@@ -17,8 +18,8 @@ pub(super) fn refresh_lease_on(conn: &Connection, run: i64) -> rusqlite::Result<
     .map(|_| ())
 }
 
-impl Sqlite {
-    pub(super) fn take_lease(&mut self, run: i64) -> Result<(), StoreError> {
+impl Leases for Sqlite {
+    fn take_lease(&mut self, run: i64) -> Result<(), StoreError> {
         let path = self.path.clone();
         let location = self.location();
         let err = |source| super::db::err_at(&path, source);
@@ -69,7 +70,7 @@ impl Sqlite {
         tx.commit().map_err(err)
     }
 
-    pub(super) fn lease_holder(&self, run: i64) -> Result<Option<i64>, StoreError> {
+    fn lease_holder(&self, run: i64) -> Result<Option<i64>, StoreError> {
         self.conn
             .query_row(
                 "SELECT pid FROM leases WHERE run_id = ?1",
@@ -80,11 +81,11 @@ impl Sqlite {
             .map_err(|e| self.err(e))
     }
 
-    pub(super) fn refresh_lease(&self, run: i64) -> Result<(), StoreError> {
+    fn refresh_lease(&self, run: i64) -> Result<(), StoreError> {
         refresh_lease_on(&self.conn, run).map_err(|e| self.err(e))
     }
 
-    pub(super) fn release_lease(&self, run: i64) -> Result<(), StoreError> {
+    fn release_lease(&self, run: i64) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "DELETE FROM leases WHERE run_id = ?1 AND holder = ?2",
@@ -94,7 +95,7 @@ impl Sqlite {
             .map_err(|e| self.err(e))
     }
 
-    pub(super) fn interrupt_abandoned(
+    fn interrupt_abandoned(
         &self,
         name: Option<&str>,
         keep: Option<i64>,

@@ -1,8 +1,8 @@
 //! The SQLite store: one file in WAL mode, the embedded default. Opening
 //! it creates or migrates it ([`Sqlite::open`]); the operations live
-//! beside the job they do (`runs`, `samples`, `lease`, `claims`, `cache`,
-//! `writer`), each an inherent method the [`Backend`] implementation
-//! below names.
+//! beside the job they do, each file implementing that job's trait of
+//! [`super::backend`] (`runs`, `samples`, `lease`, `claims`, `cache`,
+//! `writer`).
 
 mod cache;
 mod claims;
@@ -13,21 +13,12 @@ mod samples;
 pub(super) mod schema;
 mod writer;
 
-use super::backend::{Backend, CacheReader, RunEnd, WriterFactory};
 use super::error::StoreError;
-use super::records::{
-    AttemptCounts, AttemptRow, CachedOutput, JudgementRow, NewRun, RunRecord, SampleRow,
-};
 use super::schema::SCHEMA_VERSION;
 use db::open_connection;
 pub use db::Sqlite;
-use probity_core::causes::Causes;
-use probity_core::sequential::SequentialOutcome;
-use probity_core::{Cell, Input, ReliabilityTensor};
 use rusqlite::Connection;
 use schema::{has_column, LATE_INDEXES, MIGRATION_10, SCHEMA};
-use std::collections::HashMap;
-use std::ops::Range;
 use std::path::Path;
 
 impl Sqlite {
@@ -131,146 +122,5 @@ impl Sqlite {
             }
         }
         Ok(())
-    }
-}
-
-impl Backend for Sqlite {
-    fn create_run(&mut self, run: &NewRun<'_>) -> Result<i64, StoreError> {
-        Sqlite::create_run(self, run)
-    }
-    fn resumable_run(&self, config_hash: &str) -> Result<Option<i64>, StoreError> {
-        Sqlite::resumable_run(self, config_hash)
-    }
-    fn finish_run(&self, run: i64, end: &RunEnd<'_>) -> Result<(), StoreError> {
-        Sqlite::finish_run(self, run, end)
-    }
-    fn set_sequential(&self, run: i64, outcome: &SequentialOutcome) -> Result<(), StoreError> {
-        Sqlite::set_sequential(self, run, outcome)
-    }
-    fn runs(&self, name: Option<&str>) -> Result<Vec<RunRecord>, StoreError> {
-        Sqlite::runs(self, name)
-    }
-    fn run(&self, run: i64) -> Result<Option<RunRecord>, StoreError> {
-        Sqlite::run(self, run)
-    }
-    fn latest_named(&self, name: &str) -> Result<Option<i64>, StoreError> {
-        Sqlite::latest_named(self, name)
-    }
-    fn inputs(&self, run: i64) -> Result<Vec<Input>, StoreError> {
-        Sqlite::inputs(self, run)
-    }
-    fn samples(
-        &self,
-        run: i64,
-        inputs: Option<Range<usize>>,
-    ) -> Result<Vec<SampleRow>, StoreError> {
-        Sqlite::samples(self, run, inputs)
-    }
-    fn sample_count(&self, run: i64) -> Result<usize, StoreError> {
-        Sqlite::sample_count(self, run)
-    }
-    fn samples_at(&self, run: i64, at: &[(usize, usize)]) -> Result<Vec<SampleRow>, StoreError> {
-        Sqlite::samples_at(self, run, at)
-    }
-    fn each_sample_cells(
-        &self,
-        run: i64,
-        f: &mut dyn FnMut(usize, usize, &[Cell]),
-    ) -> Result<(), StoreError> {
-        Sqlite::each_sample_cells(self, run, f)
-    }
-    fn each_sample_error(&self, run: i64, f: &mut dyn FnMut(&SampleRow)) -> Result<(), StoreError> {
-        Sqlite::each_sample_error(self, run, f)
-    }
-    fn attempts(&self, run: i64) -> Result<Vec<AttemptRow>, StoreError> {
-        Sqlite::attempts(self, run)
-    }
-    fn live_cells(
-        &self,
-        run: i64,
-        from: usize,
-        limit: usize,
-    ) -> Result<Vec<super::backend::LiveCells>, StoreError> {
-        Sqlite::live_cells(self, run, from, limit)
-    }
-    fn each_attempt_counts(
-        &self,
-        run: i64,
-        f: &mut dyn FnMut(AttemptCounts),
-    ) -> Result<(), StoreError> {
-        Sqlite::each_attempt_counts(self, run, f)
-    }
-    fn cached_outputs(
-        &self,
-        from: i64,
-        keys: &[String],
-    ) -> Result<HashMap<String, CachedOutput>, StoreError> {
-        Sqlite::cached_outputs(self, from, keys)
-    }
-    fn put_snapshot(
-        &self,
-        run: i64,
-        tensor: &ReliabilityTensor,
-        causes: &Causes,
-    ) -> Result<(), StoreError> {
-        Sqlite::put_snapshot(self, run, tensor, causes)
-    }
-    fn snapshot(&self, run: i64) -> Result<Option<(Vec<u8>, String)>, StoreError> {
-        Sqlite::snapshot(self, run)
-    }
-    fn take_lease(&mut self, run: i64) -> Result<(), StoreError> {
-        Sqlite::take_lease(self, run)
-    }
-    fn lease_holder(&self, run: i64) -> Result<Option<i64>, StoreError> {
-        Sqlite::lease_holder(self, run)
-    }
-    fn refresh_lease(&self, run: i64) -> Result<(), StoreError> {
-        Sqlite::refresh_lease(self, run)
-    }
-    fn release_lease(&self, run: i64) -> Result<(), StoreError> {
-        Sqlite::release_lease(self, run)
-    }
-    fn interrupt_abandoned(
-        &self,
-        name: Option<&str>,
-        keep: Option<i64>,
-    ) -> Result<usize, StoreError> {
-        Sqlite::interrupt_abandoned(self, name, keep)
-    }
-    fn claim_inputs(
-        &self,
-        run: i64,
-        count: usize,
-        ttl: std::time::Duration,
-    ) -> Result<Vec<usize>, StoreError> {
-        Sqlite::claim_inputs(self, run, count, ttl)
-    }
-    fn refresh_claims(&self, run: i64, ttl: std::time::Duration) -> Result<(), StoreError> {
-        Sqlite::refresh_claims(self, run, ttl)
-    }
-    fn finish_inputs(&self, run: i64, inputs: &[usize]) -> Result<(), StoreError> {
-        Sqlite::finish_inputs(self, run, inputs)
-    }
-    fn open_inputs(&self, run: i64) -> Result<(usize, usize), StoreError> {
-        Sqlite::open_inputs(self, run)
-    }
-    fn stored_cells_of(
-        &self,
-        run: i64,
-        inputs: &[usize],
-    ) -> Result<Vec<(usize, usize)>, StoreError> {
-        Sqlite::stored_cells_of(self, run, inputs)
-    }
-    fn judgement(&self, key: &str) -> Result<Option<JudgementRow>, StoreError> {
-        cache::lookup_judgement(&self.conn, key).map_err(|e| self.err(e))
-    }
-    fn judgement_count(&self) -> Result<u64, StoreError> {
-        Sqlite::judgement_count(self)
-    }
-    fn reader(&self) -> Result<Box<dyn CacheReader>, StoreError> {
-        Ok(Box::new(cache::Reader::open(&self.path)?))
-    }
-    fn batch_writer(&self, run: i64, recheck: bool) -> Result<WriterFactory, StoreError> {
-        Ok(writer::factory(self.path.clone(), run, recheck))
     }
 }

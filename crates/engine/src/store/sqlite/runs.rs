@@ -2,7 +2,7 @@
 
 use super::db::Sqlite;
 use super::schema::NOW_S;
-use crate::store::backend::RunEnd;
+use crate::store::backend::{Leases, RunEnd, Runs};
 use crate::store::error::StoreError;
 use crate::store::identity::me;
 use crate::store::records::{NewRun, RunRecord};
@@ -10,9 +10,9 @@ use crate::store::rows::{run_from_row, RUN_COLUMNS};
 use probity_core::sequential::SequentialOutcome;
 use rusqlite::{params, OptionalExtension};
 
-impl Sqlite {
+impl Runs for Sqlite {
     /// Create a run and store its inputs; returns its id.
-    pub(super) fn create_run(&mut self, run: &NewRun<'_>) -> Result<i64, StoreError> {
+    fn create_run(&mut self, run: &NewRun<'_>) -> Result<i64, StoreError> {
         let path = self.path.clone();
         let err = |source| super::db::err_at(&path, source);
         let tx = self.conn.transaction().map_err(err)?;
@@ -62,7 +62,7 @@ impl Sqlite {
     }
 
     /// The most recent unfinished run with this configuration hash.
-    pub(super) fn resumable_run(&self, config_hash: &str) -> Result<Option<i64>, StoreError> {
+    fn resumable_run(&self, config_hash: &str) -> Result<Option<i64>, StoreError> {
         self.conn
             .query_row(
                 "SELECT id FROM runs WHERE config_hash = ?1 AND status != 'complete' ORDER BY id DESC LIMIT 1",
@@ -73,7 +73,7 @@ impl Sqlite {
             .map_err(|e| self.err(e))
     }
 
-    pub(super) fn finish_run(&self, run: i64, end: &RunEnd<'_>) -> Result<(), StoreError> {
+    fn finish_run(&self, run: i64, end: &RunEnd<'_>) -> Result<(), StoreError> {
         let write = || -> rusqlite::Result<()> {
             let tx = self.conn.unchecked_transaction()?;
             tx.execute(
@@ -109,11 +109,7 @@ impl Sqlite {
     }
 
     /// Store a sequential run's outcome with it (when it finishes).
-    pub(super) fn set_sequential(
-        &self,
-        run: i64,
-        outcome: &SequentialOutcome,
-    ) -> Result<(), StoreError> {
+    fn set_sequential(&self, run: i64, outcome: &SequentialOutcome) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "UPDATE runs SET sequential = ?2 WHERE id = ?1",
@@ -125,7 +121,7 @@ impl Sqlite {
 
     /// Every run, newest first, optionally only those whose name contains
     /// `name`.
-    pub(super) fn runs(&self, name: Option<&str>) -> Result<Vec<RunRecord>, StoreError> {
+    fn runs(&self, name: Option<&str>) -> Result<Vec<RunRecord>, StoreError> {
         self.query_all(
             &format!("{RUN_COLUMNS} WHERE (?1 IS NULL OR instr(name, ?1) > 0) ORDER BY id DESC"),
             params![name],
@@ -134,7 +130,7 @@ impl Sqlite {
     }
 
     /// One run's header.
-    pub(super) fn run(&self, run: i64) -> Result<Option<RunRecord>, StoreError> {
+    fn run(&self, run: i64) -> Result<Option<RunRecord>, StoreError> {
         self.conn
             .query_row(&format!("{RUN_COLUMNS} WHERE id = ?1"), params![run], |r| {
                 run_from_row(r)
@@ -144,7 +140,7 @@ impl Sqlite {
     }
 
     /// The latest run whose name is exactly `name`.
-    pub(super) fn latest_named(&self, name: &str) -> Result<Option<i64>, StoreError> {
+    fn latest_named(&self, name: &str) -> Result<Option<i64>, StoreError> {
         self.conn
             .query_row(
                 "SELECT id FROM runs WHERE name = ?1 ORDER BY id DESC LIMIT 1",

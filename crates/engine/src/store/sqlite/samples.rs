@@ -1,7 +1,7 @@
 //! Reading a run's inputs, samples, attempts and snapshot from SQLite.
 
 use super::db::Sqlite;
-use crate::store::backend::LiveCells;
+use crate::store::backend::{LiveCells, Samples};
 use crate::store::error::StoreError;
 use crate::store::records::{AttemptCounts, AttemptRow, CachedOutput, SampleRow};
 use crate::store::rows::{
@@ -14,8 +14,8 @@ use rusqlite::{params, OptionalExtension};
 use std::collections::HashMap;
 use std::ops::Range;
 
-impl Sqlite {
-    pub(super) fn inputs(&self, run: i64) -> Result<Vec<Input>, StoreError> {
+impl Samples for Sqlite {
+    fn inputs(&self, run: i64) -> Result<Vec<Input>, StoreError> {
         let rows: Vec<(String, String)> = self.query_all(
             "SELECT input_id, fields FROM inputs WHERE run_id = ?1 ORDER BY idx",
             params![run],
@@ -33,7 +33,7 @@ impl Sqlite {
             .collect()
     }
 
-    pub(super) fn samples(
+    fn samples(
         &self,
         run: i64,
         inputs: Option<Range<usize>>,
@@ -49,7 +49,7 @@ impl Sqlite {
         )
     }
 
-    pub(super) fn sample_count(&self, run: i64) -> Result<usize, StoreError> {
+    fn sample_count(&self, run: i64) -> Result<usize, StoreError> {
         self.conn
             .query_row(
                 "SELECT (SELECT COUNT(*) FROM samples WHERE run_id = ?1)
@@ -61,11 +61,7 @@ impl Sqlite {
             .map_err(|e| self.err(e))
     }
 
-    pub(super) fn samples_at(
-        &self,
-        run: i64,
-        at: &[(usize, usize)],
-    ) -> Result<Vec<SampleRow>, StoreError> {
+    fn samples_at(&self, run: i64, at: &[(usize, usize)]) -> Result<Vec<SampleRow>, StoreError> {
         let mut stmt = self
             .conn
             .prepare_cached(&format!(
@@ -85,7 +81,7 @@ impl Sqlite {
         Ok(out)
     }
 
-    pub(super) fn each_sample_cells(
+    fn each_sample_cells(
         &self,
         run: i64,
         f: &mut dyn FnMut(usize, usize, &[Cell]),
@@ -116,11 +112,7 @@ impl Sqlite {
         Ok(())
     }
 
-    pub(super) fn each_sample_error(
-        &self,
-        run: i64,
-        f: &mut dyn FnMut(&SampleRow),
-    ) -> Result<(), StoreError> {
+    fn each_sample_error(&self, run: i64, f: &mut dyn FnMut(&SampleRow)) -> Result<(), StoreError> {
         let mut stmt = self
             .conn
             .prepare(
@@ -135,7 +127,7 @@ impl Sqlite {
         Ok(())
     }
 
-    pub(super) fn attempts(&self, run: i64) -> Result<Vec<AttemptRow>, StoreError> {
+    fn attempts(&self, run: i64) -> Result<Vec<AttemptRow>, StoreError> {
         self.query_all(
             &format!("{ATTEMPT_COLUMNS} WHERE run_id = ?1 ORDER BY input_idx, repetition, attempt"),
             params![run],
@@ -143,7 +135,7 @@ impl Sqlite {
         )
     }
 
-    pub(super) fn live_cells(
+    fn live_cells(
         &self,
         run: i64,
         from: usize,
@@ -168,7 +160,7 @@ impl Sqlite {
         )
     }
 
-    pub(super) fn each_attempt_counts(
+    fn each_attempt_counts(
         &self,
         run: i64,
         f: &mut dyn FnMut(AttemptCounts),
@@ -197,7 +189,7 @@ impl Sqlite {
         Ok(())
     }
 
-    pub(super) fn cached_outputs(
+    fn cached_outputs(
         &self,
         from: i64,
         keys: &[String],
@@ -226,7 +218,7 @@ impl Sqlite {
         Ok(out)
     }
 
-    pub(super) fn put_snapshot(
+    fn put_snapshot(
         &self,
         run: i64,
         tensor: &ReliabilityTensor,
@@ -245,7 +237,7 @@ impl Sqlite {
             .map_err(|e| self.err(e))
     }
 
-    pub(super) fn snapshot(&self, run: i64) -> Result<Option<(Vec<u8>, String)>, StoreError> {
+    fn snapshot(&self, run: i64) -> Result<Option<(Vec<u8>, String)>, StoreError> {
         self.conn
             .query_row(
                 "SELECT cells, causes FROM snapshots WHERE run_id = ?1",

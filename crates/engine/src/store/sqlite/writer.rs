@@ -2,9 +2,9 @@
 //! transaction of cached prepared statements (`INSERT OR REPLACE`: a row
 //! written twice is stored once).
 
-use super::db::{err_at, open_connection};
+use super::db::{err_at, open_connection, Sqlite};
 use super::lease::refresh_lease_on;
-use crate::store::backend::{Batch, BatchWriter, WriterFactory};
+use crate::store::backend::{Batch, BatchWriter, WriterFactory, Writes};
 use crate::store::error::StoreError;
 use crate::store::rows::{add_by_check, cell_bytes, reasons_text};
 use rusqlite::{params, Connection};
@@ -18,7 +18,13 @@ struct Writer {
     recheck: bool,
 }
 
-pub(super) fn factory(path: PathBuf, run: i64, recheck: bool) -> WriterFactory {
+impl Writes for Sqlite {
+    fn batch_writer(&self, run: i64, recheck: bool) -> Result<WriterFactory, StoreError> {
+        Ok(factory(self.path.clone(), run, recheck))
+    }
+}
+
+fn factory(path: PathBuf, run: i64, recheck: bool) -> WriterFactory {
     Box::new(move || {
         let conn = open_connection(&path)?;
         Ok(Box::new(Writer {
