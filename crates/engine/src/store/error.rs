@@ -51,8 +51,7 @@ pub enum StoreError {
 
 /// What went wrong in PostgreSQL, as a user reads it: the server's own
 /// message (with its detail and hint) for an error it reported, else the
-/// client's, which includes its cause ("error connecting to server:
-/// Connection refused"). Neither ever holds the password.
+/// client's with its cause. Neither ever holds the password.
 #[cfg(feature = "postgres")]
 fn describe(e: &postgres::Error) -> String {
     match e.as_db_error() {
@@ -66,6 +65,14 @@ fn describe(e: &postgres::Error) -> String {
             }
             text
         }
-        None => e.to_string(),
+        // The client's message, with its cause when it does not say it
+        // ("error communicating with the server: Network is unreachable").
+        None => {
+            let text = e.to_string();
+            match std::error::Error::source(e).map(|s| s.to_string()) {
+                Some(cause) if !text.contains(&cause) => format!("{text}: {cause}"),
+                _ => text,
+            }
+        }
     }
 }
