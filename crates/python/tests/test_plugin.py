@@ -13,7 +13,7 @@ TESTS = '''
 import pytest
 import probity
 
-SIM = {"provider": "sim", "contractions": 0.10, "omit_welcome": 0.15}
+SIM = {"provider": "sim", "seed": 0, "contractions": 0.10, "omit_welcome": 0.15}
 INPUTS = [f"Thank you for the tomatoes, part {i}!" if i % 2 == 0 else f"How deep, question {i}?" for i in range(20)]
 
 @probity.validator(name="contraction_validator", minimum=0.95)
