@@ -61,6 +61,15 @@ pub struct PlanArgs {
     /// Seed of the simulation.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// With a stored run: attempts per class of inputs, the classes being
+    /// the values of this input field (paper §4.2.5), from each class's own
+    /// measured joint rate.
+    #[arg(long, value_name = "FIELD", requires = "run")]
+    by: Option<String>,
+    /// With --by: write the classes' attempts here as TOML (what
+    /// `probity serve` reads as `classes`).
+    #[arg(long, value_name = "FILE", requires = "by")]
+    out: Option<std::path::PathBuf>,
     #[command(flatten)]
     store: StoreArg,
 }
@@ -133,6 +142,9 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
     let tensor = columns_of(&loaded.tensor, &columns);
     let plan = RetryPlan::from_tensor(&tensor, &loaded.record.settings.analysis)
         .map_err(|e| Failure::usage(format!("run {run}: {e}")))?;
+    if let Some(field) = &args.by {
+        return by_class(args, field, id, &plan, &inputs, &loaded.record, target);
+    }
     let checks = columns
         .iter()
         .filter_map(|&c| loaded.record.checks.get(c).map(|c| c.name.clone()))
@@ -338,4 +350,105 @@ fn sample_size(
         cost,
         seed: args.seed,
     })
+}
+
+/// `probity plan RUN --by FIELD`: each class's joint rate, interval and
+/// attempts, printed and, with `--out`, written as the TOML `probity
+/// serve` reads (`classes = "FILE"`).
+fn by_class(
+    args: &PlanArgs,
+    field: &str,
+    id: i64,
+    plan: &RetryPlan,
+    inputs: &[probity_core::Input],
+    record: &probity_engine::store::RunRecord,
+    target: f64,
+) -> Result<u8, Failure> {
+    use probity_report::sanitize::terminal_line;
+    let Some(joint) = &plan.empirical else {
+        return Err(Failure::usage(format!(
+            "run {id}: no output was judged by every deciding check, so no class has a rate"
+        )));
+    };
+    let mut missing = 0;
+    let classes: Vec<String> = inputs
+        .iter()
+        .map(|i| match i.fields.get(field) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Null) | None => {
+                missing += 1;
+                String::new()
+            }
+            Some(other) => other.to_string(),
+        })
+        .collect();
+    if missing == inputs.len() {
+        let mut known: Vec<&str> = inputs
+            .iter()
+            .flat_map(|i| i.fields.keys().map(String::as_str))
+            .collect();
+        known.sort_unstable();
+        known.dedup();
+        return Err(Failure::usage(format!(
+            "--by {field}: no input of run {id} has that field (its inputs' fields: {})",
+            known.join(", ")
+        )));
+    }
+    let by = probity_core::retry_class::plan_by_class(
+        joint,
+        &classes,
+        target,
+        &record.settings.analysis,
+    );
+    let show = |m: Option<u32>| m.map_or("unreachable".to_string(), |m| m.to_string());
+    let mut text = format!(
+        "attempts per class of `{}` for {:.1}% of requests to publish (run {id}, §4.2.5)\n",
+        terminal_line(field, 40),
+        100.0 * target
+    );
+    text.push_str(&format!(
+        "  {:<24} {:>6}  {:>22}  {:>8}  {:>16}\n",
+        "class", "inputs", "joint pass rate", "attempts", "at lower bound"
+    ));
+    for c in &by {
+        let name = if c.class.is_empty() {
+            "(no value)"
+        } else {
+            &c.class
+        };
+        text.push_str(&format!(
+            "  {:<24} {:>6}  {:>5.1}% [{:>5.1}, {:>5.1}]  {:>8}  {:>16}\n",
+            terminal_line(name, 24),
+            c.inputs,
+            100.0 * c.rate.estimate,
+            100.0 * c.rate.interval.lower,
+            100.0 * c.rate.interval.upper,
+            show(c.attempts),
+            show(c.attempts_at_lower)
+        ));
+    }
+    crate::stdout::out(&text);
+    if let Some(path) = &args.out {
+        let mut attempts = toml::Table::new();
+        for c in by.iter().filter(|c| !c.class.is_empty()) {
+            if let Some(m) = c.attempts_at_lower.or(c.attempts) {
+                attempts.insert(c.class.clone(), toml::Value::Integer(i64::from(m)));
+            }
+        }
+        let mut file = toml::Table::new();
+        file.insert("field".into(), toml::Value::String(field.to_string()));
+        file.insert("attempts".into(), toml::Value::Table(attempts));
+        let body = toml::to_string(&file).map_err(|e| Failure::incomplete(e.to_string()))?;
+        let text = format!(
+            "# Attempts per class of `{field}` from run {id} (`probity plan {id} --by {field}`):\n# each class's m at its joint rate's lower bound, for {:.1}% to publish.\n{body}",
+            100.0 * target
+        );
+        std::fs::write(path, text)
+            .map_err(|e| Failure::incomplete(format!("cannot write {}: {e}", path.display())))?;
+        eprintln!(
+            "wrote {} (use it as `classes` in a probity serve file)",
+            path.display()
+        );
+    }
+    Ok(0)
 }

@@ -18,6 +18,7 @@ pub mod monitor;
 pub mod options;
 pub mod profile;
 pub mod retry;
+pub mod retry_class;
 pub mod score;
 pub mod sequential;
 pub mod simulate;

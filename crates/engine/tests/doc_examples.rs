@@ -18,6 +18,8 @@
 //!   [`serve::load`] (its upstream is built too).
 //! * `<!-- sim-serve -->`: a `probity sim serve --config` file (`[model]`
 //!   and `[faults]`).
+//! * `<!-- classes -->`: a `classes` file of `probity serve` (attempts per
+//!   class of request).
 //! * `<!-- defaults: KIND -->` before a Markdown table with `key` and
 //!   `default` columns: the rows must name exactly the keys that KIND's
 //!   table accepts (the list serde gives for an unknown key; deprecated
@@ -303,6 +305,14 @@ struct SimServeFile {
     faults: FaultConfig,
 }
 
+/// A `classes` file of `probity serve` (attempts per class of request).
+fn load_classes(text: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let path = dir.path().join("classes.toml");
+    std::fs::write(&path, text).map_err(|e| e.to_string())?;
+    serve::classes::Classes::load(&path).map(|_| ())
+}
+
 fn load_sim_serve(text: &str) -> Result<(), String> {
     let f: SimServeFile = toml::from_str(text).map_err(|e| e.to_string())?;
     f.model.validate().map_err(|e| e.to_string())?;
@@ -325,6 +335,7 @@ fn check_block(b: &Block) -> Result<(), String> {
         Some("fragment") => load_config(&complete_fragment(&b.text)?),
         Some("serve") => load_serve(&b.text),
         Some("sim-serve") => load_sim_serve(&b.text),
+        Some("classes") => load_classes(&b.text),
         Some(other) => Err(format!(
             "unknown marker <!-- {other} --> before a toml block"
         )),

@@ -351,7 +351,8 @@ impl Guard {
         repetition: u32,
         first: Option<Result<Answer, CallFailure>>,
     ) -> GuardOutcome {
-        self.guard(messages, input, repetition, first, None).await
+        self.guard(messages, input, repetition, first, None, None)
+            .await
     }
 
     /// Guard one request of a Chat Completions client (`probity serve`):
@@ -365,12 +366,28 @@ impl Guard {
         repetition: u32,
         wire: &WireRequest,
     ) -> GuardOutcome {
+        self.run_wire_with(messages, input, repetition, wire, None)
+            .await
+    }
+
+    /// [`Guard::run_wire`] with at most `attempts` attempts instead of the
+    /// policy's (a request's class, §4.2.5); the policy's deadline still
+    /// bounds them.
+    pub async fn run_wire_with(
+        &self,
+        messages: &[Message],
+        input: &Input,
+        repetition: u32,
+        wire: &WireRequest,
+        attempts: Option<u32>,
+    ) -> GuardOutcome {
         self.guard(
             messages,
             &PreparedInput::new(input),
             repetition,
             None,
             Some(wire),
+            attempts,
         )
         .await
     }
@@ -382,8 +399,10 @@ impl Guard {
         repetition: u32,
         first: Option<Result<Answer, CallFailure>>,
         wire: Option<&WireRequest>,
+        attempts_cap: Option<u32>,
     ) -> GuardOutcome {
         let started = tokio::time::Instant::now();
+        let max_attempts = attempts_cap.unwrap_or(self.policy.attempts).max(1);
         let deadline = self
             .policy
             .deadline_s
@@ -395,7 +414,7 @@ impl Guard {
         let mut attempts: Vec<Attempt> = Vec::new();
         let mut current = messages.to_vec();
         let mut first = first;
-        for number in 1..=self.policy.attempts {
+        for number in 1..=max_attempts {
             // The first attempt is always made (and bounded by the limits
             // below), so an outcome always has at least one attempt.
             if number > 1 && deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
@@ -454,7 +473,7 @@ impl Guard {
                     attempts,
                 };
             }
-            if self.policy.feedback && number < self.policy.attempts {
+            if self.policy.feedback && number < max_attempts {
                 if let Some(prev) = &output {
                     let reasons = &attempts[attempts.len() - 1].feedback;
                     // A feedback template that cannot render for this input

@@ -97,7 +97,11 @@ pub async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: B
     };
     let idx = st.next_index();
     st.metrics.requests.inc();
-    let task = AbortOnDrop(tokio::spawn(guard(st.clone(), idx, req.clone())));
+    let attempts = st
+        .classes
+        .as_ref()
+        .and_then(|c| c.attempts_for(&headers, req.wire.params.get("metadata")));
+    let task = AbortOnDrop(tokio::spawn(guard(st.clone(), idx, req.clone(), attempts)));
     let cancel = CancelCount {
         st: st.clone(),
         armed: true,
@@ -205,7 +209,12 @@ async fn read_body(st: &ServeState, body: Body) -> Result<Bytes, Response> {
 
 /// Guard one request and queue its record (not awaited: the writer
 /// commits within `COMMIT_EVERY`).
-async fn guard(st: Arc<ServeState>, idx: usize, req: ClientRequest) -> GuardOutcome {
+async fn guard(
+    st: Arc<ServeState>,
+    idx: usize,
+    req: ClientRequest,
+    attempts: Option<u32>,
+) -> GuardOutcome {
     let last_user = req
         .messages
         .iter()
@@ -228,7 +237,7 @@ async fn guard(st: Arc<ServeState>, idx: usize, req: ClientRequest) -> GuardOutc
         .insert("messages".into(), serde_json::Value::Array(messages));
     let outcome = st
         .guard
-        .run_wire(&req.messages, &input, idx as u32, &req.wire)
+        .run_wire_with(&req.messages, &input, idx as u32, &req.wire, attempts)
         .await;
     record(&st, idx, input, &outcome);
     outcome

@@ -1,6 +1,7 @@
 //! The `--config` file of `probity serve` (docs/serve.md): its keys, and
 //! [`load`], which checks every one before anything listens.
 
+pub use super::classes::Classes;
 use crate::checks::check::Checks;
 use crate::checks::validator_table::ValidatorTable;
 use crate::checks::verifier::VerifierSpec;
@@ -11,7 +12,7 @@ use crate::retry::guard::Guard;
 use crate::retry::policy::RetryPolicy;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// What to answer when no attempt passes.
@@ -104,6 +105,12 @@ pub struct ServeConfig {
     pub validators: Vec<ValidatorTable>,
     #[serde(default, rename = "verifier")]
     pub verifiers: Vec<VerifierSpec>,
+    /// Attempts per class of request (§4.2.5): a file `probity plan RUN
+    /// --by FIELD --out FILE` wrote. A request's class is its
+    /// `x-probity-class` header, else its body's `metadata.FIELD`; a
+    /// request of no listed class gets `[retry] attempts`.
+    #[serde(default)]
+    pub classes: Option<PathBuf>,
     /// Live monitoring: epochs, window, alarms' webhook, a baseline run.
     #[serde(default)]
     pub monitor: super::monitor::MonitorConfig,
@@ -116,6 +123,8 @@ pub struct ServeConfig {
 /// A loaded guard configuration.
 pub struct Loaded {
     pub config: ServeConfig,
+    /// The attempts per class of request, when `classes` names a file.
+    pub classes: Option<Classes>,
     pub name: String,
     pub text: String,
     pub hash: String,
@@ -173,6 +182,16 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     if let Some(problem) = config.monitor.problem() {
         return Err(at(problem));
     }
+    let classes = match &config.classes {
+        Some(file) => {
+            let file = dir.join(file);
+            Some(
+                Classes::load(&file)
+                    .map_err(|e| at(format!("classes = {:?}: {e}", file.display())))?,
+            )
+        }
+        None => None,
+    };
     if !(config.confidence > 0.0 && config.confidence < 1.0) {
         return Err(at(format!(
             "confidence must be a number in (0, 1), such as 0.95, not {}",
@@ -236,6 +255,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     .map_err(|e| at(format!("[retry] {e}")))?;
     Ok(Loaded {
         config,
+        classes,
         name,
         text,
         hash,

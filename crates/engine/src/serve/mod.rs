@@ -43,6 +43,7 @@
 
 mod answer;
 mod chat;
+pub mod classes;
 mod config;
 mod metrics;
 pub mod monitor;
@@ -196,6 +197,7 @@ pub fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> 
         keepalive: Duration::from_secs_f64(c.stream_keepalive_s),
         model: c.upstream.model_name().unwrap_or(&loaded.name).to_string(),
         live: monitor::Monitor::new(&infos, c.confidence, &c.monitor, &baselines, run_id)?,
+        classes: loaded.classes,
         check_names,
         writer: recording.writer,
         run_id,

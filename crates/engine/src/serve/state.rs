@@ -278,6 +278,8 @@ pub struct ServeState {
     /// The checks' names, in column order (the metrics' labels).
     pub check_names: Vec<String>,
     pub live: Monitor,
+    /// Attempts per class of request, when configured.
+    pub classes: Option<super::classes::Classes>,
     pub writer: Writer,
     pub run_id: i64,
     pub next_input: AtomicU64,
