@@ -84,6 +84,10 @@ async fn a_run_reads_back_from_postgres_as_from_sqlite() {
             .collect::<Vec<_>>()
     };
     assert!(!attempts(&pg, b.stored_id()).is_empty());
+    // What `probity monitor` reads: each request's first and published cells.
+    let live = |s: &Store, id| s.live_cells(id, 2, 5).unwrap();
+    assert_eq!(live(&lite, a.stored_id()).len(), 5);
+    assert_eq!(live(&lite, a.stored_id()), live(&pg, b.stored_id()));
     assert_eq!(attempts(&lite, a.stored_id()), attempts(&pg, b.stored_id()));
     assert_eq!(
         lite.inputs(a.stored_id()).unwrap(),
