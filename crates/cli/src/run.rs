@@ -83,6 +83,9 @@ pub struct WorkArgs {
     /// Override [experiment] concurrency (this worker's calls at once).
     #[arg(long, value_name = "N")]
     concurrency: Option<usize>,
+    /// The same --outputs the run was made with, if any.
+    #[arg(long, value_name = "M")]
+    outputs: Option<usize>,
     /// The same `--set` overrides the run was made with (a worker must
     /// ask what the run asks).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
@@ -104,7 +107,7 @@ pub async fn work(args: WorkArgs) -> Result<u8, Failure> {
         config: args.config,
         resume: false,
         reuse: None,
-        outputs: None,
+        outputs: args.outputs,
         concurrency: args.concurrency,
         baseline: None,
         sequential: false,

@@ -529,6 +529,22 @@ fn work_refuses_a_run_that_is_not_shared() {
         err.contains("complete") || err.contains("--shared"),
         "{err}"
     );
+    // A worker that would take another M is refused, naming the flag.
+    let shared = probity(
+        dir.path(),
+        db.url(),
+        &["run", "--shared", "--outputs", "3", "-q"],
+    )
+    .spawn()
+    .unwrap();
+    let shared = wait(shared, Duration::from_secs(60));
+    assert_eq!(shared.status.code(), Some(1), "{}", text(&shared.stderr));
+    db.query("UPDATE runs SET status = 'interrupted' WHERE id = 2");
+    db.query("UPDATE claims SET done = false WHERE run_id = 2");
+    let out = output(probity(dir.path(), db.url(), &["work", "--run", "2", "-q"]));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--outputs"), "{err}");
     db.query("UPDATE runs SET status = 'interrupted'");
     let out = output(probity(dir.path(), db.url(), &["work", "--run", "1", "-q"]));
     let err = text(&out.stderr);

@@ -448,6 +448,14 @@ pub async fn run_with(
                         "run {id} is complete: nothing to work on"
                     ))));
                 }
+                // The hash leaves out the command line's overrides: the
+                // shape must match too.
+                if (run.inputs, run.outputs_per_input) != (n, m) {
+                    return Err(RunError::Config(at(format!(
+                        "run {id} takes {} inputs × {} outputs; this worker would take {n} × {m} (give the same --outputs the run was made with)",
+                        run.inputs, run.outputs_per_input
+                    ))));
+                }
                 // A run started without --shared hands out no inputs: a
                 // worker would sample what its own process samples too.
                 if store.open_inputs(id)?.0 == 0 {
