@@ -164,17 +164,24 @@ pub(super) fn cached_from_row<R: RowRead>(r: &R, at: usize) -> Result<CachedOutp
     })
 }
 
-/// A run's inputs' fields as stored (a JSON object), or what is wrong.
-pub(super) fn input_fields(
-    id: &str,
-    text: &str,
-) -> Result<serde_json::Map<String, serde_json::Value>, String> {
-    match serde_json::from_str(text) {
-        Ok(serde_json::Value::Object(m)) => Ok(m),
-        _ => Err(format!("fields of input {id:?} are not a JSON object")),
-    }
+/// A run's inputs from their stored `(id, fields)` rows, the fields a
+/// JSON object each; a row that is not one is damage, named.
+pub(super) fn inputs_from(
+    rows: Vec<(String, String)>,
+    run: i64,
+    store: &super::location::StoreLocation,
+) -> Result<Vec<probity_core::Input>, super::error::StoreError> {
+    rows.into_iter()
+        .map(|(id, fields)| match serde_json::from_str(&fields) {
+            Ok(serde_json::Value::Object(fields)) => Ok(probity_core::Input { id, fields }),
+            _ => Err(super::error::StoreError::Damaged {
+                store: store.clone(),
+                run,
+                what: format!("fields of input {id:?} are not a JSON object"),
+            }),
+        })
+        .collect()
 }
-
 /// A run's judge calls per check as stored (JSON), plus `delta`.
 pub(super) fn add_by_check(stored: Option<String>, delta: &[u64]) -> String {
     let mut by_check: Vec<u64> = stored

@@ -5,7 +5,7 @@ use crate::store::backend::{LiveCells, Samples};
 use crate::store::error::StoreError;
 use crate::store::records::{AttemptCounts, AttemptRow, CachedOutput, SampleRow};
 use crate::store::rows::{
-    attempt_from_row, byte_cell, cached_from_row, causes_row, input_fields, sample_from_row,
+    attempt_from_row, byte_cell, cached_from_row, causes_row, inputs_from, sample_from_row,
     ATTEMPT_COLUMNS, SAMPLE_COLUMNS,
 };
 use probity_core::causes::Causes;
@@ -21,16 +21,7 @@ impl Samples for Sqlite {
             params![run],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
-        rows.into_iter()
-            .map(|(id, fields)| match input_fields(&id, &fields) {
-                Ok(fields) => Ok(Input { id, fields }),
-                Err(what) => Err(StoreError::Damaged {
-                    store: self.location(),
-                    run,
-                    what,
-                }),
-            })
-            .collect()
+        inputs_from(rows, run, &self.location())
     }
 
     fn samples(
