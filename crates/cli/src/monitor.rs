@@ -5,9 +5,10 @@
 use crate::failure::Failure;
 use crate::store_arg::StoreArg;
 use clap::Args;
-use probity_core::monitor::{AlarmKind, WatchSettings};
+use probity_core::monitor::WatchSettings;
 use probity_engine::run::live::LiveFollow;
 use probity_report::sanitize::terminal_line;
+use probity_report::text::live::{alarm_line, block};
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -60,26 +61,15 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
         let alarms = follow
             .poll(&store)
             .map_err(|e| Failure::incomplete(e.to_string()))?;
-        let page = render(&args.name, &follow, args.confidence);
+        let page = render(&args.name, &follow, terminal && !args.once);
         if terminal && !args.once {
             // Home and clear, then the page.
             crate::stdout::out(&format!("\x1b[H\x1b[2J{page}"));
         } else {
             crate::stdout::out(&format!("{page}\n"));
         }
-        for (check, attempt, a) in alarms {
-            eprintln!(
-                "alarm: {} ({attempt} attempts) {}: {:.1}% [{:.1}, {:.1}] over {} requests",
-                terminal_line(&check, 60),
-                match a.kind {
-                    AlarmKind::BelowMinimum => "is established below its minimum",
-                    AlarmKind::DiffersFromBaseline => "differs from the baseline",
-                },
-                100.0 * a.rate,
-                100.0 * a.interval.lower,
-                100.0 * a.interval.upper,
-                a.requests
-            );
+        for a in alarms {
+            eprintln!("alarm: {}", alarm_line(&a.check, a.kind, &a.alarm));
         }
         if args.once {
             return Ok(0);
@@ -89,17 +79,18 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
 }
 
 /// The page: the runs pooled, then one line per check and attempt kind.
-fn render(name: &str, follow: &LiveFollow, confidence: f64) -> String {
+fn render(name: &str, follow: &LiveFollow, color: bool) -> String {
     let (runs, skipped) = follow.runs();
-    let rows = follow.rows();
-    let requests = rows.first().map_or(0, |r| r.watch.requests());
+    let live = follow.snapshot();
     let mut out = format!(
-        "live traffic of {:?}: {} run{} being written ({}), {requests} requests; sequences at {:.0}% (valid however often this refreshes)\n",
+        "live traffic of {:?}: {} run{} being written ({})\n",
         terminal_line(name, 60),
         runs.len(),
         if runs.len() == 1 { "" } else { "s" },
-        runs.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", "),
-        100.0 * confidence
+        runs.iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
     );
     if !skipped.is_empty() {
         out.push_str(&format!(
@@ -111,62 +102,9 @@ fn render(name: &str, follow: &LiveFollow, confidence: f64) -> String {
                 .join(", ")
         ));
     }
-    if rows.is_empty() {
-        out.push_str("no run of this name is being written (start `probity serve` with this configuration and store)\n");
-        return out;
-    }
-    out.push_str(&format!(
-        "{:<28} {:<10} {:>8}  {:>22}  {:>26}  {:>20}  {}\n",
-        "check", "attempt", "requests", "all traffic", "recent (epoch)", "window", "alarm"
-    ));
-    for r in rows {
-        let (rate, all) = r.watch.all();
-        let (erate, eint, en) = r.watch.epoch();
-        let w = r.watch.window();
-        let span = |rate: f64, lo: f64, hi: f64| {
-            format!(
-                "{:5.1}% [{:5.1}, {:5.1}]",
-                100.0 * rate,
-                100.0 * lo,
-                100.0 * hi
-            )
-        };
-        let alarm = r
-            .watch
-            .alarms()
-            .iter()
-            .map(|a| match a.kind {
-                AlarmKind::BelowMinimum => {
-                    format!("BELOW {:.0}%", 100.0 * r.check.minimum_success_percentage)
-                }
-                AlarmKind::DiffersFromBaseline => "DIFFERS FROM BASELINE".to_string(),
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        let none = "-".to_string();
-        out.push_str(&format!(
-            "{:<28} {:<10} {:>8}  {:>22}  {:>26}  {:>20}  {}\n",
-            terminal_line(&r.check.name, 28),
-            r.attempt,
-            r.watch.requests(),
-            if r.watch.requests() > 0 {
-                span(rate, all.lower, all.upper)
-            } else {
-                none.clone()
-            },
-            if en > 0 {
-                format!("{} of {en}", span(erate, eint.lower, eint.upper))
-            } else {
-                none.clone()
-            },
-            if w.is_empty() {
-                none
-            } else {
-                let i = w.interval(confidence);
-                span(w.rate(), i.lower, i.upper)
-            },
-            if alarm.is_empty() { "-" } else { &alarm },
-        ));
+    match live {
+        Some(l) => out.push_str(&block(&l, color)),
+        None => out.push_str("no run of this name is being written (start `probity serve` with this configuration and store)\n"),
     }
     out
 }

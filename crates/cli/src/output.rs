@@ -117,6 +117,7 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<RunReport, Failure> {
         tensor,
         summary,
         causes,
+        live,
     } = run;
     let fail = |e: probity_engine::store::StoreError| Failure::incomplete(e.to_string());
     let inputs = store.inputs(record.id).map_err(fail)?;
@@ -184,6 +185,7 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<RunReport, Failure> {
         failures,
         guarded,
         baseline: None,
+        live,
     })
 }
 

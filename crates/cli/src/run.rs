@@ -286,6 +286,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             tensor: outcome.tensor,
             summary: outcome.summary,
             causes: Some(outcome.causes),
+            live: None,
         },
     )?;
     let passed = report.passed();

@@ -180,6 +180,59 @@ minimum_success_percentage = 0.5
         1,
         "{log}"
     );
+
+    // The run's report shows the same watches, replayed from the store:
+    // the verdict is the first attempts' all-traffic sequence's, and the
+    // alarm is there in every format.
+    let store = dir.path().join("runs.db");
+    let report = |format: &str| {
+        let out = probity_cmd()
+            .args(["report", "watched", "--format", format, "--store"])
+            .arg(&store)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let json: Value = serde_json::from_str(&report("json")).unwrap();
+    let live = &json["live"];
+    assert_eq!(live["requests"], 120, "{live}");
+    assert_eq!(
+        (live["epoch"].as_u64(), live["window"].as_u64()),
+        (Some(40), Some(500))
+    );
+    let watched = &live["checks"][0];
+    assert_eq!(watched["name"], "contraction_validator");
+    let first = &watched["first"];
+    assert_eq!(first["requests"], 120);
+    assert_eq!(first["alarms"][0]["kind"], "below_minimum", "{first}");
+    // The same alarm the server raised, at the same request.
+    assert_eq!(first["alarms"][0]["at"], event["at"], "{first} vs {event}");
+    let check = &json["checks"][0];
+    assert_eq!(check["verdict"]["decision"], "fail", "{check}");
+    assert_eq!(check["verdict"]["established"], true);
+    assert_eq!(check["rate"]["lower"], first["all"]["lower"]);
+    assert_eq!(check["rate"]["upper"], first["all"]["upper"]);
+    // Published after retries: at least the first attempts' rate.
+    assert!(watched["published"]["rate"].as_f64() >= first["rate"].as_f64());
+    assert!(
+        json["checks"][1]["verdict"]["decision"] == "pass",
+        "{}",
+        json["checks"][1]
+    );
+    let text_report = report("text");
+    assert!(
+        text_report.contains("Live rates: live traffic: 120 requests"),
+        "{text_report}"
+    );
+    assert!(text_report.contains("BELOW 95%"), "{text_report}");
+    let md = report("markdown");
+    assert!(
+        md.contains("### Live rates") && md.contains("❌ BELOW 95%"),
+        "{md}"
+    );
+    let html = report("html");
+    assert!(html.contains("id=\"live\"") && html.contains("class=\"alarmed\""));
 }
 
 /// `probity monitor NAME --once` pools every replica's traffic from the
@@ -229,13 +282,13 @@ async fn monitor_pools_the_replicas_traffic_from_the_store() {
     assert!(page.contains("40 requests"), "{page}");
     let first = page
         .lines()
-        .find(|l| l.starts_with("contraction_validator") && l.contains(" first "))
+        .find(|l| l.trim_start().starts_with("contraction_validator") && l.contains(" first "))
         .unwrap_or_else(|| panic!("{page}"));
     assert!(first.contains("40"), "{first}");
     // Published after up to 3 attempts: a higher rate than the first attempt's.
     let published = page
         .lines()
-        .find(|l| l.starts_with("contraction_validator") && l.contains(" published "))
+        .find(|l| l.trim_start().starts_with("contraction_validator") && l.contains(" published "))
         .unwrap_or_else(|| panic!("{page}"));
     let rate = |l: &str| -> f64 {
         l.split_whitespace()

@@ -244,6 +244,13 @@ async fn a_streamed_answer_never_carries_a_failing_attempt() {
     // Usage summed over both attempts, in the last chunk before [DONE].
     assert_eq!(chunks.last().unwrap()["usage"]["total_tokens"], 20);
     assert!(events.ends_with("data: [DONE]\n\n"));
+    // The cost the headers could not carry, as a comment before the answer.
+    assert!(
+        events.contains(
+            ": probity attempts=2 calls=2 tokens=20 attempt-tokens=10,10 retry-tokens=10\n\n"
+        ),
+        "{events}"
+    );
     // The upstream is asked to stream (it answered whole: read as such).
     let sent = seen.lock().unwrap();
     assert_eq!(sent.len(), 2);
@@ -390,6 +397,14 @@ async fn a_streamed_upstream_answer_is_abandoned_once_its_prefix_fails() {
     assert_eq!(v["model"], "up-model-s");
     // The doomed answer was dropped a few events after the canary, long
     // before its 45 events; the clean one was read to the end.
+    // The fake upstream logs a stream once its last event is written,
+    // which may be just after the guard has answered.
+    for _ in 0..100 {
+        if written.lock().unwrap().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let written = written.lock().unwrap().clone();
     assert_eq!(written.len(), 2, "{written:?}");
     assert!(written[0] < 12, "the upstream kept streaming: {written:?}");
@@ -442,6 +457,14 @@ async fn a_client_that_goes_away_cancels_the_upstream_call() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while written.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The fake upstream logs a stream once its last event is written,
+    // which may be just after the guard has answered.
+    for _ in 0..100 {
+        if written.lock().unwrap().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let written = written.lock().unwrap().clone();
     assert_eq!(written.len(), 2, "{written:?}");

@@ -220,7 +220,8 @@ impl Store {
     }
 
     /// Up to `limit` requests of the live run `run` from input `from` on,
-    /// in input order: each one's first-attempt cells and published cells
+    /// in input order: each one's first-attempt cells and its final
+    /// attempt's (published, or the last tried when none passed)
     /// (`probity monitor` reads a serve run's traffic as it is written).
     pub fn live_cells(
         &self,

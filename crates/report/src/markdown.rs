@@ -261,6 +261,11 @@ fn run(r: &RunReport) -> String {
         md.push_str(&guarded_section(g));
     }
 
+    // A serve run's live rates.
+    if let Some(l) = &r.live {
+        md.push_str(&live_section(l));
+    }
+
     // Retry plan.
     let retry = facts::retry_lines(r);
     if !retry.is_empty() {
@@ -401,6 +406,24 @@ fn guarded_section(check: &RetryCheck) -> String {
         Outcome::Untested => badge(Decision::Inconclusive),
     };
     md.push_str(&format!("\n{b} {}\n\n", md_inline(&verdict_line(check))));
+    md
+}
+
+/// A serve run's live rates: the guarantee, one row per check and
+/// attempt kind, what each column is.
+fn live_section(l: &probity_core::monitor::LiveSnapshot) -> String {
+    use crate::facts::live;
+    let mut md = format!("### Live rates\n\n{}\n\n", md_inline(&live::headline(l)));
+    md.push_str(&format!("| {} |\n", live::HEADS.join(" | ")));
+    md.push_str("| --- | --- | ---: | --- | --- | --- | --- |\n");
+    for row in live::rows(l) {
+        let mut cells = row.cells(&md_cell);
+        if row.alarmed {
+            cells[6] = format!("❌ {}", cells[6]);
+        }
+        md.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    md.push_str(&format!("\n{}\n\n", md_inline(&live::method_line(l))));
     md
 }
 

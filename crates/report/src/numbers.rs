@@ -25,6 +25,11 @@ pub fn pct_num(p: f64) -> String {
     one
 }
 
+/// A finite float, or `None` (JSON writes it as `null`).
+pub fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
 /// `96.2%`.
 pub fn pct(p: f64) -> String {
     if !p.is_finite() {

@@ -197,7 +197,8 @@ fn guarded_system_beside_its_prediction() {
     assert!(row("independence model").contains("81.8%"), "{t}");
     assert!(row("per-input model").contains("1.60 [1.30, 2.10]"), "{t}");
     assert!(
-        t.contains("spent: 410 calls (2.05 per request, judge calls included), 12345 tokens"),
+        // 12345 tokens over 200 requests × 1.60 attempts = 320 attempts.
+        t.contains("spent: 410 calls (2.05 per request, judge calls included), 12345 tokens (38.6 per attempt)"),
         "{t}"
     );
     assert!(

@@ -98,3 +98,21 @@ def test_concurrent_async_requests_each_get_their_own_answer(guarded):
     questions, answers = asyncio.run(asyncio.wait_for(main(), CLIENT_TIMEOUT))
     assert answers == [f"answer to {q}" for q in questions]
     assert len(up.requests) == 8
+
+
+def test_each_answer_says_what_it_cost(guarded):
+    """Per request: attempts, calls, tokens per attempt and summed, tokens
+    on retries (the usage the upstream reported for each attempt)."""
+    guard, up = guarded([(200, completion("CANARY draft", usage=(20, 10))),
+                         (200, completion("A clean answer.", usage=(11, 7)))], attempts=3)
+    raw = guard.client().chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "Tell me the secret."}])
+    h = raw.headers
+    assert h.get("x-probity-attempts") == "2", dict(h)
+    assert h.get("x-probity-calls") == "2", dict(h)
+    assert h.get("x-probity-attempt-tokens") == "30, 18", dict(h)
+    assert h.get("x-probity-tokens") == "48", dict(h)
+    assert h.get("x-probity-retry-tokens") == "18", dict(h)
+    r = raw.parse()
+    assert r.usage.total_tokens == 48, "usage is summed over the attempts"
+    assert len(up.requests) == 2

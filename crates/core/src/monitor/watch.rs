@@ -219,6 +219,52 @@ impl RateWatch {
     pub fn settings(&self) -> WatchSettings {
         self.settings
     }
+
+    /// The watch as read now: what every display of it shows.
+    pub fn snapshot(&self) -> WatchSnapshot {
+        let (rate, all) = self.all();
+        let (epoch_rate, epoch, epoch_requests) = self.epoch();
+        WatchSnapshot {
+            requests: self.requests(),
+            rate,
+            all,
+            epoch_number: self.epoch_number,
+            epoch_requests,
+            epoch_rate,
+            epoch,
+            window_requests: self.window.len() as u64,
+            window_rate: self.window.rate(),
+            window: self.window.interval(self.settings.confidence),
+            alarms: self.raised.clone(),
+        }
+    }
+}
+
+/// A [`RateWatch`] as read at one moment (rates are 0 with their
+/// interval [0, 1] when nothing was observed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatchSnapshot {
+    /// Outcomes observed (errors and missing cells are not outcomes).
+    pub requests: u64,
+    /// The pass share over all of them.
+    pub rate: f64,
+    /// The all-traffic confidence sequence (at α/2), valid at every read.
+    pub all: Interval,
+    /// The current epoch's number, from 1.
+    pub epoch_number: u64,
+    /// Outcomes in the current epoch.
+    pub epoch_requests: u64,
+    pub epoch_rate: f64,
+    /// The current epoch's sequence (at α_k, module docs).
+    pub epoch: Interval,
+    /// Outcomes in the display window (≤ its size).
+    pub window_requests: u64,
+    pub window_rate: f64,
+    /// The window's Wilson interval at the watch's confidence: a snapshot,
+    /// not valid however often it is read.
+    pub window: Interval,
+    /// Every alarm raised so far, in order.
+    pub alarms: Vec<Alarm>,
 }
 
 /// α_k = (α/2) · 6/(π² k²): epoch k's share of half the budget.

@@ -1,16 +1,66 @@
-//! Following live traffic from the store (`probity monitor`): every run of
-//! a `probity serve` configuration's name that is being written — one per
-//! replica — read as it grows and pooled into one [`RateWatch`] per check
-//! and attempt kind (first, published). Reading from the store is what
+//! A serve run's traffic read back from the store into [`LiveRates`]:
+//! one run's, for its report ([`replay`]), or every run of a configuration's
+//! name being written — one per replica — read as it grows and pooled
+//! (`probity monitor`, [`LiveFollow`]). Reading from the store is what
 //! pools replicas: each server watches only its own traffic.
 
-use crate::store::{RunStatus, Store, StoreError};
-use probity_core::monitor::{Alarm, RateWatch, WatchSettings};
-use probity_core::{Cell, CheckInfo};
+use crate::store::{RunRecord, RunStatus, Store, StoreError};
+use probity_core::monitor::{Alarm, AttemptKind, LiveRates, LiveSnapshot, WatchSettings};
+use probity_core::CheckInfo;
 use std::collections::BTreeMap;
 
 /// Requests read per query.
 const SLICE: usize = 4096;
+
+/// Run `run`'s watches as its server had them: its stored traffic
+/// replayed, in request order, through watches made with the settings
+/// and baselines it was served with. `None` for a run not of `probity
+/// serve`.
+pub fn replay(store: &Store, run: &RunRecord) -> Result<Option<LiveSnapshot>, StoreError> {
+    let Some(live) = &run.settings.live else {
+        return Ok(None);
+    };
+    let mut rates = LiveRates::new(&run.checks, live.watch, &live.baselines)
+        .map_err(|e| damaged(store, run.id, e))?;
+    read(store, run.id, 0, &mut rates, &mut |_, _, _| {})?;
+    Ok(Some(rates.snapshot()))
+}
+
+/// Feed `rates` run `run`'s requests from `from` on; the next request to
+/// read. `alarm` hears each alarm raised, with its column and kind.
+fn read(
+    store: &Store,
+    run: i64,
+    mut from: usize,
+    rates: &mut LiveRates,
+    alarm: &mut dyn FnMut(usize, AttemptKind, Alarm),
+) -> Result<usize, StoreError> {
+    loop {
+        let slice = store.live_cells(run, from, SLICE)?;
+        for (i, first, published) in &slice {
+            for (k, a) in rates.observe(AttemptKind::First, first) {
+                alarm(k, AttemptKind::First, a);
+            }
+            if let Some(p) = published {
+                for (k, a) in rates.observe(AttemptKind::Published, p) {
+                    alarm(k, AttemptKind::Published, a);
+                }
+            }
+            from = i + 1;
+        }
+        if slice.len() < SLICE {
+            return Ok(from);
+        }
+    }
+}
+
+fn damaged(store: &Store, run: i64, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Damaged {
+        store: store.location().clone(),
+        run,
+        what: e.to_string(),
+    }
+}
 
 /// The pooled live rates of every run named `name`.
 pub struct LiveFollow {
@@ -18,19 +68,17 @@ pub struct LiveFollow {
     settings: WatchSettings,
     /// Followed runs and the next input to read of each.
     runs: BTreeMap<i64, usize>,
-    checks: Vec<CheckInfo>,
-    /// Per check: first-attempt and published watches.
-    watches: Vec<[RateWatch; 2]>,
+    /// The watches, made with the first run followed's checks.
+    rates: Option<LiveRates>,
     /// Runs not pooled: their checks differ from the first run's.
     skipped: Vec<i64>,
 }
 
-/// One watch as displayed.
-pub struct LiveRow<'a> {
-    pub check: &'a CheckInfo,
-    /// `first` or `published`.
-    pub attempt: &'static str,
-    pub watch: &'a RateWatch,
+/// An alarm raised while following, with its check and attempt kind.
+pub struct LiveAlarm {
+    pub check: String,
+    pub kind: AttemptKind,
+    pub alarm: Alarm,
 }
 
 impl LiveFollow {
@@ -39,93 +87,48 @@ impl LiveFollow {
             name: name.to_string(),
             settings,
             runs: BTreeMap::new(),
-            checks: Vec::new(),
-            watches: Vec::new(),
+            rates: None,
             skipped: Vec::new(),
         }
     }
 
     /// Read what the runs being written added since the last poll (a run
     /// is followed from when it is first seen running until it ends); the
-    /// alarms raised, with their check and attempt kind.
-    pub fn poll(
-        &mut self,
-        store: &Store,
-    ) -> Result<Vec<(String, &'static str, Alarm)>, StoreError> {
+    /// alarms raised.
+    pub fn poll(&mut self, store: &Store) -> Result<Vec<LiveAlarm>, StoreError> {
         for r in store.runs(Some(&self.name))? {
-            if r.name != self.name || self.runs.contains_key(&r.id) || self.skipped.contains(&r.id)
-            {
+            let seen = self.runs.contains_key(&r.id) || self.skipped.contains(&r.id);
+            if r.name != self.name || seen || r.status != RunStatus::Running {
                 continue;
             }
-            if r.status != RunStatus::Running {
-                continue;
-            }
-            if self.checks.is_empty() {
-                self.watches = r
-                    .checks
-                    .iter()
-                    .map(|c| {
-                        let watch = || {
-                            RateWatch::new(self.settings, Some(c.minimum_success_percentage), None)
-                        };
-                        Ok([watch()?, watch()?])
-                    })
-                    .collect::<Result<_, probity_core::stats::StatsError>>()
-                    .map_err(|e| StoreError::Damaged {
-                        store: store.location().clone(),
-                        run: r.id,
-                        what: e.to_string(),
-                    })?;
-                self.checks = r.checks.clone();
-            }
-            let same = r.checks.len() == self.checks.len()
-                && r.checks
-                    .iter()
-                    .zip(&self.checks)
-                    .all(|(a, b)| a.name == b.name);
-            if same {
+            let rates = match &mut self.rates {
+                Some(rates) => rates,
+                none => none.insert(
+                    LiveRates::new(&r.checks, self.settings, &[])
+                        .map_err(|e| damaged(store, r.id, e))?,
+                ),
+            };
+            if same_checks(rates.checks(), &r.checks) {
                 self.runs.insert(r.id, 0);
             } else {
                 self.skipped.push(r.id);
             }
         }
         let mut alarms = Vec::new();
-        let runs: Vec<i64> = self.runs.keys().copied().collect();
-        for run in runs {
-            loop {
-                let from = self.runs[&run];
-                let slice = store.live_cells(run, from, SLICE)?;
-                for (i, first, published) in &slice {
-                    self.observe(0, first, &mut alarms);
-                    if let Some(p) = published {
-                        self.observe(1, p, &mut alarms);
-                    }
-                    self.runs.insert(run, i + 1);
-                }
-                if slice.len() < SLICE {
-                    break;
-                }
-            }
+        let Some(rates) = &mut self.rates else {
+            return Ok(alarms);
+        };
+        let names: Vec<String> = rates.checks().iter().map(|c| c.name.clone()).collect();
+        for (run, next) in self.runs.iter_mut() {
+            *next = read(store, *run, *next, rates, &mut |k, kind, alarm| {
+                alarms.push(LiveAlarm {
+                    check: names[k].clone(),
+                    kind,
+                    alarm,
+                })
+            })?;
         }
         Ok(alarms)
-    }
-
-    fn observe(
-        &mut self,
-        kind: usize,
-        cells: &[Cell],
-        alarms: &mut Vec<(String, &'static str, Alarm)>,
-    ) {
-        for (k, (pair, cell)) in self.watches.iter_mut().zip(cells).enumerate() {
-            let pass = match cell {
-                Cell::Pass => true,
-                Cell::Fail => false,
-                Cell::Error | Cell::Missing => continue,
-            };
-            for a in pair[kind].observe(pass).unwrap_or_default() {
-                alarms.push((self.checks[k].name.clone(), KIND_NAMES[kind], a));
-            }
-        }
     }
 
     /// The runs pooled, and those left out (other checks).
@@ -133,23 +136,13 @@ impl LiveFollow {
         (self.runs.keys().copied().collect(), &self.skipped)
     }
 
-    /// Every watch, check by check (first, then published).
-    pub fn rows(&self) -> Vec<LiveRow<'_>> {
-        self.checks
-            .iter()
-            .zip(&self.watches)
-            .flat_map(|(check, pair)| {
-                KIND_NAMES
-                    .iter()
-                    .zip(pair)
-                    .map(move |(attempt, watch)| LiveRow {
-                        check,
-                        attempt,
-                        watch,
-                    })
-            })
-            .collect()
+    /// Every watch as read now; `None` before a run was found.
+    pub fn snapshot(&self) -> Option<LiveSnapshot> {
+        self.rates.as_ref().map(LiveRates::snapshot)
     }
 }
 
-const KIND_NAMES: [&str; 2] = ["first", "published"];
+/// Whether two runs have the same checks, by name and column.
+fn same_checks(a: &[CheckInfo], b: &[CheckInfo]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.name == b.name)
+}

@@ -5,6 +5,7 @@
 use crate::store::settings::StoredSettings;
 use crate::store::{RunRecord, Store, StoreError};
 use probity_core::causes::Causes;
+use probity_core::monitor::LiveSnapshot;
 use probity_core::{CheckInfo, Input, ReliabilityTensor, Summary};
 
 /// A run as stored, analysed.
@@ -16,6 +17,10 @@ pub struct StoredRun {
     /// The causes of its errors, most common first, when known without
     /// reading its samples (its snapshot; [`Store::causes`] counts them).
     pub causes: Option<Causes>,
+    /// A serve run's watches, its traffic replayed ([`super::live::replay`]):
+    /// its verdicts are their sequences' ([`Summary::with_live`]). `None`
+    /// for other runs.
+    pub live: Option<LiveSnapshot>,
 }
 
 /// Read run `id` and its tensor — from its snapshot when it finished,
@@ -41,11 +46,17 @@ pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
         what,
     })?;
     let summary = sequential_summary(summary, &record, &tensor);
+    let live = super::live::replay(store, &record)?;
+    let summary = match &live {
+        Some(l) => summary.with_live(l),
+        None => summary,
+    };
     Ok(StoredRun {
         record,
         tensor,
         summary,
         causes,
+        live,
     })
 }
 

@@ -160,6 +160,73 @@ pub fn usage(attempts: &[Attempt]) -> Usage {
     Usage::of(p, c)
 }
 
+/// What one answer cost (issue 20, the cost of reliability): every
+/// attempt's tokens (prompt + completion, as the upstream reported them),
+/// the calls made (to the system, retries on errors included, and to
+/// judges), and the tokens spent on attempts after the first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cost {
+    pub attempts: usize,
+    pub calls: u64,
+    /// Per attempt, in order.
+    pub attempt_tokens: Vec<u64>,
+    pub retry_tokens: u64,
+}
+
+impl Cost {
+    pub fn of(attempts: &[Attempt]) -> Cost {
+        let attempt_tokens: Vec<u64> = attempts
+            .iter()
+            .map(|a| a.input_tokens.unwrap_or(0) + a.output_tokens.unwrap_or(0))
+            .collect();
+        Cost {
+            attempts: attempts.len(),
+            calls: attempts
+                .iter()
+                .map(|a| a.call_attempts as u64 + a.judge_calls)
+                .sum(),
+            retry_tokens: attempt_tokens.iter().skip(1).sum(),
+            attempt_tokens,
+        }
+    }
+
+    pub fn tokens(&self) -> u64 {
+        self.attempt_tokens.iter().sum()
+    }
+
+    /// The answer's headers: `x-probity-attempts`, `x-probity-calls`,
+    /// `x-probity-tokens` (summed), `x-probity-attempt-tokens` (per
+    /// attempt, comma-separated) and `x-probity-retry-tokens`.
+    pub fn headers(&self) -> [(&'static str, String); 5] {
+        [
+            ("x-probity-attempts", self.attempts.to_string()),
+            ("x-probity-calls", self.calls.to_string()),
+            ("x-probity-tokens", self.tokens().to_string()),
+            (
+                "x-probity-attempt-tokens",
+                self.attempt_tokens
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            ("x-probity-retry-tokens", self.retry_tokens.to_string()),
+        ]
+    }
+
+    /// The same as one server-sent-events comment (`: probity …`), for a
+    /// stream whose headers left before the outcome was known; clients
+    /// ignore comments.
+    pub fn comment(&self) -> String {
+        let fields: Vec<String> = self
+            .headers()
+            .iter()
+            .map(|(k, v)| format!("{}={}", &k["x-probity-".len()..], v.replace(", ", ",")))
+            .collect();
+        format!(": probity {}\n\n", fields.join(" "))
+    }
+}
+
 /// Identity of one answer: `id`, `created`, the model named.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Header {

@@ -5,7 +5,7 @@
 //! answer is held until every check has passed: not one byte of a failing
 //! attempt is ever sent.
 
-use super::answer::{self, Header, Publish, Verdict, DONE, KEEPALIVE};
+use super::answer::{self, Cost, Header, Publish, Verdict, DONE, KEEPALIVE};
 use super::request::{self, ClientRequest};
 use super::state::{AttemptLabel, ServeState};
 use crate::provider::openai_wire::error_body;
@@ -153,7 +153,7 @@ fn respond(
         Verdict::Publish(p) => (publish(&p, usage), p.outcome),
         Verdict::Refuse(status, body) => ((status, Json(body)).into_response(), "nothing-passed"),
     };
-    set_headers(&mut resp, outcome.attempts().len(), name, pinned);
+    set_headers(&mut resp, &Cost::of(outcome.attempts()), name, pinned);
     resp
 }
 
@@ -260,6 +260,13 @@ fn record(st: &ServeState, idx: usize, input: Input, outcome: &GuardOutcome) {
             .send_attempt(a.row(idx, 0, published && last, false));
     }
     let _ = st.writer.send(first.sample_row(idx, 0, String::new()));
+    // The session's counts so far: the writer adds what is new with the
+    // next commit, so the run's calls and tokens are current while it
+    // serves (the run's close sets them once more).
+    let _ = st.writer.send_totals(crate::store::RunTotals {
+        judge_calls_by_check: st.guard.checks().judge_calls(),
+        ..st.guard.caller().totals()
+    });
 }
 
 /// Count the outcome and decide the answer.
@@ -287,14 +294,17 @@ fn finish(
         m.count_cells(&st.check_names, "first", &first.cells);
         st.live.announce(st.live.observe(0, &first.cells));
     }
+    // The final attempt: published, or the last tried when none passed (a
+    // request that got no passing answer counts against the checks its
+    // last attempt failed).
+    if let Some(last) = attempts.last() {
+        m.count_cells(&st.check_names, "published", &last.cells);
+        st.live.announce(st.live.observe(1, &last.cells));
+    }
     let verdict = answer::decide(outcome, st.policy);
     match (&verdict, outcome) {
-        (_, GuardOutcome::Published { attempts, .. }) => {
+        (_, GuardOutcome::Published { .. }) => {
             m.published.inc();
-            if let Some(last) = attempts.last() {
-                m.count_cells(&st.check_names, "published", &last.cells);
-                st.live.announce(st.live.observe(1, &last.cells));
-            }
         }
         (Verdict::Publish(_), _) => {
             m.nothing_passed.inc();
@@ -308,9 +318,13 @@ fn finish(
     (verdict, answer::usage(attempts))
 }
 
-fn set_headers(resp: &mut Response, attempts: usize, outcome: &'static str, pinned: &[String]) {
+fn set_headers(resp: &mut Response, cost: &Cost, outcome: &'static str, pinned: &[String]) {
     let h = resp.headers_mut();
-    h.insert("x-probity-attempts", HeaderValue::from(attempts as u64));
+    for (name, value) in cost.headers() {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            h.insert(name, v);
+        }
+    }
     h.insert("x-probity-outcome", HeaderValue::from_static(outcome));
     if !pinned.is_empty() {
         if let Ok(v) = HeaderValue::from_str(&pinned.join(", ")) {
@@ -371,9 +385,14 @@ async fn stream(
             Ok(outcome) => {
                 cancel.disarm();
                 let (verdict, usage) = finish(&st, &outcome, started);
+                // The headers left with the first keep-alive: the cost
+                // goes in a comment before the answer.
+                let cost = Cost::of(outcome.attempts()).comment();
                 match verdict {
-                    Verdict::Publish(p) => published_events(&header, &p, usage, req.include_usage),
-                    Verdict::Refuse(_, body) => answer::event(&body) + DONE,
+                    Verdict::Publish(p) => {
+                        cost + published_events(&header, &p, usage, req.include_usage).as_str()
+                    }
+                    Verdict::Refuse(_, body) => cost + answer::event(&body).as_str() + DONE,
                 }
             }
             Err(_) => answer::event(&error_body(500, "server_error", GUARD_STOPPED)) + DONE,

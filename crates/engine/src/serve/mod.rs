@@ -6,7 +6,8 @@
 //! `on_nothing_passed` chooses between an error response (HTTP 422, with
 //! every attempt's reasons) and the last output, flagged by the
 //! `x-probity-outcome: nothing-passed` header. Every response carries
-//! `x-probity-attempts` and `x-probity-outcome`.
+//! `x-probity-outcome` and what it cost ([`answer::Cost`]): attempts,
+//! calls, tokens summed and per attempt, tokens on retries.
 //!
 //! Faithful to the protocol (docs/serve.md): the client's messages reach
 //! the upstream as sent (roles, content parts, tool calls), and every
@@ -55,7 +56,7 @@ pub use config::{load, Loaded, NothingPassed, ServeConfig};
 use crate::provider::call::CallSettings;
 use crate::retry::guard::Guard;
 use crate::run::recording::Recording;
-use crate::store::settings::{StoredRetry, StoredSettings};
+use crate::store::settings::{StoredLive, StoredRetry, StoredSettings};
 use crate::store::{NewRun, RunStatus, RunTotals, Store, StoreError, StoreLocation};
 use axum::routing::{get, post};
 use axum::Router;
@@ -138,12 +139,20 @@ pub fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> 
     let checks = Arc::new(loaded.checks);
     let infos = checks.infos();
     let check_names: Vec<String> = infos.iter().map(|c| c.name.clone()).collect();
+    let baselines = match &c.monitor.baseline {
+        Some(spec) => baselines(&store, spec, &infos)?,
+        None => Vec::new(),
+    };
     let settings = StoredSettings {
         retry: Some(StoredRetry::of(
             &c.retry,
             checks.validators.len(),
             checks.verifiers.len(),
         )),
+        live: Some(StoredLive {
+            watch: c.monitor.watch_settings(c.confidence),
+            baselines: baselines.clone(),
+        }),
         ..StoredSettings::default()
     };
     let recording = Recording::create_live(
@@ -171,10 +180,6 @@ pub fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> 
     let stale_interrupted = store
         .interrupt_abandoned(&loaded.name, Some(run_id))
         .map_err(store_err)?;
-    let baselines = match &c.monitor.baseline {
-        Some(spec) => baselines(&store, spec, &infos)?,
-        None => Vec::new(),
-    };
     let calls = CallSettings {
         timeout: Duration::from_secs_f64(c.timeout_s),
         call_attempts: c.call_attempts,

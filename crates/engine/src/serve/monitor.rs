@@ -45,6 +45,15 @@ impl Default for MonitorConfig {
 }
 
 impl MonitorConfig {
+    /// The watches' settings at `confidence`.
+    pub fn watch_settings(&self, confidence: f64) -> WatchSettings {
+        WatchSettings {
+            confidence,
+            epoch: self.epoch,
+            window: self.window,
+        }
+    }
+
     /// What is wrong with the table, if anything.
     pub fn problem(&self) -> Option<String> {
         if self.epoch == 0 {
@@ -122,11 +131,7 @@ impl Monitor {
         baselines: &[Option<Baseline>],
         run_id: i64,
     ) -> Result<Monitor, String> {
-        let settings = WatchSettings {
-            confidence,
-            epoch: config.epoch,
-            window: config.window,
-        };
+        let settings = config.watch_settings(confidence);
         let watch = |k: usize, c: &CheckInfo| {
             RateWatch::new(
                 settings,

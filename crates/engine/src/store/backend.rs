@@ -55,7 +55,9 @@ pub(crate) trait Samples {
     fn each_sample_error(&self, run: i64, f: &mut dyn FnMut(&SampleRow)) -> Result<(), StoreError>;
     fn attempts(&self, run: i64) -> Result<Vec<AttemptRow>, StoreError>;
     /// Up to `limit` samples of `run` from input `from` on, in input order:
-    /// `(input, the sample's cells, the published attempt's cells)`.
+    /// `(input, the sample's cells, the final attempt's cells)` — the final
+    /// attempt is the one published, or the last tried when none passed
+    /// (`None`: no attempt stored).
     fn live_cells(&self, run: i64, from: usize, limit: usize)
         -> Result<Vec<LiveCells>, StoreError>;
     fn each_attempt_counts(

@@ -3,6 +3,7 @@
 //! analysed when it ran.
 
 use crate::retry::policy::RetryPolicy;
+use probity_core::monitor::{Baseline, WatchSettings};
 use probity_core::{Aggregate, AnalysisOptions, Input, Strategy};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -87,6 +88,20 @@ pub struct StoredSettings {
     /// order, so `--resume` replays the same order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<StoredSequential>,
+    /// A run of `probity serve`: how its traffic is watched (its verdicts
+    /// are then its sequences', `Summary::with_live`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<StoredLive>,
+}
+
+/// How a serve run's traffic is watched: the `[monitor]` settings and the
+/// baseline's interval per check (by column; none without a baseline), as
+/// the server used them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredLive {
+    pub watch: WatchSettings,
+    #[serde(default)]
+    pub baselines: Vec<Option<Baseline>>,
 }
 
 /// How a sequential run was made: the seed of its input order
@@ -106,6 +121,7 @@ impl Default for StoredSettings {
             retry: None,
             weight_field: None,
             sequential: None,
+            live: None,
         }
     }
 }
@@ -121,6 +137,7 @@ impl StoredSettings {
             retry,
             weight_field: analysis.weight_field.clone(),
             sequential: None,
+            live: None,
         }
     }
 

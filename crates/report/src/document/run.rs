@@ -148,6 +148,12 @@ pub struct RunReport {
     /// (untrusted text: every format escapes them); shown beside the
     /// failing outputs of the input. Empty when unknown.
     pub input_fields: Vec<Map<String, Value>>,
+    /// A serve run's live rates: per check, the first and the published
+    /// attempts' confidence sequences over all traffic and the current
+    /// epoch, the display window, and the alarms raised — what `probity
+    /// monitor` shows. The checks' verdicts are then the first attempts'
+    /// sequences' (`Summary::with_live`). `None` for other runs.
+    pub live: Option<probity_core::monitor::LiveSnapshot>,
 }
 
 impl RunReport {

@@ -8,11 +8,13 @@
 //! * [`tensor`]: the order and counts of the tensor's heatmaps;
 //! * [`guarded`]: the guarded system beside its prediction (§4.2);
 //! * [`comparison`]: a comparison's changes in percentage points;
-//! * [`sequential`]: a sequential run's stop and confidence sequences.
+//! * [`sequential`]: a sequential run's stop and confidence sequences;
+//! * [`live`]: a serve run's live rates, their sequences and alarms.
 
 pub mod causes;
 pub mod comparison;
 pub mod guarded;
+pub mod live;
 pub mod run;
 pub mod sequential;
 pub mod tensor;

@@ -138,6 +138,7 @@ figure { margin: .8rem 0 1.4rem; }
 figcaption { color: var(--muted); margin-bottom: .3rem; }
 svg text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif; }
 svg.bar { display: block; }
+tr.alarmed td { background: #fef2f2; color: #7f1d1d; font-weight: 600; }
 .failure { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .8rem; margin: .6rem 0; }
 .failure h3 { margin: 0 0 .3rem; font-size: .95rem; }
 .failure ul { margin: .3rem 0; padding-left: 1.2rem; }

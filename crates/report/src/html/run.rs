@@ -109,6 +109,7 @@ pub(crate) fn page_with_links(r: &RunReport, links: Vec<(String, String)>) -> St
                 .as_ref()
                 .map_or(String::new(), |g| crate::html::guarded::section(g, lo)),
         ),
+        live: r.live.as_ref().map(live),
         failures: failures(r),
         comparison: r
             .baseline
@@ -173,8 +174,41 @@ struct RunPage {
     profiles: Vec<Profile>,
     retry: Option<Retry>,
     guarded: Value,
+    live: Option<Live>,
     failures: Failures,
     comparison: Option<crate::html::comparison::ComparisonContext>,
+}
+
+/// A serve run's live rates (`crate::facts::live`); the template escapes
+/// every cell.
+#[derive(Serialize)]
+struct Live {
+    headline: String,
+    method: String,
+    heads: [&'static str; 7],
+    rows: Vec<LiveRow>,
+}
+
+#[derive(Serialize)]
+struct LiveRow {
+    cells: [String; 7],
+    alarmed: bool,
+}
+
+fn live(l: &probity_core::monitor::LiveSnapshot) -> Live {
+    use crate::facts::live;
+    Live {
+        headline: live::headline(l),
+        method: live::method_line(l),
+        heads: live::HEADS,
+        rows: live::rows(l)
+            .iter()
+            .map(|r| LiveRow {
+                cells: r.cells(&|n| n.to_string()),
+                alarmed: r.alarmed,
+            })
+            .collect(),
+    }
 }
 
 #[derive(Serialize)]

@@ -12,6 +12,7 @@
 //! float that is not finite is `null`.
 
 pub mod comparison;
+pub mod live;
 pub mod plan;
 pub mod run;
 pub mod trend;

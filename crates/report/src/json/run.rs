@@ -32,8 +32,13 @@
 //!   "sequential": null | {seed, design, stop, stop_reason, inputs, samples, budget_inputs, budget_samples,
 //!                  samples_saved, rounds, confidence,
 //!                  checks: [{index, name, threshold, estimate, lower, upper, inputs, state,
-//!                            needed_inputs, needed_samples}]}
+//!                            needed_inputs, needed_samples}]},
+//!   "live": null | {requests, confidence, epoch, window,
+//!                   checks: [{index, name, threshold, first: watch, published: watch}]}
 //! }
+//! watch = {requests, rate, all: {lower, upper}, recent: {epoch, requests, rate, lower, upper},
+//!          window: {requests, rate, lower, upper},
+//!          alarms: [{kind, rate, lower, upper, requests, at, recent}]}
 //! rate  = {estimate, lower, upper, confidence, method, n, pass, fail, error, missing,
 //!          design_effect, effective_n, inputs, scope}
 //! causes = {total, other, causes: [{message, count, input, input_label, repetition}]}
@@ -59,7 +64,7 @@ use crate::document::run::RunReport;
 use crate::facts::guarded::{calls_per_request, outcome, Outcome, RULE};
 use crate::facts::run::{more_samples, scope_name};
 use crate::facts::sequential::stop_words;
-use crate::numbers::name;
+use crate::numbers::{finite as num, name};
 use probity_core::causes::CauseGroup;
 use probity_core::guarded::{Band, RetryCheck};
 use probity_core::sequential::SequentialOutcome;
@@ -70,11 +75,6 @@ use serde_json::{Map, Value};
 
 /// The value of the `schema` field.
 pub const SCHEMA: &str = "probity.report.v1";
-
-/// A finite float, or `None` (written as `null`).
-pub(crate) fn num(x: f64) -> Option<f64> {
-    x.is_finite().then_some(x)
-}
 
 /// The whole document.
 #[derive(Debug, Serialize)]
@@ -103,6 +103,9 @@ pub struct Wire {
     /// A sequential run's stop and confidence sequences; `null` for a
     /// fixed-size run (added within v1).
     pub sequential: Option<WireSequential>,
+    /// A serve run's live rates (`SCHEMA.md`, Live); `null` for other runs
+    /// (added within v1).
+    pub live: Option<super::live::WireLive>,
 }
 
 /// A sequential run: why and when it stopped, each check's confidence
@@ -847,6 +850,7 @@ pub fn wire(r: &RunReport) -> Wire {
             .sequential
             .as_ref()
             .map(|o| WireSequential::new(o, s.shape.1 as u64)),
+        live: r.live.as_ref().map(super::live::WireLive::new),
     }
 }
 

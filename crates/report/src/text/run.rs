@@ -322,6 +322,12 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
         out.push('\n');
     }
 
+    // A serve run's live rates (its verdicts above are their sequences').
+    if let Some(l) = &r.live {
+        out.push_str(&crate::text::live::block(l, color));
+        out.push('\n');
+    }
+
     // Conclusion.
     let concl = r.conclusion();
     let d = if r.passed() {

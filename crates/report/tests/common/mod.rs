@@ -198,6 +198,7 @@ pub fn report() -> RunReport {
         failures: Vec::new(),
         guarded: None,
         baseline: None,
+        live: None,
         causes: probity_core::causes::Causes::default(),
         input_fields: ["Hello!", "Bye now", "Thanks a lot!", "What time is it?"]
             .iter()
@@ -361,6 +362,7 @@ pub fn tensor_report(n: usize, m: usize) -> RunReport {
         failures,
         guarded: None,
         baseline: None,
+        live: None,
         causes,
         input_fields,
     }

@@ -135,7 +135,9 @@ impl Samples for Sqlite {
         self.query_all(
             "SELECT s.input_idx, s.cells, a.cells FROM samples s
                  LEFT JOIN attempts a ON a.run_id = s.run_id AND a.input_idx = s.input_idx
-                    AND a.repetition = s.repetition AND a.published
+                    AND a.repetition = s.repetition
+                    AND a.attempt = (SELECT MAX(l.attempt) FROM attempts l WHERE l.run_id = s.run_id
+                        AND l.input_idx = s.input_idx AND l.repetition = s.repetition)
                  WHERE s.run_id = ?1 AND s.input_idx >= ?2 AND s.repetition = 0
                  ORDER BY s.input_idx LIMIT ?3",
             params![run, from as i64, limit as i64],

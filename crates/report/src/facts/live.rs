@@ -1,0 +1,157 @@
+//! Sentences and table cells about a serve run's live rates
+//! ([`LiveSnapshot`], `probity_core::monitor`): the guarantee of the
+//! sequences, and per check and attempt kind the rate over all traffic,
+//! over the current epoch and over the display window, and the alarms
+//! raised — said the same way by `probity monitor` and every format of
+//! the report of a serve run. Check names are left raw (each format
+//! escapes them).
+
+use crate::numbers::{interval, pct, threshold_pct};
+use probity_core::monitor::{Alarm, AlarmKind, AttemptKind, LiveSnapshot, WatchSnapshot};
+use probity_core::stats::Interval;
+
+/// `live traffic: 1204 requests; sequences at 95%, valid however often
+/// they are read: the chance that any alarm is ever false is at most 5%`.
+pub fn headline(l: &LiveSnapshot) -> String {
+    let c = l.settings.confidence;
+    format!(
+        "live traffic: {} requests; confidence sequences at {}, valid however often they are read: the chance that any alarm is ever false is at most {}",
+        l.requests(),
+        threshold_pct(c),
+        threshold_pct(1.0 - c)
+    )
+}
+
+/// What each column is.
+pub fn method_line(l: &LiveSnapshot) -> String {
+    format!(
+        "all traffic: a betting confidence sequence; recent: one per epoch of {} requests (a drop shows within about an epoch); window: the last {} requests, a snapshot (Wilson), not valid however often it is read and never used for alarms. The checks' verdicts above are the first attempts' all-traffic sequences.",
+        l.settings.epoch, l.settings.window
+    )
+}
+
+/// One line of the live table, every cell in words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveRow {
+    /// The check's name, raw.
+    pub check: String,
+    /// `first` (the system's own) or `published` (after retries).
+    pub attempt: &'static str,
+    pub requests: u64,
+    /// `96.2% [93.0, 98.1]` or `–`.
+    pub all: String,
+    /// `95.0% [90.1, 98.0] of 212 (epoch 3)` or `–`.
+    pub recent: String,
+    /// `97.0% [93.6, 98.6] of 200` or `–`.
+    pub window: String,
+    /// `BELOW 95%`, `DIFFERS FROM BASELINE`, both, or `–`.
+    pub alarm: String,
+    /// Whether an alarm was raised.
+    pub alarmed: bool,
+}
+
+/// Every check's rows: first, then published attempts.
+pub fn rows(l: &LiveSnapshot) -> Vec<LiveRow> {
+    l.checks
+        .iter()
+        .flat_map(|c| {
+            AttemptKind::ALL
+                .iter()
+                .map(move |&kind| row(&c.name, c.minimum, kind, c.of(kind)))
+        })
+        .collect()
+}
+
+fn row(check: &str, minimum: f64, kind: AttemptKind, w: &WatchSnapshot) -> LiveRow {
+    let span = |rate: f64, i: &Interval| format!("{} {}", pct(rate), interval(i.lower, i.upper));
+    let none = "–".to_string();
+    let alarms: Vec<String> = w.alarms.iter().map(|a| alarm_word(a, minimum)).collect();
+    LiveRow {
+        check: check.to_string(),
+        attempt: kind.name(),
+        requests: w.requests,
+        all: if w.requests > 0 {
+            span(w.rate, &w.all)
+        } else {
+            none.clone()
+        },
+        recent: if w.epoch_requests > 0 {
+            format!(
+                "{} of {} (epoch {})",
+                span(w.epoch_rate, &w.epoch),
+                w.epoch_requests,
+                w.epoch_number
+            )
+        } else {
+            none.clone()
+        },
+        window: if w.window_requests > 0 {
+            format!(
+                "{} of {}",
+                span(w.window_rate, &w.window),
+                w.window_requests
+            )
+        } else {
+            none.clone()
+        },
+        alarmed: !alarms.is_empty(),
+        alarm: if alarms.is_empty() {
+            none
+        } else {
+            alarms.join(", ")
+        },
+    }
+}
+
+/// `BELOW 95%` or `DIFFERS FROM BASELINE`.
+pub fn alarm_word(a: &Alarm, minimum: f64) -> String {
+    match a.kind {
+        AlarmKind::BelowMinimum => format!("BELOW {}", threshold_pct(minimum)),
+        AlarmKind::DiffersFromBaseline => "DIFFERS FROM BASELINE".to_string(),
+    }
+}
+
+/// An alarm as one sentence: `check X (first attempts) is established
+/// below its minimum: 88.1% [84.0, 91.5] over 512 recent requests (after
+/// 3,512 requests)`.
+pub fn alarm_sentence(check: &str, kind: AttemptKind, a: &Alarm) -> String {
+    let what = match a.kind {
+        AlarmKind::BelowMinimum => "is established below its minimum",
+        AlarmKind::DiffersFromBaseline => "is established to differ from the baseline",
+    };
+    format!(
+        "check {check} ({} attempts) {what}: {} {} over {} {}requests (after {} requests)",
+        kind.name(),
+        pct(a.rate),
+        interval(a.interval.lower, a.interval.upper),
+        a.requests,
+        if a.recent { "recent " } else { "" },
+        a.at
+    )
+}
+
+/// Column heads, in row order.
+pub const HEADS: [&str; 7] = [
+    "check",
+    "attempt",
+    "requests",
+    "all traffic",
+    "recent (epoch)",
+    "window",
+    "alarm",
+];
+
+impl LiveRow {
+    /// The cells in [`HEADS`] order, the check's name through `name`.
+    pub fn cells(&self, name: &dyn Fn(&str) -> String) -> [String; 7] {
+        [
+            name(&self.check),
+            self.attempt.to_string(),
+            self.requests.to_string(),
+            self.all.clone(),
+            self.recent.clone(),
+            self.window.clone(),
+            self.alarm.clone(),
+        ]
+    }
+}

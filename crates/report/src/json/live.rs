@@ -1,0 +1,152 @@
+//! The `live` field of the JSON report of a serve run (`SCHEMA.md`, Live):
+//! per check, the first and the published attempts' watches as read when
+//! the report was made. Dedicated structs, so the core's types may change
+//! without changing the wire format.
+
+use crate::numbers::finite as num;
+use probity_core::monitor::{Alarm, AlarmKind, LiveSnapshot, WatchSnapshot};
+use probity_core::stats::Interval;
+use serde::Serialize;
+
+/// A serve run's live rates.
+#[derive(Debug, Serialize)]
+pub struct WireLive {
+    pub requests: u64,
+    /// The sequences' joint confidence: P(any alarm is ever false) ≤ 1 − it.
+    pub confidence: Option<f64>,
+    /// Requests per epoch.
+    pub epoch: u64,
+    /// Requests in the display window.
+    pub window: usize,
+    pub checks: Vec<WireLiveCheck>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireLiveCheck {
+    pub index: usize,
+    pub name: String,
+    pub threshold: Option<f64>,
+    pub first: WireWatch,
+    pub published: WireWatch,
+}
+
+/// One watch.
+#[derive(Debug, Serialize)]
+pub struct WireWatch {
+    pub requests: u64,
+    pub rate: Option<f64>,
+    /// The all-traffic confidence sequence.
+    pub all: WireSpan,
+    /// The current epoch's sequence.
+    pub recent: WireRecent,
+    /// The display window (Wilson; a snapshot).
+    pub window: WireWindow,
+    pub alarms: Vec<WireAlarm>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireSpan {
+    pub lower: Option<f64>,
+    pub upper: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireRecent {
+    pub epoch: u64,
+    pub requests: u64,
+    pub rate: Option<f64>,
+    pub lower: Option<f64>,
+    pub upper: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireWindow {
+    pub requests: u64,
+    pub rate: Option<f64>,
+    pub lower: Option<f64>,
+    pub upper: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireAlarm {
+    /// `below_minimum` or `differs_from_baseline`.
+    pub kind: &'static str,
+    pub rate: Option<f64>,
+    pub lower: Option<f64>,
+    pub upper: Option<f64>,
+    /// Requests in the sequence that raised it.
+    pub requests: u64,
+    /// Requests in all when it was raised.
+    pub at: u64,
+    /// True: raised by an epoch's sequence (recent traffic).
+    pub recent: bool,
+}
+
+fn span(i: &Interval) -> WireSpan {
+    WireSpan {
+        lower: num(i.lower),
+        upper: num(i.upper),
+    }
+}
+
+fn alarm(a: &Alarm) -> WireAlarm {
+    WireAlarm {
+        kind: match a.kind {
+            AlarmKind::BelowMinimum => "below_minimum",
+            AlarmKind::DiffersFromBaseline => "differs_from_baseline",
+        },
+        rate: num(a.rate),
+        lower: num(a.interval.lower),
+        upper: num(a.interval.upper),
+        requests: a.requests,
+        at: a.at,
+        recent: a.recent,
+    }
+}
+
+fn watch(w: &WatchSnapshot) -> WireWatch {
+    WireWatch {
+        requests: w.requests,
+        rate: (w.requests > 0).then(|| num(w.rate)).flatten(),
+        all: span(&w.all),
+        recent: WireRecent {
+            epoch: w.epoch_number,
+            requests: w.epoch_requests,
+            rate: (w.epoch_requests > 0).then(|| num(w.epoch_rate)).flatten(),
+            lower: num(w.epoch.lower),
+            upper: num(w.epoch.upper),
+        },
+        window: WireWindow {
+            requests: w.window_requests,
+            rate: (w.window_requests > 0)
+                .then(|| num(w.window_rate))
+                .flatten(),
+            lower: num(w.window.lower),
+            upper: num(w.window.upper),
+        },
+        alarms: w.alarms.iter().map(alarm).collect(),
+    }
+}
+
+impl WireLive {
+    pub fn new(l: &LiveSnapshot) -> WireLive {
+        WireLive {
+            requests: l.requests(),
+            confidence: num(l.settings.confidence),
+            epoch: l.settings.epoch,
+            window: l.settings.window,
+            checks: l
+                .checks
+                .iter()
+                .enumerate()
+                .map(|(index, c)| WireLiveCheck {
+                    index,
+                    name: c.name.clone(),
+                    threshold: num(c.minimum),
+                    first: watch(&c.first),
+                    published: watch(&c.published),
+                })
+                .collect(),
+        }
+    }
+}
