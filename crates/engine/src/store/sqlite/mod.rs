@@ -18,7 +18,7 @@ use super::schema::SCHEMA_VERSION;
 use db::open_connection;
 pub use db::Sqlite;
 use rusqlite::Connection;
-use schema::{has_column, LATE_INDEXES, MIGRATION_10, SCHEMA};
+use schema::{has_column, LATE_INDEXES, MIGRATION_10, MIGRATION_11, SCHEMA};
 use std::path::Path;
 
 impl Sqlite {
@@ -58,6 +58,9 @@ impl Sqlite {
                 }
                 conn.execute_batch(MIGRATION_10)
             })?;
+        }
+        if version < 11 {
+            store.migrate(11, |conn| conn.execute_batch(MIGRATION_11))?;
         }
         Ok(store)
     }
