@@ -21,6 +21,7 @@ mod sim;
 mod stdout;
 mod store_arg;
 mod trend;
+mod variants;
 mod view;
 
 use clap::{Parser, Subcommand};

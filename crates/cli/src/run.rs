@@ -7,6 +7,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use probity_engine::compare::RunTensor;
 use probity_engine::config::set::{self, Set};
+use probity_engine::config::variant;
 use probity_engine::config::{Config, Overrides};
 use probity_engine::limits::{ABSURD_RUN_S, LONG_RUN_S};
 use probity_engine::store::RunStatus;
@@ -57,6 +58,15 @@ pub struct RunArgs {
     /// stores and hashes the configuration as overridden.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     sets: Vec<Set>,
+    /// With `[[variant]]` tables: run only this variant (repeatable; the
+    /// reference is then the file's reference if chosen, else the first
+    /// chosen).
+    #[arg(long = "variant", value_name = "NAME")]
+    variants: Vec<String>,
+    /// With `[[variant]]` tables: compare every pair of variants rather
+    /// than each against the reference (Holm across all pairs × checks).
+    #[arg(long)]
+    all_pairs: bool,
     /// No progress display.
     #[arg(short, long)]
     quiet: bool,
@@ -112,6 +122,8 @@ pub async fn work(args: WorkArgs) -> Result<u8, Failure> {
         baseline: None,
         sequential: false,
         sets: args.sets,
+        variants: Vec::new(),
+        all_pairs: false,
         shared: true,
         quiet: args.quiet,
         store: args.store,
@@ -125,15 +137,16 @@ fn parse_set(arg: &str) -> Result<Set, String> {
     Set::parse(arg)
 }
 
-/// The configuration at `path` with the `--set` fields replaced.
-fn load(path: &Path, sets: &[Set], overrides: &Overrides) -> Result<Config, Failure> {
-    if sets.is_empty() {
-        return Config::load_with(path, overrides).map_err(|e| Failure::usage(e.to_string()));
-    }
+/// The configuration file's text at `path` with the `--set` fields
+/// replaced.
+fn text_of(path: &Path, sets: &[Set]) -> Result<String, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))?;
-    let text = set::apply(text.trim_start_matches('\u{feff}'), sets).map_err(Failure::usage)?;
-    Config::from_str_with(&text, path, overrides).map_err(|e| Failure::usage(e.to_string()))
+    let text = text.trim_start_matches('\u{feff}');
+    if sets.is_empty() {
+        return Ok(text.to_string());
+    }
+    set::apply(text, sets).map_err(Failure::usage)
 }
 
 pub async fn run(args: RunArgs) -> Result<u8, Failure> {
@@ -148,7 +161,45 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         outputs_per_input: args.outputs,
         concurrency: args.concurrency,
     };
-    let config = load(&args.config, &args.sets, &overrides)?;
+    let text = text_of(&args.config, &args.sets)?;
+    if let Some(variants) =
+        variant::parse(&text, &args.config).map_err(|e| Failure::usage(e.to_string()))?
+    {
+        if args.shared || args.join.is_some() {
+            return Err(Failure::usage(format!(
+                "{}: a file with [[variant]] tables cannot be run shared (`--shared`, `probity work`); run one variant's file instead",
+                args.config.display()
+            )));
+        }
+        if args.reuse.is_some() || args.baseline.is_some() {
+            return Err(Failure::usage(
+                "--reuse and --baseline do not apply to a variants run: its variants are compared with each other",
+            ));
+        }
+        return crate::variants::run(
+            crate::variants::VariantsArgs {
+                config: &args.config,
+                names: &args.variants,
+                all_pairs: args.all_pairs,
+                resume: args.resume,
+                sequential: args.sequential,
+                quiet: args.quiet,
+                store: &args.store,
+                out: &args.out,
+            },
+            variants,
+            &overrides,
+        )
+        .await;
+    }
+    if !args.variants.is_empty() || args.all_pairs {
+        return Err(Failure::usage(format!(
+            "--variant and --all-pairs need [[variant]] tables, and {} has none",
+            args.config.display()
+        )));
+    }
+    let config = Config::from_str_with(&text, &args.config, &overrides)
+        .map_err(|e| Failure::usage(e.to_string()))?;
     // The configuration's hash and store are all that is needed of it
     // after this.
     let hash = config.hash.clone();
@@ -319,7 +370,11 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
 /// ([`LONG_RUN_S`]); a run it puts past `deadline_s`, or past ten years
 /// ([`ABSURD_RUN_S`]: a mistyped limit), is refused naming the keys. A
 /// sequential run may stop early, so its budget is only printed.
-fn check_pace(config: &Path, experiment: &Experiment, samples: u64) -> Result<(), Failure> {
+pub(crate) fn check_pace(
+    config: &Path,
+    experiment: &Experiment,
+    samples: u64,
+) -> Result<(), Failure> {
     let pace = experiment.pace(samples);
     let Some(slow) = pace.slowest() else {
         return Ok(());
@@ -357,7 +412,7 @@ fn check_pace(config: &Path, experiment: &Experiment, samples: u64) -> Result<()
 }
 
 /// The most common causes of errors (not measured), on stderr.
-fn print_causes(outcome: &probity_engine::RunOutcome) {
+pub(crate) fn print_causes(outcome: &probity_engine::RunOutcome) {
     use probity_report::sanitize::terminal_line;
     const SHOWN: usize = 3;
     let c = &outcome.causes;
@@ -410,7 +465,7 @@ fn print_causes(outcome: &probity_engine::RunOutcome) {
 /// rate and ETA from this session's samples only, so a resumed run does not
 /// count stored samples as speed), a plain line every few seconds
 /// otherwise (CI logs).
-struct Display {
+pub(crate) struct Display {
     bar: Option<ProgressBar>,
     names: Vec<String>,
     last_line: Instant,
@@ -420,7 +475,7 @@ struct Display {
 }
 
 impl Display {
-    fn new(quiet: bool, experiment: &Experiment) -> Self {
+    pub(crate) fn new(quiet: bool, experiment: &Experiment) -> Self {
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new(0);
             bar.set_style(
@@ -469,7 +524,7 @@ impl Display {
             .join(", ")
     }
 
-    fn update(&mut self, p: &Progress) {
+    pub(crate) fn update(&mut self, p: &Progress) {
         let start = *self.start.get_or_insert(p.done);
         if let Some(bar) = &self.bar {
             // The bar counts this session's samples: its rate and ETA are
@@ -494,7 +549,7 @@ impl Display {
         }
     }
 
-    fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

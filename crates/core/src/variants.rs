@@ -181,6 +181,60 @@ impl VariantsComparison {
     }
 }
 
+/// What a variant cost: calls, tokens, time, and the latency of its
+/// samples' calls.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VariantCost {
+    /// Calls to the system and to judges (retries included).
+    pub calls: u64,
+    /// Of `calls`, those to judges.
+    pub judge_calls: u64,
+    /// Tokens reported (prompt + completion); 0 when none are.
+    pub tokens: u64,
+    /// Samples stored.
+    pub samples: u64,
+    /// Samples whose output was reused rather than asked for.
+    pub cached: u64,
+    /// Wall-clock seconds of the run, all sessions.
+    pub duration_s: Option<f64>,
+    /// Mean, median and 95th percentile of the samples' call latency in
+    /// milliseconds (nearest rank), over samples with one; `None` when
+    /// none has.
+    pub latency_ms: Option<Latency>,
+}
+
+/// Call latencies of a variant's samples, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub mean: f64,
+    pub p50: f64,
+    pub p95: f64,
+    /// Samples with a latency.
+    pub n: u64,
+}
+
+/// The nearest-rank percentile `q` (in (0, 1]) of sorted `v`:
+/// `v[⌈q·n⌉ − 1]`.
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Latency figures of `ms`; `None` when empty.
+pub fn latency(mut ms: Vec<f64>) -> Option<Latency> {
+    ms.retain(|x| x.is_finite());
+    if ms.is_empty() {
+        return None;
+    }
+    ms.sort_by(f64::total_cmp);
+    Some(Latency {
+        mean: ms.iter().sum::<f64>() / ms.len() as f64,
+        p50: percentile(&ms, 0.5),
+        p95: percentile(&ms, 0.95),
+        n: ms.len() as u64,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,5 +376,16 @@ mod tests {
                 .len(),
             3
         );
+    }
+
+    #[test]
+    fn latency_percentiles_are_nearest_rank() {
+        // 1..=20 ms: mean 10.5, median the 10th value, p95 the 19th.
+        let l = latency((1..=20).map(f64::from).collect()).unwrap();
+        assert_eq!((l.mean, l.p50, l.p95, l.n), (10.5, 10.0, 19.0, 20));
+        let one = latency(vec![7.0]).unwrap();
+        assert_eq!((one.p50, one.p95), (7.0, 7.0));
+        assert!(latency(vec![]).is_none());
+        assert!(latency(vec![f64::NAN]).is_none());
     }
 }

@@ -8,7 +8,8 @@
 //! * [`tensor`]: the order and counts of the tensor's heatmaps;
 //! * [`guarded`]: the guarded system beside its prediction (§4.2);
 //! * [`comparison`]: a comparison's changes in percentage points;
-//! * [`sequential`]: a sequential run's stop and confidence sequences.
+//! * [`sequential`]: a sequential run's stop and confidence sequences;
+//! * [`variants`]: a variants run's matrix cells, differences and costs.
 
 pub mod causes;
 pub mod comparison;
@@ -16,3 +17,4 @@ pub mod guarded;
 pub mod run;
 pub mod sequential;
 pub mod tensor;
+pub mod variants;

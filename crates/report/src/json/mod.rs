@@ -7,6 +7,7 @@
 //! | comparison | [`comparison`] | `probity.compare.v1` |
 //! | trend | [`trend`] | `probity.trend.v1` |
 //! | plan | [`plan`] | `probity.plan.v1` |
+//! | variants | [`variants`] | `probity.variants.v1` |
 //!
 //! Text is written verbatim (JSON escapes it); rates are fractions; a
 //! float that is not finite is `null`.
@@ -15,6 +16,7 @@ pub mod comparison;
 pub mod plan;
 pub mod run;
 pub mod trend;
+pub mod variants;
 
 use crate::document::Document;
 
@@ -27,5 +29,6 @@ pub(crate) fn render(doc: Document<'_>) -> String {
         Document::Comparison(c) => comparison::render(c),
         Document::Trend(t) => trend::render(t),
         Document::Plan(p) => plan::render(p),
+        Document::Variants(v) => variants::render(v),
     }
 }
