@@ -30,7 +30,7 @@ const OUTPUT_CHARS: usize = 1200;
 
 /// The grid of the side-by-side view (one column per variant).
 pub(crate) const VARIANTS_STYLE: &str = ".variant-sides{display:grid;grid-auto-flow:column;grid-auto-columns:minmax(16rem,1fr);gap:1rem;overflow-x:auto}\
-.variant-input{border-top:1px solid var(--line);margin-top:1rem}\
+.variant-input{border-top:1px solid var(--line);margin-top:1rem}.variant-side{min-width:0}.variant-side pre.output{white-space:pre-wrap;word-break:break-word;overflow-wrap:anywhere}\
 .variant-output{border:1px solid var(--line);border-left:4px solid #15803d;border-radius:6px;padding:.3rem .6rem;margin:.4rem 0}\
 .variant-output.fail{border-left-color:#b91c1c}.variant-output.error{border-left-color:#b45309}\
 td.cell.pass{background:#f0fdf4}td.cell.fail{background:#fef2f2}td.cell.inconclusive{background:#fffbeb}";
@@ -117,6 +117,9 @@ pub(crate) struct VariantsContext {
     diffs: Vec<Diff>,
     inputs: Vec<InputRow>,
     inputs_note: String,
+    /// Runs linked to the viewer's pages (`probity view`); a report's
+    /// own page has nowhere to link to.
+    linked: bool,
 }
 
 /// `pass`, `fail` or `error`: an output over all checks.
@@ -171,8 +174,8 @@ fn side(r: &VariantsReport, v: usize, samples: &[FailingSample]) -> Side {
     }
 }
 
-/// The data of the variants section of `r`.
-pub(crate) fn context(r: &VariantsReport) -> VariantsContext {
+/// The data of the variants section of `r`; `linked`: in the viewer.
+pub(crate) fn context(r: &VariantsReport, linked: bool) -> VariantsContext {
     let c = &r.comparison;
     let heads = r
         .variants
@@ -285,6 +288,7 @@ pub(crate) fn context(r: &VariantsReport) -> VariantsContext {
         diffs,
         inputs,
         inputs_note,
+        linked,
     }
 }
 
@@ -302,7 +306,7 @@ pub(crate) fn page(r: &VariantsReport) -> String {
         "variants.html",
         Page {
             page: shell,
-            variants: context(r),
+            variants: context(r, false),
         },
     )
 }

@@ -464,7 +464,7 @@ pub fn variants_page(r: &crate::document::variants::VariantsReport) -> String {
         minijinja::context! {
             page,
             links => r.variants.iter().map(|v| (format!("/runs/{}", v.report.run.id), format!("Run #{} {}", v.report.run.id, v.name))).collect::<Vec<_>>(),
-            variants => crate::html::variants::context(r),
+            variants => crate::html::variants::context(r, true),
         },
     )
 }
