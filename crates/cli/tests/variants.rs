@@ -440,3 +440,41 @@ fn sequential_variants_share_one_input_order() {
         assert_eq!(c["verdict"], "no_established_difference");
     }
 }
+
+#[test]
+fn a_variants_run_on_postgres_reads_back_as_on_sqlite() {
+    use probity_engine::store::postgres::testing::TestDatabase;
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    setup(d, VARIANTS);
+    let on = |store: &str, args: &[&str], code: i32| {
+        let out = common::probity_cmd()
+            .current_dir(d)
+            .args(args)
+            .env("PROBITY_STORE", store)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{}", text(&out.stderr));
+        json(&out)
+    };
+    let sqlite = d.join("runs.db").display().to_string();
+    let run = ["run", "-q", "--format", "json"];
+    let (a, b) = (on(&sqlite, &run, 1), on(db.url(), &run, 1));
+    assert_eq!(a["differences"], b["differences"]);
+    assert_eq!(a["established"], b["established"]);
+    // Read back from PostgreSQL by any run of the group.
+    let again = on(
+        db.url(),
+        &["report", "3", "--variants", "--format", "json"],
+        0,
+    );
+    assert_eq!(again["group"], b["group"]);
+    assert_eq!(again["differences"], b["differences"]);
+    assert_eq!(
+        db.query("SELECT count(DISTINCT variant_group)::text FROM runs"),
+        ["1"]
+    );
+}
