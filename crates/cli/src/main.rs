@@ -14,6 +14,7 @@ mod plan;
 mod report_cmd;
 mod revalidate;
 mod run;
+mod run_display;
 mod run_info;
 mod serve;
 mod signals;

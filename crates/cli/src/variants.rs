@@ -11,7 +11,7 @@
 
 use crate::failure::{verdict_code, Failure};
 use crate::output::{report_for, OutputArgs};
-use crate::run::{check_pace, print_causes, Display};
+use crate::run_display::{check_pace, print_causes, Display};
 use crate::store_arg::StoreArg;
 use probity_core::compare::CompareOptions;
 use probity_core::stats::MultipleTesting;
