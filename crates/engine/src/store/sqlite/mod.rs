@@ -60,7 +60,15 @@ impl Sqlite {
             })?;
         }
         if version < 11 {
-            store.migrate(11, |conn| conn.execute_batch(MIGRATION_11))?;
+            store.migrate(11, |conn| {
+                // A store whose version was set back by hand may have them.
+                for (column, ty) in [("variant", "TEXT"), ("variant_group", "INTEGER")] {
+                    if !has_column(conn, "runs", column)? {
+                        conn.execute_batch(&format!("ALTER TABLE runs ADD COLUMN {column} {ty}"))?;
+                    }
+                }
+                conn.execute_batch(MIGRATION_11)
+            })?;
         }
         Ok(store)
     }

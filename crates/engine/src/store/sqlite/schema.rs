@@ -141,11 +141,10 @@ CREATE TABLE IF NOT EXISTS claims (
 ) WITHOUT ROWID;
 "#;
 
-/// Migration 11: which variant of a variants run a run is (`[[variant]]`):
-/// its tag as JSON, and its group (the id of the group's first run).
+/// Migration 11, after `runs.variant` (which variant of a variants run a
+/// run is, `[[variant]]`: its tag as JSON) and `runs.variant_group` (the id
+/// of the group's first run) are added: their index.
 pub(super) const MIGRATION_11: &str = r#"
-ALTER TABLE runs ADD COLUMN variant TEXT;
-ALTER TABLE runs ADD COLUMN variant_group INTEGER;
 CREATE INDEX IF NOT EXISTS runs_by_variant_group ON runs(variant_group);
 "#;
 
