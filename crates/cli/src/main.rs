@@ -14,6 +14,7 @@ mod plan;
 mod report_cmd;
 mod revalidate;
 mod run;
+mod run_display;
 mod run_info;
 mod serve;
 mod signals;
@@ -21,6 +22,7 @@ mod sim;
 mod stdout;
 mod store_arg;
 mod trend;
+mod variants;
 mod view;
 
 use clap::{Parser, Subcommand};

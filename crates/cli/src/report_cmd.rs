@@ -28,6 +28,19 @@ pub struct ReportArgs {
     /// Print a terminal heatmap of the tensor (input × check) instead.
     #[arg(long)]
     heatmap: bool,
+    /// Instead of the run alone: the variants run it is a variant of
+    /// (`[[variant]]` tables), side by side (a matrix, costs, paired
+    /// differences).
+    #[arg(long, conflicts_with_all = ["trend", "heatmap"])]
+    variants: bool,
+    /// With --variants: compare every pair of variants rather than each
+    /// against the reference.
+    #[arg(long, requires = "variants")]
+    all_pairs: bool,
+    /// With --variants: judge each difference at level α on its own,
+    /// without the Holm adjustment across pairs × checks.
+    #[arg(long, requires = "variants")]
+    no_correction: bool,
     #[command(flatten)]
     store: StoreArg,
     #[command(flatten)]
@@ -43,6 +56,18 @@ pub fn report(args: &ReportArgs) -> Result<u8, Failure> {
     }
     let run = args.run.as_deref().unwrap_or_default();
     let id = args.store.resolve(&store, run)?;
+    if args.variants {
+        let report =
+            crate::variants::stored_report(&store, id, args.all_pairs, args.no_correction)?;
+        args.out.emit(&report)?;
+        if !args.check {
+            return Ok(0);
+        }
+        if !report.complete() {
+            return Ok(3);
+        }
+        return Ok(verdict_code(report.passed()));
+    }
     let report = load_report(&store, id)?;
     if args.heatmap {
         crate::stdout::out(&probity_report::heatmap(&report, args.out.color()));

@@ -2,19 +2,17 @@
 
 use crate::failure::{verdict_code, Failure};
 use crate::output::{report_for, OutputArgs};
+use crate::run_display::{check_pace, print_causes, Display};
 use crate::store_arg::StoreArg;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use probity_engine::compare::RunTensor;
 use probity_engine::config::set::{self, Set};
+use probity_engine::config::variant;
 use probity_engine::config::{Config, Overrides};
-use probity_engine::limits::{ABSURD_RUN_S, LONG_RUN_S};
 use probity_engine::store::RunStatus;
 use probity_engine::stored::StoredRun;
-use probity_engine::{run_with, Control, Experiment, Progress, RunError, Sink};
-use std::io::IsTerminal;
+use probity_engine::{run_with, Control, Progress, RunError, Sink};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -57,6 +55,15 @@ pub struct RunArgs {
     /// stores and hashes the configuration as overridden.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     sets: Vec<Set>,
+    /// With `[[variant]]` tables: run only this variant (repeatable; the
+    /// reference is then the file's reference if chosen, else the first
+    /// chosen).
+    #[arg(long = "variant", value_name = "NAME")]
+    variants: Vec<String>,
+    /// With `[[variant]]` tables: compare every pair of variants rather
+    /// than each against the reference (Holm across all pairs × checks).
+    #[arg(long)]
+    all_pairs: bool,
     /// No progress display.
     #[arg(short, long)]
     quiet: bool,
@@ -112,6 +119,8 @@ pub async fn work(args: WorkArgs) -> Result<u8, Failure> {
         baseline: None,
         sequential: false,
         sets: args.sets,
+        variants: Vec::new(),
+        all_pairs: false,
         shared: true,
         quiet: args.quiet,
         store: args.store,
@@ -125,15 +134,16 @@ fn parse_set(arg: &str) -> Result<Set, String> {
     Set::parse(arg)
 }
 
-/// The configuration at `path` with the `--set` fields replaced.
-fn load(path: &Path, sets: &[Set], overrides: &Overrides) -> Result<Config, Failure> {
-    if sets.is_empty() {
-        return Config::load_with(path, overrides).map_err(|e| Failure::usage(e.to_string()));
-    }
+/// The configuration file's text at `path` with the `--set` fields
+/// replaced.
+fn text_of(path: &Path, sets: &[Set]) -> Result<String, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))?;
-    let text = set::apply(text.trim_start_matches('\u{feff}'), sets).map_err(Failure::usage)?;
-    Config::from_str_with(&text, path, overrides).map_err(|e| Failure::usage(e.to_string()))
+    let text = text.trim_start_matches('\u{feff}');
+    if sets.is_empty() {
+        return Ok(text.to_string());
+    }
+    set::apply(text, sets).map_err(Failure::usage)
 }
 
 pub async fn run(args: RunArgs) -> Result<u8, Failure> {
@@ -148,7 +158,45 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         outputs_per_input: args.outputs,
         concurrency: args.concurrency,
     };
-    let config = load(&args.config, &args.sets, &overrides)?;
+    let text = text_of(&args.config, &args.sets)?;
+    if let Some(variants) =
+        variant::parse(&text, &args.config).map_err(|e| Failure::usage(e.to_string()))?
+    {
+        if args.shared || args.join.is_some() {
+            return Err(Failure::usage(format!(
+                "{}: a file with [[variant]] tables cannot be run shared (`--shared`, `probity work`); run one variant's file instead",
+                args.config.display()
+            )));
+        }
+        if args.reuse.is_some() || args.baseline.is_some() {
+            return Err(Failure::usage(
+                "--reuse and --baseline do not apply to a variants run: its variants are compared with each other",
+            ));
+        }
+        return crate::variants::run(
+            crate::variants::VariantsArgs {
+                config: &args.config,
+                names: &args.variants,
+                all_pairs: args.all_pairs,
+                resume: args.resume,
+                sequential: args.sequential,
+                quiet: args.quiet,
+                store: &args.store,
+                out: &args.out,
+            },
+            variants,
+            &overrides,
+        )
+        .await;
+    }
+    if !args.variants.is_empty() || args.all_pairs {
+        return Err(Failure::usage(format!(
+            "--variant and --all-pairs need [[variant]] tables, and {} has none",
+            args.config.display()
+        )));
+    }
+    let config = Config::from_str_with(&text, &args.config, &overrides)
+        .map_err(|e| Failure::usage(e.to_string()))?;
     // The configuration's hash and store are all that is needed of it
     // after this.
     let hash = config.hash.clone();
@@ -313,191 +361,4 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         )));
     }
     Ok(verdict_code(passed))
-}
-
-/// The rate limits against the run, before any call: the least time the
-/// `samples` still to take can last under them is printed when it is long
-/// ([`LONG_RUN_S`]); a run it puts past `deadline_s`, or past ten years
-/// ([`ABSURD_RUN_S`]: a mistyped limit), is refused naming the keys. A
-/// sequential run may stop early, so its budget is only printed.
-fn check_pace(config: &Path, experiment: &Experiment, samples: u64) -> Result<(), Failure> {
-    let pace = experiment.pace(samples);
-    let Some(slow) = pace.slowest() else {
-        return Ok(());
-    };
-    let what = pace.describe(slow);
-    let file = config.display();
-    if experiment.sequential.is_some() {
-        if slow.seconds > LONG_RUN_S {
-            eprintln!(
-                "rate limits: the whole sequential budget, {what} (the run may stop earlier)"
-            );
-        }
-        return Ok(());
-    }
-    if slow.seconds > ABSURD_RUN_S {
-        return Err(Failure::usage(format!(
-            "{file}: [experiment] {} = {} would make the run last more than 10 years ({what}): a mistake in the configuration",
-            slow.key, slow.per_minute
-        )));
-    }
-    if let Some(deadline) = experiment
-        .deadline
-        .filter(|d| slow.seconds > d.as_secs_f64())
-    {
-        return Err(Failure::usage(format!(
-            "{file}: [experiment] deadline_s = {} cannot be met at the configured rate: {what}; raise {} or deadline_s, or take fewer samples (--outputs)",
-            deadline.as_secs_f64(),
-            slow.key
-        )));
-    }
-    if slow.seconds > LONG_RUN_S {
-        eprintln!("rate limits: {what}");
-    }
-    Ok(())
-}
-
-/// The most common causes of errors (not measured), on stderr.
-fn print_causes(outcome: &probity_engine::RunOutcome) {
-    use probity_report::sanitize::terminal_line;
-    const SHOWN: usize = 3;
-    let c = &outcome.causes;
-    let print = |heading: String, group: &probity_core::causes::CauseGroup| {
-        eprintln!("{heading}");
-        for cause in group.causes.iter().take(SHOWN) {
-            let input = outcome
-                .input_ids
-                .get(cause.first.0)
-                .cloned()
-                .unwrap_or_else(|| format!("#{}", cause.first.0));
-            eprintln!(
-                "  {:>5} × {} (first: input {} · output #{})",
-                cause.count,
-                terminal_line(&cause.message, 200),
-                terminal_line(&input, 40),
-                cause.first.1
-            );
-        }
-    };
-    if c.system.total > 0 {
-        let calls = if c.system.total == 1 { "call" } else { "calls" };
-        let heading = format!(
-            "errors: {} {calls} to the system failed (not measured):",
-            c.system.total
-        );
-        print(heading, &c.system);
-    }
-    for (k, group) in c.checks.iter().enumerate().filter(|(_, g)| g.total > 0) {
-        let name = outcome
-            .summary
-            .checks
-            .get(k)
-            .map_or_else(|| format!("#{k}"), |c| c.info.name.clone());
-        let outputs = if group.total == 1 {
-            "output"
-        } else {
-            "outputs"
-        };
-        let heading = format!(
-            "errors: {} could not judge {} {outputs}:",
-            terminal_line(&name, 60),
-            group.total
-        );
-        print(heading, group);
-    }
-}
-
-/// Progress on stderr: a bar on a terminal (as wide as the terminal, the
-/// rate and ETA from this session's samples only, so a resumed run does not
-/// count stored samples as speed), a plain line every few seconds
-/// otherwise (CI logs).
-struct Display {
-    bar: Option<ProgressBar>,
-    names: Vec<String>,
-    last_line: Instant,
-    quiet: bool,
-    /// Samples already decided when this session started (resumed).
-    start: Option<u64>,
-}
-
-impl Display {
-    fn new(quiet: bool, experiment: &Experiment) -> Self {
-        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
-            let bar = ProgressBar::new(0);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} {elapsed_precise} {bar:20} {prefix} ({rate}, ETA {eta}) {wide_msg}",
-                )
-                .map(|s| {
-                    s.with_key(
-                        "rate",
-                        |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                            let _ = write!(w, "{:.0}/s", st.per_sec());
-                        },
-                    )
-                })
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            bar.enable_steady_tick(Duration::from_millis(200));
-            bar
-        });
-        Display {
-            bar,
-            names: experiment
-                .checks
-                .infos()
-                .into_iter()
-                .map(|c| c.name)
-                .collect(),
-            last_line: Instant::now(),
-            quiet,
-            start: None,
-        }
-    }
-
-    fn rates(&self, p: &Progress) -> String {
-        self.names
-            .iter()
-            .zip(&p.passes)
-            .map(|(name, &(pass, n))| {
-                if n == 0 {
-                    format!("{name} –")
-                } else {
-                    format!("{name} {:.1}%", 100.0 * pass as f64 / n as f64)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    fn update(&mut self, p: &Progress) {
-        let start = *self.start.get_or_insert(p.done);
-        if let Some(bar) = &self.bar {
-            // The bar counts this session's samples: its rate and ETA are
-            // this session's.
-            bar.set_length(p.total - start);
-            bar.set_position(p.done - start);
-            bar.set_prefix(format!("{}/{} samples", p.done, p.total));
-            bar.set_message(format!("{} errors · {}", p.errors, self.rates(p)));
-        } else if !self.quiet
-            && (self.last_line.elapsed() >= Duration::from_secs(5) || p.done == p.total)
-        {
-            self.last_line = Instant::now();
-            eprintln!(
-                "{}/{} samples, {} calls, {} reused, {} errors · {}",
-                p.done,
-                p.total,
-                p.model_calls,
-                p.cached,
-                p.errors,
-                self.rates(p)
-            );
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-    }
 }

@@ -147,6 +147,7 @@ impl Viewer {
             calls: r.model_calls,
             passed,
             live: r.status == RunStatus::Running,
+            variant: r.variant.as_ref().map(|v| v.name.clone()),
         }
     }
 }
@@ -244,6 +245,14 @@ impl Pages for Viewer {
                 (&rb, &sb),
                 param(q, "only") == "differ",
             ))
+        })())
+    }
+
+    fn variants(&self, id: i64) -> Page {
+        page((|| {
+            let store = self.open()?;
+            let r = crate::variants::stored_report(&store, id, false, false)?;
+            Ok(pages::variants_page(&r))
         })())
     }
 

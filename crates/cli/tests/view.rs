@@ -572,3 +572,85 @@ fn the_viewer_works_in_chromium() {
     );
     assert!(dom.contains("Trend of polite-assistant"));
 }
+
+// ---------------------------------------------------------------- variants
+
+/// A variants run of the example (seed pinned): the reference, a variant
+/// far more given to contractions, and one with a hostile name.
+fn store_with_variants(d: &Path) {
+    assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    common::pin_seed(d, 5);
+    let cfg = std::fs::read_to_string(d.join("probity.toml")).unwrap();
+    let tables = "\n[[variant]]\nname = \"base\"\n\n[[variant]]\nname = \"sloppy\"\nsystem.contractions = 0.5\n\n[[variant]]\nname = \"<img src=x onerror=alert(1)>\"\nsystem.seed = 6\n";
+    std::fs::write(d.join("probity.toml"), format!("{cfg}{tables}")).unwrap();
+    let out = probity(d, &["run", "-q"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+}
+
+#[test]
+fn the_variants_page_shows_the_matrix_over_http_and_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    store_with_variants(d);
+    let v = view(d, "127.0.0.1:0", &[]);
+    let a = v.addr();
+
+    // The runs list links each variant's run to the variants page.
+    let (_, h) = get(&a, "/");
+    assert_eq!(rows(&h), 3);
+    assert_eq!(h.matches("class=\"variants-link\"").count(), 3);
+    assert!(h.contains("href=\"/variants/2\""));
+
+    // The page of any run of the group: the matrix (3 variants × 2
+    // checks), the differences against the reference, the outputs side
+    // by side, hostile text as text.
+    let (s, h) = get(&a, "/variants/2");
+    assert_eq!(s, 200, "{h}");
+    assert!(h.contains("Variants of polite-assistant"));
+    assert_eq!(h.matches("<tr class=\"matrix-row\"").count(), 2);
+    assert_eq!(h.matches("<th data-variant=").count(), 3);
+    assert_eq!(h.matches("<tr class=\"diff-row\"").count(), 4);
+    assert!(
+        h.contains("base better than sloppy on contraction_validator"),
+        "{h}"
+    );
+    assert!(h.contains("href=\"/runs/3\""), "runs linked in the viewer");
+    assert_eq!(h.matches("class=\"variant-input\"").count(), 20);
+    assert!(!h.contains("<img src=x"), "hostile name as markup");
+    assert!(h.contains("&lt;img src=x onerror=alert(1)&gt;"));
+    assert!(!h.contains("<script"));
+    // A run that is no variant, or no run: a 404 page.
+    let (s, _) = get(&a, "/variants/99");
+    assert_eq!(s, 404);
+
+    let Some(browser) = chromium() else {
+        eprintln!(
+            "NOTICE: chromium is not on PATH; skipping the browser part of the variants page test"
+        );
+        return;
+    };
+    let (dom, log) = browse(&browser, &format!("http://{a}/variants/1"));
+    assert!(
+        console_errors(&log).is_empty(),
+        "{:?}",
+        console_errors(&log)
+    );
+    assert_eq!(dom.matches("class=\"matrix-row\"").count(), 2, "{dom}");
+    assert_eq!(dom.matches("class=\"variant-side\"").count(), 60);
+    assert!(
+        !dom.contains("<img src=\"x\""),
+        "hostile name became an element"
+    );
+    // From the runs list, the link a click follows.
+    let (dom, _) = browse(&browser, &format!("http://{a}/"));
+    let href = dom
+        .split("class=\"variants-link\"")
+        .next()
+        .and_then(|s| s.rsplit("href=\"").next())
+        .map(|s| s.split('"').next().unwrap().to_string())
+        .unwrap();
+    assert!(href.starts_with("/variants/"), "{href}");
+    let (dom, log) = browse(&browser, &format!("http://{a}{href}"));
+    assert!(console_errors(&log).is_empty());
+    assert!(dom.contains("id=\"variant-matrix\""));
+}

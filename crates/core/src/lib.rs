@@ -26,6 +26,7 @@ pub mod stats;
 pub mod summary;
 pub mod tensor;
 pub mod validator;
+pub mod variants;
 pub mod verdict;
 
 pub use aggregate::{aggregate, Aggregate, AggregateResult};

@@ -31,6 +31,7 @@ pub mod inputs;
 pub mod set;
 pub mod template;
 pub mod toml_error;
+pub mod variant;
 
 use crate::checks::check::Checks;
 use crate::checks::validator_table::ValidatorTable;
@@ -583,6 +584,7 @@ impl Config {
                 .sequential
                 .then(crate::run::experiment::Sequential::default),
             source: Some(self.source()),
+            variant: None,
         })
     }
 

@@ -32,7 +32,7 @@ pub use checks::{cache_key, check, program, validator_table, verifier};
 pub use config::{bounds, example, inputs, template, toml_error};
 pub use provider::{call, limits, openai_wire, redact};
 pub use retry::{guard, policy as retry_policy};
-pub use run::{compare, experiment, outcome, recording, revalidate, runner, stored};
+pub use run::{compare, experiment, outcome, recording, revalidate, runner, stored, variants};
 pub use store::settings;
 
 pub use call::{CallSettings, Caller};

@@ -37,7 +37,7 @@ pub use lease::{claim_ttl, LEASE_REFRESH_S, LEASE_STALE_S};
 pub use location::{PostgresUrl, StoreLocation};
 pub use records::{
     AttemptCounts, AttemptRow, CachedOutput, JudgementRow, NewRun, RunRecord, RunStatus, RunTotals,
-    SampleRow,
+    SampleRow, VariantTag,
 };
 pub use schema::SCHEMA_VERSION;
 pub use writer::{JudgementSink, Writer};

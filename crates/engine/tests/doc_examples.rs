@@ -20,6 +20,8 @@
 //!   and `[faults]`).
 //! * `<!-- classes -->`: a `classes` file of `probity serve` (attempts per
 //!   class of request).
+//! * `<!-- variants -->`: `[[variant]]` tables, completed as a fragment;
+//!   every variant's configuration must load and build its system.
 //! * `<!-- defaults: KIND -->` before a Markdown table with `key` and
 //!   `default` columns: the rows must name exactly the keys that KIND's
 //!   table accepts (the list serde gives for an unknown key; deprecated
@@ -283,6 +285,24 @@ fn complete_fragment(text: &str) -> Result<String, String> {
     Ok(text)
 }
 
+/// `[[variant]]` tables in a file: each variant's configuration loads and
+/// builds its system.
+fn load_variants(text: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    write_named_inputs(text, dir.path());
+    let path = dir.path().join("probity.toml");
+    let variants = probity_engine::config::variant::parse(text, &path)
+        .map_err(|e| e.to_string())?
+        .ok_or("no [[variant]] tables")?;
+    for spec in &variants.specs {
+        let config = variants
+            .config(spec, &path, &Default::default())
+            .map_err(|e| e.to_string())?;
+        config.experiment().map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 fn load_serve(text: &str) -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("guard.toml");
@@ -336,6 +356,7 @@ fn check_block(b: &Block) -> Result<(), String> {
         Some("serve") => load_serve(&b.text),
         Some("sim-serve") => load_sim_serve(&b.text),
         Some("classes") => load_classes(&b.text),
+        Some("variants") => load_variants(&complete_fragment(&b.text)?),
         Some(other) => Err(format!(
             "unknown marker <!-- {other} --> before a toml block"
         )),

@@ -280,6 +280,7 @@ fn stale_running_runs_of_a_name_are_marked_interrupted() {
                 parent_run: None,
                 reused_from: None,
                 outputs_from: None,
+                variant: None,
             })
             .unwrap()
     };

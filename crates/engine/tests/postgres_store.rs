@@ -249,7 +249,10 @@ fn migrations_are_applied_once_and_a_newer_schema_is_refused() {
     }
     assert_eq!(
         db.query("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations"),
-        [format!("9,{SCHEMA_VERSION}")]
+        [(9..=SCHEMA_VERSION)
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(",")]
     );
     db.query("INSERT INTO schema_migrations (version) VALUES (99)");
     match Store::connect(&location) {

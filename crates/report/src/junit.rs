@@ -114,6 +114,7 @@ pub(crate) fn render(doc: Document<'_>) -> String {
         Document::Comparison(c) => comparison(c),
         Document::Trend(t) => crate::text::trend::render(t),
         Document::Plan(p) => crate::text::plan::render(p),
+        Document::Variants(v) => variants(v),
     }
 }
 
@@ -150,6 +151,51 @@ fn write(suite: TestSuite, time: Duration) -> String {
 /// The report of a run: one test case per check, `guard prediction`, and
 /// `regression: CHECK` per check compared with its baseline.
 fn run(r: &RunReport) -> String {
+    let (suite, time) = run_suite(r);
+    write(suite, time)
+}
+
+/// A variants run: one suite per variant (its run's, named
+/// `probity: NAME/VARIANT`), and a last suite `probity: NAME variants`
+/// whose cases are the established differences (each a passing case
+/// naming the better variant: a difference is a finding, not a failure)
+/// and the conclusion in its `system-out`.
+fn variants(r: &crate::document::variants::VariantsReport) -> String {
+    let mut report = Report::new("probity");
+    let mut total = Duration::ZERO;
+    for v in &r.variants {
+        let (suite, time) = run_suite(&v.report);
+        total += time;
+        report.add_test_suite(suite);
+    }
+    let c = &r.comparison;
+    let mut suite = TestSuite::new(xml_clean(&format!("probity: {} variants", r.name)));
+    let classname = format!("probity.{}.variants", r.name);
+    for e in c.better() {
+        suite.add_test_case(case(
+            &classname,
+            &format!(
+                "{} better than {}: {}",
+                c.names[e.better], c.names[e.worse], e.check.name
+            ),
+            TestCaseStatus::success(),
+            &crate::facts::variants::difference(e.check, c.options.multiple),
+        ));
+    }
+    suite.set_system_out(xml_clean(&format!(
+        "{}\n{}",
+        crate::facts::variants::conclusion(r),
+        crate::facts::variants::method_line(c)
+    )));
+    report.add_test_suite(suite);
+    report.set_time(total);
+    report
+        .to_string()
+        .unwrap_or_else(|e| format!("<!-- probity: could not write JUnit XML: {e} -->\n"))
+}
+
+/// A run's test suite and its time.
+fn run_suite(r: &RunReport) -> (TestSuite, Duration) {
     let s = &r.summary;
     let run = &r.run.name;
     let classname = format!("probity.{run}");
@@ -237,7 +283,7 @@ fn run(r: &RunReport) -> String {
             &causes::system_head(system),
         )));
     }
-    write(suite, time)
+    (suite, time)
 }
 
 /// The test case of check `idx`.

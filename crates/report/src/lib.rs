@@ -1,6 +1,6 @@
 //! # probity-report
 //!
-//! probity's reports: four documents, each in five formats.
+//! probity's reports: five documents, each in five formats.
 //!
 //! | document | type | made by |
 //! | --- | --- | --- |
@@ -8,6 +8,7 @@
 //! | a comparison of two runs | [`ComparisonReport`] | `probity compare`; a run with `--baseline` carries one |
 //! | a trend over runs of one name | [`TrendReport`] | `probity report --trend NAME` |
 //! | a retry plan | [`PlanReport`] | `probity plan` |
+//! | variants side by side | [`VariantsReport`] | `probity run` of a file with `[[variant]]` tables |
 //!
 //! | format | module | for |
 //! | --- | --- | --- |
@@ -49,6 +50,7 @@ pub use document::info::{system_label, RunInfo};
 pub use document::plan::{PlanReport, PlanRun, SampleSizeCheck, SampleSizePlan};
 pub use document::run::{Example, FailingSample, RunReport};
 pub use document::trend::{TrendReport, TrendRun};
+pub use document::variants::{InputOutputs, VariantColumn, VariantsReport};
 pub use document::Document;
 pub use format::{Format, UnknownFormat};
 pub use text::heatmap::heatmap;

@@ -7,6 +7,7 @@
 //! | comparison | a `###` section: the conclusion, the runs, the correction across checks, a table of changes per check with p-values |
 //! | trend | a `### probity trend` section holding the text table ([`crate::text`]) in a code block |
 //! | plan | a `### probity retry plan` section holding the text plan in a code block |
+//! | variants | ([`variants`]) the conclusion, the variant × check matrix, the cost per variant, the differences against the reference (or every pair) with Holm-adjusted p |
 //!
 //! Text from the run is escaped with [`md_cell`] / [`md_inline`] (pipes,
 //! backticks, markup, HTML, newlines) and outputs are put in code blocks
@@ -33,6 +34,8 @@ use probity_core::guarded::RetryCheck;
 use probity_core::stats::Decision;
 use probity_core::stats::MultipleTesting;
 
+mod variants;
+
 /// Longest model output shown in a code block, in characters.
 pub const EXAMPLE_MAX_CHARS: usize = 1000;
 
@@ -54,6 +57,7 @@ pub(crate) fn render(doc: Document<'_>) -> String {
         Document::Comparison(c) => comparison(c),
         Document::Trend(t) => quoted("probity trend", &crate::text::trend::render(t)),
         Document::Plan(p) => quoted("probity retry plan", &crate::text::plan::render(p)),
+        Document::Variants(v) => variants::render(v),
     }
 }
 

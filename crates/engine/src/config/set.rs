@@ -59,11 +59,19 @@ pub fn apply(text: &str, sets: &[Set]) -> Result<String, String> {
     let mut doc: Table = text
         .parse()
         .map_err(|e: toml::de::Error| format!("cannot apply --set: {}", e.message()))?;
-    for s in sets {
-        set_in(&mut doc, &s.path, s.value.clone())
-            .map_err(|why| format!("--set {}: {why}", s.path.join(".")))?;
-    }
+    apply_to(&mut doc, sets).map_err(|(s, why)| format!("--set {}: {why}", s.path.join(".")))?;
     toml::to_string(&doc).map_err(|e| format!("cannot apply --set: {e}"))
+}
+
+/// Every `set` applied, in order, to `doc` (a parsed configuration); an
+/// error is the set that cannot be applied and why. The one place a
+/// field is set from outside the file: `--set` and `[[variant]]` tables
+/// (`config::variant`).
+pub fn apply_to<'s>(doc: &mut Table, sets: &'s [Set]) -> Result<(), (&'s Set, String)> {
+    for s in sets {
+        set_in(doc, &s.path, s.value.clone()).map_err(|why| (s, why))?;
+    }
+    Ok(())
 }
 
 fn set_in(t: &mut Table, path: &[String], value: Value) -> Result<(), String> {

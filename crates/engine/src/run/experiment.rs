@@ -29,6 +29,7 @@ use crate::provider::call::CallSettings;
 use crate::provider::limits::Pace;
 use crate::provider::types::Provider;
 use crate::retry::policy::RetryPolicy;
+use crate::store::records::VariantTag;
 use crate::store::settings::{Analysis, StoredRetry, StoredSequential, StoredSettings};
 use probity_core::{Input, Validator};
 use std::path::PathBuf;
@@ -84,6 +85,9 @@ pub struct Experiment {
     pub sequential: Option<Sequential>,
     /// The configuration file it was loaded from, if any.
     pub source: Option<Source>,
+    /// The variant it is of a variants run (`[[variant]]`), stored with
+    /// its run; `None` for an experiment of its own.
+    pub variant: Option<VariantTag>,
 }
 
 /// How a sequential run orders its inputs.
@@ -129,6 +133,7 @@ impl Experiment {
             error_budget: DEFAULT_ERROR_BUDGET,
             sequential: None,
             source: None,
+            variant: None,
         }
     }
 

@@ -14,3 +14,4 @@ pub mod revalidate;
 pub(crate) mod rounds;
 pub mod runner;
 pub mod stored;
+pub mod variants;

@@ -108,6 +108,7 @@ pub async fn revalidate(
             parent_run: Some(id),
             reused_from: None,
             outputs_from: Some(old.outputs_from.unwrap_or(id)),
+            variant: None,
         },
     )?;
     // The new run's tensor and causes, filled as its rows are written: its

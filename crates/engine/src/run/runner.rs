@@ -516,6 +516,7 @@ pub async fn run_with(
                             parent_run: None,
                             reused_from,
                             outputs_from: None,
+                            variant: experiment.variant.as_ref(),
                         },
                     )?
                 }

@@ -169,6 +169,7 @@ pub fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> 
             parent_run: None,
             reused_from: None,
             outputs_from: None,
+            variant: None,
         },
         COMMIT_EVERY,
     )

@@ -57,6 +57,27 @@ pub struct RunRecord {
     /// finishes; `None` for a fixed-size run, or one being written.
     #[serde(default)]
     pub sequential: Option<SequentialOutcome>,
+    /// The variant this run is of a variants run (`[[variant]]`, schema
+    /// 11), with its group; `None` for a run of a file without variants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<VariantTag>,
+}
+
+/// A run that is one variant of a variants run (`[[variant]]` tables,
+/// `probity run`): every variant is a run of its own, on the same inputs
+/// and repetitions, linked by their group. Stored as `runs.variant` (this,
+/// as JSON) and `runs.variant_group` (schema 11).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VariantTag {
+    /// The variant's name (`[[variant]] name`).
+    pub name: String,
+    /// Its place among the file's variants (0-based): the matrix's order.
+    pub index: usize,
+    /// The group: the id of its first run. `None` in a [`NewRun`]: the new
+    /// run starts a group of its own.
+    pub group: Option<i64>,
+    /// The variant the others are compared with; `None`: every pair.
+    pub reference: Option<String>,
 }
 
 /// A run's call counts over all its sessions.
@@ -160,6 +181,8 @@ pub struct NewRun<'a> {
     /// A revalidation: the run whose samples hold the outputs this run
     /// re-checks (its rows hold only verdicts).
     pub outputs_from: Option<i64>,
+    /// The variant this run is, when it is one (`[[variant]]`).
+    pub variant: Option<&'a VariantTag>,
 }
 
 /// One stored sample and its verdicts.

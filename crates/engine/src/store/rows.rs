@@ -3,7 +3,7 @@
 //! yields them ([`RowRead`]), and the encodings both store (a cell per
 //! byte, reasons and JSON settings as text).
 
-use super::records::{AttemptRow, CachedOutput, RunRecord, RunStatus, SampleRow};
+use super::records::{AttemptRow, CachedOutput, RunRecord, RunStatus, SampleRow, VariantTag};
 use probity_core::Cell;
 
 /// A stored row's columns, by position, as the store keeps them:
@@ -52,7 +52,7 @@ pub(super) const RUN_COLUMNS: &str =
     "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
     outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
     judge_calls, tokens, reused_from, judge_calls_by_check, verdicts, outputs_from,
-    sequential FROM runs";
+    sequential, variant, variant_group FROM runs";
 
 /// The columns [`sample_from_row`] reads: a run's own samples, or a
 /// revalidated run's verdicts over the outputs of the run they came from
@@ -97,7 +97,24 @@ pub(super) fn run_from_row<R: RowRead>(r: &R) -> Result<RunRecord, R::Error> {
         verdicts: r.opt_text(20)?.and_then(|s| serde_json::from_str(&s).ok()),
         outputs_from: r.opt_int(21)?,
         sequential: r.opt_text(22)?.and_then(|s| serde_json::from_str(&s).ok()),
+        variant: variant_of(r.opt_text(23)?, r.opt_int(24)?),
     })
+}
+
+/// A run's variant as stored: the tag as JSON and its group (schema 11).
+fn variant_of(tag: Option<String>, group: Option<i64>) -> Option<VariantTag> {
+    let mut tag: VariantTag = serde_json::from_str(&tag?).ok()?;
+    tag.group = group;
+    Some(tag)
+}
+
+/// A run's variant as stored: `(runs.variant, whether the run starts its
+/// group)`.
+pub(super) fn variant_text(tag: Option<&VariantTag>) -> (Option<String>, Option<i64>, bool) {
+    match tag {
+        None => (None, None, false),
+        Some(t) => (serde_json::to_string(t).ok(), t.group, t.group.is_none()),
+    }
 }
 
 pub(super) fn sample_from_row<R: RowRead>(r: &R) -> Result<SampleRow, R::Error> {

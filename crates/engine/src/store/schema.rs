@@ -14,7 +14,8 @@
 //! Schema 9 is the baseline both backends create at once (`sqlite::schema`,
 //! `postgres::schema`; an older SQLite store is brought to it in place);
 //! 10 added `claims` (inputs of a shared run claimed by workers,
-//! `probity work`) and the leases' holder token.
+//! `probity work`) and the leases' holder token; 11 `runs.variant` and
+//! `runs.variant_group` (the variants of one `probity run`, `[[variant]]`).
 
 /// The last migration this version of probity knows.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;

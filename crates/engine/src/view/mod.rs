@@ -12,6 +12,7 @@
 //! | `/runs/{id}/live` | its rates, reloading while the run is written |
 //! | `/compare?a=&b=` | two runs compared, outputs side by side (`&only=differ`) |
 //! | `/trend/{name}` | a name's trend |
+//! | `/variants/{run}` | the variants of run's group side by side: the matrix, costs, differences, outputs |
 //!
 //! Access: bound to a loopback address the viewer needs no token; bound
 //! anywhere else every request must carry the token — `?token=T` once
@@ -52,6 +53,8 @@ pub trait Pages: Send + Sync + 'static {
     fn live(&self, id: i64) -> Page;
     fn compare(&self, q: &Params) -> Page;
     fn trend(&self, name: &str) -> Page;
+    /// The variants run (`[[variant]]`) that run `id` is a variant of.
+    fn variants(&self, id: i64) -> Page;
 }
 
 /// A token for a viewer bound beyond loopback: 32 hexadecimal characters
@@ -93,6 +96,7 @@ pub fn router(pages: Arc<dyn Pages>, token: Option<String>) -> Router {
         .route("/runs/{id}/live", get(live))
         .route("/compare", get(compare))
         .route("/trend/{name}", get(trend))
+        .route("/variants/{id}", get(variants))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
@@ -218,6 +222,10 @@ async fn compare(State(st): St, Query(q): Query<Params>) -> Response {
 
 async fn trend(State(st): St, Path(name): Path<String>) -> Response {
     answer(&st, move |p| p.trend(&name)).await
+}
+
+async fn variants(State(st): St, Path(id): Path<i64>) -> Response {
+    answer(&st, move |p| p.variants(id)).await
 }
 
 async fn not_found() -> Response {

@@ -7,6 +7,7 @@
 //! | a comparison of two runs | [`ComparisonReport`] | `probity compare`; inside a run's report with `--baseline` |
 //! | a trend over runs of one name | [`TrendReport`] | `probity report --trend NAME` |
 //! | a retry plan | [`PlanReport`] | `probity plan` |
+//! | variants side by side | [`VariantsReport`] | `probity run` of a file with `[[variant]]` tables, `probity report RUN --variants` |
 //!
 //! [`Document`] is one of them, borrowed, as [`crate::render`] takes it.
 
@@ -15,11 +16,13 @@ pub mod info;
 pub mod plan;
 pub mod run;
 pub mod trend;
+pub mod variants;
 
 use comparison::ComparisonReport;
 use plan::PlanReport;
 use run::RunReport;
 use trend::TrendReport;
+use variants::VariantsReport;
 
 /// One document to render. Each format renders every document; see
 /// [`crate::render`]. Made from a reference to any of the report types
@@ -34,6 +37,8 @@ pub enum Document<'a> {
     Trend(&'a TrendReport),
     /// A retry plan.
     Plan(&'a PlanReport),
+    /// Variants of one system side by side.
+    Variants(&'a VariantsReport),
 }
 
 impl<'a> From<&'a RunReport> for Document<'a> {
@@ -57,5 +62,11 @@ impl<'a> From<&'a TrendReport> for Document<'a> {
 impl<'a> From<&'a PlanReport> for Document<'a> {
     fn from(r: &'a PlanReport) -> Self {
         Document::Plan(r)
+    }
+}
+
+impl<'a> From<&'a VariantsReport> for Document<'a> {
+    fn from(r: &'a VariantsReport) -> Self {
+        Document::Variants(r)
     }
 }

@@ -9,7 +9,8 @@
 //! * [`guarded`]: the guarded system beside its prediction (§4.2);
 //! * [`comparison`]: a comparison's changes in percentage points;
 //! * [`sequential`]: a sequential run's stop and confidence sequences;
-//! * [`live`]: a serve run's live rates, their sequences and alarms.
+//! * [`live`]: a serve run's live rates, their sequences and alarms;
+//! * [`variants`]: a variants run's matrix cells, differences and costs.
 
 pub mod causes;
 pub mod comparison;
@@ -18,3 +19,4 @@ pub mod live;
 pub mod run;
 pub mod sequential;
 pub mod tensor;
+pub mod variants;

@@ -8,6 +8,7 @@
 //! | comparison | [`comparison`] | a table of changes with interval bars around zero |
 //! | trend | [`trend`] | one chart and one table per check |
 //! | plan | [`plan`] | the plan's text in a `<pre>` |
+//! | variants | [`variants`] | the variant × check matrix, cost per variant, differences as interval bars around zero, inputs with every variant's outputs side by side |
 //!
 //! [`page`] holds what the pages share: the run page's style, script and
 //! Content-Security-Policy, and the small pages' shell. Pages are laid out
@@ -26,6 +27,7 @@ pub mod run;
 pub mod template;
 pub mod tensor;
 pub mod trend;
+pub mod variants;
 pub mod view;
 
 use crate::document::Document;
@@ -41,5 +43,6 @@ pub(crate) fn render(doc: Document<'_>) -> String {
         Document::Comparison(c) => comparison::page(c),
         Document::Trend(t) => trend::page(t),
         Document::Plan(p) => plan::page(p),
+        Document::Variants(v) => variants::page(v),
     }
 }

@@ -24,6 +24,15 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("comparison.html", include_str!("templates/comparison.html")),
     ("trend.html", include_str!("templates/trend.html")),
     ("plan.html", include_str!("templates/plan.html")),
+    (
+        "variants_section.html",
+        include_str!("templates/variants_section.html"),
+    ),
+    ("variants.html", include_str!("templates/variants.html")),
+    (
+        "view_variants.html",
+        include_str!("templates/view_variants.html"),
+    ),
     ("view_base.html", include_str!("templates/view_base.html")),
     ("view_runs.html", include_str!("templates/view_runs.html")),
     (

@@ -81,6 +81,9 @@ pub struct RunEntry {
     pub passed: Option<(usize, usize)>,
     /// Whether a `probity serve` run is still being written.
     pub live: bool,
+    /// A variant of a variants run (`[[variant]]`): its variant's name,
+    /// linked to the variants page.
+    pub variant: Option<String>,
 }
 
 impl RunEntry {
@@ -127,6 +130,7 @@ struct RunRow<'a> {
     badge: &'static str,
     tally: String,
     live: bool,
+    variant: Option<&'a str>,
 }
 
 /// The runs list: every run (newest first) that passes `filter`, with the
@@ -159,6 +163,7 @@ pub fn runs_page(all: &[RunEntry], filter: &RunsFilter) -> String {
                     None => "no verdict".to_string(),
                 },
                 live: r.live,
+                variant: r.variant.as_deref(),
             }
         })
         .collect();
@@ -436,6 +441,30 @@ pub fn trend_page(t: &TrendReport) -> String {
             name => &t.name,
             runs => t.runs.len(),
             checks => crate::html::trend::checks(t),
+        },
+    )
+}
+
+// ---------------------------------------------------------------- variants
+
+/// A variants run side by side (the report's section, in the viewer's
+/// frame, every variant's run linked).
+pub fn variants_page(r: &crate::document::variants::VariantsReport) -> String {
+    let mut page = shell(
+        format!("probity view: variants of {} (group {})", r.name, r.group),
+        None,
+    );
+    page.style = markup(format!(
+        "{}\n{}",
+        page.style,
+        crate::html::variants::VARIANTS_STYLE
+    ));
+    render(
+        "view_variants.html",
+        minijinja::context! {
+            page,
+            links => r.variants.iter().map(|v| (format!("/runs/{}", v.report.run.id), format!("Run #{} {}", v.report.run.id, v.name))).collect::<Vec<_>>(),
+            variants => crate::html::variants::context(r, true),
         },
     )
 }

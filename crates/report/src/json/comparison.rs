@@ -35,7 +35,7 @@ fn diff_json(d: &Difference) -> Value {
     })
 }
 
-fn run_json(r: &RunInfo) -> Value {
+pub(crate) fn run_json(r: &RunInfo) -> Value {
     json!({
         "id": r.id,
         "name": r.name,
@@ -59,14 +59,9 @@ fn rate_json(r: &probity_core::RateEstimate) -> Value {
     })
 }
 
-/// The comparison as a JSON value (schema [`SCHEMA`]).
-pub(crate) fn value(r: &ComparisonReport) -> Value {
-    let c = &r.comparison;
-    let checks: Vec<Value> = c
-        .checks
-        .iter()
-        .map(|k| {
-            json!({
+/// One check compared, as `checks[]` of the schema writes it.
+pub(crate) fn check_json(k: &probity_core::compare::CheckComparison) -> Value {
+    json!({
                 "name": k.name,
                 "direction": name(k.direction),
                 "basis": name(k.basis),
@@ -84,9 +79,13 @@ pub(crate) fn value(r: &ComparisonReport) -> Value {
                 "mde_unpaired": num(k.mde_unpaired),
                 "p_value": num(k.p_value),
                 "p_adjusted": num(k.p_adjusted),
-            })
-        })
-        .collect();
+    })
+}
+
+/// The comparison as a JSON value (schema [`SCHEMA`]).
+pub(crate) fn value(r: &ComparisonReport) -> Value {
+    let c = &r.comparison;
+    let checks: Vec<Value> = c.checks.iter().map(check_json).collect();
     let (imp, reg, same, none) = c.tally();
     json!({
         "schema": SCHEMA,

@@ -7,6 +7,7 @@
 //! | comparison | [`comparison`] | `probity.compare.v1` |
 //! | trend | [`trend`] | `probity.trend.v1` |
 //! | plan | [`plan`] | `probity.plan.v1` |
+//! | variants | [`variants`] | `probity.variants.v1` |
 //!
 //! Text is written verbatim (JSON escapes it); rates are fractions; a
 //! float that is not finite is `null`.
@@ -16,6 +17,7 @@ pub mod live;
 pub mod plan;
 pub mod run;
 pub mod trend;
+pub mod variants;
 
 use crate::document::Document;
 
@@ -28,5 +30,6 @@ pub(crate) fn render(doc: Document<'_>) -> String {
         Document::Comparison(c) => comparison::render(c),
         Document::Trend(t) => trend::render(t),
         Document::Plan(p) => plan::render(p),
+        Document::Variants(v) => variants::render(v),
     }
 }

@@ -7,6 +7,7 @@
 //! | comparison | [`comparison`] | the runs, one line per check with its change in points, the conclusion |
 //! | trend | [`trend`] | a table: one row per run, one column per check |
 //! | plan | [`plan`] | the retry plan, its table of attempts or per input |
+//! | variants | [`variants`] | the variant × check matrix, each variant's cost, the differences against the reference (or every pair), the conclusion |
 //!
 //! [`heatmap()`] draws a run's tensor as a heatmap in the terminal.
 //!
@@ -23,6 +24,7 @@ mod paint;
 pub mod plan;
 pub mod run;
 pub mod trend;
+pub mod variants;
 
 use crate::document::Document;
 
@@ -36,5 +38,6 @@ pub(crate) fn render(doc: Document<'_>, color: bool) -> String {
         Document::Comparison(c) => comparison::render(c, color),
         Document::Trend(t) => trend::render(t),
         Document::Plan(p) => plan::render(p),
+        Document::Variants(v) => variants::render(v, color),
     }
 }

@@ -7,7 +7,7 @@ use crate::store::backend::{Leases, RunEnd, Runs};
 use crate::store::error::StoreError;
 use crate::store::identity::me;
 use crate::store::records::{NewRun, RunRecord};
-use crate::store::rows::{run_from_row, RUN_COLUMNS};
+use crate::store::rows::{run_from_row, variant_text, RUN_COLUMNS};
 use probity_core::sequential::SequentialOutcome;
 
 impl Runs for Postgres {
@@ -22,6 +22,7 @@ impl Runs for Postgres {
             serde_json::to_string(run.checks).unwrap_or_default(),
             serde_json::to_string(run.settings).unwrap_or_default(),
             (run.parent_run, run.reused_from, run.outputs_from),
+            variant_text(run.variant),
         );
         let idx: Vec<i64> = (0..run.inputs.len() as i64).collect();
         let ids: Vec<Vec<u8>> = run
@@ -35,16 +36,33 @@ impl Runs for Postgres {
             .map(|i| serde_json::Value::Object(i.fields.clone()).to_string())
             .collect();
         self.conn.call(move |c| {
-            let (name, hash, config, system, n, m, checks, settings, (parent, reused, from)) = &row;
+            let (
+                name,
+                hash,
+                config,
+                system,
+                n,
+                m,
+                checks,
+                settings,
+                (parent, reused, from),
+                (variant, group, starts_group),
+            ) = &row;
             let mut tx = c.transaction()?;
             let id: i64 = tx
                 .query_one(
                     "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input,
-                        checks, settings, parent_run, reused_from, outputs_from)
-                     VALUES ($1, 'running', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
-                    &[name, hash, config, system, n, m, checks, settings, parent, reused, from],
+                        checks, settings, parent_run, reused_from, outputs_from, variant, variant_group)
+                     VALUES ($1, 'running', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
+                    &[
+                        name, hash, config, system, n, m, checks, settings, parent, reused, from,
+                        variant, group,
+                    ],
                 )?
                 .get(0);
+            if *starts_group {
+                tx.execute("UPDATE runs SET variant_group = id WHERE id = $1", &[&id])?;
+            }
             // The new run is this process's from the start.
             tx.execute(
                 "INSERT INTO leases (run_id, pid, host, holder, refreshed_at) VALUES ($1, $2, $3, $4, now())",

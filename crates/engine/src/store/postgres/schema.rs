@@ -1,7 +1,7 @@
 //! The PostgreSQL schema as numbered migrations (see
 //! [`crate::store::schema`]): 9, the baseline, creates every table of
 //! schema 9 at once; 10 adds the claims of shared runs and the leases'
-//! holder token. Applied in order under an advisory lock, each recorded in
+//! holder token; 11 the runs' variant and variant group. Applied in order under an advisory lock, each recorded in
 //! `schema_migrations`, so processes opening a new database at once apply
 //! each exactly once.
 //!
@@ -11,7 +11,7 @@
 //! may hold, and nothing a model says may stop a run from being stored.
 
 /// `(number, SQL)` in order.
-pub(super) const MIGRATIONS: &[(i64, &str)] = &[(9, BASELINE), (10, CLAIMS)];
+pub(super) const MIGRATIONS: &[(i64, &str)] = &[(9, BASELINE), (10, CLAIMS), (11, VARIANTS)];
 
 /// A key for `pg_advisory_xact_lock`: probity's migrations.
 pub(super) const MIGRATION_LOCK: i64 = 0x7072_6f62_6974_7901;
@@ -141,4 +141,12 @@ CREATE TABLE claims (
     done BOOLEAN NOT NULL DEFAULT false,
     PRIMARY KEY (run_id, input_idx)
 );
+"#;
+
+/// Migration 11: which variant of a variants run a run is (`[[variant]]`):
+/// its tag as JSON, and its group (the id of the group's first run).
+const VARIANTS: &str = r#"
+ALTER TABLE runs ADD COLUMN variant TEXT;
+ALTER TABLE runs ADD COLUMN variant_group BIGINT;
+CREATE INDEX runs_by_variant_group ON runs(variant_group);
 "#;

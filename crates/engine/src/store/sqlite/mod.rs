@@ -18,7 +18,7 @@ use super::schema::SCHEMA_VERSION;
 use db::open_connection;
 pub use db::Sqlite;
 use rusqlite::Connection;
-use schema::{has_column, LATE_INDEXES, MIGRATION_10, SCHEMA};
+use schema::{has_column, LATE_INDEXES, MIGRATION_10, MIGRATION_11, SCHEMA};
 use std::path::Path;
 
 impl Sqlite {
@@ -57,6 +57,17 @@ impl Sqlite {
                     conn.execute_batch("ALTER TABLE leases ADD COLUMN holder TEXT")?;
                 }
                 conn.execute_batch(MIGRATION_10)
+            })?;
+        }
+        if version < 11 {
+            store.migrate(11, |conn| {
+                // A store whose version was set back by hand may have them.
+                for (column, ty) in [("variant", "TEXT"), ("variant_group", "INTEGER")] {
+                    if !has_column(conn, "runs", column)? {
+                        conn.execute_batch(&format!("ALTER TABLE runs ADD COLUMN {column} {ty}"))?;
+                    }
+                }
+                conn.execute_batch(MIGRATION_11)
             })?;
         }
         Ok(store)

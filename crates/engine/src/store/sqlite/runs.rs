@@ -6,7 +6,7 @@ use crate::store::backend::{Leases, RunEnd, Runs};
 use crate::store::error::StoreError;
 use crate::store::identity::me;
 use crate::store::records::{NewRun, RunRecord};
-use crate::store::rows::{run_from_row, RUN_COLUMNS};
+use crate::store::rows::{run_from_row, variant_text, RUN_COLUMNS};
 use probity_core::sequential::SequentialOutcome;
 use rusqlite::{params, OptionalExtension};
 
@@ -15,10 +15,11 @@ impl Runs for Sqlite {
     fn create_run(&mut self, run: &NewRun<'_>) -> Result<i64, StoreError> {
         let path = self.path.clone();
         let err = |source| super::db::err_at(&path, source);
+        let (variant, group, starts_group) = variant_text(run.variant);
         let tx = self.conn.transaction().map_err(err)?;
         tx.execute(
-            "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input, checks, settings, parent_run, reused_from, outputs_from)
-             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input, checks, settings, parent_run, reused_from, outputs_from, variant, variant_group)
+             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 run.name,
                 run.config_hash,
@@ -31,10 +32,19 @@ impl Runs for Sqlite {
                 run.parent_run,
                 run.reused_from,
                 run.outputs_from,
+                variant,
+                group,
             ],
         )
         .map_err(err)?;
         let id = tx.last_insert_rowid();
+        if starts_group {
+            tx.execute(
+                "UPDATE runs SET variant_group = id WHERE id = ?1",
+                params![id],
+            )
+            .map_err(err)?;
+        }
         // The new run is this process's from the start.
         tx.execute(
             &format!("INSERT OR REPLACE INTO leases (run_id, pid, host, holder, refreshed_at) VALUES (?1, ?2, ?3, ?4, {NOW_S})"),

@@ -141,5 +141,12 @@ CREATE TABLE IF NOT EXISTS claims (
 ) WITHOUT ROWID;
 "#;
 
+/// Migration 11, after `runs.variant` (which variant of a variants run a
+/// run is, `[[variant]]`: its tag as JSON) and `runs.variant_group` (the id
+/// of the group's first run) are added: their index.
+pub(super) const MIGRATION_11: &str = r#"
+CREATE INDEX IF NOT EXISTS runs_by_variant_group ON runs(variant_group);
+"#;
+
 /// Now, in seconds since the epoch, by SQLite's clock.
 pub(super) const NOW_S: &str = "((julianday('now') - 2440587.5) * 86400.0)";

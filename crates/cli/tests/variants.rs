@@ -1,0 +1,480 @@
+//! `[[variant]]` tables: one `probity run` samples every variant on the
+//! same inputs and repetitions (the example's simulator, seed pinned),
+//! stores each as a run of one group, and reports a variant × check
+//! matrix with paired differences against the reference, Holm across
+//! pairs × checks. A variant made worse (contractions 0.10 → 0.5) is
+//! established worse with the right sign; a variant identical to the
+//! reference is not called different; `--variant` runs a subset; a
+//! killed variants run resumes variant by variant; sequential variants
+//! share one input order; bad tables are errors naming file, line and key.
+
+mod common;
+
+use common::{json_runs, pin_seed, probity, text};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const VARIANTS: &str = r#"
+[[variant]]
+name = "base"
+
+[[variant]]
+name = "same"
+
+[[variant]]
+name = "sloppy"
+system.contractions = 0.5
+prompt.system = "You are a busy assistant."
+"#;
+
+/// `probity init` in `dir`, the simulator pinned to seed 3, with
+/// `tables` appended.
+fn setup(dir: &Path, tables: &str) {
+    assert_eq!(probity(dir, &["init"]).status.code(), Some(0));
+    pin_seed(dir, 3);
+    let path = dir.join("probity.toml");
+    let cfg = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{cfg}{tables}")).unwrap();
+}
+
+fn json(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)))
+}
+
+/// The checks of the pair whose candidate is `candidate`.
+fn pair<'a>(v: &'a Value, candidate: &str) -> &'a Vec<Value> {
+    v["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["candidate"] == candidate)
+        .unwrap_or_else(|| panic!("no pair with {candidate}: {v}"))["checks"]
+        .as_array()
+        .unwrap()
+}
+
+fn check<'a>(checks: &'a [Value], name: &str) -> &'a Value {
+    checks.iter().find(|c| c["name"] == name).unwrap()
+}
+
+#[test]
+fn a_worse_variant_is_established_worse_and_an_identical_one_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    setup(d, VARIANTS);
+    let out = probity(d, &["run", "-q", "--format", "json"]);
+    // Every variant fails contraction_validator (0.95 minimum): exit 1.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v = json(&out);
+    assert_eq!(v["schema"], "probity.variants.v1");
+    assert_eq!(v["reference"], "base");
+    assert_eq!(v["group"], 1);
+    // 2 pairs × 2 checks, corrected together.
+    assert_eq!(v["tests"], 4);
+    assert_eq!(v["options"]["multiple"], "holm");
+    let names: Vec<&str> = v["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["base", "same", "sloppy"]);
+
+    // The matrix: the sloppy variant's contraction rate is far lower.
+    let rate = |i: usize, k: &str| {
+        v["variants"][i]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == k)
+            .unwrap()["estimate"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(rate(0, "contraction_validator") > 0.85);
+    assert!(rate(2, "contraction_validator") < 0.65);
+    // Paired by design: the same seed, inputs and repetitions give the
+    // identical variant the very same outputs.
+    assert_eq!(
+        rate(0, "contraction_validator"),
+        rate(1, "contraction_validator")
+    );
+
+    // sloppy − base: worse on contractions, with the right sign; not on
+    // politeness (its rate was not changed).
+    let sloppy = pair(&v, "sloppy");
+    let c = check(sloppy, "contraction_validator");
+    assert_eq!(c["verdict"], "worse");
+    assert_eq!(c["basis"], "paired");
+    assert!(c["upper"].as_f64().unwrap() < 0.0, "{c}");
+    assert!(c["p_adjusted"].as_f64().unwrap() <= 0.05);
+    assert!(c["p_adjusted"].as_f64().unwrap() >= c["p_value"].as_f64().unwrap());
+    assert_eq!(
+        check(sloppy, "politeness_validator")["verdict"],
+        "no_established_difference"
+    );
+    // same − base: nothing established.
+    for c in pair(&v, "same") {
+        assert_eq!(c["verdict"], "no_established_difference", "{c}");
+        assert_eq!(c["difference"], 0.0);
+    }
+    let established = v["established"].as_array().unwrap();
+    assert_eq!(established.len(), 1, "{established:?}");
+    assert_eq!(established[0]["better"], "base");
+    assert_eq!(established[0]["worse"], "sloppy");
+    assert_eq!(established[0]["check"], "contraction_validator");
+    assert!(established[0]["lower"].as_f64().unwrap() > 0.0);
+    // Cost per variant: every sample a call.
+    for x in v["variants"].as_array().unwrap() {
+        assert_eq!(x["cost"]["calls"], 400, "{x}");
+        assert_eq!(x["cost"]["samples"], 400);
+        assert_eq!(x["cost"]["latency_ms"]["n"], 400);
+        assert_eq!(x["report"]["schema"], "probity.report.v1");
+    }
+
+    // Stored as three runs of one group, named NAME/VARIANT.
+    let runs = json_runs(d);
+    assert_eq!(runs.len(), 3);
+    for r in &runs {
+        assert_eq!(r["variant"]["group"], 1, "{r}");
+        assert_eq!(r["variant"]["reference"], "base");
+    }
+    let mut names: Vec<&str> = runs.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "polite-assistant/base",
+            "polite-assistant/same",
+            "polite-assistant/sloppy"
+        ]
+    );
+
+    // `probity report RUN --variants` of any of its runs: the same report.
+    let again = json(&probity(
+        d,
+        &[
+            "report",
+            "polite-assistant/same",
+            "--variants",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(again["established"], v["established"]);
+    assert_eq!(again["differences"], v["differences"]);
+    assert_eq!(again["variants"][2]["cost"], v["variants"][2]["cost"]);
+    let out = probity(d, &["report", "1", "--variants", "--check"]);
+    assert_eq!(out.status.code(), Some(1));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("probity variants: polite-assistant (group 1), 3 variants, reference base"),
+        "{t}"
+    );
+    assert!(t.contains("sloppy (run 3)"), "{t}");
+    assert!(t.contains("cost per variant"), "{t}");
+    assert!(t.contains("sloppy − base"), "{t}");
+    assert!(
+        t.contains("3 variants: 1 established difference: base better than sloppy on contraction_validator"),
+        "{t}"
+    );
+    // Every pair: three pairs, Holm over 6 tests; sloppy worse than both.
+    let all = json(&probity(
+        d,
+        &[
+            "report",
+            "1",
+            "--variants",
+            "--all-pairs",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(all["reference"], Value::Null);
+    assert_eq!(all["tests"], 6);
+    assert_eq!(all["established"].as_array().unwrap().len(), 2);
+    // Markdown, HTML and JUnit render it.
+    let md = text(&probity(d, &["report", "1", "--variants", "--format", "markdown"]).stdout);
+    assert!(md.contains("| contraction\\_validator | 9"), "{md}");
+    assert!(
+        md.contains("| sloppy − base | contraction\\_validator | ⬇️ worse |"),
+        "{md}"
+    );
+    let html = text(&probity(d, &["report", "1", "--variants", "--format", "html"]).stdout);
+    assert!(html.contains("id=\"variant-matrix\""));
+    assert_eq!(html.matches("class=\"variant-input\"").count(), 20);
+    assert_eq!(html.matches("class=\"variant-side\"").count(), 60);
+    let junit = text(&probity(d, &["report", "1", "--variants", "--format", "junit"]).stdout);
+    assert_eq!(junit.matches("<testsuite ").count(), 4, "{junit}");
+    assert!(junit.contains("base better than sloppy: contraction_validator"));
+    // A run that is no variant has no variants report.
+    let out = probity(d, &["report", "1", "--variants", "--store", "other.db"]);
+    assert_ne!(out.status.code(), Some(0));
+}
+
+#[test]
+fn variant_runs_a_subset_and_names_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    setup(d, VARIANTS);
+    let out = probity(
+        d,
+        &[
+            "run",
+            "-q",
+            "--variant",
+            "sloppy",
+            "--variant",
+            "same",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v = json(&out);
+    // In the file's order; the reference is the first chosen.
+    let names: Vec<&str> = v["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["same", "sloppy"]);
+    assert_eq!(v["reference"], "same");
+    assert_eq!(v["tests"], 2);
+    assert_eq!(json_runs(d).len(), 2);
+    let out = probity(d, &["run", "-q", "--variant", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains(
+            "probity.toml: --variant \"nope\": no [[variant]] of that name (the file's variants: base, same, sloppy)"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    // `reference = true` picks the reference.
+    let marked = VARIANTS.replace(
+        "name = \"sloppy\"\n",
+        "name = \"sloppy\"\nreference = true\n",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path(), &marked);
+    let v = json(&probity(dir.path(), &["run", "-q", "--format", "json"]));
+    assert_eq!(v["reference"], "sloppy");
+    assert_eq!(pair(&v, "base").len(), 2);
+    assert_eq!(
+        check(pair(&v, "base"), "contraction_validator")["verdict"],
+        "better"
+    );
+}
+
+#[test]
+fn bad_variant_tables_name_the_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    let cfg = std::fs::read_to_string(d.join("probity.toml")).unwrap();
+    let lines = cfg.lines().count();
+    let with = |tables: &str| {
+        std::fs::write(d.join("probity.toml"), format!("{cfg}{tables}")).unwrap();
+        let out = probity(d, &["run", "-q"]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+        text(&out.stderr)
+    };
+    // A misspelt field of [system]: its line and the variant.
+    let e = with(
+        "\n[[variant]]\nname = \"a\"\n\n[[variant]]\nname = \"b\"\nsystem.contractoins = 0.5\n",
+    );
+    assert!(
+        e.contains(&format!(
+            "probity.toml: line {}: [[variant]] \"b\": system.contractoins: unknown field `contractoins`",
+            lines + 7
+        )),
+        "{e}"
+    );
+    // A duplicate name.
+    let e = with("\n[[variant]]\nname = \"a\"\n\n[[variant]]\nname = \"a\"\n");
+    assert!(
+        e.contains(&format!(
+            "line {}: [[variant]] #2 (\"a\"): the name is already that of [[variant]] #1 (line {})",
+            lines + 6,
+            lines + 2
+        )),
+        "{e}"
+    );
+    // A key a variant cannot set.
+    let e = with("\n[[variant]]\nname = \"a\"\nexperiment.outputs_per_input = 3\n");
+    assert!(
+        e.contains(&format!(
+            "line {}: [[variant]] #1 (\"a\"): unknown key `experiment`",
+            lines + 4
+        )),
+        "{e}"
+    );
+    // --variant without variants.
+    std::fs::write(d.join("probity.toml"), &cfg).unwrap();
+    let out = probity(d, &["run", "-q", "--variant", "a"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--variant and --all-pairs need [[variant]] tables"));
+    assert!(json_runs(d).is_empty(), "no run was started");
+}
+
+#[test]
+fn a_killed_variants_run_resumes_variant_by_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    setup(d, VARIANTS);
+    // 20 ms a sample, 4 at a time: each variant's 400 samples take ~2 s.
+    let path = d.join("probity.toml");
+    let cfg = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("seed = 3\n", "seed = 3\nlatency_ms = 20\n")
+        .replace("concurrency = 16", "concurrency = 4");
+    std::fs::write(&path, cfg).unwrap();
+    let mut run = common::probity_cmd()
+        .current_dir(d)
+        .args(["run", "-q"])
+        .env("PROBITY_STORE", d.join("runs.db"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it (SIGKILL) while the second variant is being sampled.
+    let start = Instant::now();
+    while json_runs(d).len() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "never got to the second variant"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let runs = json_runs(d);
+    assert_eq!(runs.len(), 2);
+    let status = |runs: &[Value], name: &str| {
+        runs.iter()
+            .find(|r| r["name"] == name)
+            .map(|r| r["status"].as_str().unwrap().to_string())
+    };
+    assert_eq!(
+        status(&runs, "polite-assistant/base").as_deref(),
+        Some("complete")
+    );
+    assert_ne!(
+        status(&runs, "polite-assistant/same").as_deref(),
+        Some("complete")
+    );
+
+    let out = probity(d, &["run", "-q", "--resume", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("variant \"base\" (1 of 3): run 1 is complete"),
+        "{err}"
+    );
+    assert!(err.contains("variant \"same\" (2 of 3): resuming"), "{err}");
+    assert!(err.contains("variant \"sloppy\" (3 of 3)"), "{err}");
+    let v = json(&out);
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["group"], 1);
+    // Each variant's one run, complete, every sample stored once.
+    let runs = json_runs(d);
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    for r in &runs {
+        assert_eq!(r["status"], "complete");
+        assert_eq!(r["variant"]["group"], 1);
+    }
+    for x in v["variants"].as_array().unwrap() {
+        assert_eq!(x["cost"]["samples"], 400);
+    }
+    // Resumed, the identical variant still matches the reference exactly
+    // (the simulator is seeded per input and repetition).
+    for c in pair(&v, "same") {
+        assert_eq!(c["difference"], 0.0, "{c}");
+    }
+    assert_eq!(
+        check(pair(&v, "sloppy"), "contraction_validator")["verdict"],
+        "worse"
+    );
+    // Nothing left to resume.
+    let out = probity(d, &["run", "-q", "--resume"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("nothing to resume"));
+}
+
+#[test]
+fn sequential_variants_share_one_input_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    setup(d, VARIANTS);
+    let out = probity(d, &["run", "-q", "--sequential", "--format", "json"]);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        text(&out.stderr)
+    );
+    let v = json(&out);
+    let seeds: Vec<Value> = json_runs(d)
+        .iter()
+        .map(|r| r["settings"]["sequential"]["seed"].clone())
+        .collect();
+    assert_eq!(seeds.len(), 3);
+    assert!(seeds[0].is_u64(), "{seeds:?}");
+    assert!(seeds.iter().all(|s| *s == seeds[0]), "{seeds:?}");
+    for x in v["variants"].as_array().unwrap() {
+        assert!(
+            x["report"]["sequential"].is_object(),
+            "{}",
+            x["report"]["sequential"]
+        );
+    }
+    // The identical variant visits the same inputs and gives the same
+    // outputs: no difference at all.
+    for c in pair(&v, "same") {
+        assert_eq!(c["difference"], 0.0, "{c}");
+        assert_eq!(c["verdict"], "no_established_difference");
+    }
+}
+
+#[test]
+fn a_variants_run_on_postgres_reads_back_as_on_sqlite() {
+    use probity_engine::store::postgres::testing::TestDatabase;
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    setup(d, VARIANTS);
+    let on = |store: &str, args: &[&str], code: i32| {
+        let out = common::probity_cmd()
+            .current_dir(d)
+            .args(args)
+            .env("PROBITY_STORE", store)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{}", text(&out.stderr));
+        json(&out)
+    };
+    let sqlite = d.join("runs.db").display().to_string();
+    let run = ["run", "-q", "--format", "json"];
+    let (a, b) = (on(&sqlite, &run, 1), on(db.url(), &run, 1));
+    assert_eq!(a["differences"], b["differences"]);
+    assert_eq!(a["established"], b["established"]);
+    // Read back from PostgreSQL by any run of the group.
+    let again = on(
+        db.url(),
+        &["report", "3", "--variants", "--format", "json"],
+        0,
+    );
+    assert_eq!(again["group"], b["group"]);
+    assert_eq!(again["differences"], b["differences"]);
+    assert_eq!(
+        db.query("SELECT count(DISTINCT variant_group)::text FROM runs"),
+        ["1"]
+    );
+}
