@@ -13,6 +13,7 @@ pub mod aggregate;
 pub mod causes;
 pub mod compare;
 pub mod guarded;
+pub mod judge_sim;
 pub mod model;
 pub mod monitor;
 pub mod options;
