@@ -10,6 +10,7 @@
 //! the statistics testable against reference values.
 
 pub mod aggregate;
+pub mod calibrated;
 pub mod causes;
 pub mod compare;
 pub mod guarded;

@@ -350,6 +350,76 @@ fn corrected_interval_covers_the_true_rate_with_a_simulated_judge() {
     }
 }
 
+/// A calibrated verifier's verdict is the corrected rate's: 30 inputs × 10
+/// outputs judged PASS 90 % of the time by a judge with Se 0.95 and Sp
+/// 0.70 (on 400 + 200 labels) — raw 0.90 would fail a 0.95 minimum, the
+/// corrected rate (0.90 + 0.70 − 1)/0.65 = 0.923 too, but established only
+/// by the corrected interval; against 0.80 the raw and corrected verdicts
+/// both pass, the corrected one established.
+#[test]
+fn a_calibrated_check_is_judged_on_its_corrected_rate() {
+    use probity_core::stats::{Calibrated, Decision, VerdictMode};
+    use probity_core::{
+        Aggregate, AnalysisOptions, Cell, CheckInfo, CheckKind, ReliabilityTensor, Strategy,
+        Summary,
+    };
+    let (n, m) = (30, 10);
+    let mut t = ReliabilityTensor::new(n, m, 2).unwrap();
+    for i in 0..n {
+        for j in 0..m {
+            let pass = (i * m + j) % 10 != 0;
+            t.set(i, j, 0, if pass { Cell::Pass } else { Cell::Fail })
+                .unwrap();
+            t.set(i, j, 1, if pass { Cell::Pass } else { Cell::Fail })
+                .unwrap();
+        }
+    }
+    let info = |name: &str, min: f64| CheckInfo {
+        name: name.into(),
+        message: String::new(),
+        minimum_success_percentage: min,
+        weight: 1.0,
+        kind: CheckKind::Verifier,
+    };
+    let opts = AnalysisOptions {
+        verdict: VerdictMode::ThreeWay,
+        ..AnalysisOptions::default()
+    };
+    let checks = [info("strict", 0.95), info("lenient", 0.80)];
+    let raw = Summary::build(&t, &checks, Strategy::All, Aggregate::Min, &opts);
+    let labels = Some(counts(380, 400, 140, 200));
+    let s = raw.clone().with_calibration(&t, &[labels, labels]);
+    for (k, check) in s.checks.iter().enumerate() {
+        let Some(Calibrated::Corrected(c)) = &check.calibration else {
+            panic!("check {k} not corrected: {:?}", check.calibration);
+        };
+        assert_eq!(check.rate, raw.checks[k].rate, "the raw rate stays");
+        assert!((c.raw - 0.9).abs() < 1e-12);
+        assert!((c.estimate - 0.6 / 0.65).abs() < 1e-9, "{}", c.estimate);
+        assert_eq!(
+            check.verdict.established,
+            !c.interval.contains(check.info.minimum_success_percentage)
+        );
+    }
+    assert_ne!(s.checks[0].verdict.decision, Decision::Pass);
+    assert_eq!(s.checks[1].verdict.decision, Decision::Pass);
+    assert!(s.checks[1].verdict.established);
+    // A check without labels is left alone.
+    let s = raw.clone().with_calibration(&t, &[None, labels]);
+    assert_eq!(s.checks[0], raw.checks[0]);
+    // No FAIL labels: no number, and no established verdict.
+    let s = raw.with_calibration(&t, &[None, Some(counts(380, 400, 0, 0))]);
+    assert!(matches!(
+        s.checks[1].calibration,
+        Some(Calibrated::Unusable {
+            problem: CalibrationError::NoFailLabels,
+            ..
+        })
+    ));
+    assert_eq!(s.checks[1].verdict.decision, Decision::Inconclusive);
+    assert!(!s.checks[1].verdict.established);
+}
+
 #[rustfmt::skip]
 const REFERENCE: [Row; 5] = [
     // one output per input

@@ -459,3 +459,30 @@ impl<'a> Inversion<'a> {
         })
     }
 }
+
+/// A calibrated verifier check's correction, as every report shows it:
+/// the corrected rate, or why there is none (never a number that means
+/// nothing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Calibrated {
+    /// The judge's accuracy and the corrected rate.
+    Corrected(CorrectedRate),
+    /// No corrected rate: `problem` says why; `judge` is the judge's
+    /// accuracy when it could be measured.
+    Unusable {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        judge: Option<JudgeAccuracy>,
+        problem: CalibrationError,
+    },
+}
+
+impl Calibrated {
+    /// The judge's measured accuracy, when there is one.
+    pub fn judge(&self) -> Option<&JudgeAccuracy> {
+        match self {
+            Calibrated::Corrected(c) => Some(&c.judge),
+            Calibrated::Unusable { judge, .. } => judge.as_ref(),
+        }
+    }
+}

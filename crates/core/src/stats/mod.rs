@@ -19,8 +19,8 @@ pub mod sequential;
 
 pub use betabin::{beta_binomial_score, ScoreInterval};
 pub use calibration::{
-    corrected_rate, outputs_to_settle, CalibrationError, CorrectedRate, JudgeAccuracy, LabelCounts,
-    Measured, RunVariance, Weakness,
+    corrected_rate, outputs_to_settle, Calibrated, CalibrationError, CorrectedRate, JudgeAccuracy,
+    LabelCounts, Measured, RunVariance, Weakness,
 };
 pub use cluster::{clustered_mean, ClusterSum, ClusteredEstimate};
 pub use consistency::{pass_all_k, pass_any_k, Consistency, InputConsistency};
