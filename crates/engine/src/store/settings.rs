@@ -87,6 +87,12 @@ pub struct StoredSettings {
     /// order, so `--resume` replays the same order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<StoredSequential>,
+    /// Per column, what a calibrated verifier's judge answered on its
+    /// labelled set (`None` for other checks; empty when no verifier is
+    /// calibrated): measured when the run began, so its reports correct
+    /// the rate as it did (`Summary::with_calibration`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calibration: Vec<Option<probity_core::stats::LabelCounts>>,
 }
 
 /// How a sequential run was made: the seed of its input order
@@ -106,6 +112,7 @@ impl Default for StoredSettings {
             retry: None,
             weight_field: None,
             sequential: None,
+            calibration: Vec::new(),
         }
     }
 }
@@ -121,6 +128,7 @@ impl StoredSettings {
             retry,
             weight_field: analysis.weight_field.clone(),
             sequential: None,
+            calibration: Vec::new(),
         }
     }
 
