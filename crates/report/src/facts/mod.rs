@@ -4,12 +4,14 @@
 //!
 //! * [`run`]: a run's checks, aggregate and retry plan, its calls, the
 //!   scope of its rates and the consistency of its checks;
+//! * [`calibration`]: a calibrated verifier's judge and corrected rate;
 //! * [`causes`]: errors apart from failures, with their causes;
 //! * [`tensor`]: the order and counts of the tensor's heatmaps;
 //! * [`guarded`]: the guarded system beside its prediction (§4.2);
 //! * [`comparison`]: a comparison's changes in percentage points;
 //! * [`sequential`]: a sequential run's stop and confidence sequences.
 
+pub mod calibration;
 pub mod causes;
 pub mod comparison;
 pub mod guarded;

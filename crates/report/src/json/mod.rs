@@ -11,6 +11,7 @@
 //! Text is written verbatim (JSON escapes it); rates are fractions; a
 //! float that is not finite is `null`.
 
+pub mod calibration;
 pub mod comparison;
 pub mod plan;
 pub mod run;
