@@ -10,9 +10,11 @@
 //! the statistics testable against reference values.
 
 pub mod aggregate;
+pub mod calibrated;
 pub mod causes;
 pub mod compare;
 pub mod guarded;
+pub mod judge_sim;
 pub mod model;
 pub mod monitor;
 pub mod options;

@@ -7,8 +7,8 @@ use crate::profile::{profile, strategy_rates, worst, Profile, ProfileEntry, Stra
 use crate::retry::RetryPlan;
 use crate::sequential::outcome::SequentialOutcome;
 use crate::stats::{
-    error::check_threshold, judge, Consistency, Counts, Decision, RateEstimate, StatsError,
-    ThresholdVerdict,
+    error::check_threshold, judge, Calibrated, Consistency, Counts, Decision, RateEstimate,
+    StatsError, ThresholdVerdict,
 };
 use crate::tensor::{Cell, ReliabilityTensor};
 use serde::{Deserialize, Serialize};
@@ -59,6 +59,11 @@ pub struct CheckSummary {
     /// input has k evaluated outputs... or k cannot be chosen.
     #[serde(default)]
     pub consistency: Option<Consistency>,
+    /// A verifier whose judge was calibrated on a labelled set: its
+    /// sensitivity, specificity and the corrected rate (the verdict is then
+    /// the corrected rate's; `Summary::with_calibration`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibrated>,
 }
 
 /// The summary of a run.
@@ -280,6 +285,7 @@ fn summarise_check(
     });
     CheckSummary {
         consistency,
+        calibration: None,
         info: info.clone(),
         rate,
         verdict,

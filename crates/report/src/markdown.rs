@@ -170,6 +170,7 @@ fn run(r: &RunReport) -> String {
         }
         md.push('\n');
         statistics_table(&mut md, r);
+        calibration_section(&mut md, r);
         errors_section(&mut md, r);
         // Aggregate: probity's figures; the check name is escaped.
         md.push_str(&format!(
@@ -280,6 +281,32 @@ fn run(r: &RunReport) -> String {
         md.push_str("\n</details>\n");
     }
     md
+}
+
+/// Per calibrated verifier: its judge's sensitivity and specificity, the
+/// corrected rate beside the raw one, and a warning when the judge is too
+/// weak (`facts::calibration`).
+fn calibration_section(md: &mut String, r: &RunReport) {
+    let calibrated: Vec<_> = r
+        .summary
+        .checks
+        .iter()
+        .filter(|c| c.calibration.is_some())
+        .collect();
+    if calibrated.is_empty() {
+        return;
+    }
+    md.push_str("#### Judges calibrated on labelled sets\n\n");
+    for c in calibrated {
+        md.push_str(&format!("- **{}**\n", md_inline(&c.info.name)));
+        for line in crate::facts::calibration::lines(c) {
+            md.push_str(&format!("  - {}\n", md_inline(&line)));
+        }
+        if let Some(w) = crate::facts::calibration::warning(c) {
+            md.push_str(&format!("  - ⚠️ {}\n", md_inline(&w)));
+        }
+    }
+    md.push('\n');
 }
 
 /// Per check: the inputs its rate is over, what its interval is about,

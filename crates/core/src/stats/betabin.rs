@@ -275,43 +275,12 @@ pub fn beta_binomial_score(
     clusters: &[ClusterSum],
     confidence: f64,
 ) -> Result<ScoreInterval, StatsError> {
-    check_confidence(confidence)?;
-    check_clusters(clusters)?;
-    let groups = Groups::new(clusters);
-    let n: f64 = groups.g.iter().map(|&(_, m, w)| m * w).sum();
-    let x: f64 = groups.g.iter().map(|&(x, _, w)| x * w).sum();
-    let g: f64 = groups.g.iter().map(|&(_, _, w)| w).sum();
-    if n == 0.0 {
-        return Err(StatsError::Empty);
-    }
-    let p = (x / n).clamp(0.0, 1.0);
-    let all_single = groups.g.iter().all(|&(_, m, _)| m <= 1.0);
-    let (critical, df) = if all_single || g < 2.0 {
-        (z_value(confidence), f64::INFINITY)
-    } else {
-        (t_value(confidence, g - 1.0), g - 1.0)
-    };
-    let c2 = critical * critical;
-    // Every output passed, or every output failed: the likelihood is
-    // maximised at ρ → 1 for every μ0 (all-or-nothing inputs explain the
-    // data best), so deff(1) = Σn_i²/n throughout.
-    let degenerate =
-        groups.g.iter().all(|&(x, m, _)| x == m) || groups.g.iter().all(|&(x, _, _)| x == 0.0);
+    let nv = NullVariance::new(clusters, confidence)?;
+    let p = nv.estimate();
+    let c2 = nv.critical * nv.critical;
     let mut scratch = Vec::new();
-    let rho_at = |mu: f64, s: &mut Vec<f64>| -> f64 {
-        if g < 2.0 || all_single {
-            0.0
-        } else if degenerate {
-            1.0
-        } else {
-            groups.restricted_icc(mu, s)
-        }
-    };
     // f(μ0) ≤ 0 ⇔ μ0 is in the interval.
-    let f = |mu: f64, s: &mut Vec<f64>| -> f64 {
-        let deff = design_effect(&groups, n, rho_at(mu, s));
-        (p - mu) * (p - mu) - c2 * mu * (1.0 - mu) * deff / n
-    };
+    let f = |mu: f64, s: &mut Vec<f64>| -> f64 { (p - mu) * (p - mu) - c2 * nv.variance_at(mu, s) };
     let lower = if p <= 0.0 {
         0.0
     } else {
@@ -323,8 +292,8 @@ pub fn beta_binomial_score(
         root(|mu| f(mu, &mut scratch), 1.0, p)
     };
     let icc = if p > 0.0 && p < 1.0 {
-        rho_at(p, &mut scratch)
-    } else if g >= 2.0 && !all_single {
+        nv.icc_at(p, &mut scratch)
+    } else if nv.g >= 2.0 && !nv.all_single {
         1.0
     } else {
         0.0
@@ -336,10 +305,133 @@ pub fn beta_binomial_score(
             upper: upper.clamp(p, 1.0),
         },
         icc,
-        design_effect: design_effect(&groups, n, icc),
-        critical,
-        df,
+        design_effect: design_effect(&nv.groups, nv.n, icc),
+        critical: nv.critical,
+        df: nv.df,
     })
+}
+
+/// The variance of p̂ under a tested mean μ0, as the default interval
+/// ([`beta_binomial_score`]) uses it:
+///
+/// ```text
+/// V(μ0) = μ0 (1 − μ0) · deff(ρ̃(μ0)) / n
+/// ```
+///
+/// with ρ̃(μ0) the restricted maximum-likelihood ICC (1 when every output
+/// passed or every output failed, 0 with one input or one output per
+/// input), and the critical value c (t_{G−1}, or z when every input has one
+/// output). Shared with the judge-corrected interval
+/// ([`super::calibration`]), which tests the apparent rate a corrected
+/// rate implies.
+pub(crate) struct NullVariance {
+    groups: Groups,
+    /// Σ n_i.
+    pub(crate) n: f64,
+    /// Σ x_i.
+    x: f64,
+    /// G, the number of inputs observed.
+    pub(crate) g: f64,
+    all_single: bool,
+    degenerate: bool,
+    /// c: t_{1−α/2, G−1}, or z when all n_i ≤ 1 or G < 2.
+    pub(crate) critical: f64,
+    /// Degrees of freedom of c (`f64::INFINITY` for z).
+    pub(crate) df: f64,
+}
+
+impl NullVariance {
+    /// Errors: confidence outside (0, 1); sums that are not those of
+    /// scores in [0, 1]; nothing observed ([`StatsError::Empty`]).
+    pub(crate) fn new(clusters: &[ClusterSum], confidence: f64) -> Result<Self, StatsError> {
+        check_confidence(confidence)?;
+        check_clusters(clusters)?;
+        let groups = Groups::new(clusters);
+        let n: f64 = groups.g.iter().map(|&(_, m, w)| m * w).sum();
+        let x: f64 = groups.g.iter().map(|&(x, _, w)| x * w).sum();
+        let g: f64 = groups.g.iter().map(|&(_, _, w)| w).sum();
+        if n == 0.0 {
+            return Err(StatsError::Empty);
+        }
+        let all_single = groups.g.iter().all(|&(_, m, _)| m <= 1.0);
+        let (critical, df) = if all_single || g < 2.0 {
+            (z_value(confidence), f64::INFINITY)
+        } else {
+            (t_value(confidence, g - 1.0), g - 1.0)
+        };
+        // Every output passed, or every output failed: the likelihood is
+        // maximised at ρ → 1 for every μ0 (all-or-nothing inputs explain the
+        // data best), so deff(1) = Σn_i²/n throughout.
+        let degenerate =
+            groups.g.iter().all(|&(x, m, _)| x == m) || groups.g.iter().all(|&(x, _, _)| x == 0.0);
+        Ok(NullVariance {
+            groups,
+            n,
+            x,
+            g,
+            all_single,
+            degenerate,
+            critical,
+            df,
+        })
+    }
+
+    /// The binomial variance of `x` passes in `n` independent outputs
+    /// (every output its own input: deff = 1, c = z) — for a rate whose
+    /// interval is about these inputs only. `x ≤ n`, `n > 0` (else
+    /// [`StatsError::Counts`] or [`StatsError::Empty`]).
+    pub(crate) fn binomial(x: u64, n: u64, confidence: f64) -> Result<Self, StatsError> {
+        check_confidence(confidence)?;
+        if n == 0 {
+            return Err(StatsError::Empty);
+        }
+        if x > n {
+            return Err(StatsError::Counts {
+                successes: x as f64,
+                trials: n as f64,
+            });
+        }
+        let g: Vec<(f64, f64, f64)> = [(0.0, 1.0, (n - x) as f64), (1.0, 1.0, x as f64)]
+            .into_iter()
+            .filter(|&(_, _, w)| w > 0.0)
+            .collect();
+        Ok(NullVariance {
+            groups: Groups {
+                g,
+                small_int: Some(1),
+                reach: (1, 1),
+            },
+            n: n as f64,
+            x: x as f64,
+            g: n as f64,
+            all_single: true,
+            degenerate: x == n || x == 0,
+            critical: z_value(confidence),
+            df: f64::INFINITY,
+        })
+    }
+
+    /// p̂ = Σx_i / Σn_i.
+    pub(crate) fn estimate(&self) -> f64 {
+        (self.x / self.n).clamp(0.0, 1.0)
+    }
+
+    /// ρ̃(μ0), the ICC the variance under `mu` uses.
+    pub(crate) fn icc_at(&self, mu: f64, scratch: &mut Vec<f64>) -> f64 {
+        if self.g < 2.0 || self.all_single {
+            0.0
+        } else if self.degenerate {
+            1.0
+        } else {
+            self.groups.restricted_icc(mu, scratch)
+        }
+    }
+
+    /// V(μ0) = μ0 (1 − μ0) · deff(ρ̃(μ0)) / n.
+    pub(crate) fn variance_at(&self, mu: f64, scratch: &mut Vec<f64>) -> f64 {
+        let deff = design_effect(&self.groups, self.n, self.icc_at(mu, scratch));
+        mu * (1.0 - mu) * deff / self.n
+    }
 }
 
 /// The boundary of the accepted region between `out` (f(out) > 0,
@@ -347,7 +439,7 @@ pub fn beta_binomial_score(
 /// Illinois false position, then bisection should it stall; to about
 /// 1e-11. Returns an accepted point, so the interval never excludes a value
 /// the test accepts.
-fn root(mut f: impl FnMut(f64) -> f64, out: f64, inn: f64) -> f64 {
+pub(crate) fn root(mut f: impl FnMut(f64) -> f64, out: f64, inn: f64) -> f64 {
     let (mut a, mut b) = (out, inn);
     let (mut fa, mut fb) = (f(a), f(b));
     if fa.is_nan() || fb.is_nan() {

@@ -4,6 +4,7 @@
 //! Every rate probity prints carries an interval (docs/architecture.md, Design decisions).
 
 pub mod betabin;
+pub mod calibration;
 pub mod cluster;
 pub mod consistency;
 pub mod counts;
@@ -17,6 +18,10 @@ pub mod reason;
 pub mod sequential;
 
 pub use betabin::{beta_binomial_score, ScoreInterval};
+pub use calibration::{
+    corrected_rate, outputs_to_settle, Calibrated, CalibrationError, CorrectedRate, JudgeAccuracy,
+    LabelCounts, Measured, RunVariance, Weakness,
+};
 pub use cluster::{clustered_mean, ClusterSum, ClusteredEstimate};
 pub use consistency::{pass_all_k, pass_any_k, Consistency, InputConsistency};
 pub use counts::{Counts, ErrorPolicy};

@@ -1,10 +1,12 @@
 //! What judges an output: the validators and verifiers of a run in column
 //! order (`check`), LLM judges (`verifier`, paper §4), `[[validator]]`
-//! tables and external programs, and the keys that recognise a request
-//! already answered.
+//! tables and external programs, the keys that recognise a request
+//! already answered, and judges' labelled sets (`labels`, `calibration`).
 
 pub mod cache_key;
+pub mod calibration;
 pub mod check;
+pub mod labels;
 pub mod program;
 pub mod validator_table;
 pub mod verifier;

@@ -32,6 +32,7 @@
 //! truth.
 
 use crate::checks::cache_key::{judgement_key, JudgeQuestion};
+use crate::checks::labels::LabelledSet;
 use crate::provider::config::ProviderConfig;
 use crate::provider::error::ConfigError;
 use crate::provider::openai::OpenAiConfig;
@@ -81,6 +82,13 @@ pub struct VerifierSpec {
     /// error-free sim judge).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<JudgeConfig>,
+    /// A labelled set (JSON lines: `input`, `output`, `label`; see
+    /// [`crate::checks::labels`]) on which the judge's sensitivity and
+    /// specificity are measured; the check is then judged on its rate
+    /// corrected for the judge's errors. Relative to the configuration
+    /// file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<std::path::PathBuf>,
 }
 
 /// The judge's provider: any provider, or the simulated judge.
@@ -296,6 +304,8 @@ pub struct Verifier {
     /// Calls made to this verifier's judge (retries included), shared by
     /// its clones: the check's own count in a run's totals.
     pub calls: Arc<AtomicU64>,
+    /// The labelled set the judge is measured on (`calibration = …`).
+    pub calibration: Option<Arc<LabelledSet>>,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -333,6 +343,11 @@ impl VerifierSpec {
     pub fn resolve_paths(&mut self, dir: &std::path::Path) {
         if let Some(JudgeConfig::Provider(p)) = &mut self.system {
             p.resolve_paths(dir);
+        }
+        if let Some(path) = &mut self.calibration {
+            if path.is_relative() {
+                *path = dir.join(&*path);
+            }
         }
     }
 
@@ -372,7 +387,12 @@ impl VerifierSpec {
                     .map_err(|e| e.to_string())?,
             },
         };
+        let calibration = match &self.calibration {
+            Some(path) => Some(Arc::new(LabelledSet::load(path)?)),
+            None => None,
+        };
         Ok(Verifier {
+            calibration,
             name: self.name.clone(),
             message: self.message.clone(),
             instructions: self.instructions.clone(),
@@ -613,6 +633,7 @@ mod tests {
             weight: 1.0,
             structured: Structured::default(),
             system: None,
+            calibration: None,
         }
         .compile(&ProviderConfig::default())
         .unwrap();
@@ -634,6 +655,7 @@ mod tests {
             weight: 1.0,
             structured: Structured::None,
             system: None,
+            calibration: None,
         }
         .compile(&ProviderConfig::default())
         .unwrap();

@@ -385,6 +385,10 @@ pub async fn run_with(
     let mut settings = experiment.stored_settings();
     let policy = experiment.retry.clone().unwrap_or_else(RetryPolicy::single);
     let caller: Arc<Caller> = experiment.calls.caller();
+    // Calibrated verifiers: their judges answer the labelled sets first
+    // (stored with the run, so its reports correct the rate as this one).
+    settings.calibration =
+        crate::checks::calibration::measure_all(&experiment.checks, &caller).await;
     // This run's own stop flag: set when it stops, so outputs not yet
     // checked are not waited for.
     let checks = Checks {
@@ -882,6 +886,7 @@ pub async fn run_with(
         Some(o) => s.with_sequential(o),
         None => s,
     });
+    let summary = summary.map(|s| s.with_calibration(&tensor, &settings.calibration));
     let causes = causes.sorted();
     let run_id = match store {
         Some((store, run_id)) => {

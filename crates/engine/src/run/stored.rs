@@ -105,7 +105,8 @@ pub fn summarize(
         settings.aggregate,
         &settings.analysis,
         weights.as_deref(),
-    ))
+    )
+    .with_calibration(tensor, &settings.calibration))
 }
 
 /// A sequential run's summary: verdicts and intervals are its confidence

@@ -92,6 +92,12 @@ pub struct StoredSettings {
     /// are then its sequences', `Summary::with_live`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live: Option<StoredLive>,
+    /// Per column, what a calibrated verifier's judge answered on its
+    /// labelled set (`None` for other checks; empty when no verifier is
+    /// calibrated): measured when the run began, so its reports correct
+    /// the rate as it did (`Summary::with_calibration`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calibration: Vec<Option<probity_core::stats::LabelCounts>>,
 }
 
 /// How a serve run's traffic is watched: the `[monitor]` settings and the
@@ -122,6 +128,7 @@ impl Default for StoredSettings {
             weight_field: None,
             sequential: None,
             live: None,
+            calibration: Vec::new(),
         }
     }
 }
@@ -138,6 +145,7 @@ impl StoredSettings {
             weight_field: analysis.weight_field.clone(),
             sequential: None,
             live: None,
+            calibration: Vec::new(),
         }
     }
 

@@ -4,6 +4,7 @@
 //!
 //! * [`run`]: a run's checks, aggregate and retry plan, its calls, the
 //!   scope of its rates and the consistency of its checks;
+//! * [`calibration`]: a calibrated verifier's judge and corrected rate;
 //! * [`causes`]: errors apart from failures, with their causes;
 //! * [`tensor`]: the order and counts of the tensor's heatmaps;
 //! * [`guarded`]: the guarded system beside its prediction (§4.2);
@@ -12,6 +13,7 @@
 //! * [`live`]: a serve run's live rates, their sequences and alarms;
 //! * [`variants`]: a variants run's matrix cells, differences and costs.
 
+pub mod calibration;
 pub mod causes;
 pub mod comparison;
 pub mod guarded;

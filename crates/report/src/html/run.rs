@@ -350,7 +350,9 @@ fn checks(r: &RunReport, lo: f64) -> Vec<CheckRow> {
             if let Some(k) = &c.consistency {
                 notes.push(facts::consistency_line(k));
             }
+            notes.extend(crate::facts::calibration::lines(c));
             let mut warnings = Vec::new();
+            warnings.extend(crate::facts::calibration::warning(c));
             if let Some(cause) = broken {
                 warnings.push(causes::broken_line(r, cause, &|s| s.to_string()));
             }

@@ -12,6 +12,7 @@
 //! Text is written verbatim (JSON escapes it); rates are fractions; a
 //! float that is not finite is `null`.
 
+pub mod calibration;
 pub mod comparison;
 pub mod live;
 pub mod plan;

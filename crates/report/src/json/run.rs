@@ -16,7 +16,7 @@
 //!   "counts": {pass, fail, error, missing},
 //!   "checks": [{index, name, kind, message, threshold, weight, rate, verdict,
 //!               worst_input, breakdown_by, breakdown_below, breakdown,
-//!               broken, errors: causes, consistency}],
+//!               broken, errors: causes, consistency, calibration}],
 //!   "aggregate": {method, rate, worst_check, per_check},
 //!   "profiles": {inputs: [entry], outputs: [entry]},
 //!   "retry": {target, rates, p_independent, independent, measured, conservative,
@@ -44,6 +44,8 @@
 //! causes = {total, other, causes: [{message, count, input, input_label, repetition}]}
 //! consistency = null | {k, mean_pass_all_k: rate, mean_pass_any_k: rate,
 //!                       per_input: [{index, label, passes, outputs, pass_all_k: band, pass_any_k: band}]}
+//! calibration = null | {state, judge: null | {labelled, errors, sensitivity, specificity, youden},
+//!                       raw, corrected: band, labels_only: band, weak, problem, warning, text}
 //! entry = {index, label, rate}
 //! band  = {estimate, lower, upper}
 //! ```
@@ -439,6 +441,8 @@ pub struct WireCheck {
     pub broken: bool,
     pub errors: WireCauses,
     pub consistency: Option<WireConsistency>,
+    /// A verifier calibrated on a labelled set (added within v1).
+    pub calibration: Option<crate::json::calibration::WireCalibration>,
 }
 
 #[derive(Debug, Serialize)]
@@ -664,6 +668,7 @@ fn check(r: &RunReport, index: usize, c: &CheckSummary) -> WireCheck {
             .consistency
             .as_ref()
             .map(|k| WireConsistency::new(r, k, method)),
+        calibration: crate::json::calibration::WireCalibration::of(c),
     }
 }
 

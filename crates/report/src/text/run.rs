@@ -42,6 +42,7 @@
 //! sequences or control characters to the terminal.
 
 use crate::document::run::RunReport;
+use crate::facts::calibration;
 use crate::facts::causes;
 use crate::facts::run as facts;
 use crate::facts::sequential;
@@ -221,6 +222,12 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
                 "{indent}{}\n",
                 p.dim(&facts::consistency_line(cons))
             ));
+        }
+        for line in calibration::lines(c) {
+            out.push_str(&format!("{indent}{}\n", p.dim(&line)));
+        }
+        if let Some(w) = calibration::warning(c) {
+            out.push_str(&format!("{indent}{}\n", p.wrap("33", &format!("⚠ {w}"))));
         }
         if let Some(g) = r.causes.checks.get(idx).filter(|g| g.total > 0) {
             if broken.is_none() {

@@ -62,6 +62,7 @@ pub fn check(
         },
         breakdown: Vec::new(),
         consistency: None,
+        calibration: None,
         breakdown_below: 0,
         worst_input: None,
         example_failure: None,

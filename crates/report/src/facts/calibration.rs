@@ -1,0 +1,79 @@
+//! A calibrated verifier's judge (paper §4; `probity_core::stats::calibration`):
+//! its sensitivity and specificity on the labelled set, the rate corrected
+//! for its errors beside the raw one, and a warning when the judge is too
+//! weak — said the same way by every format.
+
+use crate::numbers::{interval, pct, threshold_pct};
+use probity_core::stats::{Calibrated, JudgeAccuracy, Weakness};
+use probity_core::CheckSummary;
+
+/// `judge on 300 labelled pairs: sensitivity 92.7% [88.1, 95.6] (139/150),
+/// specificity 66.7% [58.8, 73.8] (100/150)` (and how many it could not
+/// judge).
+pub fn judge_line(a: &JudgeAccuracy) -> String {
+    let (se, sp) = (&a.sensitivity, &a.specificity);
+    let mut s = format!(
+        "judge on {} labelled pairs: sensitivity {} {} ({}/{}), specificity {} {} ({}/{})",
+        se.of + sp.of + a.counts.errors,
+        pct(se.estimate),
+        interval(se.interval.lower, se.interval.upper),
+        se.agreed,
+        se.of,
+        pct(sp.estimate),
+        interval(sp.interval.lower, sp.interval.upper),
+        sp.agreed,
+        sp.of,
+    );
+    if a.counts.errors > 0 {
+        s.push_str(&format!(", {} not judged (errors)", a.counts.errors));
+    }
+    s
+}
+
+/// The calibration's lines for check `c`, in order: the judge's accuracy,
+/// the corrected rate (`corrected for the judge's errors: 71.5% [58.9,
+/// 81.8] (raw 75.7%); the verdict is the corrected rate's`), and — when
+/// more outputs cannot settle the verdict — what the judge's errors alone
+/// leave. Empty for a check that is not calibrated. The warning is apart:
+/// [`warning`].
+pub fn lines(c: &CheckSummary) -> Vec<String> {
+    let Some(cal) = &c.calibration else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = cal.judge().map(judge_line).into_iter().collect();
+    if let Calibrated::Corrected(r) = cal {
+        out.push(format!(
+            "corrected for the judge's errors: {} {} (raw {}); the verdict is the corrected rate's",
+            pct(r.estimate),
+            interval(r.interval.lower, r.interval.upper),
+            pct(r.raw)
+        ));
+        let m = c.verdict.threshold;
+        if !c.verdict.established && r.labels_only.contains(m) && r.weak.is_none() {
+            out.push(format!(
+                "more outputs cannot settle it: the judge's measured errors alone leave {}; more labels would",
+                interval(r.labels_only.lower, r.labels_only.upper)
+            ));
+        }
+    }
+    out
+}
+
+/// The warning for a judge too weak for its check (or whose rate could not
+/// be corrected), or `None`.
+pub fn warning(c: &CheckSummary) -> Option<String> {
+    match c.calibration.as_ref()? {
+        Calibrated::Unusable { problem, .. } => Some(format!("no corrected rate: {problem}")),
+        Calibrated::Corrected(r) => r.weak.map(|w| match w {
+            Weakness::Chance { youden_lower } => format!(
+                "the judge is not shown better than chance on its labels (Se + Sp − 1 may be as low as {:.2}): more labels or a better judge",
+                youden_lower
+            ),
+            Weakness::Threshold { best_lower, minimum } => format!(
+                "the judge is too weak for the minimum {}: with these labels even a system that always passes could not be shown above {}; more labels or a better judge, not more outputs",
+                threshold_pct(minimum),
+                pct(best_lower)
+            ),
+        }),
+    }
+}

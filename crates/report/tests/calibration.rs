@@ -1,0 +1,87 @@
+//! A calibrated verifier in every format (issue 23 item 4): the raw rate,
+//! the judge's sensitivity and specificity with intervals, the corrected
+//! rate with its interval, and a warning when the judge is too weak.
+
+mod common;
+
+use probity_core::stats::{
+    corrected_rate, Calibrated, CalibrationError, ClusterSum, JudgeAccuracy, LabelCounts,
+    RunVariance,
+};
+use probity_report::{render, Format, RunReport};
+use serde_json::Value;
+
+/// The common report whose second check is a verifier calibrated on 50
+/// PASS and 50 FAIL labels (Se 48/50, Sp 45/50) over 50 inputs × 20
+/// outputs, against a minimum of 95 %: too weak for it.
+fn calibrated_report() -> RunReport {
+    let mut r = common::report();
+    let clusters: Vec<ClusterSum> = (0..50)
+        .map(|i| ClusterSum::from_passes(if i % 3 == 0 { 16 } else { 20 }, 20).unwrap())
+        .collect();
+    let labels = LabelCounts {
+        pass_labels: 50,
+        judged_pass: 48,
+        fail_labels: 50,
+        judged_fail: 45,
+        errors: 2,
+    };
+    let a = JudgeAccuracy::measure(labels, 0.95).unwrap();
+    let c = corrected_rate(&clusters, &a, 0.95, RunVariance::Clustered).unwrap();
+    assert!(c.weak.is_some());
+    r.summary.checks[1].calibration = Some(Calibrated::Corrected(c));
+    r.summary.checks[1].verdict.threshold = 0.95;
+    r
+}
+
+#[test]
+fn every_format_shows_the_judge_the_corrected_rate_and_the_warning() {
+    let r = calibrated_report();
+    let judge = "judge on 102 labelled pairs: sensitivity 96.0% [86.5, 98.9] (48/50), specificity 90.0% [78.6, 95.7] (45/50), 2 not judged (errors)";
+    let corrected = "96.7% [85.7, 100.0] (raw 93.2%); the verdict is the corrected rate";
+    for f in [Format::Text, Format::Html, Format::Markdown] {
+        let s = render(&r, f, false);
+        let s = s.replace("\\[", "[").replace("\\]", "]");
+        assert!(s.contains(judge), "{f}: {s}");
+        assert!(
+            s.contains("corrected for the judge") && s.contains(corrected),
+            "{f}: {s}"
+        );
+        assert!(s.contains("(raw 93.2%)"), "{f}: {s}");
+        assert!(s.contains("too weak for the minimum 95%"), "{f}: {s}");
+    }
+    let v: Value = serde_json::from_str(&render(&r, Format::Json, false)).unwrap();
+    let c = &v["checks"][1]["calibration"];
+    assert_eq!(c["state"], "corrected");
+    assert_eq!(c["judge"]["labelled"], 102);
+    assert_eq!(c["judge"]["sensitivity"]["agreed"], 48);
+    assert!((c["judge"]["specificity"]["estimate"].as_f64().unwrap() - 0.9).abs() < 1e-12);
+    assert!((c["raw"].as_f64().unwrap() - 0.932).abs() < 1e-12);
+    let est = c["corrected"]["estimate"].as_f64().unwrap();
+    assert!((est - (0.932 + 0.9 - 1.0) / 0.86).abs() < 1e-12, "{est}");
+    assert!(c["corrected"]["lower"].as_f64().unwrap() < est);
+    assert_eq!(c["weak"]["reason"], "threshold");
+    assert!(c["warning"].as_str().unwrap().contains("too weak"));
+    assert!(v["checks"][0]["calibration"].is_null());
+}
+
+#[test]
+fn a_rate_that_could_not_be_corrected_says_why_in_every_format() {
+    let mut r = common::report();
+    r.summary.checks[1].calibration = Some(Calibrated::Unusable {
+        judge: None,
+        problem: CalibrationError::NoFailLabels,
+    });
+    for f in [Format::Text, Format::Html, Format::Markdown] {
+        let s = render(&r, f, false);
+        assert!(
+            s.contains("no corrected rate: the labelled set has no FAIL example"),
+            "{f}: {s}"
+        );
+    }
+    let v: Value = serde_json::from_str(&render(&r, Format::Json, false)).unwrap();
+    let c = &v["checks"][1]["calibration"];
+    assert_eq!(c["state"], "unusable");
+    assert_eq!(c["problem"]["reason"], "no_fail_labels");
+    assert!(c["judge"].is_null());
+}
