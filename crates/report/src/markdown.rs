@@ -115,7 +115,7 @@ fn run(r: &RunReport) -> String {
     }
     md.push_str(&facts_line.join(" · "));
     md.push_str("  \n");
-    md.push_str(&facts::statistics_line(s));
+    md.push_str(&facts::statistics_line(r));
     md.push_str("\n\n");
     // A sequential run: why and when it stopped, its sequences.
     if let Some(o) = &s.sequential {

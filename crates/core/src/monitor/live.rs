@@ -6,6 +6,7 @@
 //! first attempts' all-traffic sequences ([`Summary::with_live`]).
 
 use super::watch::{Alarm, Baseline, RateWatch, WatchSettings, WatchSnapshot};
+use crate::stats::sequential::projected_observations;
 use crate::stats::{Decision, NotEstablished, StatsError, VerdictMode};
 use crate::summary::{CheckInfo, Summary};
 use crate::tensor::Cell;
@@ -151,6 +152,9 @@ impl LiveSnapshot {
     }
 }
 
+/// Requests beyond which no projection is made.
+const PROJECTION_LIMIT: u64 = 100_000_000;
+
 impl Summary {
     /// The summary of a serve run, whose traffic may be read at any time:
     /// each check's verdict and interval are its first attempts'
@@ -158,7 +162,10 @@ impl Summary {
     /// and alarms on), valid however often the run is read. Established
     /// pass iff lower ≥ minimum, fail iff upper < minimum; otherwise not
     /// established, the decision following the verdict mode as for a
-    /// sequential run. Checks are matched by column.
+    /// sequential run; `samples_needed` is the requests in all at which the
+    /// all-traffic sequence is projected to settle at the current rate
+    /// (`projected_observations` from the start). Checks are matched by
+    /// column.
     pub fn with_live(mut self, live: &LiveSnapshot) -> Summary {
         for (c, l) in self.checks.iter_mut().zip(&live.checks) {
             let w = &l.first;
@@ -177,14 +184,30 @@ impl Summary {
             };
             c.verdict.decision = decision;
             c.verdict.established = established;
-            c.verdict.samples_needed = None;
+            // Requests in all at which the sequence is projected to settle
+            // at this rate (from the start: a projection, no guarantee).
+            let needed = (!established && w.requests > 0)
+                .then(|| {
+                    projected_observations(
+                        (1.0 - live.settings.confidence) / 2.0,
+                        w.rate,
+                        w.rate * (1.0 - w.rate),
+                        threshold,
+                        0,
+                        0.0,
+                        PROJECTION_LIMIT,
+                    )
+                })
+                .flatten()
+                .map(|n| n.max(w.requests + 1));
+            c.verdict.samples_needed = needed;
             c.verdict.why_not = (!established).then_some(if w.requests == 0 {
                 NotEstablished::NothingObserved
             } else {
                 NotEstablished::Straddles {
                     lower: w.all.lower,
                     upper: w.all.upper,
-                    samples_needed: None,
+                    samples_needed: needed,
                 }
             });
             c.rate.interval = w.all;
@@ -280,6 +303,12 @@ mod tests {
             panic!("{:?}", near.verdict.why_not);
         };
         assert!(lower < 0.5 && 0.5 < upper);
+        // More traffic at this rate is projected to settle it.
+        assert!(
+            near.verdict.samples_needed.is_some_and(|n| n > 400),
+            "{:?}",
+            near.verdict
+        );
         // The sequence is wider than the fixed-sample interval of the
         // same 400 outcomes: it pays for being valid at every look.
         let fixed = crate::stats::proportion_interval(

@@ -10,23 +10,32 @@ use serde_json::{Map, Value};
 
 /// The settings every rate of the report was computed with, as one line:
 /// confidence and method, how outputs are clustered, the verdict mode, the
-/// error policy and the strategy.
-pub fn statistics_line(s: &probity_core::Summary) -> String {
+/// error policy and the strategy. A serve run's rates are its live
+/// sequences' (`Summary::with_live`), and the line says so.
+pub fn statistics_line(r: &RunReport) -> String {
+    let s = &r.summary;
     let o = &s.options;
+    let errors = match o.errors {
+        ErrorPolicy::AsFailure => "count as failures",
+        ErrorPolicy::Exclude => "excluded",
+    };
+    if let Some(l) = &r.live {
+        return format!(
+            "{} anytime-valid confidence sequences over all traffic (the first attempts'; valid however often this is read) · verdict: {} · errors {errors}",
+            threshold_pct(l.settings.confidence),
+            name(o.verdict),
+        );
+    }
     let clustering = if s.shape.0 > 1 {
         "clustered by input"
     } else {
         "one input: no clustering"
     };
     format!(
-        "{} intervals ({}, {clustering}) · verdict: {} · errors {} · strategy {}",
+        "{} intervals ({}, {clustering}) · verdict: {} · errors {errors} · strategy {}",
         threshold_pct(o.confidence),
         name(o.interval),
         name(o.verdict),
-        match o.errors {
-            ErrorPolicy::AsFailure => "count as failures",
-            ErrorPolicy::Exclude => "excluded",
-        },
         name(s.strategy)
     )
 }

@@ -265,7 +265,7 @@ fn header(r: &RunReport) -> Header {
             plural(k, "check")
         ),
         calls,
-        statistics: facts::statistics_line(s),
+        statistics: facts::statistics_line(r),
         sequential: s.sequential.as_ref().map(|o| Sequential {
             headline: sequential::headline(o),
             method: sequential::method_line(o),

@@ -106,7 +106,7 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
     if !meta.is_empty() {
         out.push_str(&format!("{indent}{}\n", p.dim(&meta.join(" · "))));
     }
-    out.push_str(&format!("{indent}{}\n", p.dim(&facts::statistics_line(s))));
+    out.push_str(&format!("{indent}{}\n", p.dim(&facts::statistics_line(r))));
     // A sequential run: why and when it stopped, its sequences.
     if let Some(o) = &s.sequential {
         out.push_str(&format!(
