@@ -57,6 +57,9 @@ fn kill_nine_then_resume_loses_nothing_and_asks_nothing_twice() {
     }
     run.kill().unwrap(); // SIGKILL: no chance to clean up.
     run.wait().unwrap();
+    // Give the calls in flight time to reach the simulator's count.
+    std::thread::sleep(Duration::from_millis(100));
+    let seen_at_kill = requests(&server.1);
 
     let killed = report(dir.path(), "1");
     assert_eq!(killed["run"]["complete"], false);
@@ -68,11 +71,15 @@ fn kill_nine_then_resume_loses_nothing_and_asks_nothing_twice() {
     );
     let missing = missing_cells / 2;
     let stored = 400 - missing;
-    // 120 requests were made; the writer commits at least every 200 ms
-    // (about 40 samples here), so most of them are stored.
+    assert!(missing > 0, "stored {stored}, missing {missing}");
+    // Paid calls lost: the writer commits each sample within a few ms of
+    // its call (group commit), so the calls the killed run made and did
+    // not store are the 4 in flight and at most a few completed in the
+    // last milliseconds — not the ~40 of a 200 ms batch window.
+    let lost = seen_at_kill - stored;
     assert!(
-        stored >= 60 && missing > 0,
-        "stored {stored}, missing {missing}"
+        lost <= 8,
+        "{lost} calls made but not stored (simulator saw {seen_at_kill}, stored {stored})"
     );
 
     let before = requests(&server.1);
@@ -110,7 +117,7 @@ fn kill_nine_then_resume_loses_nothing_and_asks_nothing_twice() {
     // samples were lost with them and asked again — no more than that.
     let uncounted = requests(&server.1) - calls;
     assert!(
-        uncounted <= missing,
+        uncounted <= missing.min(8),
         "{uncounted} calls not counted, only {missing} samples asked again"
     );
 }

@@ -1,7 +1,8 @@
 //! The batched writer: one thread and connection per run being written,
 //! fed through a bounded queue, committing in transactions of up to
-//! [`BATCH`] rows at least every [`COMMIT_EVERY`] (or the window a live
-//! run asks for).
+//! [`BATCH`] rows as soon as no more arrive within [`LINGER`] (group
+//! commit), and at least every [`COMMIT_EVERY`] (or the window a live run
+//! asks for).
 
 use super::backend::{Batch, BatchWriter, WriterFactory};
 use super::error::StoreError;
@@ -15,10 +16,14 @@ use std::thread::JoinHandle;
 /// Rows per write transaction at most.
 const BATCH: usize = 8192;
 
-/// How long a write transaction stays open for more rows: every sample is
-/// committed within this of arriving, and a fast run writes few, large
-/// transactions (each commit rewrites the pages it touched).
+/// How long a write transaction stays open for more rows at most, under a
+/// steady stream of them: every sample is committed within this of
+/// arriving, and usually within [`LINGER`] (group commit, `write_loop`).
 pub(super) const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// How long the writer waits for the next operation before it commits
+/// what it has: a sample's rows arrive back to back, well within it.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Operations queued for the writer at most: a run that samples faster
 /// than the disk takes its rows waits, instead of growing memory.
@@ -38,7 +43,8 @@ enum WriteOp {
 }
 
 /// The writer thread: every queued operation, in batches of up to
-/// [`BATCH`] rows gathered for at most `window` (a flush commits at once),
+/// [`BATCH`] rows gathered while they keep coming (each within [`LINGER`]
+/// of the last) for at most `window` (a flush commits at once),
 /// each committed in one transaction by the backend's [`BatchWriter`]. The
 /// run's lease is refreshed from here every [`LEASE_REFRESH_S`], busy or
 /// idle, so a process whose only writes are this thread's (`probity
@@ -83,8 +89,15 @@ fn write_loop(
                 WriteOp::Sample(s) => batch.samples.push(s),
             }
             if batch.rows() < BATCH {
+                // Group commit: gather what arrives within LINGER of the
+                // last operation (a sample's attempts, row and counts come
+                // together), and commit as soon as nothing more is coming.
+                // A run faster than the disk fills the queue while a
+                // commit runs, so its batches grow by themselves; a slow
+                // (paid) run commits each sample within about LINGER of
+                // its call, so a kill -9 loses almost no completed call.
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
-                op = rx.recv_timeout(left).ok();
+                op = rx.recv_timeout(left.min(LINGER)).ok();
             }
         }
         if let Some(t) = latest {
