@@ -7,13 +7,17 @@
 //! runtime shared by every run of the process.
 
 mod assemble;
+mod batch;
+mod calls;
 mod errors;
 mod inputs;
 mod plan;
+mod predicate;
 mod result;
 mod system;
 mod thread_state;
 mod validators;
+mod workers;
 
 use errors::Kind;
 use inputs::PyInputs;
@@ -27,7 +31,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use system::PySystem;
-use validators::{PyValidator, Workers};
+use validators::PyValidator;
+use workers::Workers;
 
 /// The runtime every run of this process uses.
 fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
@@ -93,28 +98,28 @@ fn run(
 ) -> PyResult<(String, Py<PyBytes>)> {
     let inputs = Arc::new(PyInputs::new(py, make_input));
     let workers = Workers::import(py)?;
-    let code = validators
-        .into_iter()
-        .map(
-            |(column, name, message, msp, weight, arity, callable, coroutine, timeout_s)| {
-                let v = PyValidator {
-                    column,
-                    name,
-                    message,
-                    minimum_success_percentage: msp,
-                    weight,
-                    arity,
-                    callable,
-                    coroutine,
-                    timeout: timeout(timeout_s),
-                };
-                (
-                    v.column,
-                    validators::validator(v, inputs.clone(), workers.clone()),
-                )
-            },
-        )
-        .collect();
+    let code = validators::validators(
+        validators
+            .into_iter()
+            .map(
+                |(column, name, message, msp, weight, arity, callable, coroutine, timeout_s)| {
+                    PyValidator {
+                        column,
+                        name,
+                        message,
+                        minimum_success_percentage: msp,
+                        weight,
+                        arity,
+                        callable,
+                        coroutine,
+                        timeout: timeout(timeout_s),
+                    }
+                },
+            )
+            .collect(),
+        inputs.clone(),
+        workers.clone(),
+    );
     let config = assemble::config(spec, &cwd, code).map_err(|m| errors::raise(Kind::Config, m))?;
     let mut experiment = config
         .experiment()

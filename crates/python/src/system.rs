@@ -12,7 +12,7 @@
 //! cannot be interrupted is a daemon that never delays the exit.
 
 use crate::inputs::PyInputs;
-use crate::validators::Workers;
+use crate::workers::Workers;
 use probity_engine::provider::{Completion, Provider, ProviderError, Request};
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyTuple};

@@ -101,6 +101,65 @@ def test_a_predicate_stuck_in_c_code_times_out_by_the_runs_timeout() -> None:
         assert s.cells[1] == probity.PASS
 
 
+def test_an_outputs_predicates_after_one_stuck_in_c_are_still_made_and_its_thread_serves_on() -> None:
+    # An output's plain predicates are handed to a caller thread together;
+    # one stuck past its timeout gives up the rest of that hand-over, which
+    # the later columns then make afresh.
+    held = threading.Lock()
+    held.acquire()
+
+    def stuck(o: str) -> bool:
+        # C code the interruption cannot stop: it returns after 1 s.
+        return "tomatoes" not in o or held.acquire(True, 1.0)
+
+    result = probity.Experiment(
+        "stuck-middle", SIM, paper_inputs(4),
+        [good(), probity.Validator("stuck", check=stuck, timeout_s=0.2), probity.Validator("last", check=lambda i, o: bool(i))],
+        outputs_per_input=3,
+    ).run()
+    tomatoes = [s for s in result.samples if "tomatoes" in (s.output or "")]
+    assert tomatoes
+    for s in result.samples:
+        assert s.cells[0] == probity.PASS and s.cells[2] == probity.PASS, s.reasons
+        if s in tomatoes:
+            assert s.cells[1] == probity.ERROR
+            assert s.reason(1) == "validator `stuck` did not return within 0.200 s (timeout_s); the call was abandoned"
+        else:
+            assert s.cells[1] == probity.PASS
+    # Once the stuck calls return, their threads take calls again: the
+    # exception that abandoned them must not go off in a later call.
+    time.sleep(1.5)
+    again = probity.Experiment(
+        "after", SIM, paper_inputs(20), [good(), probity.Validator("plain", check=lambda o: True)], outputs_per_input=20,
+    ).run()
+    assert all(c == probity.PASS for s in again.samples for c in s.cells), [
+        s.reasons for s in again.samples if probity.ERROR in s.cells
+    ][:3]
+
+
+def test_plain_predicates_waiting_on_io_run_at_once() -> None:
+    # A call waiting in the queue behind a busy caller thread gets another
+    # thread: predicates that wait (I/O, sleep) overlap, as the run's
+    # concurrency allows.
+    lock = threading.Lock()
+    running = [0]
+    most = [0]
+
+    def waits(o: str) -> bool:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        return True
+
+    probity.Experiment(
+        "io", SIM, paper_inputs(8), [probity.Validator("waits", check=waits)], outputs_per_input=2, concurrency=8,
+    ).run()
+    assert most[0] >= 2
+
+
 def test_async_predicates_run_on_the_loop_and_time_out_by_cancellation() -> None:
     cancelled: List[bool] = []
 
@@ -163,7 +222,11 @@ def spins(o):
     while True:
         pass
 
-for system, check in ((stuck, lambda o: True), ({"provider": "sim"}, spins)):
+def sleeps(o):
+    time.sleep(3600)          # C code again, in a predicate
+    return True
+
+for system, check in ((stuck, lambda o: True), ({"provider": "sim"}, spins), ({"provider": "sim"}, sleeps)):
     try:
         probity.Experiment(
             "stuck", system, ["a", "b"], [probity.Validator("v", check=check)],
@@ -189,4 +252,4 @@ def test_the_interpreter_exits_after_a_run_whose_python_calls_timed_out(tmp_path
             child.kill()
             child.communicate()
     assert child.returncode == 0, err
-    assert out.split() == ["SystemUnreachableError", "BrokenCheckError", "done"], (out, err)
+    assert out.split() == ["SystemUnreachableError", "BrokenCheckError", "BrokenCheckError", "done"], (out, err)

@@ -1,5 +1,8 @@
-"""Where Python code called by a run executes: plain functions on daemon
-threads, coroutine functions on one asyncio loop in a daemon thread.
+"""Where Python code called by a run executes: a plain system on daemon
+threads, coroutine functions (systems and predicates) on one asyncio loop
+in a daemon thread. (Plain predicates run on the native module's caller
+threads, crates/python/src/calls.rs, which use :func:`describe`,
+:func:`settle` and :class:`CallAbandoned` from here.)
 
 The engine waits for each call with a timeout (the check's or the run's
 ``timeout_s``) without holding the GIL. A call that does not finish in time
@@ -183,6 +186,15 @@ def is_async(fn: Callable[..., Any]) -> bool:
 
 async def _await(value: Awaitable[Any]) -> Any:
     return await value
+
+
+def settle(value: Any) -> Any:
+    """``value``, or what it gives when awaited on the loop if it is
+    awaitable (a plain predicate that returned a coroutine). The native
+    module calls it for a predicate's value that is not a ``bool``."""
+    if inspect.isawaitable(value):
+        return asyncio.run_coroutine_threadsafe(_await(value), loop()).result()
+    return value
 
 
 #: What :func:`submit` returns, for :func:`abandon`.
