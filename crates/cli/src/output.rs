@@ -172,7 +172,20 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<RunReport, Failure> {
             .sorted(),
     };
     let retry_target = record.settings.retry_target;
-    let (input_labels, input_fields) = inputs.into_iter().map(|i| (i.id, i.fields)).unzip();
+    // Fields are shown beside quoted outputs only: keep those inputs'.
+    let shown: std::collections::HashSet<usize> = quoted.iter().map(|(i, _)| *i).collect();
+    let (input_labels, input_fields) = inputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, input)| {
+            let fields = if shown.contains(&i) {
+                input.fields
+            } else {
+                Default::default()
+            };
+            (input.id, fields)
+        })
+        .unzip();
     Ok(RunReport {
         run: crate::run_info::run_info(&record),
         summary,

@@ -293,6 +293,10 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         other => Failure::incomplete(other.to_string()),
     })?;
     display.finish();
+    // The report reads the run back from the store: the inputs in memory
+    // (hundreds of megabytes for a million) are not needed beside it.
+    drop(display);
+    drop(experiment);
     let run_id = outcome.stored_id();
     if let Some(halt) = &outcome.halt {
         print_causes(&outcome);

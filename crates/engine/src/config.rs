@@ -555,7 +555,7 @@ impl Config {
     pub fn into_experiment(mut self) -> Result<Experiment, ConfigError> {
         let inputs = std::mem::take(&mut self.inputs);
         let mut experiment = self.experiment()?;
-        experiment.inputs = inputs;
+        experiment.inputs = inputs.into();
         Ok(experiment)
     }
 
@@ -571,7 +571,7 @@ impl Config {
             name: self.name.clone(),
             system,
             prompt: self.prompt.clone(),
-            inputs: self.inputs.clone(),
+            inputs: self.inputs.clone().into(),
             checks: self.checks.clone(),
             outputs_per_input: e.outputs_per_input,
             retry: self.file.retry.clone(),

@@ -58,8 +58,8 @@ pub struct Experiment {
     /// What the system is asked for each input (`{{ input.text }}` by
     /// default).
     pub prompt: Arc<PromptTemplate>,
-    /// The N inputs.
-    pub inputs: Vec<Input>,
+    /// The N inputs, shared with the run's tasks (never copied).
+    pub inputs: Arc<[Input]>,
     /// The K checks: validators, then verifiers.
     pub checks: Checks,
     /// M, the outputs sampled per input (§2.2.2; 1 is §2.2.1).
@@ -122,7 +122,7 @@ impl Experiment {
             prompt: Arc::new(
                 PromptTemplate::new(None, "{{ input.text }}").expect("the default prompt compiles"),
             ),
-            inputs: Vec::new(),
+            inputs: Arc::from(Vec::new()),
             checks: Checks::default(),
             outputs_per_input: 10,
             retry: None,
@@ -139,7 +139,7 @@ impl Experiment {
 
     /// Add inputs.
     pub fn inputs(mut self, inputs: impl IntoIterator<Item = Input>) -> Self {
-        self.inputs.extend(inputs);
+        self.inputs = self.inputs.iter().cloned().chain(inputs).collect();
         self
     }
 

@@ -622,11 +622,8 @@ pub async fn run_with(
 
     let shared = Arc::new(Shared {
         guard,
-        inputs: experiment
-            .inputs
-            .iter()
-            .cloned()
-            .map(PreparedInput::owned)
+        inputs: (0..experiment.inputs.len())
+            .map(|i| PreparedInput::shared(&experiment.inputs, i))
             .collect(),
         messages,
         fingerprint,
