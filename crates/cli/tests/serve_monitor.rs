@@ -157,13 +157,23 @@ minimum_success_percentage = 0.5
         event["attempt"].clone(),
         event["kind"].clone(),
     )];
+    let mut raised = vec![event.clone()];
     while let Ok(Some(e)) =
         tokio::time::timeout(std::time::Duration::from_millis(500), events.recv()).await
     {
         let key = (e["check"].clone(), e["attempt"].clone(), e["kind"].clone());
         assert!(!seen.contains(&key), "alarm raised twice: {e}");
         seen.push(key);
+        raised.push(e);
     }
+    // The server's alarm of each attempt kind, as the webhook got it.
+    let server_alarm = |attempt: &str| {
+        raised
+            .iter()
+            .find(|e| e["check"] == "contraction_validator" && e["attempt"] == attempt)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {attempt} alarm: {raised:?}"))
+    };
     let mut stderr = server.0.stderr.take().unwrap();
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &server.0.id().to_string()])
@@ -206,8 +216,11 @@ minimum_success_percentage = 0.5
     let first = &watched["first"];
     assert_eq!(first["requests"], 120);
     assert_eq!(first["alarms"][0]["kind"], "below_minimum", "{first}");
-    // The same alarm the server raised, at the same request.
-    assert_eq!(first["alarms"][0]["at"], event["at"], "{first} vs {event}");
+    // The same alarms the server raised, at the same requests.
+    for (kind, watch) in [("first", first), ("published", &watched["published"])] {
+        let alarm = server_alarm(kind);
+        assert_eq!(watch["alarms"][0]["at"], alarm["at"], "{watch} vs {alarm}");
+    }
     let check = &json["checks"][0];
     assert_eq!(check["verdict"]["decision"], "fail", "{check}");
     assert_eq!(check["verdict"]["established"], true);
