@@ -5,6 +5,7 @@
 #   bench/scale.sh                     # 1,000 × 1,000 = 1,000,000 samples
 #   INPUTS=200 OUTPUTS=500 bench/scale.sh   # smaller
 #   BIN=/path/to/probity bench/scale.sh     # another build
+#   INPUTS=1000000 OUTPUTS=1 bench/scale.sh # many inputs: memory per input
 #
 # Prints, per command: wall time, peak memory (max RSS), bytes the process
 # wrote to disk (file-system output blocks × 512), and the store's size
@@ -25,10 +26,9 @@ CONCURRENCY="${CONCURRENCY:-32}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/probity-scale.XXXXXX")"
 if [ -z "${KEEP:-}" ]; then trap 'rm -rf "$WORK"' EXIT; else echo "keeping $WORK"; fi
 
-for i in $(seq 1 "$INPUTS"); do
-  if (( i % 2 )); then t="Thank you for answer number $i."; else t="Please tell me about topic $i in JSON."; fi
-  printf '{"id":"q%05d","text":"%s"}\n' "$i" "$t"
-done >"$WORK/inputs.jsonl"
+awk -v n="$INPUTS" 'BEGIN { for (i = 1; i <= n; i++) {
+  t = (i % 2) ? "Thank you for answer number " i "." : "Please tell me about topic " i " in JSON."
+  printf "{\"id\":\"q%05d\",\"text\":\"%s\"}\n", i, t } }' >"$WORK/inputs.jsonl"
 
 cat >"$WORK/probity.toml" <<TOML
 name = "scale"
@@ -90,6 +90,7 @@ measure() {
   ( cd "$WORK" && /usr/bin/time -f "%M %O" -o "$WORK/time" "$@" >"$WORK/$label.out" 2>"$WORK/$label.err" ) || true
   t1=$(date +%s.%N)
   read -r rss blocks <"$WORK/time"
+  LAST_RSS_KB=$rss
   local store=0
   for f in "$WORK"/runs.db "$WORK"/runs.db-wal; do [ -f "$f" ] && store=$(( store + $(stat -c %s "$f") )); done
   LAST_WALL=$(echo "$t1 - $t0" | bc -l)
@@ -102,7 +103,7 @@ echo "probity scale: $INPUTS inputs × $OUTPUTS outputs = $samples samples × 10
 echo "binary: $BIN"
 echo
 measure run "$BIN" run --quiet --store runs.db --format json --output run.json probity.toml
-echo "             $(echo "$samples / $LAST_WALL" | bc) samples/s"
+echo "             $(echo "$samples / $LAST_WALL" | bc) samples/s, $(echo "$LAST_RSS_KB * 1024 / $INPUTS" | bc) bytes of peak memory per input"
 measure revalidate "$BIN" revalidate 1 --config probity.toml --store runs.db --format json
 echo "             $(echo "$samples * 10 / $LAST_WALL" | bc) checks/s"
 measure runs "$BIN" runs --store runs.db

@@ -49,6 +49,7 @@ fn config(dir: &Path, labels_file: &str) -> Result<Config, String> {
         r#"name = "calibrated"
 [system]
 provider = "sim"
+seed = 11
 omit_welcome = 0.3
 contractions = 0
 [experiment]
