@@ -3,6 +3,7 @@
 
 use crate::failure::Failure;
 use clap::Args;
+use probity_core::Cell;
 use probity_engine::store::{SampleRow, Store};
 use probity_engine::stored::{self, StoredRun};
 use probity_report::{html, render, Document, Example, FailingSample, Format, RunReport};
@@ -206,4 +207,25 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<RunReport, Failure> {
 pub fn load_report(store: &Store, id: i64) -> Result<RunReport, Failure> {
     let run = stored::load(store, id).map_err(|e| Failure::usage(e.to_string()))?;
     report_for(store, run)
+}
+
+/// A stored sample as the pages show it (passing ones too).
+pub fn sample_shown(s: SampleRow) -> FailingSample {
+    let pick = |want: Cell| -> Vec<usize> {
+        s.cells
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c == want)
+            .map(|(k, _)| k)
+            .collect()
+    };
+    FailingSample {
+        input: s.input_idx,
+        repetition: s.repetition,
+        failed: pick(Cell::Fail),
+        errored: pick(Cell::Error),
+        output: s.output,
+        error: s.error,
+        reasons: s.reasons,
+    }
 }

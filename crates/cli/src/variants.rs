@@ -15,15 +15,14 @@ use crate::run_display::{check_pace, print_causes, Display};
 use crate::store_arg::StoreArg;
 use probity_core::compare::CompareOptions;
 use probity_core::stats::MultipleTesting;
-use probity_core::Cell;
 use probity_engine::config::variant::Variants;
 use probity_engine::config::Overrides;
-use probity_engine::store::{RunRecord, RunStatus, SampleRow, Store, VariantTag};
+use probity_engine::store::{RunRecord, RunStatus, Store, VariantTag};
 use probity_engine::stored::{self, StoredRun};
 use probity_engine::variants::{self as group, Step, VariantRun};
 use probity_engine::{run_with, Control, Progress, RunError, Sink};
 use probity_report::html::variants::INPUTS_SHOWN;
-use probity_report::{FailingSample, InputOutputs, VariantColumn, VariantsReport};
+use probity_report::{InputOutputs, VariantColumn, VariantsReport};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -350,27 +349,6 @@ pub fn variants_report(
     })
 }
 
-/// A stored sample as the pages show it (passing ones too).
-fn sample(s: SampleRow) -> FailingSample {
-    let pick = |want: Cell| -> Vec<usize> {
-        s.cells
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| **c == want)
-            .map(|(k, _)| k)
-            .collect()
-    };
-    FailingSample {
-        input: s.input_idx,
-        repetition: s.repetition,
-        failed: pick(Cell::Fail),
-        errored: pick(Cell::Error),
-        output: s.output,
-        error: s.error,
-        reasons: s.reasons,
-    }
-}
-
 /// The first [`INPUTS_SHOWN`] inputs of run `runs[first]` with every
 /// run's outputs of them (matched by input id), and its number of inputs.
 fn side_by_side(
@@ -415,7 +393,7 @@ fn side_by_side(
         let row_of: HashMap<usize, usize> = mine.into_iter().collect();
         for s in store.samples_of_inputs(id, lo..hi + 1)? {
             if let Some(&row) = row_of.get(&s.input_idx) {
-                rows[row].outputs[v].push(sample(s));
+                rows[row].outputs[v].push(crate::output::sample_shown(s));
             }
         }
     }

@@ -8,7 +8,6 @@ use crate::failure::Failure;
 use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_core::stats::Decision;
-use probity_core::Cell;
 use probity_engine::store::{RunRecord, RunStatus, Store, StoreLocation};
 use probity_engine::stored;
 use probity_engine::view::{Page, Pages, Params};
@@ -100,28 +99,7 @@ impl Viewer {
         let rows = store
             .samples(id)
             .map_err(|e| Failure::incomplete(e.to_string()))?;
-        Ok(rows
-            .into_iter()
-            .map(|s| {
-                let pick = |want: Cell| -> Vec<usize> {
-                    s.cells
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, c)| **c == want)
-                        .map(|(k, _)| k)
-                        .collect()
-                };
-                FailingSample {
-                    input: s.input_idx,
-                    repetition: s.repetition,
-                    failed: pick(Cell::Fail),
-                    errored: pick(Cell::Error),
-                    output: s.output.clone(),
-                    error: s.error.clone(),
-                    reasons: s.reasons.clone(),
-                }
-            })
-            .collect())
+        Ok(rows.into_iter().map(crate::output::sample_shown).collect())
     }
 
     fn entry(&self, store: &Store, r: &RunRecord) -> pages::RunEntry {
