@@ -6,7 +6,9 @@ use clap::Args;
 use probity_core::Cell;
 use probity_engine::store::{SampleRow, Store};
 use probity_engine::stored::{self, StoredRun};
-use probity_report::{html, render, Document, Example, FailingSample, Format, RunReport};
+use probity_report::{
+    html, render, render_to, Document, Example, FailingSample, Format, RunReport,
+};
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -74,10 +76,18 @@ impl OutputArgs {
     /// stdout or in `--output`, and JUnit and Markdown beside it.
     pub fn emit<'a>(&self, doc: impl Into<Document<'a>>) -> Result<(), Failure> {
         let doc = doc.into();
-        let main = render(doc, self.format, self.color());
         match &self.output {
-            Some(path) => write(path, &main)?,
-            None => crate::stdout::out(&main),
+            // Written as rendered: a large JSON report is never held whole.
+            Some(path) => {
+                let failed = |e: std::io::Error| {
+                    Failure::incomplete(format!("cannot write {}: {e}", path.display()))
+                };
+                let file = std::fs::File::create(path).map_err(failed)?;
+                let mut out = std::io::BufWriter::new(file);
+                render_to(doc, self.format, self.color(), &mut out).map_err(failed)?;
+                std::io::Write::flush(&mut out).map_err(failed)?;
+            }
+            None => crate::stdout::out(&render(doc, self.format, self.color())),
         }
         if let Some(path) = &self.junit {
             write(path, &render(doc, Format::Junit, false))?;

@@ -73,3 +73,18 @@ pub fn render<'a>(doc: impl Into<Document<'a>>, format: Format, color: bool) -> 
         Format::Html => html::render(doc),
     }
 }
+
+/// [`render`] into `w`. The JSON report of a run is written as it is
+/// serialised, not built as one string first (its size grows with the
+/// inputs); every other document is rendered, then written.
+pub fn render_to<'a>(
+    doc: impl Into<Document<'a>>,
+    format: Format,
+    color: bool,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    match (doc.into(), format) {
+        (Document::Run(r), Format::Json) => json::run::write(r, w),
+        (doc, format) => w.write_all(render(doc, format, color).as_bytes()),
+    }
+}

@@ -80,6 +80,14 @@ fn a_run_with_a_baseline_carries_its_comparison_in_every_format() {
     r.baseline = Some(hostile());
     let cmp = r.baseline.as_ref().unwrap();
 
+    // Written into a writer (`render_to`), the same bytes.
+    let mut written = Vec::new();
+    probity_report::render_to(&r, Format::Json, false, &mut written).unwrap();
+    assert_eq!(
+        String::from_utf8(written).unwrap(),
+        render(&r, Format::Json, false)
+    );
+
     let t = render(&r, Format::Text, false);
     assert!(t.starts_with(&render(&plain, Format::Text, false)));
     assert!(t.ends_with(&render(cmp, Format::Text, false)), "{t}");

@@ -335,3 +335,20 @@ fn not_established_says_why_and_what_would_settle_it() {
         }
     }
 }
+
+/// Written straight into a writer (`render_to`, for large reports), the
+/// JSON report is byte for byte the rendered one (with a baseline:
+/// `documents.rs`); other formats too.
+#[test]
+fn the_report_written_to_a_writer_is_the_rendered_one() {
+    let plain = common::report();
+    for format in [probity_report::Format::Json, probity_report::Format::Text] {
+        let mut out = Vec::new();
+        probity_report::render_to(&plain, format, false, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            probity_report::render(&plain, format, false),
+            "{format:?}"
+        );
+    }
+}

@@ -877,3 +877,14 @@ pub(crate) fn render(r: &RunReport) -> String {
     s.push('\n');
     s
 }
+
+/// [`render`] written to `w` as it is made: a run without a baseline is
+/// serialised straight into `w`, never held whole as a string (the JSON
+/// report of a million inputs is gigabytes).
+pub(crate) fn write(r: &RunReport, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    if r.baseline.is_some() {
+        return w.write_all(render(r).as_bytes());
+    }
+    serde_json::to_writer_pretty(&mut *w, &wire(r)).map_err(std::io::Error::other)?;
+    w.write_all(b"\n")
+}
