@@ -24,6 +24,7 @@ pub mod guarded;
 pub mod page;
 pub mod plan;
 pub mod run;
+pub mod sample;
 pub mod template;
 pub mod tensor;
 pub mod trend;

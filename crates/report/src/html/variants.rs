@@ -13,9 +13,9 @@ use crate::document::variants::VariantsReport;
 use crate::facts::comparison::{p_value, points, points_interval};
 use crate::facts::variants::{conclusion, cost_line, method_line, verdict};
 use crate::html::page::PageShell;
+use crate::html::sample::{sample_verdict, ShownOutput};
 use crate::html::template::{markup, render};
 use crate::numbers::{decision_word, interval, name, pct};
-use crate::sanitize::truncate_chars;
 use crate::svg::{diff_axis, diff_bar, diff_span};
 use minijinja::Value;
 use probity_core::compare::Direction;
@@ -79,20 +79,10 @@ struct Diff {
 }
 
 #[derive(Serialize)]
-struct Out {
-    repetition: usize,
-    verdict: &'static str,
-    badge: &'static str,
-    failed: String,
-    output: Option<String>,
-    error: Option<String>,
-}
-
-#[derive(Serialize)]
 struct Side {
     name: String,
     passed: String,
-    outputs: Vec<Out>,
+    outputs: Vec<ShownOutput>,
 }
 
 #[derive(Serialize)]
@@ -122,17 +112,6 @@ pub(crate) struct VariantsContext {
     linked: bool,
 }
 
-/// `pass`, `fail` or `error`: an output over all checks.
-fn sample_verdict(s: &FailingSample) -> &'static str {
-    if !s.failed.is_empty() {
-        "fail"
-    } else if !s.errored.is_empty() || s.output.is_none() {
-        "error"
-    } else {
-        "pass"
-    }
-}
-
 fn side(r: &VariantsReport, v: usize, samples: &[FailingSample]) -> Side {
     let report = &r.variants[v].report;
     let passed = samples
@@ -147,29 +126,7 @@ fn side(r: &VariantsReport, v: usize, samples: &[FailingSample]) -> Side {
         outputs: sorted
             .into_iter()
             .take(OUTPUTS_PER_INPUT)
-            .map(|s| {
-                let verdict = sample_verdict(s);
-                Out {
-                    repetition: s.repetition,
-                    verdict,
-                    badge: match verdict {
-                        "pass" => "pass",
-                        "fail" => "fail",
-                        _ => "inconclusive",
-                    },
-                    failed: s
-                        .failed
-                        .iter()
-                        .map(|k| report.check_name(*k))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    output: s
-                        .output
-                        .as_ref()
-                        .map(|o| truncate_chars(o, OUTPUT_CHARS).into_owned()),
-                    error: s.error.clone(),
-                }
-            })
+            .map(|s| ShownOutput::of(report, s, OUTPUT_CHARS))
             .collect(),
     }
 }

@@ -17,9 +17,9 @@ use crate::document::run::{FailingSample, RunReport};
 use crate::document::trend::TrendReport;
 use crate::html::page::{PageShell, STYLE};
 use crate::html::run::{output, page_scale, Output};
+use crate::html::sample::{badge_of, sample_verdict, ShownOutput};
 use crate::html::template::{markup, render};
 use crate::numbers::{decision_word, interval, name, pct, plural};
-use crate::sanitize::truncate_chars;
 use crate::svg::{bar, bar_axis, decision_colour};
 use minijinja::Value;
 use serde::Serialize;
@@ -219,19 +219,6 @@ pub struct OutputsFilter {
     pub verdict: String,
 }
 
-/// The verdict of one stored output over all checks: `fail` when a check
-/// failed, else `error` when one could not judge it (or the call failed),
-/// else `pass`.
-pub fn sample_verdict(s: &FailingSample) -> &'static str {
-    if !s.failed.is_empty() {
-        "fail"
-    } else if !s.errored.is_empty() || s.output.is_none() {
-        "error"
-    } else {
-        "pass"
-    }
-}
-
 impl OutputsFilter {
     /// Whether sample `s` passes the filters; with a check, the verdict is
     /// that check's.
@@ -256,14 +243,6 @@ struct OutputCard {
     o: Output,
     verdict: &'static str,
     badge: &'static str,
-}
-
-fn badge_of(verdict: &str) -> &'static str {
-    match verdict {
-        "pass" => "pass",
-        "fail" => "fail",
-        _ => "inconclusive",
-    }
 }
 
 /// Every stored output of a run (`samples`: one per input × repetition,
@@ -314,25 +293,15 @@ pub fn outputs_page(r: &RunReport, samples: &[FailingSample], filter: &OutputsFi
 // ---------------------------------------------------------------- compare
 
 #[derive(Serialize)]
-struct PairOutput {
-    repetition: usize,
-    verdict: &'static str,
-    badge: &'static str,
-    failed: String,
-    output: Option<String>,
-    error: Option<String>,
-}
-
-#[derive(Serialize)]
 struct Pair {
     label: String,
     a_passed: String,
     b_passed: String,
-    a: Vec<PairOutput>,
-    b: Vec<PairOutput>,
+    a: Vec<ShownOutput>,
+    b: Vec<ShownOutput>,
 }
 
-fn side(r: &RunReport, samples: &[&FailingSample]) -> (String, Vec<PairOutput>) {
+fn side(r: &RunReport, samples: &[&FailingSample]) -> (String, Vec<ShownOutput>) {
     let passed = samples
         .iter()
         .filter(|s| sample_verdict(s) == "pass")
@@ -343,25 +312,7 @@ fn side(r: &RunReport, samples: &[&FailingSample]) -> (String, Vec<PairOutput>) 
     let outs = sorted
         .into_iter()
         .take(PAIR_OUTPUTS)
-        .map(|s| {
-            let verdict = sample_verdict(s);
-            PairOutput {
-                repetition: s.repetition,
-                verdict,
-                badge: badge_of(verdict),
-                failed: s
-                    .failed
-                    .iter()
-                    .map(|k| r.check_name(*k))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                output: s
-                    .output
-                    .as_ref()
-                    .map(|o| truncate_chars(o, PAIR_OUTPUT_CHARS).into_owned()),
-                error: s.error.clone(),
-            }
-        })
+        .map(|s| ShownOutput::of(r, s, PAIR_OUTPUT_CHARS))
         .collect();
     (format!("{passed} of {} passed", samples.len()), outs)
 }
