@@ -11,7 +11,7 @@ use probity_core::stats::sequential::{BettingSequence, BET_CAP, GRID_STEPS};
 use probity_core::stats::Decision;
 use probity_core::CheckInfo;
 use rand::rngs::StdRng;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 
 /// The confidence sequence straight from its definition (Waudby-Smith &
 /// Ramdas 2023, Theorem 3 with the predictable plug-in bets): for every
@@ -304,4 +304,110 @@ fn a_batch_is_bet_on_at_one_stake() {
     assert!((got - expected).abs() < 1e-12, "{got} {expected}");
     assert_eq!(a.observations(), 4);
     assert!(a.observe_batch(&[1.5]).is_err());
+}
+
+/// `could_settle` answers what feeding the favourable outcomes does: for
+/// random histories of 10-output batches against 0.95, it says a pass is
+/// reachable in the remaining batches exactly when feeding them all
+/// passing does establish it (and likewise a fail with all failing), and
+/// one failure in a 10 × 10 budget already makes a pass unreachable.
+#[test]
+fn could_settle_is_what_the_favourable_outcomes_do() {
+    let mut rng = StdRng::seed_from_u64(77);
+    let mut compared = 0;
+    for case in 0..300 {
+        let cap = if case % 2 == 0 {
+            BET_CAP
+        } else {
+            probity_core::stats::sequential::OUTPUT_ROUND_BET_CAP
+        };
+        let mut s = BettingSequence::new(0.95, &[0.95])
+            .unwrap()
+            .with_cap(cap)
+            .unwrap();
+        let rounds = 10usize;
+        let seen = (case / 2) % rounds;
+        let p = [0.9, 0.97, 1.0][case % 3];
+        for _ in 0..seen {
+            let batch: Vec<f64> = (0..10)
+                .map(|_| f64::from(u8::from(rng.gen::<f64>() < p)))
+                .collect();
+            s.observe_batch(&batch).unwrap();
+        }
+        let rest = vec![10usize; rounds - seen];
+        for (above, x) in [(true, 1.0), (false, 0.0)] {
+            let mut fed = s.clone();
+            for &b in &rest {
+                fed.observe_batch(&vec![x; b]).unwrap();
+            }
+            if fed.is_empty() {
+                // Every value rejected (the hull stays the last non-empty
+                // one): no verdict to compare.
+                continue;
+            }
+            let iv = fed.interval();
+            let settled = if above {
+                iv.lower >= 0.95
+            } else {
+                iv.upper < 0.95
+            };
+            assert_eq!(
+                s.could_settle(0.95, above, &rest),
+                settled,
+                "case {case}: seen {seen} rounds at {p}, above {above}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 500, "{compared} of 600 compared");
+    let mut one_failure = BettingSequence::new(0.95, &[0.95])
+        .unwrap()
+        .with_cap(probity_core::stats::sequential::OUTPUT_ROUND_BET_CAP)
+        .unwrap();
+    assert!(one_failure.could_settle(0.95, true, &[10; 10]));
+    let mut batch = vec![1.0; 10];
+    batch[3] = 0.0;
+    one_failure.observe_batch(&batch).unwrap();
+    assert!(!one_failure.could_settle(0.95, true, &[10; 9]));
+    assert!(BettingSequence::new(0.95, &[])
+        .unwrap()
+        .with_cap(1.0)
+        .is_err());
+}
+
+/// Issue 23's small cells: 10 inputs × 10 outputs, 0.98 against 0.95 at
+/// ICC 0.3 (the cell that saved least) and 0.92 against it, futility on:
+/// at least 40 % of the budget saved on average, and never an
+/// established verdict on the wrong side of these inputs' mean. 300 runs
+/// a cell (bench/sequential.sh … few runs the whole grid).
+#[test]
+fn ten_by_ten_saves_at_least_forty_percent() {
+    let design = SimDesign {
+        inputs: 10,
+        m: 10,
+        icc: 0.3,
+        confidence: 0.95,
+        concurrency: 16,
+        futility: true,
+    };
+    for (cell, p) in [0.98, 0.92].into_iter().enumerate() {
+        let mut rng = StdRng::seed_from_u64(2300 + cell as u64);
+        let (mut samples, mut wrong) = (0u64, 0u64);
+        for _ in 0..300 {
+            let r = simulate_run(&mut rng, &[p], &[0.95], &design).unwrap();
+            samples += r.samples;
+            let mu = r.true_means[0];
+            wrong += u64::from(match r.states[0] {
+                SequenceState::Pass => mu < 0.95,
+                SequenceState::Fail => mu >= 0.95,
+                _ => false,
+            });
+        }
+        let saved = 1.0 - samples as f64 / (300 * 100) as f64;
+        assert!(saved >= 0.4, "p {p}: saved {saved}");
+        // α = 5 % bounds the wrong verdicts at the minimum; 3 points away
+        // they are far rarer (binomial(300, 0.05) exceeds 25 with
+        // probability < 0.1 %).
+        assert!(wrong <= 25, "p {p}: {wrong} wrong of 300");
+    }
 }

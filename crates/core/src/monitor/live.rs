@@ -190,6 +190,7 @@ impl Summary {
                 .then(|| {
                     projected_observations(
                         (1.0 - live.settings.confidence) / 2.0,
+                        crate::stats::sequential::BET_CAP,
                         w.rate,
                         w.rate * (1.0 - w.rate),
                         threshold,

@@ -5,7 +5,7 @@
 use crate::sequential::outcome::{
     CheckSequence, RoundDesign, SequenceState, SequentialOutcome, StopReason,
 };
-use crate::stats::sequential::{projected_observations, BettingSequence};
+use crate::stats::sequential::{projected_observations, BettingSequence, OUTPUT_ROUND_BET_CAP};
 use crate::stats::{Decision, ErrorPolicy, NotEstablished, StatsError};
 use crate::summary::{CheckInfo, Summary};
 use crate::tensor::{Cell, ReliabilityTensor};
@@ -134,8 +134,16 @@ impl SequentialTest {
 
     /// The test with output rounds ([`RoundDesign::Outputs`]): feed
     /// [`SequentialTest::observe_outputs`], one round at a time.
+    /// Its sequences bet up to [`OUTPUT_ROUND_BET_CAP`] (to be called
+    /// before any observation).
     pub fn with_output_rounds(mut self) -> Self {
         self.design = RoundDesign::Outputs;
+        for s in &mut self.sequences {
+            *s = s
+                .clone()
+                .with_cap(OUTPUT_ROUND_BET_CAP)
+                .expect("OUTPUT_ROUND_BET_CAP is in (0, 1)");
+        }
         self
     }
 
@@ -254,6 +262,7 @@ impl SequentialTest {
             let above = mean > threshold;
             projected_observations(
                 s.alpha(),
+                s.cap(),
                 mean,
                 variance,
                 threshold,
@@ -279,7 +288,18 @@ impl SequentialTest {
             RoundDesign::Inputs => seen >= FUTILITY_MIN_INPUTS,
             RoundDesign::Outputs => units >= FUTILITY_MIN_OUTPUT_ROUNDS,
         };
-        let futile = enough && project(optimistic).is_none_or(|n| n > budget);
+        // A check that cannot settle on its estimate's side even if every
+        // output still to come is favourable is futile for certain, from
+        // the first round (the projection below, too, looks only to the
+        // estimate's side).
+        let rest: Vec<usize> = match self.design {
+            RoundDesign::Inputs => vec![1; budget.saturating_sub(units) as usize],
+            RoundDesign::Outputs => {
+                vec![self.budget_inputs as usize; budget.saturating_sub(units) as usize]
+            }
+        };
+        let reachable = s.could_settle(threshold, s.mean() >= threshold, &rest);
+        let futile = !reachable || (enough && project(optimistic).is_none_or(|n| n > budget));
         let state = if futile {
             SequenceState::Futile
         } else {

@@ -42,10 +42,24 @@ use super::error::{check_confidence, StatsError};
 use super::interval::Interval;
 use serde::{Deserialize, Serialize};
 
-/// c, the cap on every bet (WSR §5.1 suggest 1/2 or 3/4; 3/4 grows the
-/// capital faster where pass rates are high and the variance small, see
-/// `crates/core/STATISTICS.md`).
+/// c, the cap on every bet by default (WSR §5.1 suggest 1/2 or 3/4; 3/4
+/// grows the capital faster where pass rates are high and the variance
+/// small, see `crates/core/STATISTICS.md`). Validity does not depend on c
+/// (any c in (0, 1) keeps every factor positive).
 pub const BET_CAP: f64 = 0.75;
+
+/// c for sequences read after rounds of one output of every input
+/// (`crate::sequential`, output rounds): at 10–50 inputs and pass rates
+/// near 0.95 a pass needs about ln(2/α) / ln(1 + c(1 − m)/m) passing
+/// outputs in a row, 95 at c = 3/4 and 78 at c = 0.9, which is the
+/// difference between settling within a 10 × 10 budget and not
+/// (`bench/sequential.sh … few`); a failure then costs ln(1 − c) = −2.3
+/// instead of −1.4.
+pub const OUTPUT_ROUND_BET_CAP: f64 = 0.9;
+
+fn default_cap() -> f64 {
+    BET_CAP
+}
 
 /// The grid of candidate means: `m = g / GRID_STEPS`, g = 0 ..= GRID_STEPS.
 pub const GRID_STEPS: usize = 1000;
@@ -78,6 +92,9 @@ pub struct BettingSequence {
     /// The last non-empty hull (kept should every point be rejected, an
     /// event of probability ≤ α).
     hull: Interval,
+    /// c, the cap on the bets ([`BET_CAP`] unless set).
+    #[serde(default = "default_cap")]
+    cap: f64,
 }
 
 impl BettingSequence {
@@ -114,7 +131,23 @@ impl BettingSequence {
                 lower: 0.0,
                 upper: 1.0,
             },
+            cap: BET_CAP,
         })
+    }
+
+    /// The sequence with the bets capped at `cap` (c in (0, 1)) instead of
+    /// [`BET_CAP`]; to be set before any observation.
+    pub fn with_cap(mut self, cap: f64) -> Result<Self, StatsError> {
+        if !(cap > 0.0 && cap < 1.0) {
+            return Err(StatsError::Rate(cap));
+        }
+        self.cap = cap;
+        Ok(self)
+    }
+
+    /// c, the cap on the bets.
+    pub fn cap(&self) -> f64 {
+        self.cap
     }
 
     /// α.
@@ -162,10 +195,10 @@ impl BettingSequence {
             return Err(StatsError::Rate(x));
         }
         let lambda = self.next_bet();
-        let barrier = self.barrier;
+        let (barrier, cap) = (self.barrier, self.cap);
         self.live.retain_mut(|p| {
-            let up = lambda.min(BET_CAP / p.m);
-            let down = lambda.min(BET_CAP / (1.0 - p.m));
+            let up = lambda.min(cap / p.m);
+            let down = lambda.min(cap / (1.0 - p.m));
             p.ln_up += (up * (x - p.m)).ln_1p();
             p.ln_down += (-down * (x - p.m)).ln_1p();
             p.ln_up < barrier && p.ln_down < barrier
@@ -201,10 +234,10 @@ impl BettingSequence {
             return Ok(());
         }
         let lambda = self.next_bet();
-        let barrier = self.barrier;
+        let (barrier, cap) = (self.barrier, self.cap);
         self.live.retain_mut(|p| {
-            let up = lambda.min(BET_CAP / p.m);
-            let down = lambda.min(BET_CAP / (1.0 - p.m));
+            let up = lambda.min(cap / p.m);
+            let down = lambda.min(cap / (1.0 - p.m));
             for &x in xs {
                 p.ln_up += (up * (x - p.m)).ln_1p();
                 p.ln_down += (-down * (x - p.m)).ln_1p();
@@ -225,6 +258,13 @@ impl BettingSequence {
             };
         }
         Ok(())
+    }
+
+    /// Whether every candidate mean has been rejected (an event of
+    /// probability ≤ α; [`BettingSequence::interval`] then keeps the last
+    /// non-empty hull).
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
     }
 
     /// The confidence sequence's current interval: the hull of the
@@ -249,6 +289,69 @@ impl BettingSequence {
     pub fn barrier(&self) -> f64 {
         self.barrier
     }
+
+    /// Whether the sequence could still establish that the mean is at or
+    /// above `threshold` (`above`; every live point below it rejected) or
+    /// below it (every live point at or above it rejected) if every
+    /// observation still to come were the most favourable one (1 for
+    /// `above`, else 0), fed in batches of the given sizes (one bet each,
+    /// as [`BettingSequence::observe_batch`]; batches of 1 are
+    /// [`BettingSequence::observe`]).
+    ///
+    /// Only the binding point is followed: ln K⁺ decreases in m (each
+    /// factor 1 + min(λ, c/m)(x − m) does), so the last live point below
+    /// the threshold is the last to fall for a pass; ln K⁻ increases in m,
+    /// so the first live point at or above it for a fail. The bets follow
+    /// the plug-in rule on the favourable outcomes (their variance shrinks,
+    /// so the bets grow to their caps), which makes this a best case in
+    /// all but contrived histories. Used by the futility rule: a check
+    /// that cannot settle even so is futile for certain. Stopping for
+    /// futility never inflates the error, so the rule affects only when a
+    /// run stops, never what it may claim.
+    pub fn could_settle(&self, threshold: f64, above: bool, batches: &[usize]) -> bool {
+        let binding = if above {
+            self.live.iter().rev().find(|p| p.m < threshold)
+        } else {
+            self.live.iter().find(|p| p.m >= threshold)
+        };
+        let Some(point) = binding else {
+            return true;
+        };
+        let (x, mut ln) = if above {
+            (1.0, point.ln_up)
+        } else {
+            (0.0, point.ln_down)
+        };
+        let cap = if above {
+            self.cap / point.m
+        } else {
+            self.cap / (1.0 - point.m)
+        };
+        let (mut t, mut sum, mut sum_sq) = (self.t, self.sum, self.sum_sq);
+        for &b in batches {
+            if b == 0 {
+                continue;
+            }
+            let variance = (0.25 + sum_sq) / (t as f64 + 1.0);
+            let lambda = bet(self.alpha, variance, t + 1).min(cap);
+            let step = if above {
+                (lambda * (x - point.m)).ln_1p()
+            } else {
+                (-lambda * (x - point.m)).ln_1p()
+            };
+            ln += b as f64 * step;
+            if ln >= self.barrier {
+                return true;
+            }
+            for _ in 0..b {
+                t += 1;
+                sum += x;
+                let mu = (0.5 + sum) / (t as f64 + 1.0);
+                sum_sq += (x - mu) * (x - mu);
+            }
+        }
+        false
+    }
 }
 
 /// λ_t = sqrt(2 ln(2/α) / (σ̂² t ln(t + 1))), before the caps at c/m and
@@ -264,12 +367,15 @@ pub fn bet(alpha: f64, variance: f64, t: u64) -> f64 {
 /// first `t' > t` at which the expected log capital of the side betting
 /// on the truth, `ln_capital + Σ_{s=t+1}^{t'} E ln(1 + λ_s |X − threshold|)`
 /// ≈ `Σ (λ_s Δ − λ_s² (σ² + Δ²) / 2)` (second order, Δ = |mean − threshold|,
-/// λ_s the plug-in bet at variance σ²), reaches ln(2/α). `None` when
+/// λ_s the plug-in bet at variance σ², capped at `cap`/threshold or
+/// `cap`/(1 − threshold)), reaches ln(2/α). `None` when
 /// Δ = 0 or not within `limit` observations. A projection from the
 /// current estimate, for the futility rule and for planning; not part of
 /// any guarantee.
+#[allow(clippy::too_many_arguments)]
 pub fn projected_observations(
     alpha: f64,
+    cap: f64,
     mean: f64,
     variance: f64,
     threshold: f64,
@@ -286,9 +392,9 @@ pub fn projected_observations(
     // The cap on the side that grows: c/m for K⁺ (mean above), c/(1 − m)
     // for K⁻, at m = threshold.
     let side_cap = if mean > threshold {
-        BET_CAP / threshold.max(1e-12)
+        cap / threshold.max(1e-12)
     } else {
-        BET_CAP / (1.0 - threshold).max(1e-12)
+        cap / (1.0 - threshold).max(1e-12)
     };
     let mut capital = ln_capital;
     let mut s = t;
