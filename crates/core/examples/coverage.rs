@@ -15,11 +15,16 @@ use rand::SeedableRng;
 use rayon::prelude::*;
 use sim::replicate;
 
-const METHODS: [ClusterMethod; 3] = [
+/// The default, the default before, the ICC bound, the design effect.
+const METHODS: [ClusterMethod; 4] = [
+    ClusterMethod::Profile,
     ClusterMethod::BetaBinomial,
     ClusterMethod::IccBound,
     ClusterMethod::DesignEffect,
 ];
+const K: usize = METHODS.len();
+/// Index of the design-effect interval, the width reference.
+const DEFF: usize = 3;
 
 /// One cell's tallies, per method: covered, missed low (truth below the
 /// interval), missed high, summed width.
@@ -28,10 +33,14 @@ struct Cell {
     rho: f64,
     n: usize,
     m: u64,
-    covered: [usize; 3],
-    below: [usize; 3],
-    above: [usize; 3],
-    width: [f64; 3],
+    covered: [usize; K],
+    below: [usize; K],
+    above: [usize; K],
+    width: [f64; K],
+    /// Summed widths over replicates whose failures are spread over at
+    /// least two inputs, and their number.
+    spread_width: [f64; K],
+    spread: usize,
     all_pass: usize,
     deff: f64,
 }
@@ -67,10 +76,12 @@ fn main() {
                 rho,
                 n,
                 m,
-                covered: [0; 3],
-                below: [0; 3],
-                above: [0; 3],
-                width: [0.0; 3],
+                covered: [0; K],
+                below: [0; K],
+                above: [0; K],
+                width: [0.0; K],
+                spread_width: [0.0; K],
+                spread: 0,
                 all_pass: 0,
                 deff: 0.0,
             };
@@ -79,6 +90,9 @@ fn main() {
                 if counts.fail == 0 {
                     c.all_pass += 1;
                 }
+                let failing = clusters.iter().filter(|k| k.sum < k.count as f64).count();
+                let spread = failing >= 2;
+                c.spread += usize::from(spread);
                 for (i, &cm) in METHODS.iter().enumerate() {
                     let r = RateEstimate::try_clustered(
                         &clusters,
@@ -92,6 +106,9 @@ fn main() {
                     c.below[i] += usize::from(p < r.interval.lower);
                     c.above[i] += usize::from(p > r.interval.upper);
                     c.width[i] += r.interval.width();
+                    if spread {
+                        c.spread_width[i] += r.interval.width();
+                    }
                     if i == 0 {
                         c.deff += r.design_effect;
                     }
@@ -104,29 +121,33 @@ fn main() {
         "Coverage of nominal 95% intervals for the mean pass rate over inputs; {reps} replicates per cell, seed {seed}."
     );
     println!("p_i ~ Beta with mean p and intra-class correlation rho (rho 0: every p_i = p); outputs Bernoulli(p_i).");
-    println!("default = beta-binomial restricted-ICC score interval, t(G-1) [ClusterMethod::BetaBinomial]");
+    println!("default = beta-binomial profile likelihood, t(G-1), lower end extended to icc-bnd's [ClusterMethod::Profile]");
+    println!("before  = beta-binomial restricted-ICC score interval, t(G-1) [ClusterMethod::BetaBinomial, the default before]");
     println!("icc-bnd = Wilson at n/deff(rho_U), rho_U the 90% upper likelihood bound on the ICC [ClusterMethod::IccBound]");
     println!(
         "deff    = CR1 design effect at p-hat, Wilson at n/deff [ClusterMethod::DesignEffect]"
     );
     println!(
-        "lo/hi miss = share of replicates with the truth below / above the default's interval;"
+        "cover (lo/hi) = coverage (share of replicates with the truth below / above the interval);"
     );
-    println!("width ratio = mean width / mean width of deff; deff est = mean reported design effect of the default; all-pass = replicates with no failure");
+    println!("spread w = mean width over deff's among replicates with failures on >= 2 inputs (blank: under 10% of replicates); all-pass = replicates with no failure");
     println!();
     println!(
-        "{:>5} {:>4} {:>7} | {:>7} {:>7} {:>7} | {:>5} {:>5} | {:>7} {:>6} {:>6} | {:>5} {:>6} {:>7}",
-        "p", "rho", "N x M", "default", "icc-bnd", "deff", "lo", "hi", "width", "ratio", "ratio", "deff", "deff", "all-"
+        "{:>5} {:>4} {:>6} | {:>19} {:>8} | {:>19} {:>8} | {:>7} {:>7} | {:>6}",
+        "p",
+        "rho",
+        "N x M",
+        "default cover (lo/hi)",
+        "spread w",
+        "before cover (lo/hi)",
+        "spread w",
+        "icc-bnd",
+        "deff",
+        "all-pass"
     );
-    println!(
-        "{:>5} {:>4} {:>7} | {:>7} {:>7} {:>7} | {:>5} {:>5} | {:>7} {:>6} {:>6} | {:>5} {:>6} {:>7}",
-        "", "", "", "", "", "", "miss", "miss", "default", "dflt", "icc-bnd", "true", "est", "pass"
-    );
-    let mut bad = Vec::new();
-    for c in &results {
+    let flags = |c: &Cell, i: usize| -> String {
         let f = |k: usize| 100.0 * k as f64 / reps as f64;
-        let w = |i: usize| c.width[i] / reps as f64;
-        let cov = f(c.covered[0]);
+        let cov = f(c.covered[i]);
         let mut flag = String::new();
         if cov < 93.5 {
             flag.push_str(" <93.5");
@@ -134,45 +155,79 @@ fn main() {
         if c.n >= 20 && cov > 97.0 {
             flag.push_str(" >97");
         }
-        if f(c.below[0]) > 3.0 || f(c.above[0]) > 3.0 {
+        if f(c.below[i]) > 3.0 || f(c.above[i]) > 3.0 {
             flag.push_str(" miss>3");
         }
-        if c.rho <= 0.1 && w(0) > 1.5 * w(2) && c.all_pass * 2 < reps {
+        if c.rho <= 0.1 && c.spread * 10 >= reps && c.spread_width[i] > 1.5 * c.spread_width[DEFF] {
             flag.push_str(" w>1.5");
         }
-        if !flag.is_empty() {
-            bad.push(format!("{} {} {}x{}:{flag}", c.p, c.rho, c.n, c.m));
+        flag
+    };
+    let (mut bad, mut bad_before) = (Vec::new(), Vec::new());
+    for c in &results {
+        let f = |k: usize| 100.0 * k as f64 / reps as f64;
+        let sw = |i: usize| {
+            if c.spread * 10 >= reps {
+                format!("{:.2}", c.spread_width[i] / c.spread_width[DEFF])
+            } else {
+                String::new()
+            }
+        };
+        let cell = format!("{} {} {}x{}:", c.p, c.rho, c.n, c.m);
+        let (fl, fb) = (flags(c, 0), flags(c, 1));
+        if !fl.is_empty() {
+            bad.push(format!("{cell}{fl}"));
         }
+        if !fb.is_empty() {
+            bad_before.push(format!("{cell}{fb}"));
+        }
+        let cover = |i: usize| {
+            format!(
+                "{:.1}% ({:.1}/{:.1})",
+                f(c.covered[i]),
+                f(c.below[i]),
+                f(c.above[i])
+            )
+        };
         println!(
-            "{:>5} {:>4} {:>7} | {:>6.1}% {:>6.1}% {:>6.1}% | {:>4.1}% {:>4.1}% | {:>7.4} {:>6.2} {:>6.2} | {:>5.2} {:>6.2} {:>6.1}%{}",
+            "{:>5} {:>4} {:>6} | {:>19} {:>8} | {:>19} {:>8} | {:>6.1}% {:>6.1}% | {:>5.1}%{}",
             c.p,
             c.rho,
             format!("{}x{}", c.n, c.m),
-            cov,
-            f(c.covered[1]),
+            cover(0),
+            sw(0),
+            cover(1),
+            sw(1),
             f(c.covered[2]),
-            f(c.below[0]),
-            f(c.above[0]),
-            w(0),
-            w(0) / w(2),
-            w(1) / w(2),
-            1.0 + (c.m as f64 - 1.0) * c.rho,
-            c.deff / reps as f64,
+            f(c.covered[DEFF]),
             f(c.all_pass),
-            flag
+            if fl.is_empty() {
+                String::new()
+            } else {
+                format!("  !{fl}")
+            }
         );
     }
     println!();
-    let min = results
-        .iter()
-        .map(|c| 100.0 * c.covered[0] as f64 / reps as f64)
-        .fold(f64::INFINITY, f64::min);
+    let min = |i: usize| {
+        results
+            .iter()
+            .map(|c| 100.0 * c.covered[i] as f64 / reps as f64)
+            .fold(f64::INFINITY, f64::min)
+    };
+    println!("flags: coverage < 93.5%, > 97% at N >= 20, a one-sided miss > 3%, or spread width > 1.5 x deff's at rho <= 0.1");
     println!(
-        "default: lowest coverage {min:.1}%; {} of {} cells flagged (coverage < 93.5%, > 97% at N >= 20, a one-sided miss > 3%, or width > 1.5 x deff at rho <= 0.1 outside mostly-all-pass cells)",
+        "default: lowest coverage {:.1}%, {} of {} cells flagged; before: lowest {:.1}%, {} flagged",
+        min(0),
         bad.len(),
-        results.len()
+        results.len(),
+        min(1),
+        bad_before.len()
     );
     for b in bad {
-        println!("  {b}");
+        println!("  default {b}");
+    }
+    for b in bad_before {
+        println!("  before  {b}");
     }
 }

@@ -17,7 +17,7 @@ pub struct AnalysisOptions {
     /// How a rate is judged against its minimum success percentage.
     pub verdict: VerdictMode,
     /// How rates over the repeated outputs of several inputs get their
-    /// interval; [`ClusterMethod::BetaBinomial`] by default.
+    /// interval; [`ClusterMethod::Profile`] by default.
     pub cluster: ClusterMethod,
     /// k of pass^k / pass@k; `None`: the retry plan's m (attempts for
     /// 0.99 at the measured joint rate), at most M.
@@ -31,7 +31,7 @@ impl Default for AnalysisOptions {
             interval: IntervalMethod::Wilson,
             errors: ErrorPolicy::Exclude,
             verdict: VerdictMode::Point,
-            cluster: ClusterMethod::BetaBinomial,
+            cluster: ClusterMethod::Profile,
             pass_k: None,
         }
     }

@@ -61,7 +61,7 @@ pub fn plan_by_class(
                 counts,
                 opts.confidence,
                 opts.interval,
-                ClusterMethod::BetaBinomial,
+                ClusterMethod::default(),
             );
             let attempts_at = |p: f64| Geometric::new(p).ok().and_then(|g| g.attempts_for(target));
             ClassPlan {

@@ -276,7 +276,7 @@ pub fn fixed_verdicts(
                 counts,
                 confidence,
                 IntervalMethod::Wilson,
-                ClusterMethod::BetaBinomial,
+                ClusterMethod::default(),
             )?;
             Ok(judge(
                 &rate,

@@ -120,6 +120,125 @@ fn paired_t_interval_matches_scipy() {
 // Reference data (generated; do not edit by hand).
 // ---------------------------------------------------------------------------
 
+/// The default clustered interval (`profile_likelihood`) against an
+/// independent implementation with scipy (bounded Brent maximisation of
+/// the beta-binomial likelihood over ln κ, brentq for the bounds; script
+/// below): the profile-likelihood bounds with t_{G−1}, the lower end
+/// extended to the ICC bound's. Probity's ICC search stops at 1e-3 in
+/// ln κ, so bounds agree to 1e-4. The first case is issue 23's 20 × 30
+/// with 5 failures on 5 inputs: established against 0.95.
+#[test]
+fn profile_likelihood_matches_scipy() {
+    use probity_core::stats::betabin::profile_likelihood;
+    /// (passes, outputs) per input; lower, upper from the script.
+    type Case = (Vec<(u64, u64)>, f64, f64);
+    let cases: [Case; 3] = [
+        (
+            [vec![(30, 30); 15], vec![(29, 30); 5]].concat(),
+            0.977984,
+            0.997240,
+        ),
+        (
+            [vec![(10, 10); 15], vec![(9, 10); 3], vec![(4, 10); 2]].concat(),
+            0.784055,
+            0.977638,
+        ),
+        (
+            vec![
+                (8, 10),
+                (10, 10),
+                (5, 6),
+                (12, 12),
+                (3, 5),
+                (20, 20),
+                (9, 10),
+            ],
+            0.614219,
+            0.977182,
+        ),
+    ];
+    for (i, (xs, lower, upper)) in cases.iter().enumerate() {
+        let clusters: Vec<ClusterSum> = xs
+            .iter()
+            .map(|&(x, m)| ClusterSum::from_passes(x, m).unwrap())
+            .collect();
+        let s = profile_likelihood(&clusters, 0.95).unwrap();
+        close(s.interval.lower, *lower, 1e-4, &format!("case {i} lower"));
+        close(s.interval.upper, *upper, 1e-4, &format!("case {i} upper"));
+    }
+    let issue: Vec<ClusterSum> = cases[0]
+        .0
+        .iter()
+        .map(|&(x, m)| ClusterSum::from_passes(x, m).unwrap())
+        .collect();
+    assert!(profile_likelihood(&issue, 0.95).unwrap().interval.lower >= 0.95);
+}
+
+// Generated with Python 3.11.7, scipy 1.17.1, numpy 2.4.6:
+// # Profile-likelihood interval of the beta-binomial mean, t(G-1), lower end
+// # extended to the ICC-bound (Wilson at n/deff(rho_U), rho_U the 90% upper
+// # LR bound on the ICC at mu = p-hat); independent of probity.
+// import numpy as np
+// from scipy import optimize, stats
+// from scipy.special import betaln
+//
+// def loglik(xs, ms, mu, lk):
+//     k = np.exp(lk); a = mu * k; b = (1 - mu) * k
+//     return float(np.sum(betaln(xs + a, ms - xs + b) - betaln(a, b)))
+//
+// def loglik_binom(xs, ms, mu):
+//     return float(np.sum(xs * np.log(mu) + (ms - xs) * np.log1p(-mu)))
+//
+// LO, HI = np.log(1e-6), np.log(1e8)
+//
+// def profile(xs, ms, mu):
+//     r = optimize.minimize_scalar(lambda t: -loglik(xs, ms, mu, t), bounds=(LO, HI), method="bounded",
+//                                  options={"xatol": 1e-10})
+//     grid = np.linspace(LO, HI, 400)
+//     best = max([-r.fun, loglik(xs, ms, mu, LO)] + [loglik(xs, ms, mu, t) for t in grid])
+//     return max(best, loglik_binom(xs, ms, mu))
+//
+// def icc_hat_and_upper(xs, ms, mu, gamma=0.1):
+//     grid = np.linspace(LO, HI, 4000)
+//     ll = np.array([loglik(xs, ms, mu, t) for t in grid])
+//     i = int(np.argmax(ll)); best = ll[i]
+//     if loglik_binom(xs, ms, mu) >= best:
+//         best = loglik_binom(xs, ms, mu); i = len(grid) - 1
+//     cut = best - stats.norm.ppf(1 - gamma) ** 2 / 2
+//     f = lambda t: loglik(xs, ms, mu, t) - cut
+//     if f(LO) >= 0:
+//         return 1.0
+//     t = optimize.brentq(f, LO, grid[i], xtol=1e-12)
+//     return 1 / (1 + np.exp(t))
+//
+// def wilson(x, n, conf=0.95):
+//     z = stats.norm.ppf(1 - (1 - conf) / 2)
+//     p = x / n; d = 1 + z * z / n
+//     c = (p + z * z / (2 * n)) / d
+//     h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+//     return c - h, c + h
+//
+// def interval(xs, ms, conf=0.95):
+//     xs = np.array(xs, float); ms = np.array(ms, float)
+//     G = len(xs); n = ms.sum(); p = xs.sum() / n
+//     c = stats.t.ppf(1 - (1 - conf) / 2, G - 1)
+//     top = profile(xs, ms, p)
+//     g = lambda mu: 2 * (top - profile(xs, ms, mu)) - c * c
+//     lo = optimize.brentq(g, 1e-9, p - 1e-12, xtol=1e-12)
+//     hi = optimize.brentq(g, p + 1e-12, 1 - 1e-9, xtol=1e-12)
+//     rho_u = icc_hat_and_upper(xs, ms, p)
+//     deff = np.sum(ms * (1 + (ms - 1) * rho_u)) / n
+//     ib_lo, _ = wilson(p * n / deff, n / deff, conf)
+//     return min(lo, ib_lo), hi, lo, ib_lo
+//
+// for name, xs, ms in [
+//     ("issue 20x30, 5 failures on 5 inputs", [30] * 15 + [29] * 5, [30] * 20),
+//     ("20x10 clustered", [10] * 15 + [9] * 3 + [4] * 2, [10] * 20),
+//     ("unbalanced", [8, 10, 5, 12, 3, 20, 9], [10, 10, 6, 12, 5, 20, 10]),
+// ]:
+//     lower, upper, lr_lo, ib_lo = interval(xs, ms)
+//     print(f"{name}: [{lower:.6f}, {upper:.6f}] (LR lower {lr_lo:.6f}, ICC-bound lower {ib_lo:.6f})")
+
 // Generated with Python 3.11.7, statsmodels 0.15.0, scipy 1.17.1, numpy 2.4.6.
 /// (x, n, confidence, method, lower, upper) from
 /// `statsmodels.stats.proportion.proportion_confint(x, n, alpha=1-confidence, method=m)`

@@ -136,8 +136,9 @@ pub struct ExperimentConfig {
     /// Target probability for the retry plan's m (§4.2.2).
     pub retry_target: f64,
     /// How repeated outputs of one input are accounted for in intervals
-    /// (`beta-binomial`, the default; `design-effect`; `binomial`: as if
-    /// independent). See `crates/core/STATISTICS.md`.
+    /// (`profile`, the default; `beta-binomial`; `icc-bound`;
+    /// `design-effect`; `binomial`: as if independent). See
+    /// `crates/core/STATISTICS.md`.
     #[serde(skip_serializing_if = "is_default")]
     pub cluster: ClusterMethod,
     /// k of pass^k and pass@k (consistency over k outputs of one input);

@@ -1,8 +1,11 @@
-//! The default clustered interval: a score (Wilson-type) interval whose
-//! design effect is estimated **under each tested rate** from a
-//! beta-binomial model, with a Student-t reference on G − 1 degrees of
-//! freedom. See `crates/core/STATISTICS.md` for why, the alternatives and
-//! the coverage table.
+//! The clustered intervals of the beta-binomial model: the score
+//! (Wilson-type) interval whose design effect is estimated **under each
+//! tested rate**, with a Student-t reference on G − 1 degrees of freedom
+//! ([`beta_binomial_score`], the default before), the ICC-bound interval
+//! ([`icc_bound_score`]) and the default, the profile-likelihood interval
+//! with its lower end extended to the ICC bound's ([`profile_likelihood`]).
+//! See `crates/core/STATISTICS.md` for why, the alternatives and the
+//! coverage tables.
 //!
 //! # Model and interval
 //!
@@ -262,8 +265,9 @@ pub(crate) fn check_clusters(clusters: &[ClusterSum]) -> Result<(), StatsError> 
     Ok(())
 }
 
-/// The default clustered interval (see the module docs) for the mean of
-/// all observations in `clusters` at `confidence`.
+/// The score interval with the restricted ICC (see the module docs;
+/// [`ClusterMethod::BetaBinomial`](super::rate::ClusterMethod::BetaBinomial))
+/// for the mean of all observations in `clusters` at `confidence`.
 ///
 /// Errors: confidence outside (0, 1); a cluster whose sums are not those of
 /// scores in [0, 1] ([`StatsError::Scores`]); no observation at all
@@ -531,30 +535,19 @@ pub fn icc_bound_score_at(
     confidence: f64,
     gamma: f64,
 ) -> Result<ScoreInterval, StatsError> {
-    check_confidence(confidence)?;
-    check_clusters(clusters)?;
-    let groups = Groups::new(clusters);
-    let n: f64 = groups.g.iter().map(|&(_, m, w)| m * w).sum();
-    let x: f64 = groups.g.iter().map(|&(x, _, w)| x * w).sum();
-    let g: f64 = groups.g.iter().map(|&(_, _, w)| w).sum();
-    if n == 0.0 {
-        return Err(StatsError::Empty);
-    }
-    let p = (x / n).clamp(0.0, 1.0);
-    let all_single = groups.g.iter().all(|&(_, m, _)| m <= 1.0);
-    let degenerate =
-        groups.g.iter().all(|&(x, m, _)| x == m) || groups.g.iter().all(|&(x, _, _)| x == 0.0);
+    let nv = NullVariance::new(clusters, confidence)?;
+    let p = nv.estimate();
     let mut scratch = Vec::new();
-    let (icc, icc_upper) = if all_single || g < 2.0 {
+    let (icc, icc_upper) = if nv.all_single || nv.g < 2.0 {
         (0.0, 0.0)
-    } else if degenerate {
+    } else if nv.degenerate {
         (1.0, 1.0)
     } else {
-        groups.icc_upper(p, gamma, &mut scratch)
+        nv.groups.icc_upper(p, gamma, &mut scratch)
     };
-    let deff = design_effect(&groups, n, icc_upper);
+    let deff = design_effect(&nv.groups, nv.n, icc_upper);
     let z = z_value(confidence);
-    let n_eff = n / deff;
+    let n_eff = nv.n / deff;
     let interval = super::interval::proportion_interval(
         p * n_eff,
         n_eff,
@@ -616,4 +609,74 @@ impl Groups {
         }
         (rho_hat, 1.0 / (1.0 + lo.exp()))
     }
+}
+
+impl Groups {
+    /// The profile log-likelihood of the mean, ℓ_p(μ) = max_ρ ℓ(μ, ρ): at
+    /// the restricted ICC ρ̃(μ), or the binomial limit when ρ̃ = 0.
+    fn profile_loglik(&self, mu: f64, scratch: &mut Vec<f64>) -> f64 {
+        let rho = self.restricted_icc(mu, scratch);
+        if rho <= 0.0 {
+            self.loglik_binomial(mu)
+        } else {
+            self.loglik(mu, (1.0 - rho) / rho, scratch)
+        }
+    }
+}
+
+/// The default clustered interval ([`ClusterMethod::Profile`](super::rate::ClusterMethod::Profile);
+/// `crates/core/STATISTICS.md`, *The default interval*): the
+/// profile-likelihood interval of the beta-binomial mean with a Student-t
+/// calibration, its lower bound extended to the ICC-bound interval's
+/// ([`icc_bound_score`]):
+///
+/// ```text
+/// P = { μ0 : 2 [ℓ_p(p̂) − ℓ_p(μ0)] ≤ t²_{1−α/2, G−1} },   ℓ_p(μ) = max_ρ ℓ(μ, ρ)
+/// lower = min(inf P, lower of the ICC-bound interval),   upper = sup P
+/// ```
+///
+/// The likelihood uses what the data say about clustering: failures spread
+/// over many inputs make a low mean improbable at every ICC, so the interval
+/// is close to Wilson's on all outputs; failures in a few inputs make it
+/// wide. Near the boundary (few failures) the likelihood ratio is too
+/// confident on the low side (for x = n it would give exp(−t²/2G)), which
+/// the ICC bound's lower end corrects: it allows every ICC the data cannot
+/// rule out at γ = [`ICC_BOUND_LEVEL`]. When every output passes (or
+/// fails) nothing bounds the ICC and the interval is [`beta_binomial_score`]'s
+/// (Wilson-t on the G inputs); one input or one output per input: Wilson on
+/// the outputs. The reported ICC and design effect are at μ = p̂.
+pub fn profile_likelihood(
+    clusters: &[ClusterSum],
+    confidence: f64,
+) -> Result<ScoreInterval, StatsError> {
+    let nv = NullVariance::new(clusters, confidence)?;
+    if nv.degenerate || nv.all_single || nv.g < 2.0 {
+        return beta_binomial_score(clusters, confidence);
+    }
+    let p = nv.estimate();
+    let c2 = nv.critical * nv.critical;
+    let mut scratch = Vec::new();
+    let top = nv.groups.profile_loglik(p, &mut scratch);
+    // f(μ0) ≤ 0 ⇔ μ0 is in P.
+    let f = |mu: f64, s: &mut Vec<f64>| -> f64 {
+        if !(mu > 0.0 && mu < 1.0) {
+            return f64::INFINITY;
+        }
+        2.0 * (top - nv.groups.profile_loglik(mu, s)) - c2
+    };
+    let lower = root(|mu| f(mu, &mut scratch), 0.0, p);
+    let upper = root(|mu| f(mu, &mut scratch), 1.0, p);
+    let bound = icc_bound_score(clusters, confidence)?.interval.lower;
+    let icc = nv.icc_at(p, &mut scratch);
+    Ok(ScoreInterval {
+        estimate: p,
+        interval: Interval {
+            lower: lower.min(bound).clamp(0.0, p),
+            upper: upper.clamp(p, 1.0),
+        },
+        icc,
+        design_effect: design_effect(&nv.groups, nv.n, icc),
+        critical: nv.critical,
+        df: nv.df,
+    })
 }

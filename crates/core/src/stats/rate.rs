@@ -14,14 +14,21 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ClusterMethod {
-    /// The default: the score interval with the design effect estimated
-    /// under each tested rate from a beta-binomial model (restricted
-    /// maximum-likelihood ICC) and a t reference on G − 1 degrees of
-    /// freedom ([`beta_binomial_score`]). Holds its coverage at high pass
-    /// rates and when every output passes; conservative at 5–20 inputs and
-    /// wide when failures are rare and spread. The `IntervalMethod` is not
-    /// used for it.
+    /// The default: the beta-binomial profile-likelihood interval with a t
+    /// reference on G − 1 degrees of freedom, its lower bound extended to
+    /// the ICC-bound interval's ([`super::betabin::profile_likelihood`]).
+    /// Uses what the data say about clustering: close to Wilson on all
+    /// outputs when failures are spread over inputs, wide when they are
+    /// concentrated; Wilson-t on the G inputs when every output passes.
+    /// The `IntervalMethod` is not used for it.
     #[default]
+    Profile,
+    /// The score interval with the design effect estimated under each
+    /// tested rate from a beta-binomial model (restricted maximum-likelihood
+    /// ICC) and a t reference on G − 1 degrees of freedom
+    /// ([`beta_binomial_score`]; the default before): never misses low at
+    /// high pass rates, but as wide as Wilson-t on the G inputs whatever the
+    /// failures' spread, and misses high up to 6 % at p = 0.99.
     BetaBinomial,
     /// Wilson's score interval at the effective size n / deff(ρ_U), ρ_U
     /// the upper likelihood bound on the ICC that the data allow
@@ -79,7 +86,7 @@ pub struct RateEstimate {
     #[serde(default)]
     pub scope: Scope,
     /// Variance ratio of the clustered estimate to the naive binomial one;
-    /// 1 when no clustering was applied. For [`ClusterMethod::BetaBinomial`],
+    /// 1 when no clustering was applied. For the beta-binomial methods,
     /// `1 + (M − 1)·ρ̂` (unbalanced: `Σ n_i(1 + (n_i − 1)ρ̂)/n`) with ρ̂ the
     /// beta-binomial ICC at p̂; M when every output passed (nothing bounds
     /// the clustering).
@@ -206,8 +213,10 @@ impl RateEstimate {
     /// * Fewer than [`MIN_INPUTS`] inputs: the interval of `method` over all
     ///   outputs as independent trials, scope [`Scope::TheseInputs`] — it is
     ///   about these inputs only (outputs are independent given the input).
-    /// * Otherwise by `cluster`: [`ClusterMethod::BetaBinomial`] (default,
-    ///   [`beta_binomial_score`]), [`ClusterMethod::DesignEffect`] (the
+    /// * Otherwise by `cluster`: [`ClusterMethod::Profile`] (default,
+    ///   [`super::betabin::profile_likelihood`]),
+    ///   [`ClusterMethod::BetaBinomial`] ([`beta_binomial_score`]),
+    ///   [`ClusterMethod::IccBound`], [`ClusterMethod::DesignEffect`] (the
     ///   former behaviour: `method` at `n_eff = n / deff`,
     ///   `x_eff = p̂·n_eff`, deff from [`clustered_mean`]), or
     ///   [`ClusterMethod::Binomial`] (scope `TheseInputs`).
@@ -245,11 +254,13 @@ impl RateEstimate {
             return Ok(binomial(Scope::TheseInputs));
         }
         Ok(match cluster {
-            ClusterMethod::BetaBinomial | ClusterMethod::IccBound => {
-                let s = if cluster == ClusterMethod::IccBound {
-                    super::betabin::icc_bound_score(clusters, confidence)?
-                } else {
-                    beta_binomial_score(clusters, confidence)?
+            ClusterMethod::Profile | ClusterMethod::BetaBinomial | ClusterMethod::IccBound => {
+                let s = match cluster {
+                    ClusterMethod::IccBound => {
+                        super::betabin::icc_bound_score(clusters, confidence)?
+                    }
+                    ClusterMethod::BetaBinomial => beta_binomial_score(clusters, confidence)?,
+                    _ => super::betabin::profile_likelihood(clusters, confidence)?,
                 };
                 RateEstimate {
                     estimate: s.estimate,

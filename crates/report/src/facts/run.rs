@@ -4,7 +4,9 @@
 use crate::document::info::RunInfo;
 use crate::document::run::RunReport;
 use crate::numbers::{interval, name, pct, plural, threshold_pct, trim_number};
-use probity_core::stats::{Consistency, Decision, ErrorPolicy, NotEstablished, Scope, MIN_INPUTS};
+use probity_core::stats::{
+    ClusterMethod, Consistency, Decision, ErrorPolicy, NotEstablished, Scope, MIN_INPUTS,
+};
 use probity_core::{CheckSummary, Geometric, RateEstimate};
 use serde_json::{Map, Value};
 
@@ -31,10 +33,18 @@ pub fn statistics_line(r: &RunReport) -> String {
     } else {
         "one input: no clustering"
     };
+    // The beta-binomial methods do not use `interval` (fewer than
+    // MIN_INPUTS inputs fall back to it, over all outputs).
+    let method = match o.cluster {
+        _ if (s.shape.0 as u64) < MIN_INPUTS => name(o.interval),
+        ClusterMethod::Profile => "profile likelihood",
+        ClusterMethod::BetaBinomial => "beta-binomial score",
+        ClusterMethod::IccBound => "icc bound",
+        ClusterMethod::DesignEffect | ClusterMethod::Binomial => name(o.interval),
+    };
     format!(
-        "{} intervals ({}, {clustering}) · verdict: {} · errors {errors} · strategy {}",
+        "{} intervals ({method}, {clustering}) · verdict: {} · errors {errors} · strategy {}",
         threshold_pct(o.confidence),
-        name(o.interval),
         name(o.verdict),
         name(s.strategy)
     )

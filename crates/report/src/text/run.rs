@@ -3,7 +3,7 @@
 //! ```text
 //! probity  run #12 greeting-bot: 20 inputs × 10 outputs × 2 checks, 12.3s · 14 calls (0 to judges), 5120 tokens; 186 outputs reused from run #11
 //!          system openai/gpt-4o-mini · config 1a2b3c4d · created 2024-08-30T12:00:00Z
-//!          95% intervals (wilson, clustered by input) · verdict: point · errors count as failures
+//!          95% intervals (profile likelihood, clustered by input) · verdict: point · errors count as failures
 //!
 //!         PASS  contraction_validator  96.2%  [94.1, 97.6]  ≥ 95%  established
 //!               over 20 inputs
