@@ -82,6 +82,35 @@ fn kill_nine_then_resume_loses_nothing_and_asks_nothing_twice() {
         "{lost} calls made but not stored (simulator saw {seen_at_kill}, stored {stored})"
     );
 
+    // Resuming at another shape is refused before anything is asked or
+    // stored: the run was started with 20 outputs per input.
+    let before = requests(&server.1);
+    let out = probity()
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "--resume",
+            "--quiet",
+            "--store",
+            "runs.db",
+            "--outputs",
+            "10",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("run 1 was started with 20 inputs × 20 outputs × 2 checks")
+            && err.contains("asks for 20 × 10 × 2")
+            && err.contains("--outputs 20"),
+        "{err}"
+    );
+    assert_eq!(requests(&server.1), before, "nothing asked");
+    let unchanged = report(dir.path(), "1");
+    assert_eq!(unchanged["run"]["complete"], false);
+    assert_eq!(unchanged["counts"]["missing"], killed["counts"]["missing"]);
+
     let before = requests(&server.1);
     let out = probity()
         .current_dir(dir.path())

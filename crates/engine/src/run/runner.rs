@@ -479,13 +479,30 @@ pub async fn run_with(
             };
             let recording = match resumed_id {
                 Some(id) => {
+                    let previous = store.run(id)?;
+                    // The config hash does not cover `--outputs`: a run is
+                    // continued at the shape it was started with, never
+                    // silently at another.
+                    if (
+                        previous.inputs,
+                        previous.outputs_per_input,
+                        previous.checks.len(),
+                    ) != (n, m, k)
+                    {
+                        return Err(RunError::Config(at(format!(
+                            "--resume: run {id} was started with {} inputs × {} outputs × {} checks; this command asks for {n} × {m} × {k}: resume it with `--outputs {}` (or without --outputs), or start a new run without --resume",
+                            previous.inputs,
+                            previous.outputs_per_input,
+                            previous.checks.len(),
+                            previous.outputs_per_input,
+                        ))));
+                    }
                     // One process at a time: refused, naming the holder,
                     // while another live process runs it (a worker of a
                     // shared run takes no lease: its claims are its own).
                     if control.join.is_none() {
                         store.take_lease(id)?;
                     }
-                    let previous = store.run(id)?;
                     resumed_sequential = Some(previous.settings.sequential);
                     base = previous.totals();
                     reused_from = previous.reused_from;
