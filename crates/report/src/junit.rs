@@ -290,7 +290,7 @@ fn run_suite(r: &RunReport) -> (TestSuite, Duration) {
 fn check_case(r: &RunReport, idx: usize, classname: &str) -> TestCase {
     let s = &r.summary;
     let c = &s.checks[idx];
-    let figures = facts::figures(c);
+    let figures = facts::figures(c, s.sequential.is_some());
     let established = facts::established(c);
     let headline = if c.info.message.is_empty() {
         format!("{}: {figures}", name(c.verdict.decision))

@@ -138,12 +138,13 @@ fn run(r: &RunReport) -> String {
         md.push_str("| check | success | interval | threshold | verdict | established |\n");
         md.push_str("| --- | ---: | --- | --- | --- | --- |\n");
         for (idx, c) in s.checks.iter().enumerate() {
-            let (rate, iv) = if c.rate.n == 0 {
+            let shown = crate::facts::calibration::shown_rate(c, s.sequential.is_some());
+            let (rate, iv) = if shown.n == 0 {
                 ("–".to_string(), "no outputs judged".to_string())
             } else {
                 (
-                    pct(c.rate.estimate),
-                    interval(c.rate.interval.lower, c.rate.interval.upper),
+                    pct(shown.estimate),
+                    interval(shown.interval.lower, shown.interval.upper),
                 )
             };
             let (verdict, established) = match r.broken_cause(idx) {
@@ -213,7 +214,7 @@ fn run(r: &RunReport) -> String {
             md.push_str(&format!("> {}\n\n", md_inline(&c.info.message)));
         }
         let mut notes = vec![
-            md_inline(&facts::figures(c)),
+            md_inline(&facts::figures(c, r.summary.sequential.is_some())),
             md_inline(&facts::established(c)),
         ];
         if let Some(e) = facts::errors(&c.rate, s.options.errors) {
@@ -299,7 +300,7 @@ fn calibration_section(md: &mut String, r: &RunReport) {
     md.push_str("#### Judges calibrated on labelled sets\n\n");
     for c in calibrated {
         md.push_str(&format!("- **{}**\n", md_inline(&c.info.name)));
-        for line in crate::facts::calibration::lines(c) {
+        for line in crate::facts::calibration::lines(c, r.summary.sequential.is_some()) {
             md.push_str(&format!("  - {}\n", md_inline(&line)));
         }
         if let Some(w) = crate::facts::calibration::warning(c) {

@@ -38,18 +38,51 @@ fn calibrated_report() -> RunReport {
 fn every_format_shows_the_judge_the_corrected_rate_and_the_warning() {
     let r = calibrated_report();
     let judge = "judge on 102 labelled pairs: sensitivity 96.0% [86.5, 98.9] (48/50), specificity 90.0% [78.6, 95.7] (45/50), 2 not judged (errors)";
-    let corrected = "96.7% [85.7, 100.0] (raw 93.2%); the verdict is the corrected rate";
+    // The row shows the corrected rate (the verdict's), the line under it
+    // the judge's own.
+    let own = format!(
+        "the row is corrected for the judge's errors, and so is the verdict; the judge's own rate: {:.1}%",
+        100.0 * r.summary.checks[1].rate.estimate
+    );
     for f in [Format::Text, Format::Html, Format::Markdown] {
         let s = render(&r, f, false);
-        let s = s.replace("\\[", "[").replace("\\]", "]");
+        let s = s
+            .replace("\\[", "[")
+            .replace("\\]", "]")
+            .replace("&#39;", "'");
         assert!(s.contains(judge), "{f}: {s}");
+        assert!(s.contains(&own), "{f}: {s}");
         assert!(
-            s.contains("corrected for the judge") && s.contains(corrected),
+            s.contains("96.7%") && s.contains("[85.7, 100.0]"),
             "{f}: {s}"
         );
-        assert!(s.contains("(raw 93.2%)"), "{f}: {s}");
         assert!(s.contains("too weak for the minimum 95%"), "{f}: {s}");
     }
+    let junit = render(&r, Format::Junit, false).replace("&apos;", "'");
+    assert!(
+        junit.contains("rate 96.7% [85.7, 100.0] corrected for the judge's errors"),
+        "{junit}"
+    );
+    // A sequential run's verdicts are its sequences': the row keeps the
+    // measured rate and the corrected one is shown beside it.
+    let mut seq = r.clone();
+    seq.summary.sequential = Some(probity_core::sequential::SequentialOutcome {
+        seed: 1,
+        design: probity_core::sequential::RoundDesign::Inputs,
+        stop: Some(probity_core::sequential::StopReason::BudgetSpent),
+        inputs: 50,
+        samples: 1000,
+        budget_inputs: 50,
+        budget_samples: 1000,
+        rounds: 5,
+        confidence: 0.95,
+        checks: Vec::new(),
+    });
+    let text = render(&seq, Format::Text, false);
+    assert!(
+        text.contains("96.7% [85.7, 100.0] (raw 93.2%); not the verdict's"),
+        "{text}"
+    );
     let v: Value = serde_json::from_str(&render(&r, Format::Json, false)).unwrap();
     let c = &v["checks"][1]["calibration"];
     assert_eq!(c["state"], "corrected");

@@ -5,7 +5,24 @@
 
 use crate::numbers::{interval, pct, threshold_pct};
 use probity_core::stats::{Calibrated, JudgeAccuracy, Weakness};
-use probity_core::CheckSummary;
+use probity_core::{CheckSummary, RateEstimate};
+use std::borrow::Cow;
+
+/// The rate a check's row shows: the rate corrected for the judge's
+/// errors when the verdict is the corrected rate's (a calibrated verifier
+/// in a fixed-size run), so the row's figure and its verdict agree; else
+/// the measured rate. A sequential run's verdicts are its sequences', so
+/// its rows keep the measured rate.
+pub fn shown_rate(c: &CheckSummary, sequential: bool) -> Cow<'_, RateEstimate> {
+    match &c.calibration {
+        Some(Calibrated::Corrected(r)) if !sequential && c.rate.n > 0 => Cow::Owned(RateEstimate {
+            estimate: r.estimate,
+            interval: r.interval,
+            ..c.rate
+        }),
+        _ => Cow::Borrowed(&c.rate),
+    }
+}
 
 /// `judge on 300 labelled pairs: sensitivity 92.7% [88.1, 95.6] (139/150),
 /// specificity 66.7% [58.8, 73.8] (100/150)` (and how many it could not
@@ -31,23 +48,34 @@ pub fn judge_line(a: &JudgeAccuracy) -> String {
 }
 
 /// The calibration's lines for check `c`, in order: the judge's accuracy,
-/// the corrected rate (`corrected for the judge's errors: 71.5% [58.9,
-/// 81.8] (raw 75.7%); the verdict is the corrected rate's`), and — when
-/// more outputs cannot settle the verdict — what the judge's errors alone
+/// the corrected rate and the judge's own (in a fixed-size run the row
+/// shows the corrected one, [`shown_rate`]: `the row is corrected for the
+/// judge's errors; the judge's own rate: 75.7% [66.1, 83.2]`; in a
+/// sequential run the row is the sequence's: `corrected for the judge's
+/// errors: 71.5% [58.9, 81.8] (not the verdict's: …)`), and — when more
+/// outputs cannot settle the verdict — what the judge's errors alone
 /// leave. Empty for a check that is not calibrated. The warning is apart:
 /// [`warning`].
-pub fn lines(c: &CheckSummary) -> Vec<String> {
+pub fn lines(c: &CheckSummary, sequential: bool) -> Vec<String> {
     let Some(cal) = &c.calibration else {
         return Vec::new();
     };
     let mut out: Vec<String> = cal.judge().map(judge_line).into_iter().collect();
     if let Calibrated::Corrected(r) = cal {
-        out.push(format!(
-            "corrected for the judge's errors: {} {} (raw {}); the verdict is the corrected rate's",
-            pct(r.estimate),
-            interval(r.interval.lower, r.interval.upper),
-            pct(r.raw)
-        ));
+        out.push(if sequential {
+            format!(
+                "corrected for the judge's errors: {} {} (raw {}); not the verdict's: a sequential run's verdicts are its sequences'",
+                pct(r.estimate),
+                interval(r.interval.lower, r.interval.upper),
+                pct(r.raw)
+            )
+        } else {
+            format!(
+                "the row is corrected for the judge's errors, and so is the verdict; the judge's own rate: {} {}",
+                pct(c.rate.estimate),
+                interval(c.rate.interval.lower, c.rate.interval.upper)
+            )
+        });
         let m = c.verdict.threshold;
         if !c.verdict.established && r.labels_only.contains(m) && r.weak.is_none() {
             out.push(format!(

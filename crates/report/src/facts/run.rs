@@ -193,11 +193,17 @@ pub fn rate_with_interval(rate: &RateEstimate) -> String {
 }
 
 /// The figures behind a verdict, on one line:
-/// `rate 85.0% [80.1, 88.9] at 95% confidence, minimum 90%, n = 200`.
-pub fn figures(c: &CheckSummary) -> String {
+/// `rate 85.0% [80.1, 88.9] at 95% confidence, minimum 90%, n = 200`
+/// (the corrected rate for a calibrated verifier, [`super::calibration::shown_rate`]).
+pub fn figures(c: &CheckSummary, sequential: bool) -> String {
+    let shown = super::calibration::shown_rate(c, sequential);
+    let corrected = match shown {
+        std::borrow::Cow::Owned(_) => " corrected for the judge's errors",
+        std::borrow::Cow::Borrowed(_) => "",
+    };
     let mut s = format!(
-        "rate {} at {} confidence, minimum {}, n = {}",
-        rate_with_interval(&c.rate),
+        "rate {}{corrected} at {} confidence, minimum {}, n = {}",
+        rate_with_interval(&shown),
         threshold_pct(c.rate.confidence),
         threshold_pct(c.verdict.threshold),
         c.rate.n

@@ -325,6 +325,7 @@ fn checks(r: &RunReport, lo: f64) -> Vec<CheckRow> {
         .map(|(k, c)| {
             let d = c.verdict.decision;
             let broken = r.broken_cause(k);
+            let shown = crate::facts::calibration::shown_rate(c, s.sequential.is_some());
             let mut notes = Vec::new();
             notes.extend(facts::inputs_note(&c.rate));
             notes.extend(facts::errors(&c.rate, s.options.errors));
@@ -350,7 +351,7 @@ fn checks(r: &RunReport, lo: f64) -> Vec<CheckRow> {
             if let Some(k) = &c.consistency {
                 notes.push(facts::consistency_line(k));
             }
-            notes.extend(crate::facts::calibration::lines(c));
+            notes.extend(crate::facts::calibration::lines(c, s.sequential.is_some()));
             let mut warnings = Vec::new();
             warnings.extend(crate::facts::calibration::warning(c));
             if let Some(cause) = broken {
@@ -374,17 +375,17 @@ fn checks(r: &RunReport, lo: f64) -> Vec<CheckRow> {
                 message: c.info.message.clone(),
                 notes: notes.join(" · "),
                 warnings,
-                rate: if c.rate.n == 0 {
+                rate: if shown.n == 0 {
                     "–".to_string()
                 } else {
                     format!(
                         "{} {}",
-                        pct(c.rate.estimate),
-                        interval(c.rate.interval.lower, c.rate.interval.upper)
+                        pct(shown.estimate),
+                        interval(shown.interval.lower, shown.interval.upper)
                     )
                 },
                 bar: markup(bar(
-                    &c.rate,
+                    &shown,
                     Some(c.verdict.threshold),
                     lo,
                     decision_colour(d),

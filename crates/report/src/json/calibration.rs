@@ -112,8 +112,9 @@ pub struct WireProblem {
 }
 
 impl WireCalibration {
-    /// The calibration of check `c`, or `None`.
-    pub fn of(c: &CheckSummary) -> Option<Self> {
+    /// The calibration of check `c` (in a sequential run: `sequential`),
+    /// or `None`.
+    pub fn of(c: &CheckSummary, sequential: bool) -> Option<Self> {
         let cal = c.calibration.as_ref()?;
         let (state, raw, corrected, labels_only, weak, problem) = match cal {
             Calibrated::Corrected(r) => (
@@ -145,7 +146,7 @@ impl WireCalibration {
             weak,
             problem,
             warning: warning(c),
-            text: lines(c),
+            text: lines(c, sequential),
         })
     }
 }

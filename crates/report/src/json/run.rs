@@ -668,7 +668,10 @@ fn check(r: &RunReport, index: usize, c: &CheckSummary) -> WireCheck {
             .consistency
             .as_ref()
             .map(|k| WireConsistency::new(r, k, method)),
-        calibration: crate::json::calibration::WireCalibration::of(c),
+        calibration: crate::json::calibration::WireCalibration::of(
+            c,
+            r.summary.sequential.is_some(),
+        ),
     }
 }
 

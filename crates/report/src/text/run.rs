@@ -130,25 +130,29 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
         .iter()
         .map(|c| terminal_line(&c.info.name, NAME_MAX_CHARS))
         .collect();
-    let rates: Vec<String> = s
+    let is_sequential = s.sequential.is_some();
+    let shown: Vec<_> = s
         .checks
         .iter()
-        .map(|c| {
-            if c.rate.n == 0 {
+        .map(|c| calibration::shown_rate(c, is_sequential))
+        .collect();
+    let rates: Vec<String> = shown
+        .iter()
+        .map(|rate| {
+            if rate.n == 0 {
                 "–".to_string()
             } else {
-                pct(c.rate.estimate)
+                pct(rate.estimate)
             }
         })
         .collect();
-    let intervals: Vec<String> = s
-        .checks
+    let intervals: Vec<String> = shown
         .iter()
-        .map(|c| {
-            if c.rate.n == 0 {
+        .map(|rate| {
+            if rate.n == 0 {
                 "no outputs judged".to_string()
             } else {
-                interval(c.rate.interval.lower, c.rate.interval.upper)
+                interval(rate.interval.lower, rate.interval.upper)
             }
         })
         .collect();
@@ -223,7 +227,7 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
                 p.dim(&facts::consistency_line(cons))
             ));
         }
-        for line in calibration::lines(c) {
+        for line in calibration::lines(c, is_sequential) {
             out.push_str(&format!("{indent}{}\n", p.dim(&line)));
         }
         if let Some(w) = calibration::warning(c) {
