@@ -929,14 +929,13 @@ fn consistency(r: &RunReport) -> Vec<ConsistencyBlock> {
         .enumerate()
         .filter_map(|(k, c)| {
             let cons = c.consistency.as_ref()?;
-            let mut rows: Vec<&probity_core::stats::InputConsistency> =
-                cons.per_input.iter().collect();
-            rows.sort_by(|a, b| {
-                let v = |x: &probity_core::stats::InputConsistency| {
-                    x.pass_all_k.map_or(f64::INFINITY, |p| p.0)
-                };
-                v(a).total_cmp(&v(b)).then(a.index.cmp(&b.index))
-            });
+            // Sort keys, not rows: the rows are computed for those shown.
+            let mut rows: Vec<(f64, usize, usize)> = cons
+                .per_input()
+                .enumerate()
+                .map(|(r, x)| (x.pass_all_k.map_or(f64::INFINITY, |p| p.0), x.index, r))
+                .collect();
+            rows.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             let shown = rows.len().min(PROFILE_MAX_ROWS);
             Some(ConsistencyBlock {
                 k,
@@ -948,6 +947,7 @@ fn consistency(r: &RunReport) -> Vec<ConsistencyBlock> {
                 rows: rows
                     .into_iter()
                     .take(shown)
+                    .filter_map(|(_, _, r)| cons.input(r))
                     .map(|p| ConsistencyRow {
                         input: p.index,
                         label: r.input_label(p.index),
