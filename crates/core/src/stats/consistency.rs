@@ -380,7 +380,10 @@ mod tests {
         let v = serde_json::to_value(&c).unwrap();
         let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
         keys.sort_unstable();
-        assert_eq!(keys, ["k", "mean_pass_all_k", "mean_pass_any_k", "per_input"]);
+        assert_eq!(
+            keys,
+            ["k", "mean_pass_all_k", "mean_pass_any_k", "per_input"]
+        );
         assert_eq!(v["per_input"].as_array().unwrap().len(), 3);
         assert_eq!(v["per_input"][2]["passes"], 10);
         assert!(v["per_input"][1]["pass_all_k"].is_null());
