@@ -3,7 +3,9 @@
 
 use crate::aggregate::{aggregate, Aggregate, AggregateResult};
 use crate::options::AnalysisOptions;
-use crate::profile::{profile, strategy_rates, worst, Profile, ProfileEntry, Strategy};
+use crate::profile::{
+    profile, strategy_rates, worst, worst_input_for, Profile, ProfileEntry, Strategy,
+};
 use crate::retry::RetryPlan;
 use crate::sequential::outcome::SequentialOutcome;
 use crate::stats::{
@@ -273,8 +275,10 @@ fn summarise_check(
         .iter()
         .filter(|e| e.rate.n > 0 && e.rate.estimate < info.minimum_success_percentage)
         .count();
-    let per_input = strategy_rates(t, k, Strategy::Rows, opts);
-    let worst_input = worst(&per_input);
+    let worst_input = match strategy {
+        Strategy::Rows => worst(&breakdown),
+        _ => worst_input_for(t, k, opts),
+    };
     let example_failure = worst_input.and_then(|w| {
         (0..t.repetitions())
             .find(|&j| matches!(t.get(w.index, j, k), Some(Cell::Fail)))
