@@ -190,7 +190,7 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<RunReport, Failure> {
         .enumerate()
         .map(|(i, input)| {
             let fields = if shown.contains(&i) {
-                input.fields
+                input.fields.to_map()
             } else {
                 Default::default()
             };

@@ -374,7 +374,7 @@ fn by_class(
     let classes: Vec<String> = inputs
         .iter()
         .map(|i| match i.fields.get(field) {
-            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::String(s)) => s,
             Some(serde_json::Value::Null) | None => {
                 missing += 1;
                 String::new()
@@ -383,10 +383,7 @@ fn by_class(
         })
         .collect();
     if missing == inputs.len() {
-        let mut known: Vec<&str> = inputs
-            .iter()
-            .flat_map(|i| i.fields.keys().map(String::as_str))
-            .collect();
+        let mut known: Vec<String> = inputs.iter().flat_map(|i| i.fields.keys()).collect();
         known.sort_unstable();
         known.dedup();
         return Err(Failure::usage(format!(

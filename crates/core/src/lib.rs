@@ -13,6 +13,7 @@ pub mod aggregate;
 pub mod calibrated;
 pub mod causes;
 pub mod compare;
+pub mod fields;
 pub mod guarded;
 pub mod judge_sim;
 pub mod model;
@@ -33,7 +34,7 @@ pub mod verdict;
 
 pub use aggregate::{aggregate, Aggregate, AggregateResult};
 pub use compare::{compare_runs, Comparison, Direction};
-pub use model::{Input, Sample};
+pub use model::{Fields, Input, Sample};
 pub use options::AnalysisOptions;
 pub use profile::{profile, strategy_rates, Profile, ProfileEntry, Strategy};
 pub use retry::{Geometric, RetryPlan};

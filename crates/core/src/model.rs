@@ -1,7 +1,8 @@
 //! Inputs and samples: the `input_i` and `output_ij` of the paper (§2.2).
 
+pub use crate::fields::Fields;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// One dataset row, `input_i`: named fields that a prompt template renders.
 ///
@@ -11,14 +12,14 @@ use serde_json::{Map, Value};
 pub struct Input {
     /// A stable identifier (the dataset's `id` field, or the row number).
     pub id: String,
-    /// The row's fields.
-    pub fields: Map<String, Value>,
+    /// The row's fields (a JSON object held as its text: see [`Fields`]).
+    pub fields: Fields,
 }
 
 impl Input {
     /// An input with a single `text` field.
     pub fn text(id: impl Into<String>, text: impl Into<String>) -> Self {
-        let mut fields = Map::new();
+        let mut fields = Fields::new();
         fields.insert("text".into(), Value::String(text.into()));
         Input {
             id: id.into(),
@@ -30,7 +31,7 @@ impl Input {
     /// in their JSON form, `None` when absent.
     pub fn field_str(&self, name: &str) -> Option<String> {
         self.fields.get(name).map(|v| match v {
-            Value::String(s) => s.clone(),
+            Value::String(s) => s,
             other => other.to_string(),
         })
     }
@@ -43,9 +44,10 @@ impl Input {
             return t;
         }
         self.fields
-            .values()
-            .map(|v| match v {
-                Value::String(s) => s.clone(),
+            .to_map()
+            .into_iter()
+            .map(|(_, v)| match v {
+                Value::String(s) => s,
                 other => other.to_string(),
             })
             .collect::<Vec<_>>()

@@ -97,6 +97,30 @@ pub fn strategy_rates(
     }
 }
 
+/// The worst of check `k`'s per-input rates (`strategy_rates` under
+/// `Rows`, then [`worst`]), taken input by input without holding them.
+pub fn worst_input_for(
+    t: &ReliabilityTensor,
+    k: usize,
+    opts: &AnalysisOptions,
+) -> Option<ProfileEntry> {
+    if k >= t.validators() {
+        return None;
+    }
+    (0..t.inputs())
+        .map(|index| ProfileEntry {
+            index,
+            rate: RateEstimate::within_input(
+                t.input_counts(index, k),
+                opts.errors,
+                opts.confidence,
+                opts.interval,
+            ),
+        })
+        .min_by(worse)
+        .filter(|e| e.rate.n > 0)
+}
+
 /// The marginal success percentages of `which` (§3.6.4), one entry per
 /// index along its axis, in index order.
 ///
@@ -107,6 +131,29 @@ pub fn strategy_rates(
 /// by input, and the Validator profile by input.
 pub fn profile(t: &ReliabilityTensor, which: Profile, opts: &AnalysisOptions) -> Vec<ProfileEntry> {
     let (n, m, k) = t.shape();
+    if which == Profile::Input {
+        // Input by input, one accumulator per thread: N accumulators of M
+        // clusters each would be held at once otherwise.
+        return (0..n)
+            .into_par_iter()
+            .map_init(
+                || (ClusterAccumulator::new(m), Vec::with_capacity(k)),
+                |(acc, cells), i| {
+                    acc.clear();
+                    for j in 0..m {
+                        t.output_cells(i, j, cells);
+                        for &cell in cells.iter() {
+                            acc.add_cell(j, cell, opts.errors);
+                        }
+                    }
+                    ProfileEntry {
+                        index: i,
+                        rate: acc.estimate(opts),
+                    }
+                },
+            )
+            .collect();
+    }
     let (slices, clusters) = match which {
         Profile::Input => (n, m),
         Profile::Output => (m, n),
@@ -153,25 +200,121 @@ pub fn output_scores(
     out
 }
 
+/// The order of [`worst_first`]: lowest point estimate, then lowest upper
+/// bound, then index; entries with nothing evaluated last.
+fn worse(a: &ProfileEntry, b: &ProfileEntry) -> std::cmp::Ordering {
+    (a.rate.n == 0)
+        .cmp(&(b.rate.n == 0))
+        .then(a.rate.estimate.total_cmp(&b.rate.estimate))
+        .then(a.rate.interval.upper.total_cmp(&b.rate.interval.upper))
+        .then(a.index.cmp(&b.index))
+}
+
 /// The entries sorted worst first: lowest point estimate, then lowest upper
 /// bound, then index. Entries with nothing evaluated sort last.
 pub fn worst_first(entries: &[ProfileEntry]) -> Vec<ProfileEntry> {
-    let mut v = entries.to_vec();
-    v.sort_by(|a, b| {
-        (a.rate.n == 0)
-            .cmp(&(b.rate.n == 0))
-            .then(a.rate.estimate.total_cmp(&b.rate.estimate))
-            .then(a.rate.interval.upper.total_cmp(&b.rate.interval.upper))
-            .then(a.index.cmp(&b.index))
-    });
-    v
+    worst_n(entries, entries.len())
+}
+
+/// The `n` worst entries, worst first (the first `n` of [`worst_first`]),
+/// without sorting a copy of them all: a report shows a few of a million.
+pub fn worst_n(entries: &[ProfileEntry], n: usize) -> Vec<ProfileEntry> {
+    // Positions (8 bytes each) are ordered, not entries (over 100); ties
+    // by position, as a stable sort leaves them.
+    let by = |a: &usize, b: &usize| worse(&entries[*a], &entries[*b]).then(a.cmp(b));
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    let n = n.min(order.len());
+    if n == 0 {
+        return Vec::new();
+    }
+    if n < order.len() {
+        order.select_nth_unstable_by(n - 1, by);
+        order.truncate(n);
+    }
+    order.sort_unstable_by(by);
+    order.into_iter().map(|p| entries[p]).collect()
 }
 
 /// The worst entry (see [`worst_first`]), or `None` when nothing was
 /// evaluated anywhere.
 pub fn worst(entries: &[ProfileEntry]) -> Option<ProfileEntry> {
-    worst_first(entries)
-        .into_iter()
-        .next()
+    entries
+        .iter()
+        .min_by(|a, b| worse(a, b))
+        .copied()
         .filter(|e| e.rate.n > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 40 × 6 × 3 tensor of varied cells (a fixed LCG), some missing.
+    fn tensor() -> ReliabilityTensor {
+        let mut t = ReliabilityTensor::new(40, 6, 3).unwrap();
+        let mut x: u64 = 7;
+        for i in 0..40 {
+            for j in 0..6 {
+                for k in 0..3 {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let cell = match (x >> 33) % 10 {
+                        0 => Cell::Fail,
+                        1 if i % 4 == 0 => Cell::Fail,
+                        2 => Cell::Error,
+                        3 if i == 5 => Cell::Missing,
+                        _ => Cell::Pass,
+                    };
+                    t.set(i, j, k, cell).unwrap();
+                }
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn worst_n_is_the_head_of_worst_first() {
+        let t = tensor();
+        let opts = AnalysisOptions::default();
+        let entries = profile(&t, Profile::Input, &opts);
+        let all = worst_first(&entries);
+        // worst_first against a plain stable sort of the entries.
+        let mut sorted = entries.clone();
+        sorted.sort_by(worse);
+        assert_eq!(all, sorted);
+        for n in [0, 1, 5, 39, 40, 100] {
+            assert_eq!(worst_n(&entries, n), all[..n.min(40)].to_vec(), "n = {n}");
+        }
+        assert_eq!(worst(&entries), all.first().copied());
+    }
+
+    #[test]
+    fn per_input_figures_taken_one_input_at_a_time_are_the_held_ones() {
+        let t = tensor();
+        let opts = AnalysisOptions::default();
+        for k in 0..3 {
+            let rows = strategy_rates(&t, k, Strategy::Rows, &opts);
+            assert_eq!(worst_input_for(&t, k, &opts), worst(&rows), "check {k}");
+            for (i, r) in rows.iter().enumerate() {
+                assert_eq!(t.input_counts(i, k), r.rate.counts);
+            }
+        }
+        assert_eq!(worst_input_for(&t, 3, &opts), None);
+        // The input profile by one accumulator per input equals the
+        // accumulation over the whole tensor at once.
+        let (n, m, _) = t.shape();
+        let mut accs: Vec<ClusterAccumulator> =
+            (0..n).map(|_| ClusterAccumulator::new(m)).collect();
+        t.for_each(|i, j, _, cell| accs[i].add_cell(j, cell, opts.errors));
+        let held: Vec<ProfileEntry> = accs
+            .iter()
+            .enumerate()
+            .map(|(index, a)| ProfileEntry {
+                index,
+                rate: a.estimate(&opts),
+            })
+            .collect();
+        assert_eq!(profile(&t, Profile::Input, &opts), held);
+    }
 }

@@ -242,8 +242,10 @@ impl RetryPlan {
             .map(|e| e.rate.estimate)
             .collect();
         let mut overall = ClusterAccumulator::new(n);
-        let mut per_input: Vec<ClusterAccumulator> =
-            (0..n).map(|_| ClusterAccumulator::new(m)).collect();
+        // One input's accumulator at a time: its rate is taken when its
+        // outputs are done (a million accumulators would be ~100 MB).
+        let mut input_acc = ClusterAccumulator::new(m);
+        let mut per_input = Vec::with_capacity(n);
         let with_phi = k <= MAX_PHI_CHECKS;
         let mut pairs = vec![[0u64; 4]; if with_phi { k * k } else { 0 }];
         // Outputs with the same K cells add the same pairs: with K ≤ 32 each
@@ -252,7 +254,8 @@ impl RetryPlan {
         let packed = with_phi && k <= 32;
         let mut rows: HashMap<u64, u64> = HashMap::new();
         let mut cells: Vec<Cell> = Vec::with_capacity(k);
-        for (i, input_acc) in per_input.iter_mut().enumerate() {
+        for i in 0..n {
+            input_acc.clear();
             for j in 0..m {
                 t.output_cells(i, j, &mut cells);
                 let joint = output_passes_all(&cells, opts.errors);
@@ -273,6 +276,7 @@ impl RetryPlan {
                     count_pairs(&cells, 1, opts, &mut pairs);
                 }
             }
+            per_input.push(input_acc.estimate(opts));
         }
         for (row, times) in rows {
             cells.clear();
@@ -294,7 +298,7 @@ impl RetryPlan {
             rates,
             empirical: Some(EmpiricalJoint {
                 overall: overall.estimate(opts),
-                per_input: per_input.iter().map(|a| a.estimate(opts)).collect(),
+                per_input,
                 phi,
             }),
         }

@@ -80,6 +80,12 @@ impl ClusterAccumulator {
         s.count += 1;
     }
 
+    /// Empty again, keeping its clusters' number (and memory).
+    pub fn clear(&mut self) {
+        self.sums.fill(ClusterSum::default());
+        self.counts = Counts::default();
+    }
+
     /// Record raw cell counts without an observation.
     pub fn tally(&mut self, cell: Cell) {
         cell.tally(&mut self.counts);

@@ -3,7 +3,9 @@
 
 use crate::aggregate::{aggregate, Aggregate, AggregateResult};
 use crate::options::AnalysisOptions;
-use crate::profile::{profile, strategy_rates, worst, Profile, ProfileEntry, Strategy};
+use crate::profile::{
+    profile, strategy_rates, worst, worst_input_for, Profile, ProfileEntry, Strategy,
+};
 use crate::retry::RetryPlan;
 use crate::sequential::outcome::SequentialOutcome;
 use crate::stats::{
@@ -12,6 +14,7 @@ use crate::stats::{
 };
 use crate::tensor::{Cell, ReliabilityTensor};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Whether a column of the tensor is a programmatic validator or an LLM
 /// judge (paper §4).
@@ -132,11 +135,14 @@ impl Summary {
             });
         let retry = RetryPlan::measure(t, opts);
         let pass_k = pass_k_for(opts, &retry, t.repetitions());
+        // One copy of the tensor (two bits a cell) that the checks'
+        // consistencies read their per-input rows from.
+        let shared = Arc::new(t.clone());
         let checks = checks
             .iter()
             .enumerate()
             .take(t.validators())
-            .map(|(k, info)| summarise_check(t, k, info, strategy, opts, pass_k))
+            .map(|(k, info)| summarise_check(t, &shared, k, info, strategy, opts, pass_k))
             .collect();
         Summary {
             shape: t.shape(),
@@ -244,6 +250,7 @@ pub fn pass_k_for(opts: &AnalysisOptions, retry: &RetryPlan, m: usize) -> Option
 
 fn summarise_check(
     t: &ReliabilityTensor,
+    shared: &Arc<ReliabilityTensor>,
     k: usize,
     info: &CheckInfo,
     strategy: Strategy,
@@ -268,20 +275,26 @@ fn summarise_check(
         .iter()
         .filter(|e| e.rate.n > 0 && e.rate.estimate < info.minimum_success_percentage)
         .count();
-    let per_input = strategy_rates(t, k, Strategy::Rows, opts);
-    let worst_input = worst(&per_input);
+    let worst_input = match strategy {
+        Strategy::Rows => worst(&breakdown),
+        _ => worst_input_for(t, k, opts),
+    };
     let example_failure = worst_input.and_then(|w| {
         (0..t.repetitions())
             .find(|&j| matches!(t.get(w.index, j, k), Some(Cell::Fail)))
             .map(|j| (w.index, j))
     });
+    // Per-input rows are read off the tensor when a report asks for them.
     let consistency = pass_k.and_then(|kk| {
-        let per: Vec<(u64, u64)> = t
-            .input_counts_for(k)
-            .iter()
-            .map(|c| c.successes_of(opts.errors))
-            .collect();
-        Consistency::new(&per, kk, opts.confidence, opts.interval).ok()
+        let (shared, errors) = (shared.clone(), opts.errors);
+        Consistency::from_fn(
+            t.inputs(),
+            Arc::new(move |i| shared.input_counts(i, k).successes_of(errors)),
+            kk,
+            opts.confidence,
+            opts.interval,
+        )
+        .ok()
     });
     CheckSummary {
         consistency,

@@ -278,6 +278,19 @@ impl ReliabilityTensor {
         m
     }
 
+    /// Counts of validator `k` for input `i` (over repetitions); empty
+    /// counts when `i` or `k` is out of range.
+    pub fn input_counts(&self, i: usize, k: usize) -> Counts {
+        let mut c = Counts::default();
+        if i < self.inputs && k < self.validators {
+            for j in 0..self.repetitions {
+                self.read((i * self.repetitions + j) * self.validators + k)
+                    .tally(&mut c);
+            }
+        }
+        c
+    }
+
     /// Counts of validator `k` per input (over repetitions): the cells of the
     /// "validating rows" strategy (§2.2.3) for one validator.
     pub fn input_counts_for(&self, k: usize) -> Vec<Counts> {

@@ -463,10 +463,8 @@ impl Config {
         for (k, v) in validators.iter().enumerate() {
             for field in v.input_fields() {
                 if !inputs.iter().any(|i| i.fields.contains_key(&field)) {
-                    let mut known: Vec<&str> = inputs
-                        .iter()
-                        .flat_map(|i| i.fields.keys().map(String::as_str))
-                        .collect();
+                    let mut known: Vec<String> =
+                        inputs.iter().flat_map(|i| i.fields.keys()).collect();
                     known.sort_unstable();
                     known.dedup();
                     return Err(invalid(format!(

@@ -57,9 +57,9 @@ fn broken_report() -> RunReport {
 
 fn consistency() -> Consistency {
     let band = |e: f64, l: f64, u: f64| Some((e, Interval { lower: l, upper: u }));
-    Consistency {
-        k: 3,
-        per_input: vec![
+    Consistency::from_rows(
+        3,
+        vec![
             InputConsistency {
                 index: 0,
                 passes: 49,
@@ -75,9 +75,9 @@ fn consistency() -> Consistency {
                 pass_any_k: band(0.7918, 0.6, 0.9),
             },
         ],
-        mean_pass_all_k: rate(61, 39, 0, 0.502, 0.708, 1.0),
-        mean_pass_any_k: rate(97, 3, 0, 0.901, 0.992, 1.0),
-    }
+        rate(61, 39, 0, 0.502, 0.708, 1.0),
+        rate(97, 3, 0, 0.901, 0.992, 1.0),
+    )
 }
 
 /// The common report with a consistency for politeness_validator and its

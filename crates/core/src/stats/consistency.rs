@@ -28,6 +28,7 @@ use super::error::{check_confidence, StatsError};
 use super::interval::{try_proportion_interval, Interval, IntervalMethod};
 use super::rate::{RateEstimate, Scope, MIN_INPUTS};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// C(c, k) / C(n, k) as a product (no overflow): Π_{t<k} (c − t)/(n − t).
 fn ratio(c: u64, n: u64, k: u64) -> f64 {
@@ -66,16 +67,79 @@ pub struct InputConsistency {
 }
 
 /// Consistency of one check across inputs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// The per-input rows are not held: each is computed when asked for
+/// ([`Consistency::input`], [`Consistency::per_input`]) from that input's
+/// `(passes, outputs)`, which come from a function (for a run, read off
+/// its tensor: no memory per input) or, for a consistency read back from
+/// its JSON form, the rows as written. A million inputs × K checks would
+/// otherwise hold K million rows of about 90 bytes.
+#[derive(Clone)]
 pub struct Consistency {
     /// The k used.
     pub k: u32,
-    pub per_input: Vec<InputConsistency>,
+    rows: Rows,
     /// Mean of pass^k over the inputs with at least k outputs (`inputs`
     /// says how many), with the interval described in the module docs.
     pub mean_pass_all_k: RateEstimate,
     /// Mean of pass@k over the same inputs.
     pub mean_pass_any_k: RateEstimate,
+}
+
+/// Per-input `(passes, outputs)` of input `i`.
+pub type InputCounts = Arc<dyn Fn(usize) -> (u64, u64) + Send + Sync>;
+
+/// Where the per-input rows come from.
+#[derive(Clone)]
+enum Rows {
+    /// Computed on demand from the counts of input `i < inputs`.
+    Counts {
+        inputs: usize,
+        counts: InputCounts,
+        confidence: f64,
+        method: IntervalMethod,
+    },
+    /// Given whole (read back, or built by hand).
+    Given(Vec<InputConsistency>),
+}
+
+/// The row of input `index` with `c` passes of `n` evaluated outputs.
+fn row(
+    index: usize,
+    (c, n): (u64, u64),
+    k: u32,
+    confidence: f64,
+    method: IntervalMethod,
+) -> Result<InputConsistency, StatsError> {
+    if c > n {
+        return Err(StatsError::Counts {
+            successes: c as f64,
+            trials: n as f64,
+        });
+    }
+    let kf = i32::try_from(k).unwrap_or(i32::MAX);
+    let (a, b) = match (pass_all_k(c, n, k), pass_any_k(c, n, k)) {
+        (Some(a), Some(b)) => {
+            let iv = try_proportion_interval(c as f64, n as f64, confidence, method)?;
+            let ia = Interval {
+                lower: iv.lower.powi(kf).min(a),
+                upper: iv.upper.powi(kf).max(a),
+            };
+            let ib = Interval {
+                lower: (1.0 - (1.0 - iv.lower).powi(kf)).min(b),
+                upper: (1.0 - (1.0 - iv.upper).powi(kf)).max(b),
+            };
+            (Some((a, ia)), Some((b, ib)))
+        }
+        _ => (None, None),
+    };
+    Ok(InputConsistency {
+        index,
+        passes: c,
+        outputs: n,
+        pass_all_k: a,
+        pass_any_k: b,
+    })
 }
 
 impl Consistency {
@@ -89,51 +153,155 @@ impl Consistency {
         confidence: f64,
         method: IntervalMethod,
     ) -> Result<Consistency, StatsError> {
+        let counts: Arc<[(u64, u64)]> = per_input.into();
+        let inputs = counts.len();
+        Consistency::from_fn(inputs, Arc::new(move |i| counts[i]), k, confidence, method)
+    }
+
+    /// [`Consistency::new`] with the counts of input `i < inputs` given by
+    /// `counts` (called once per input here, and again for each row a
+    /// report asks for): nothing per input is kept.
+    pub fn from_fn(
+        inputs: usize,
+        counts: InputCounts,
+        k: u32,
+        confidence: f64,
+        method: IntervalMethod,
+    ) -> Result<Consistency, StatsError> {
         if k == 0 {
             return Err(StatsError::K(k));
         }
         check_confidence(confidence)?;
-        let kf = i32::try_from(k).unwrap_or(i32::MAX);
-        let mut rows = Vec::with_capacity(per_input.len());
         let (mut all, mut any) = (Vec::new(), Vec::new());
-        for (index, &(c, n)) in per_input.iter().enumerate() {
-            if c > n {
-                return Err(StatsError::Counts {
-                    successes: c as f64,
-                    trials: n as f64,
-                });
+        for i in 0..inputs {
+            let r = row(i, counts(i), k, confidence, method)?;
+            if let (Some(a), Some(b)) = (r.pass_all_k, r.pass_any_k) {
+                all.push(a.0);
+                any.push(b.0);
             }
-            let (a, b) = match (pass_all_k(c, n, k), pass_any_k(c, n, k)) {
-                (Some(a), Some(b)) => {
-                    let iv = try_proportion_interval(c as f64, n as f64, confidence, method)?;
-                    let ia = Interval {
-                        lower: iv.lower.powi(kf).min(a),
-                        upper: iv.upper.powi(kf).max(a),
-                    };
-                    let ib = Interval {
-                        lower: (1.0 - (1.0 - iv.lower).powi(kf)).min(b),
-                        upper: (1.0 - (1.0 - iv.upper).powi(kf)).max(b),
-                    };
-                    all.push(a);
-                    any.push(b);
-                    (Some((a, ia)), Some((b, ib)))
-                }
-                _ => (None, None),
-            };
-            rows.push(InputConsistency {
-                index,
-                passes: c,
-                outputs: n,
-                pass_all_k: a,
-                pass_any_k: b,
-            });
         }
         Ok(Consistency {
             k,
-            per_input: rows,
+            rows: Rows::Counts {
+                inputs,
+                counts,
+                confidence,
+                method,
+            },
             mean_pass_all_k: mean_of(&all, confidence)?,
             mean_pass_any_k: mean_of(&any, confidence)?,
         })
+    }
+
+    /// A consistency with its per-input rows given whole (rows of inputs
+    /// left out are simply not there).
+    pub fn from_rows(
+        k: u32,
+        per_input: Vec<InputConsistency>,
+        mean_pass_all_k: RateEstimate,
+        mean_pass_any_k: RateEstimate,
+    ) -> Consistency {
+        Consistency {
+            k,
+            rows: Rows::Given(per_input),
+            mean_pass_all_k,
+            mean_pass_any_k,
+        }
+    }
+
+    /// The number of per-input rows.
+    pub fn inputs(&self) -> usize {
+        match &self.rows {
+            Rows::Counts { inputs, .. } => *inputs,
+            Rows::Given(v) => v.len(),
+        }
+    }
+
+    /// The `r`-th per-input row (input `r` unless the rows were given
+    /// whole), `None` past the end.
+    pub fn input(&self, r: usize) -> Option<InputConsistency> {
+        match &self.rows {
+            Rows::Counts {
+                inputs,
+                counts,
+                confidence,
+                method,
+            } => (r < *inputs)
+                .then(|| row(r, counts(r), self.k, *confidence, *method).ok())
+                .flatten(),
+            Rows::Given(v) => v.get(r).copied(),
+        }
+    }
+
+    /// pass^k and pass@k of each input, in order, computed as they are
+    /// read.
+    pub fn per_input(&self) -> impl ExactSizeIterator<Item = InputConsistency> + '_ {
+        (0..self.inputs()).map(|r| {
+            self.input(r)
+                .expect("rows were checked when the consistency was built")
+        })
+    }
+}
+
+impl std::fmt::Debug for Consistency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consistency")
+            .field("k", &self.k)
+            .field("inputs", &self.inputs())
+            .field("mean_pass_all_k", &self.mean_pass_all_k)
+            .field("mean_pass_any_k", &self.mean_pass_any_k)
+            .finish()
+    }
+}
+
+impl PartialEq for Consistency {
+    /// Equal when k, the means and every row are.
+    fn eq(&self, other: &Self) -> bool {
+        self.k == other.k
+            && self.mean_pass_all_k == other.mean_pass_all_k
+            && self.mean_pass_any_k == other.mean_pass_any_k
+            && self.inputs() == other.inputs()
+            && self.per_input().eq(other.per_input())
+    }
+}
+
+/// The serialised form, as when the rows were a field: `{k, per_input:
+/// [row], mean_pass_all_k, mean_pass_any_k}`; the rows are written one by
+/// one as they are computed.
+impl Serialize for Consistency {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        struct Each<'a>(&'a Consistency);
+        impl Serialize for Each<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.per_input())
+            }
+        }
+        let mut st = s.serialize_struct("Consistency", 4)?;
+        st.serialize_field("k", &self.k)?;
+        st.serialize_field("per_input", &Each(self))?;
+        st.serialize_field("mean_pass_all_k", &self.mean_pass_all_k)?;
+        st.serialize_field("mean_pass_any_k", &self.mean_pass_any_k)?;
+        st.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Consistency {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Wire {
+            k: u32,
+            per_input: Vec<InputConsistency>,
+            mean_pass_all_k: RateEstimate,
+            mean_pass_any_k: RateEstimate,
+        }
+        let w = Wire::deserialize(d)?;
+        Ok(Consistency::from_rows(
+            w.k,
+            w.per_input,
+            w.mean_pass_all_k,
+            w.mean_pass_any_k,
+        ))
     }
 }
 
@@ -190,5 +358,45 @@ mod tests {
         assert!(c.mean_pass_all_k.interval.lower < 1.0);
         assert!(Consistency::new(&[(11, 10)], 3, 0.95, IntervalMethod::Wilson).is_err());
         assert!(Consistency::new(&[(1, 10)], 0, 0.95, IntervalMethod::Wilson).is_err());
+    }
+
+    /// Rows computed on demand are the rows as they were held: written in
+    /// the same JSON form, read back equal.
+    #[test]
+    fn rows_on_demand_serialise_as_held_rows() {
+        let counts = [(7, 10), (1, 2), (10, 10)];
+        let c = Consistency::new(&counts, 3, 0.95, IntervalMethod::Wilson).unwrap();
+        assert_eq!(c.inputs(), 3);
+        let r0 = c.input(0).unwrap();
+        assert_eq!((r0.index, r0.passes, r0.outputs), (0, 7, 10));
+        assert!((r0.pass_all_k.unwrap().0 - 35.0 / 120.0).abs() < 1e-15);
+        // The interval of p (Wilson, 7 of 10) raised to the k-th power.
+        let iv = try_proportion_interval(7.0, 10.0, 0.95, IntervalMethod::Wilson).unwrap();
+        assert_eq!(r0.pass_all_k.unwrap().1.lower, iv.lower.powi(3));
+        assert_eq!(c.input(1).unwrap().pass_all_k, None);
+        assert_eq!(c.input(3), None);
+        // Means over the inputs with ≥ k outputs: 35/120 and 1.
+        assert!((c.mean_pass_all_k.estimate - (35.0 / 120.0 + 1.0) / 2.0).abs() < 1e-12);
+        let v = serde_json::to_value(&c).unwrap();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            ["k", "mean_pass_all_k", "mean_pass_any_k", "per_input"]
+        );
+        assert_eq!(v["per_input"].as_array().unwrap().len(), 3);
+        assert_eq!(v["per_input"][2]["passes"], 10);
+        assert!(v["per_input"][1]["pass_all_k"].is_null());
+        let back: Consistency = serde_json::from_value(v).unwrap();
+        assert_eq!(back, c);
+        let held = Consistency::from_rows(
+            3,
+            c.per_input().collect(),
+            c.mean_pass_all_k,
+            c.mean_pass_any_k,
+        );
+        assert_eq!(held, c);
+        // A row too many passes is an error when built, not when read.
+        assert!(Consistency::new(&[(3, 10), (11, 10)], 3, 0.95, IntervalMethod::Wilson).is_err());
     }
 }

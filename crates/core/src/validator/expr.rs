@@ -315,6 +315,7 @@ impl RhaiInput {
     pub(crate) fn new(input: &Input) -> Self {
         let map: Map = input
             .fields
+            .to_map()
             .iter()
             .map(|(k, v)| (k.as_str().into(), json_to_dynamic(v)))
             .collect();

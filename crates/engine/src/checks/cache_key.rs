@@ -4,7 +4,6 @@
 
 use crate::provider::types::Message;
 use probity_core::Input;
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// The key of one sample's request: SHA-256 over the provider's fingerprint
@@ -86,7 +85,7 @@ pub fn judgement_key(
         question.preamble,
         question.instructions,
         question.structured,
-        &Value::Object(input.fields.clone()).to_string(),
+        input.fields.as_json(),
         output,
     ] {
         h.update((part.len() as u64).to_le_bytes());

@@ -96,7 +96,10 @@ impl LabelledSet {
             let id = format!("label-{line}");
             let input = match l.input {
                 Value::String(s) => Input::text(id, s),
-                Value::Object(fields) => Input { id, fields },
+                Value::Object(fields) => Input {
+                    id,
+                    fields: fields.into(),
+                },
                 other => {
                     return Err(at(
                         line,

@@ -226,7 +226,10 @@ fn to_input(fields: Map<String, Value>, position: usize) -> Result<Input, String
             ))
         }
     };
-    Ok(Input { id, fields })
+    Ok(Input {
+        id,
+        fields: fields.into(),
+    })
 }
 
 fn kind(v: &Value) -> &'static str {

@@ -147,11 +147,12 @@ impl PromptTemplate {
 /// The value `input` has in templates: fields flattened, plus `id`,
 /// `fields` and `text` unless a field of that name exists.
 pub fn input_value(input: &Input) -> Value {
-    let mut map = input.fields.clone();
+    let fields = input.fields.to_map();
+    let mut map = fields.clone();
     map.entry("id")
         .or_insert_with(|| Value::String(input.id.clone()));
     if !map.contains_key("fields") {
-        map.insert("fields".into(), Value::Object(input.fields.clone()));
+        map.insert("fields".into(), Value::Object(fields));
     }
     if !map.contains_key("text") {
         map.insert("text".into(), Value::String(input.as_text()));

@@ -65,7 +65,7 @@ pub fn export(
         if which == Which::Failing && !failed {
             continue;
         }
-        let mut row = input.fields;
+        let mut row = input.fields.to_map();
         row.insert("id".into(), json!(input.id));
         let names: Vec<&str> = f
             .checks

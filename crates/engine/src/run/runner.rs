@@ -18,6 +18,7 @@
 
 use crate::checks::cache_key::sample_key;
 use crate::checks::check::{Checks, Judging, StopFlag};
+use crate::config::template::{PromptTemplate, TemplateError};
 use crate::provider::call::{Answer, Caller};
 use crate::provider::types::Message;
 use crate::retry::guard::{Guard, GuardOutcome};
@@ -221,11 +222,25 @@ impl Recorder {
     }
 }
 
+/// An input being sampled: its request and its expression form, made once
+/// for all of its outputs in flight.
+struct InFlight {
+    messages: Vec<Message>,
+    prepared: PreparedInput<'static>,
+}
+
 /// What every worker shares.
 struct Shared {
     guard: Guard,
-    inputs: Vec<PreparedInput<'static>>,
-    messages: Vec<Vec<Message>>,
+    /// The N inputs and how each is put to the system: an input's request
+    /// is rendered when one of its outputs is sampled, not all up front (a
+    /// million requests held through a run were ~100 MB).
+    inputs: Arc<[probity_core::Input]>,
+    prompt: Arc<PromptTemplate>,
+    /// The inputs whose outputs are being sampled (a handful: workers take
+    /// cells in input order), shared by those outputs and dropped with the
+    /// last of them.
+    in_flight: std::sync::Mutex<HashMap<usize, std::sync::Weak<InFlight>>>,
     /// The system's fingerprint: with a request and `j`, a sample's cache
     /// key (made when the sample is, so memory does not grow with N × M).
     fingerprint: String,
@@ -234,6 +249,23 @@ struct Shared {
 }
 
 impl Shared {
+    /// Input `i` in flight: the one its other outputs use, or made now.
+    fn in_flight(&self, i: usize) -> Result<Arc<InFlight>, TemplateError> {
+        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = map.get(&i).and_then(std::sync::Weak::upgrade) {
+            return Ok(f);
+        }
+        let f = Arc::new(InFlight {
+            messages: self.prompt.render(&self.inputs[i])?,
+            prepared: PreparedInput::shared(&self.inputs, i),
+        });
+        if map.len() >= 64 {
+            map.retain(|_, w| w.strong_count() > 0);
+        }
+        map.insert(i, Arc::downgrade(&f));
+        Ok(f)
+    }
+
     /// Sample `(i, j)` through the guard; `known`: its first answer, served
     /// from the store.
     async fn sample(
@@ -242,17 +274,38 @@ impl Shared {
         j: usize,
         known: Option<Answer>,
     ) -> (SampleRow, Vec<AttemptRow>) {
+        let k = self.guard.checks().len();
+        let input = match self.in_flight(i) {
+            Ok(f) => f,
+            // Every request was rendered before the run started: only a
+            // template that renders differently the second time gets here.
+            Err(e) => {
+                let row = SampleRow {
+                    input_idx: i,
+                    repetition: j,
+                    cache_key: String::new(),
+                    output: None,
+                    error: Some(format!("[prompt] {e}")),
+                    latency_ms: None,
+                    input_tokens: None,
+                    output_tokens: None,
+                    call_attempts: 0,
+                    cells: vec![Cell::Error; k],
+                    reasons: Vec::new(),
+                };
+                return (row, Vec::new());
+            }
+        };
         let outcome = self
             .guard
-            .run_from(&self.messages[i], &self.inputs[i], j as u32, known.map(Ok))
+            .run_from(&input.messages, &input.prepared, j as u32, known.map(Ok))
             .await;
-        let key = sample_key(&self.fingerprint, &self.messages[i], j);
+        let key = sample_key(&self.fingerprint, &input.messages, j);
         let published = matches!(outcome, GuardOutcome::Published { .. });
         let attempts = outcome.attempts();
         let Some(first) = attempts.first() else {
             // Unreachable by Guard::run_from's contract (the first attempt
             // is always made); kept total so no panic can reach a user.
-            let k = self.guard.checks().len();
             let row = SampleRow {
                 input_idx: i,
                 repetition: j,
@@ -324,14 +377,35 @@ fn count_cells(
 /// its configuration's hash): SHA-256 over what it asks — the system's
 /// fingerprint, every rendered request, M, the checks' settings, the retry
 /// policy and the analysis settings.
-fn content_hash(experiment: &Experiment, fingerprint: &str, messages: &[Vec<Message>]) -> String {
+///
+/// Every request is rendered here, one at a time (a template error stops
+/// the run before it starts, as for one loaded from a file: see
+/// [`render_all`]); the hash is of the JSON array of all of them.
+fn content_hash(experiment: &Experiment, fingerprint: &str) -> Result<String, TemplateError> {
     let mut h = Sha256::new();
     h.update(fingerprint.as_bytes());
-    h.update(serde_json::to_vec(messages).unwrap_or_default());
+    h.update(b"[");
+    for (i, input) in experiment.inputs.iter().enumerate() {
+        if i > 0 {
+            h.update(b",");
+        }
+        let messages = experiment.prompt.render(input)?;
+        h.update(serde_json::to_vec(&messages).unwrap_or_default());
+    }
+    h.update(b"]");
     h.update((experiment.outputs_per_input as u64).to_le_bytes());
     h.update(serde_json::to_vec(&experiment.checks.infos()).unwrap_or_default());
     h.update(serde_json::to_vec(&experiment.stored_settings()).unwrap_or_default());
-    hex::encode(h.finalize())
+    Ok(hex::encode(h.finalize()))
+}
+
+/// Render every request once, keeping none: a template error stops the
+/// run before it starts.
+fn render_all(experiment: &Experiment) -> Result<(), TemplateError> {
+    for input in experiment.inputs.iter() {
+        experiment.prompt.render(input)?;
+    }
+    Ok(())
 }
 
 /// Run `experiment` into `sink`, steered by `control`.
@@ -368,16 +442,14 @@ pub async fn run_with(
             return Err(RunError::Config(at(format!("shared run: {why}"))));
         }
     }
-    let messages = experiment
-        .inputs
-        .iter()
-        .map(|input| experiment.prompt.render(input))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| RunError::Config(at(format!("[prompt] {e}"))))?;
     let fingerprint = experiment.system.fingerprint();
+    let prompt_error = |e: TemplateError| RunError::Config(at(format!("[prompt] {e}")));
     let hash = match &experiment.source {
-        Some(s) => s.hash.clone(),
-        None => content_hash(experiment, &fingerprint, &messages),
+        Some(s) => {
+            render_all(experiment).map_err(prompt_error)?;
+            s.hash.clone()
+        }
+        None => content_hash(experiment, &fingerprint).map_err(prompt_error)?,
     };
     let mut tensor =
         ReliabilityTensor::new(n, m, k).map_err(|e| RunError::Config(at(e.to_string())))?;
@@ -548,8 +620,21 @@ pub async fn run_with(
                 // answer is served without a call (judges and retries may
                 // still call).
                 let pending: Vec<usize> = (0..n * m).filter(|&c| !done[c]).collect();
-                let key = |c: usize| sample_key(&fingerprint, &messages[c / m], c % m);
-                let pending_keys: Vec<String> = pending.iter().map(|&c| key(c)).collect();
+                // Each input's request rendered once for its pending cells.
+                let mut last: Option<(usize, Vec<Message>)> = None;
+                let mut pending_keys: Vec<String> = Vec::with_capacity(pending.len());
+                for &c in &pending {
+                    let i = c / m;
+                    if last.as_ref().map(|l| l.0) != Some(i) {
+                        let messages = experiment
+                            .prompt
+                            .render(&experiment.inputs[i])
+                            .map_err(prompt_error)?;
+                        last = Some((i, messages));
+                    }
+                    let messages = last.as_ref().map_or(&[][..], |l| &l.1[..]);
+                    pending_keys.push(sample_key(&fingerprint, messages, c % m));
+                }
                 let mut cache = store.cached_outputs(from, &pending_keys)?;
                 for (c, k) in pending.into_iter().zip(pending_keys) {
                     let (i, j) = (c / m, c % m);
@@ -639,10 +724,9 @@ pub async fn run_with(
 
     let shared = Arc::new(Shared {
         guard,
-        inputs: (0..experiment.inputs.len())
-            .map(|i| PreparedInput::shared(&experiment.inputs, i))
-            .collect(),
-        messages,
+        inputs: experiment.inputs.clone(),
+        prompt: experiment.prompt.clone(),
+        in_flight: Default::default(),
         fingerprint,
         record_attempts: experiment.retry.is_some(),
     });

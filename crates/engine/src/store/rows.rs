@@ -190,7 +190,10 @@ pub(super) fn inputs_from(
 ) -> Result<Vec<probity_core::Input>, super::error::StoreError> {
     rows.into_iter()
         .map(|(id, fields)| match serde_json::from_str(&fields) {
-            Ok(serde_json::Value::Object(fields)) => Ok(probity_core::Input { id, fields }),
+            Ok(serde_json::Value::Object(fields)) => Ok(probity_core::Input {
+                id,
+                fields: fields.into(),
+            }),
             _ => Err(super::error::StoreError::Damaged {
                 store: store.clone(),
                 run,

@@ -38,7 +38,7 @@ impl Analysis {
                 let value = input.fields.get(field).ok_or_else(|| {
                     format!("weight_field = {field:?}: input {:?} has no field {field:?}", input.id)
                 })?;
-                let w = match value {
+                let w = match &value {
                     Value::Number(n) => n.as_f64(),
                     Value::String(s) => s.trim().parse::<f64>().ok(),
                     _ => None,

@@ -320,10 +320,11 @@ pub fn aggregate_line(r: &RunReport, check: &dyn Fn(&str) -> String) -> String {
 /// The `count` inputs with the lowest success rate in the Input
 /// Reliability Profile (inputs with nothing judged left out).
 pub fn worst_inputs(r: &RunReport, count: usize) -> Vec<probity_core::ProfileEntry> {
-    probity_core::profile::worst_first(&r.summary.input_profile)
+    // Unjudged inputs sort last: the first `count` hold every judged one
+    // that is shown.
+    probity_core::profile::worst_n(&r.summary.input_profile, count)
         .into_iter()
         .filter(|e| e.rate.n > 0)
-        .take(count)
         .collect()
 }
 

@@ -42,7 +42,7 @@ use crate::numbers::{decision_word, duration, interval, name, pct, plural, thres
 use crate::sanitize::truncate_chars;
 use crate::svg::{bar, bar_axis, decision_colour, domain_low, NEUTRAL};
 use minijinja::Value;
-use probity_core::profile::worst_first;
+use probity_core::profile::{worst_first, worst_n};
 use probity_core::{Cell, ProfileEntry, RateEstimate};
 use serde::Serialize;
 
@@ -127,9 +127,8 @@ pub fn page_scale(r: &RunReport) -> f64 {
     let s = &r.summary;
     let lower = |rate: &RateEstimate| (rate.n > 0).then_some(rate.interval.lower);
     let shown = |p: &[ProfileEntry]| -> Vec<f64> {
-        worst_first(p)
+        worst_n(p, PROFILE_MAX_ROWS)
             .iter()
-            .take(PROFILE_MAX_ROWS)
             .filter_map(|e| lower(&e.rate))
             .collect()
     };
@@ -287,9 +286,8 @@ fn header(r: &RunReport) -> Header {
 /// Inputs offered by the input filter: those in the (capped) tables and
 /// failure list.
 fn filter_inputs(r: &RunReport) -> Vec<usize> {
-    let mut v: Vec<usize> = worst_first(&r.summary.input_profile)
+    let mut v: Vec<usize> = worst_n(&r.summary.input_profile, PROFILE_MAX_ROWS)
         .iter()
-        .take(PROFILE_MAX_ROWS)
         .map(|e| e.index)
         .chain(r.failures.iter().take(FAILURES_SHOWN).map(|f| f.input))
         .collect();
@@ -444,19 +442,17 @@ fn profile_row(
 
 fn profiles(r: &RunReport, lo: f64) -> Vec<Profile> {
     let s = &r.summary;
-    let irp = worst_first(&s.input_profile);
-    let irp_rows: Vec<ProfileRow> = irp
+    let irp = &s.input_profile;
+    let irp_rows: Vec<ProfileRow> = worst_n(irp, PROFILE_MAX_ROWS)
         .iter()
-        .take(PROFILE_MAX_ROWS)
         .map(|e| {
             let label = truncate_chars(&r.input_label(e.index), LABEL_CHARS).into_owned();
             profile_row(r, &e.rate, label, lo, (None, Some(e.index)))
         })
         .collect();
-    let orp = worst_first(&s.output_profile);
-    let orp_rows: Vec<ProfileRow> = orp
+    let orp = &s.output_profile;
+    let orp_rows: Vec<ProfileRow> = worst_n(orp, PROFILE_MAX_ROWS)
         .iter()
-        .take(PROFILE_MAX_ROWS)
         .map(|e| profile_row(r, &e.rate, format!("output #{}", e.index), lo, (None, None)))
         .collect();
     let entries: Vec<ProfileEntry> = s
@@ -616,9 +612,9 @@ fn retry(r: &RunReport, lo: f64) -> Option<Retry> {
             .enumerate()
             .map(|(index, rate)| ProfileEntry { index, rate: *rate })
             .collect();
-        let sorted = worst_first(&entries);
-        let shown: Vec<&ProfileEntry> = sorted.iter().take(PROFILE_MAX_ROWS).collect();
-        capped = capped_note(shown.len(), sorted.len(), "inputs", "");
+        let sorted = worst_n(&entries, PROFILE_MAX_ROWS);
+        let shown: Vec<&ProfileEntry> = sorted.iter().collect();
+        capped = capped_note(shown.len(), entries.len(), "inputs", "");
         per_input = shown
             .into_iter()
             .map(|e| RetryInput {
@@ -930,14 +926,13 @@ fn consistency(r: &RunReport) -> Vec<ConsistencyBlock> {
         .enumerate()
         .filter_map(|(k, c)| {
             let cons = c.consistency.as_ref()?;
-            let mut rows: Vec<&probity_core::stats::InputConsistency> =
-                cons.per_input.iter().collect();
-            rows.sort_by(|a, b| {
-                let v = |x: &probity_core::stats::InputConsistency| {
-                    x.pass_all_k.map_or(f64::INFINITY, |p| p.0)
-                };
-                v(a).total_cmp(&v(b)).then(a.index.cmp(&b.index))
-            });
+            // Sort keys, not rows: the rows are computed for those shown.
+            let mut rows: Vec<(f64, usize, usize)> = cons
+                .per_input()
+                .enumerate()
+                .map(|(r, x)| (x.pass_all_k.map_or(f64::INFINITY, |p| p.0), x.index, r))
+                .collect();
+            rows.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             let shown = rows.len().min(PROFILE_MAX_ROWS);
             Some(ConsistencyBlock {
                 k,
@@ -949,6 +944,7 @@ fn consistency(r: &RunReport) -> Vec<ConsistencyBlock> {
                 rows: rows
                     .into_iter()
                     .take(shown)
+                    .filter_map(|(_, _, r)| cons.input(r))
                     .map(|p| ConsistencyRow {
                         input: p.index,
                         label: r.input_label(p.index),

@@ -289,8 +289,7 @@ impl WireConsistency {
             mean_pass_all_k: WireRate::new(&c.mean_pass_all_k, method),
             mean_pass_any_k: WireRate::new(&c.mean_pass_any_k, method),
             per_input: c
-                .per_input
-                .iter()
+                .per_input()
                 .map(|p| WireInputConsistency {
                     index: p.index,
                     label: label(r, p.index),

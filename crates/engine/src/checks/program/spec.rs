@@ -176,7 +176,7 @@ impl ProgramSpec {
         // The program's reason is kept with a fail (a negated pass keeps
         // the reason it passed for).
         Ok(builder.check_explained(move |input: &Input, output: &str| {
-            match pool.judge(&input.id, &input.fields, output) {
+            match pool.judge(&input.id, &input.fields.to_map(), output) {
                 (Verdict::Pass, reason) if negate => (Verdict::Fail, reason),
                 (Verdict::Fail, reason) if negate => (Verdict::Pass, reason),
                 judged => judged,

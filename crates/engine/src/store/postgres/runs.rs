@@ -33,7 +33,7 @@ impl Runs for Postgres {
         let fields: Vec<String> = run
             .inputs
             .iter()
-            .map(|i| serde_json::Value::Object(i.fields.clone()).to_string())
+            .map(|i| i.fields.as_json().to_string())
             .collect();
         self.conn.call(move |c| {
             let (

@@ -71,7 +71,7 @@ fn write(c: &mut Client, run: i64, recheck: bool, batch: &Batch) -> Result<(), p
             .collect();
         let fields: Vec<String> = keep
             .iter()
-            .map(|&k| serde_json::Value::Object(batch.inputs[k].1.fields.clone()).to_string())
+            .map(|&k| batch.inputs[k].1.fields.as_json().to_string())
             .collect();
         tx.execute(
             "INSERT INTO inputs (run_id, idx, input_id, fields)

@@ -58,13 +58,8 @@ impl Runs for Sqlite {
                 )
                 .map_err(err)?;
             for (idx, input) in run.inputs.iter().enumerate() {
-                stmt.execute(params![
-                    id,
-                    idx as i64,
-                    input.id,
-                    serde_json::Value::Object(input.fields.clone()).to_string()
-                ])
-                .map_err(err)?;
+                stmt.execute(params![id, idx as i64, input.id, input.fields.as_json()])
+                    .map_err(err)?;
             }
         }
         tx.commit().map_err(err)?;

@@ -45,12 +45,7 @@ impl Writer {
                 "INSERT OR REPLACE INTO inputs (run_id, idx, input_id, fields) VALUES (?1, ?2, ?3, ?4)",
             )?;
             for (idx, input) in &batch.inputs {
-                stmt.execute(params![
-                    run,
-                    *idx as i64,
-                    input.id,
-                    serde_json::Value::Object(input.fields.clone()).to_string()
-                ])?;
+                stmt.execute(params![run, *idx as i64, input.id, input.fields.as_json()])?;
             }
             if self.recheck {
                 let mut stmt = tx.prepare_cached(
