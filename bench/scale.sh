@@ -102,7 +102,7 @@ samples=$(( INPUTS * OUTPUTS ))
 echo "probity scale: $INPUTS inputs × $OUTPUTS outputs = $samples samples × 10 validators, concurrency $CONCURRENCY"
 echo "binary: $BIN"
 echo
-measure run "$BIN" run --quiet --store runs.db --format json --output run.json probity.toml
+measure run "$BIN" run --quiet --store runs.db probity.toml
 echo "             $(echo "$samples / $LAST_WALL" | bc) samples/s, $(echo "$LAST_RSS_KB * 1024 / $INPUTS" | bc) bytes of peak memory per input"
 measure revalidate "$BIN" revalidate 1 --config probity.toml --store runs.db --format json
 echo "             $(echo "$samples * 10 / $LAST_WALL" | bc) checks/s"

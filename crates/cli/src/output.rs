@@ -87,7 +87,10 @@ impl OutputArgs {
                 render_to(doc, self.format, self.color(), &mut out).map_err(failed)?;
                 std::io::Write::flush(&mut out).map_err(failed)?;
             }
-            None => crate::stdout::out(&render(doc, self.format, self.color())),
+            None => {
+                let color = self.color();
+                crate::stdout::stream(|w| render_to(doc, self.format, color, w));
+            }
         }
         if let Some(path) = &self.junit {
             write(path, &render(doc, Format::Junit, false))?;
@@ -131,7 +134,7 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<RunReport, Failure> {
         live,
     } = run;
     let fail = |e: probity_engine::store::StoreError| Failure::incomplete(e.to_string());
-    let inputs = store.inputs(record.id).map_err(fail)?;
+    let input_labels = store.input_ids(record.id).map_err(fail)?;
     let guarded = stored::retry_check(store, &record, &tensor).map_err(fail)?;
     let mut failures = FailingSample::from_tensor(&tensor, html::FAILURES_SHOWN);
     // The samples quoted: each check's example, then the failing samples.
@@ -183,20 +186,16 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<RunReport, Failure> {
             .sorted(),
     };
     let retry_target = record.settings.retry_target;
-    // Fields are shown beside quoted outputs only: keep those inputs'.
-    let shown: std::collections::HashSet<usize> = quoted.iter().map(|(i, _)| *i).collect();
-    let (input_labels, input_fields) = inputs
+    // Fields are shown beside quoted outputs only: read those inputs'.
+    let mut shown: Vec<usize> = quoted.iter().map(|(i, _)| *i).collect();
+    shown.sort_unstable();
+    shown.dedup();
+    let input_fields = store
+        .inputs_at(record.id, &shown)
+        .map_err(fail)?
         .into_iter()
-        .enumerate()
-        .map(|(i, input)| {
-            let fields = if shown.contains(&i) {
-                input.fields.to_map()
-            } else {
-                Default::default()
-            };
-            (input.id, fields)
-        })
-        .unzip();
+        .map(|(i, input)| (i, input.fields.to_map()))
+        .collect();
     Ok(RunReport {
         run: crate::run_info::run_info(&record),
         summary,

@@ -18,6 +18,18 @@ pub fn out(text: &str) {
     }
 }
 
+/// Write to standard output as `write` produces it, buffered (a large
+/// JSON report is never held whole); a reader that went away is not an
+/// error, as for [`out`].
+pub fn stream(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    if let Err(e) = write(&mut w).and_then(|()| w.flush()) {
+        if e.kind() != ErrorKind::BrokenPipe {
+            eprintln!("warning: cannot write to standard output: {e}");
+        }
+    }
+}
+
 /// [`out`] with a newline.
 pub fn line(text: &str) {
     out(&format!("{text}\n"));

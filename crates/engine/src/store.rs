@@ -158,6 +158,19 @@ impl Store {
         self.backend.inputs(run)
     }
 
+    /// A run's input ids, in index order: what a report labels inputs
+    /// with, without their fields (a million inputs' fields are hundreds
+    /// of megabytes).
+    pub fn input_ids(&self, run: i64) -> Result<Vec<String>, StoreError> {
+        self.backend.input_ids(run)
+    }
+
+    /// The inputs at indexes `at` (a report's quoted inputs), each with its
+    /// index.
+    pub fn inputs_at(&self, run: i64, at: &[usize]) -> Result<Vec<(usize, Input)>, StoreError> {
+        self.backend.inputs_at(run, at)
+    }
+
     /// A run's stored samples, in `(input, repetition)` order.
     pub fn samples(&self, run: i64) -> Result<Vec<SampleRow>, StoreError> {
         self.backend.samples(run, None)

@@ -93,6 +93,15 @@ async fn a_run_reads_back_from_postgres_as_from_sqlite() {
         lite.inputs(a.stored_id()).unwrap(),
         pg.inputs(b.stored_id()).unwrap()
     );
+    // What a report reads of its inputs: every id, and the quoted ones'
+    // fields, in the order asked (an index not stored is left out).
+    let all = lite.inputs(a.stored_id()).unwrap();
+    let ids: Vec<String> = all.iter().map(|i| i.id.clone()).collect();
+    assert_eq!(lite.input_ids(a.stored_id()).unwrap(), ids);
+    assert_eq!(pg.input_ids(b.stored_id()).unwrap(), ids);
+    let want = vec![(6, all[6].clone()), (2, all[2].clone())];
+    assert_eq!(lite.inputs_at(a.stored_id(), &[6, 2, 99]).unwrap(), want);
+    assert_eq!(pg.inputs_at(b.stored_id(), &[6, 2, 99]).unwrap(), want);
     // The report's reader: snapshot, causes, a few quoted samples.
     let shape = (9, 7, 1);
     assert_eq!(

@@ -327,7 +327,8 @@ fn every_failing_output_shows_its_input_in_every_format() {
 fn a_hostile_input_field_is_escaped_in_every_format() {
     let mut r = common::report();
     let evil = format!("\x1b[31mred\x1b[0m\x07 {HOSTILE} ```\n# heading | cell");
-    r.input_fields[2] = fields(&[("text", &evil), ("<b>name</b>", "v")]);
+    r.input_fields
+        .insert(2, fields(&[("text", &evil), ("<b>name</b>", "v")]));
     r.failures = vec![FailingSample {
         input: 2,
         repetition: 7,

@@ -34,17 +34,21 @@ pub fn load(store: &Store, id: i64) -> Result<StoredRun, StoreError> {
         Some((tensor, causes)) => (tensor, Some(causes)),
         None => (rebuild(store, id, shape)?, None),
     };
-    let summary = summarize(
-        &record.settings,
-        &record.checks,
-        &tensor,
-        &store.inputs(id)?,
-    )
-    .map_err(|what| StoreError::Damaged {
-        store: store.location().clone(),
-        run: id,
-        what,
-    })?;
+    // The inputs are read only to weigh them: a million inputs' fields
+    // are not needed for anything else here.
+    let inputs = if record.settings.analysis_settings().weight_field.is_some() {
+        store.inputs(id)?
+    } else {
+        Vec::new()
+    };
+    let summary =
+        summarize(&record.settings, &record.checks, &tensor, &inputs).map_err(|what| {
+            StoreError::Damaged {
+                store: store.location().clone(),
+                run: id,
+                what,
+            }
+        })?;
     let summary = sequential_summary(summary, &record, &tensor);
     let live = super::live::replay(store, &record)?;
     let summary = match &live {

@@ -41,6 +41,11 @@ pub(crate) trait Runs {
 /// A run's inputs, samples, attempts and snapshot, read back.
 pub(crate) trait Samples {
     fn inputs(&self, run: i64) -> Result<Vec<Input>, StoreError>;
+    /// The inputs' ids only, in index order (a report's labels).
+    fn input_ids(&self, run: i64) -> Result<Vec<String>, StoreError>;
+    /// The inputs at indexes `at`, each with its index, in the order
+    /// asked (those not stored left out).
+    fn inputs_at(&self, run: i64, at: &[usize]) -> Result<Vec<(usize, Input)>, StoreError>;
     fn samples(&self, run: i64, inputs: Option<Range<usize>>)
         -> Result<Vec<SampleRow>, StoreError>;
     fn sample_count(&self, run: i64) -> Result<usize, StoreError>;

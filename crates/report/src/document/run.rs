@@ -144,10 +144,12 @@ pub struct RunReport {
     /// format shows it as BROKEN with its message, not as a verdict about
     /// the system. `Causes::default()` when unknown: no errors shown.
     pub causes: Causes,
-    /// The fields of input `i`, index `i`, as the dataset gave them
+    /// The fields of input `i`, at key `i`, as the dataset gave them
     /// (untrusted text: every format escapes them); shown beside the
-    /// failing outputs of the input. Empty when unknown.
-    pub input_fields: Vec<Map<String, Value>>,
+    /// failing outputs of the input. Only the quoted inputs' are needed
+    /// (a million inputs' fields are hundreds of megabytes); absent when
+    /// unknown.
+    pub input_fields: std::collections::BTreeMap<usize, Map<String, Value>>,
     /// A serve run's live rates: per check, the first and the published
     /// attempts' confidence sequences over all traffic and the current
     /// epoch, the display window, and the alarms raised — what `probity
@@ -184,7 +186,7 @@ impl RunReport {
 
     /// The fields of input `i`, when known and not empty.
     pub fn input_fields_of(&self, i: usize) -> Option<&Map<String, Value>> {
-        self.input_fields.get(i).filter(|f| !f.is_empty())
+        self.input_fields.get(&i).filter(|f| !f.is_empty())
     }
 
     /// The label of input `i`: its id, or `#i` when it has none.

@@ -204,6 +204,7 @@ pub fn report() -> RunReport {
         input_fields: ["Hello!", "Bye now", "Thanks a lot!", "What time is it?"]
             .iter()
             .map(|t| fields(&[("text", t)]))
+            .enumerate()
             .collect(),
     }
 }
@@ -327,7 +328,12 @@ pub fn tensor_report(n: usize, m: usize) -> RunReport {
     }
     let causes = causes.sorted();
     let input_fields = (0..n)
-        .map(|i| fields(&[("text", &format!("input {i}: {HOSTILE}")), (HOSTILE, "x")]))
+        .map(|i| {
+            (
+                i,
+                fields(&[("text", &format!("input {i}: {HOSTILE}")), (HOSTILE, "x")]),
+            )
+        })
         .collect();
     let mut failures = FailingSample::from_tensor(&t, 0);
     for f in &mut failures {

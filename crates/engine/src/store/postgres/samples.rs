@@ -27,6 +27,43 @@ impl Samples for Postgres {
         inputs_from(rows, run, &self.location())
     }
 
+    fn input_ids(&self, run: i64) -> Result<Vec<String>, StoreError> {
+        let mut ids = Vec::new();
+        self.conn.each(
+            "SELECT input_id FROM inputs WHERE run_id = $1 ORDER BY idx",
+            run,
+            |r| r.text(0),
+            &mut |id| ids.push(id),
+        )?;
+        Ok(ids)
+    }
+
+    fn inputs_at(&self, run: i64, at: &[usize]) -> Result<Vec<(usize, Input)>, StoreError> {
+        let idx: Vec<i64> = at.iter().map(|&i| i as i64).collect();
+        let rows: Vec<(i64, String, String)> = self.conn.call(move |c| {
+            c.query(
+                "SELECT idx, input_id, fields FROM inputs WHERE run_id = $1 AND idx = ANY($2)",
+                &[&run, &idx],
+            )?
+            .iter()
+            .map(|r| Ok((r.get::<_, i64>(0), r.text(1)?, r.text(2)?)))
+            .collect()
+        })?;
+        let (found, rows): (Vec<usize>, Vec<(String, String)>) = rows
+            .into_iter()
+            .map(|(i, id, fields)| (i as usize, (id, fields)))
+            .unzip();
+        let mut by_idx: HashMap<usize, Input> = found
+            .into_iter()
+            .zip(inputs_from(rows, run, &self.location())?)
+            .collect();
+        // In the order asked.
+        Ok(at
+            .iter()
+            .filter_map(|i| by_idx.remove(i).map(|input| (*i, input)))
+            .collect())
+    }
+
     fn samples(
         &self,
         run: i64,

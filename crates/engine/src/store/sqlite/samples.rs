@@ -24,6 +24,37 @@ impl Samples for Sqlite {
         inputs_from(rows, run, &self.location())
     }
 
+    fn input_ids(&self, run: i64) -> Result<Vec<String>, StoreError> {
+        self.query_all(
+            "SELECT input_id FROM inputs WHERE run_id = ?1 ORDER BY idx",
+            params![run],
+            |r| r.get(0),
+        )
+    }
+
+    fn inputs_at(&self, run: i64, at: &[usize]) -> Result<Vec<(usize, Input)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT input_id, fields FROM inputs WHERE run_id = ?1 AND idx = ?2")
+            .map_err(|e| self.err(e))?;
+        let mut found = Vec::new();
+        let mut rows = Vec::new();
+        for &i in at {
+            if let Some(row) = stmt
+                .query_row(params![run, i as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+                .map_err(|e| self.err(e))?
+            {
+                found.push(i);
+                rows.push(row);
+            }
+        }
+        Ok(found
+            .into_iter()
+            .zip(inputs_from(rows, run, &self.location())?)
+            .collect())
+    }
+
     fn samples(
         &self,
         run: i64,
