@@ -280,19 +280,7 @@ impl Shared {
             // Every request was rendered before the run started: only a
             // template that renders differently the second time gets here.
             Err(e) => {
-                let row = SampleRow {
-                    input_idx: i,
-                    repetition: j,
-                    cache_key: String::new(),
-                    output: None,
-                    error: Some(format!("[prompt] {e}")),
-                    latency_ms: None,
-                    input_tokens: None,
-                    output_tokens: None,
-                    call_attempts: 0,
-                    cells: vec![Cell::Error; k],
-                    reasons: Vec::new(),
-                };
+                let row = error_row(i, j, String::new(), format!("[prompt] {e}"), k);
                 return (row, Vec::new());
             }
         };
@@ -306,19 +294,7 @@ impl Shared {
         let Some(first) = attempts.first() else {
             // Unreachable by Guard::run_from's contract (the first attempt
             // is always made); kept total so no panic can reach a user.
-            let row = SampleRow {
-                input_idx: i,
-                repetition: j,
-                cache_key: key,
-                output: None,
-                error: Some("the guard made no attempt".into()),
-                latency_ms: None,
-                input_tokens: None,
-                output_tokens: None,
-                call_attempts: 0,
-                cells: vec![Cell::Error; k],
-                reasons: Vec::new(),
-            };
+            let row = error_row(i, j, key, "the guard made no attempt".into(), k);
             return (row, Vec::new());
         };
         let rows = if self.record_attempts {
@@ -1082,4 +1058,22 @@ async fn refill(
         }
         _ => Refill::Wait,
     })
+}
+
+/// A sample that could not be asked: output `j` of input `i`, every one
+/// of its `k` checks an error, with `error` as its cause.
+fn error_row(i: usize, j: usize, cache_key: String, error: String, k: usize) -> SampleRow {
+    SampleRow {
+        input_idx: i,
+        repetition: j,
+        cache_key,
+        output: None,
+        error: Some(error),
+        latency_ms: None,
+        input_tokens: None,
+        output_tokens: None,
+        call_attempts: 0,
+        cells: vec![Cell::Error; k],
+        reasons: Vec::new(),
+    }
 }
