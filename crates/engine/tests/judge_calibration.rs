@@ -87,10 +87,10 @@ async fn the_calibrated_judge_is_measured_and_its_rate_corrected() {
     std::fs::create_dir(dir.path().join("data")).unwrap();
     std::fs::write(dir.path().join("data/labels.jsonl"), labels()).unwrap();
     // The path is relative to the configuration file.
-    let c = config(dir.path(), "data/labels.jsonl").unwrap();
+    let cfg = config(dir.path(), "data/labels.jsonl").unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
     let outcome = run_with(
-        &c.experiment().unwrap(),
+        &cfg.experiment().unwrap(),
         Sink::Store(&mut store),
         Control::default(),
     )
@@ -128,6 +128,26 @@ async fn the_calibrated_judge_is_measured_and_its_rate_corrected() {
     let back = stored::load(&store, outcome.run_id.unwrap()).unwrap();
     assert_eq!(back.summary.checks[1].calibration, noisy.calibration);
     assert_eq!(back.summary.checks[1].verdict, noisy.verdict);
+
+    // Revalidated with the same checks, the labelled set is judged again
+    // (300 calls; the run's outputs come from the judge cache) and the
+    // verdict is corrected as the run's was; with calls off it cannot be,
+    // and the result says which verifier went uncalibrated.
+    let id = outcome.run_id.unwrap();
+    let again = probity_engine::revalidate::revalidate(&mut store, id, &cfg.recheck(), true)
+        .await
+        .unwrap();
+    assert_eq!(again.judge_calls, 300);
+    assert!(again.uncalibrated.is_empty());
+    let re = stored::load(&store, again.run_id).unwrap();
+    assert_eq!(re.summary.checks[1].calibration, noisy.calibration);
+    assert_eq!(re.summary.checks[1].verdict, noisy.verdict);
+    let off = probity_engine::revalidate::revalidate(&mut store, id, &cfg.recheck(), false)
+        .await
+        .unwrap();
+    assert_eq!(off.uncalibrated, vec!["noisy".to_string()]);
+    let re = stored::load(&store, off.run_id).unwrap();
+    assert!(re.summary.checks[1].calibration.is_none());
 }
 
 #[tokio::test]

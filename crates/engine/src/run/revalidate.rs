@@ -45,7 +45,7 @@ impl Experiment {
 }
 
 /// What a revalidation did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Revalidated {
     /// The new run.
     pub run_id: i64,
@@ -57,6 +57,9 @@ pub struct Revalidated {
     pub judge_cached: u64,
     /// Verifier cells left unjudged (calls off, judgement not cached).
     pub not_judged: u64,
+    /// Verifiers with a labelled set that could not be calibrated (calls
+    /// off): their verdicts are the judge's own rate.
+    pub uncalibrated: Vec<String>,
 }
 
 /// Samples read, checked and written at a time: memory stays bounded by
@@ -89,10 +92,26 @@ pub async fn revalidate(
         .source
         .as_ref()
         .map_or_else(|| old.config_hash.clone(), |s| s.hash.clone());
-    // A sequential run's copy is read back in the same order.
-    let settings = StoredSettings {
+    let caller = recheck.calls.caller();
+    // A sequential run's copy is read back in the same order. A calibrated
+    // verifier's labelled set is judged again, as a run does (the judge or
+    // its instructions may have changed since): its verdict is then the
+    // corrected rate's, as the run's was.
+    let mut settings = StoredSettings {
         sequential: old.settings.sequential,
         ..recheck.settings.clone()
+    };
+    let uncalibrated: Vec<String> = checks
+        .verifiers
+        .iter()
+        .filter(|v| v.calibration.is_some())
+        .map(|v| v.name.clone())
+        .collect();
+    let uncalibrated = if calls {
+        settings.calibration = crate::checks::calibration::measure_all(&checks, &caller).await;
+        Vec::new()
+    } else {
+        uncalibrated
     };
     let recording = Recording::create(
         store,
@@ -128,7 +147,6 @@ pub async fn revalidate(
         written += 1;
         writer.send(row)
     };
-    let caller = recheck.calls.caller();
     let judging = recording.judging(calls, true);
     let weights_of = inputs.clone();
     let prepared: Vec<Arc<PreparedInput<'static>>> = inputs
@@ -262,6 +280,7 @@ pub async fn revalidate(
         judge_calls,
         judge_cached: Caller::count(&caller.judge_cached),
         not_judged,
+        uncalibrated,
     })
 }
 
