@@ -609,9 +609,7 @@ impl Groups {
         }
         (rho_hat, 1.0 / (1.0 + lo.exp()))
     }
-}
 
-impl Groups {
     /// The profile log-likelihood of the mean, ℓ_p(μ) = max_ρ ℓ(μ, ρ): at
     /// the restricted ICC ρ̃(μ), or the binomial limit when ρ̃ = 0.
     fn profile_loglik(&self, mu: f64, scratch: &mut Vec<f64>) -> f64 {
