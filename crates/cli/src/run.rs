@@ -250,11 +250,32 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 left = total.saturating_sub(stored as u64);
             }
             None => {
+                // The configuration as overridden is what is hashed: an
+                // unfinished run of this name with another hash was made
+                // with other settings (a changed file, other --set flags).
+                let other = store
+                    .latest_named(&experiment.name)
+                    .ok()
+                    .flatten()
+                    .and_then(|id| store.run(id).ok())
+                    .filter(|r| r.status != RunStatus::Complete);
+                let what = match other {
+                    Some(r) => format!(
+                        "holds no unfinished run of {} as configured now; run {} of {:?} is unfinished but was started with another configuration (config {}): resume it with the file and --set flags it was started with, or run without --resume to start a new one",
+                        args.config.display(),
+                        r.id,
+                        experiment.name,
+                        r.config_hash.chars().take(12).collect::<String>()
+                    ),
+                    None => format!(
+                        "holds no unfinished run of {} (run without --resume to start one)",
+                        args.config.display()
+                    ),
+                };
                 return Err(Failure::usage(format!(
-                    "nothing to resume: {} holds no unfinished run of {} (run without --resume to start one)",
-                    store.location(),
-                    args.config.display()
-                )))
+                    "nothing to resume: {} {what}",
+                    store.location()
+                )));
             }
         }
     }

@@ -107,6 +107,31 @@ fn kill_nine_then_resume_loses_nothing_and_asks_nothing_twice() {
         "{err}"
     );
     assert_eq!(requests(&server.1), before, "nothing asked");
+    // Another configuration (here a --set) hashes differently: there is
+    // nothing of it to resume, and the answer names the unfinished run of
+    // this name that was started otherwise.
+    let out = probity()
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "--resume",
+            "--quiet",
+            "--store",
+            "runs.db",
+            "--set",
+            "system.seed=2",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("nothing to resume")
+            && err.contains("run 1 of")
+            && err.contains("started with another configuration"),
+        "{err}"
+    );
+    assert_eq!(requests(&server.1), before, "nothing asked");
     let unchanged = report(dir.path(), "1");
     assert_eq!(unchanged["run"]["complete"], false);
     assert_eq!(unchanged["counts"]["missing"], killed["counts"]["missing"]);
