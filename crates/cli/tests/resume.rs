@@ -33,6 +33,22 @@ fn report(dir: &Path, run: &str) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
 }
 
+/// `probity run --resume` with `extra` arguments, which must be refused
+/// (exit 2) without asking the simulator anything: its standard error.
+fn refused_resume(dir: &Path, addr: &str, extra: &[&str]) -> String {
+    let before = requests(addr);
+    let out = probity()
+        .current_dir(dir)
+        .args(["run", "--resume", "--quiet", "--store", "runs.db"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(requests(addr), before, "nothing asked: {err}");
+    err
+}
+
 #[test]
 fn kill_nine_then_resume_loses_nothing_and_asks_nothing_twice() {
     // 20 ms a request, 4 at a time: the 400 samples take about 2 s.
@@ -84,54 +100,23 @@ fn kill_nine_then_resume_loses_nothing_and_asks_nothing_twice() {
 
     // Resuming at another shape is refused before anything is asked or
     // stored: the run was started with 20 outputs per input.
-    let before = requests(&server.1);
-    let out = probity()
-        .current_dir(dir.path())
-        .args([
-            "run",
-            "--resume",
-            "--quiet",
-            "--store",
-            "runs.db",
-            "--outputs",
-            "10",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused_resume(dir.path(), &server.1, &["--outputs", "10"]);
     assert!(
         err.contains("run 1 was started with 20 inputs × 20 outputs × 2 checks")
             && err.contains("asks for 20 × 10 × 2")
             && err.contains("--outputs 20"),
         "{err}"
     );
-    assert_eq!(requests(&server.1), before, "nothing asked");
     // Another configuration (here a --set) hashes differently: there is
     // nothing of it to resume, and the answer names the unfinished run of
     // this name that was started otherwise.
-    let out = probity()
-        .current_dir(dir.path())
-        .args([
-            "run",
-            "--resume",
-            "--quiet",
-            "--store",
-            "runs.db",
-            "--set",
-            "system.seed=2",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused_resume(dir.path(), &server.1, &["--set", "system.seed=2"]);
     assert!(
         err.contains("nothing to resume")
             && err.contains("run 1 of")
             && err.contains("started with another configuration"),
         "{err}"
     );
-    assert_eq!(requests(&server.1), before, "nothing asked");
     let unchanged = report(dir.path(), "1");
     assert_eq!(unchanged["run"]["complete"], false);
     assert_eq!(unchanged["counts"]["missing"], killed["counts"]["missing"]);

@@ -352,7 +352,7 @@ fn could_settle_is_what_the_favourable_outcomes_do() {
                 iv.upper < 0.95
             };
             assert_eq!(
-                s.could_settle(0.95, above, &rest),
+                s.could_settle(0.95, above, 10, rest.len()),
                 settled,
                 "case {case}: seen {seen} rounds at {p}, above {above}"
             );
@@ -364,11 +364,11 @@ fn could_settle_is_what_the_favourable_outcomes_do() {
         .unwrap()
         .with_cap(probity_core::stats::sequential::OUTPUT_ROUND_BET_CAP)
         .unwrap();
-    assert!(one_failure.could_settle(0.95, true, &[10; 10]));
+    assert!(one_failure.could_settle(0.95, true, 10, 10));
     let mut batch = vec![1.0; 10];
     batch[3] = 0.0;
     one_failure.observe_batch(&batch).unwrap();
-    assert!(!one_failure.could_settle(0.95, true, &[10; 9]));
+    assert!(!one_failure.could_settle(0.95, true, 10, 9));
     assert!(BettingSequence::new(0.95, &[])
         .unwrap()
         .with_cap(1.0)

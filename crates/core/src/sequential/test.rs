@@ -292,13 +292,14 @@ impl SequentialTest {
         // output still to come is favourable is futile for certain, from
         // the first round (the projection below, too, looks only to the
         // estimate's side).
-        let rest: Vec<usize> = match self.design {
-            RoundDesign::Inputs => vec![1; budget.saturating_sub(units) as usize],
-            RoundDesign::Outputs => {
-                vec![self.budget_inputs as usize; budget.saturating_sub(units) as usize]
-            }
+        let (batch, rounds) = match self.design {
+            RoundDesign::Inputs => (1, budget.saturating_sub(units) as usize),
+            RoundDesign::Outputs => (
+                self.budget_inputs as usize,
+                budget.saturating_sub(units) as usize,
+            ),
         };
-        let reachable = s.could_settle(threshold, s.mean() >= threshold, &rest);
+        let reachable = s.could_settle(threshold, s.mean() >= threshold, batch, rounds);
         let futile = !reachable || (enough && project(optimistic).is_none_or(|n| n > budget));
         let state = if futile {
             SequenceState::Futile

@@ -294,9 +294,9 @@ impl BettingSequence {
     /// above `threshold` (`above`; every live point below it rejected) or
     /// below it (every live point at or above it rejected) if every
     /// observation still to come were the most favourable one (1 for
-    /// `above`, else 0), fed in batches of the given sizes (one bet each,
-    /// as [`BettingSequence::observe_batch`]; batches of 1 are
-    /// [`BettingSequence::observe`]).
+    /// `above`, else 0), fed in `rounds` batches of `batch` observations
+    /// (one bet each, as [`BettingSequence::observe_batch`]; batches of 1
+    /// are [`BettingSequence::observe`]).
     ///
     /// Only the binding point is followed: ln K⁺ decreases in m (each
     /// factor 1 + min(λ, c/m)(x − m) does), so the last live point below
@@ -308,7 +308,7 @@ impl BettingSequence {
     /// that cannot settle even so is futile for certain. Stopping for
     /// futility never inflates the error, so the rule affects only when a
     /// run stops, never what it may claim.
-    pub fn could_settle(&self, threshold: f64, above: bool, batches: &[usize]) -> bool {
+    pub fn could_settle(&self, threshold: f64, above: bool, batch: usize, rounds: usize) -> bool {
         let binding = if above {
             self.live.iter().rev().find(|p| p.m < threshold)
         } else {
@@ -328,10 +328,9 @@ impl BettingSequence {
             self.cap / (1.0 - point.m)
         };
         let (mut t, mut sum, mut sum_sq) = (self.t, self.sum, self.sum_sq);
-        for &b in batches {
-            if b == 0 {
-                continue;
-            }
+        // Empty batches add nothing: the point stays where it is.
+        let rounds = if batch == 0 { 0 } else { rounds };
+        for _ in 0..rounds {
             let variance = (0.25 + sum_sq) / (t as f64 + 1.0);
             let lambda = bet(self.alpha, variance, t + 1).min(cap);
             let step = if above {
@@ -339,11 +338,11 @@ impl BettingSequence {
             } else {
                 (-lambda * (x - point.m)).ln_1p()
             };
-            ln += b as f64 * step;
+            ln += batch as f64 * step;
             if ln >= self.barrier {
                 return true;
             }
-            for _ in 0..b {
+            for _ in 0..batch {
                 t += 1;
                 sum += x;
                 let mu = (0.5 + sum) / (t as f64 + 1.0);

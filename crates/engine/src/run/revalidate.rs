@@ -101,18 +101,18 @@ pub async fn revalidate(
         sequential: old.settings.sequential,
         ..recheck.settings.clone()
     };
-    let uncalibrated: Vec<String> = checks
-        .verifiers
-        .iter()
-        .filter(|v| v.calibration.is_some())
-        .map(|v| v.name.clone())
-        .collect();
-    let uncalibrated = if calls {
+    let mut uncalibrated = Vec::new();
+    if calls {
         settings.calibration = crate::checks::calibration::measure_all(&checks, &caller).await;
-        Vec::new()
     } else {
-        uncalibrated
-    };
+        uncalibrated.extend(
+            checks
+                .verifiers
+                .iter()
+                .filter(|v| v.calibration.is_some())
+                .map(|v| v.name.clone()),
+        );
+    }
     let recording = Recording::create(
         store,
         &NewRun {
