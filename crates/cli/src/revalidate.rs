@@ -8,7 +8,7 @@ use crate::failure::{verdict_code, Failure};
 use crate::output::{load_report, OutputArgs};
 use crate::store_arg::StoreArg;
 use clap::Args;
-use probity_engine::config::Config;
+use probity_engine::config::variant;
 use probity_engine::revalidate::revalidate;
 use std::path::PathBuf;
 
@@ -30,9 +30,24 @@ pub struct RevalidateArgs {
 }
 
 pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
-    let config = Config::load(&args.config).map_err(|e| Failure::usage(e.to_string()))?;
     let mut store = args.store.open()?;
     let id = args.store.resolve(&store, &args.run)?;
+    // The variant whose outputs these are: a revalidated run's are its
+    // source's (`outputs_from`), and so is its variant.
+    let read = |id: i64| {
+        store
+            .run(id)
+            .map_err(|e| Failure::usage(format!("run {id}: {e}")))
+    };
+    let mut record = read(id)?;
+    if let Some(source) = record.outputs_from {
+        record = read(source)?;
+    }
+    let variant = record.variant.as_ref().map(|v| v.name.as_str());
+    let config = variant::load_for(&args.config, variant).map_err(|e| match variant {
+        Some(_) => Failure::usage(format!("run {id} ({}): {e}", record.name)),
+        None => Failure::usage(e.to_string()),
+    })?;
     let done = crate::failure::runtime()?
         .block_on(revalidate(
             &mut store,

@@ -478,3 +478,61 @@ fn a_variants_run_on_postgres_reads_back_as_on_sqlite() {
         ["1"]
     );
 }
+
+/// `probity revalidate` of a variant's run reads the file's `[[variant]]`
+/// tables and applies the run's own variant (its checks re-run on the
+/// stored outputs give the stored rates); a run of a variant the file no
+/// longer has is an error naming the run's variant and the file's; a run
+/// made before the file had variants is revalidated with the file's base.
+#[test]
+fn a_variant_run_revalidates_with_its_own_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    pin_seed(d, 3);
+    let plain = probity(d, &["run", "-q", "--outputs", "3", "--format", "json"]);
+    let path = d.join("probity.toml");
+    let cfg = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{cfg}{VARIANTS}")).unwrap();
+    let out = probity(d, &["run", "-q", "--outputs", "3", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let rates = |v: &Value| -> Vec<(String, u64, u64)> {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let r = &c["rate"];
+                (
+                    c["name"].as_str().unwrap().to_string(),
+                    r["pass"].as_u64().unwrap(),
+                    r["fail"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    for (run, stored) in [("polite-assistant/sloppy", None), ("1", Some(json(&plain)))] {
+        let stored =
+            stored.unwrap_or_else(|| json(&probity(d, &["report", run, "--format", "json"])));
+        let out = probity(d, &["revalidate", run, "--format", "json"]);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{run}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(rates(&json(&out)), rates(&stored), "{run}");
+    }
+    // Without the variant, the run cannot be revalidated from this file.
+    let cfg = std::fs::read_to_string(&path).unwrap();
+    let at = cfg.find("[[variant]]\nname = \"sloppy\"").unwrap();
+    std::fs::write(&path, &cfg[..at]).unwrap();
+    let out = probity(d, &["revalidate", "polite-assistant/sloppy"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("variant \"sloppy\"")
+            && err.contains("probity.toml")
+            && err.contains("its variants: base, same"),
+        "{err}"
+    );
+}

@@ -307,7 +307,7 @@ fn icc_bound_uses_the_observed_clustering() {
 }
 
 /// Issue 23 item 2: the default (profile likelihood, lower end extended to
-/// the ICC bound) uses what the data say about clustering. At p = 0.97,
+/// the ICC bound while few inputs fail) uses what the data say about clustering. At p = 0.97,
 /// ICC 0.1, 20 × 30, among replicates whose failures are spread over at
 /// least two inputs, its mean width is at most 1.6 × the design-effect
 /// interval's (1.43 × in bench/coverage.sh at 4,000 replicates) while the
@@ -361,4 +361,49 @@ fn the_default_uses_the_observed_clustering() {
         );
         assert!(1.0 - f(below + above) >= 0.91, "p {p} {n}x{m}");
     }
+}
+
+/// The default treats passes and failures alike: swapping them on every
+/// input (x ↦ m − x) mirrors the interval about ½. Before the extension
+/// followed the rarer outcome, only the lower end was extended, and a
+/// check failing almost always (3 % passes on few inputs) got an upper end
+/// as over-confident as the likelihood ratio alone. Replicates at p = 0.97
+/// with the failures on fewer and on more than 10 inputs, so both the
+/// extended and the plain likelihood-ratio ends are compared.
+#[test]
+fn the_default_mirrors_about_one_half() {
+    let mut rng = StdRng::seed_from_u64(2330);
+    let mut extended = 0;
+    for (rho, n, m) in [
+        (0.3, 20usize, 10u64),
+        (0.0, 20, 30),
+        (0.1, 50, 20),
+        (0.3, 7, 12),
+    ] {
+        for _ in 0..40 {
+            let (clusters, counts) = replicate(&mut rng, 0.97, rho, n, m);
+            let mirrored: Vec<ClusterSum> = clusters
+                .iter()
+                .map(|c| {
+                    let x = c.sum.round() as u64;
+                    ClusterSum::from_passes(c.count - x, c.count).unwrap()
+                })
+                .collect();
+            let flip = Counts {
+                pass: counts.fail,
+                fail: counts.pass,
+                ..counts
+            };
+            let a = rate(&clusters, counts, ClusterMethod::default()).interval;
+            let b = rate(&mirrored, flip, ClusterMethod::default()).interval;
+            assert!(
+                (a.lower - (1.0 - b.upper)).abs() < 1e-6
+                    && (a.upper - (1.0 - b.lower)).abs() < 1e-6,
+                "{a:?} against mirrored {b:?} ({rho}, {n}x{m})"
+            );
+            let failing = clusters.iter().filter(|c| c.sum < c.count as f64).count();
+            extended += usize::from(failing > 0 && failing < 10);
+        }
+    }
+    assert!((20..=140).contains(&extended), "{extended} of 160 extended");
 }

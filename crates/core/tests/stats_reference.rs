@@ -123,16 +123,19 @@ fn paired_t_interval_matches_scipy() {
 /// The default clustered interval (`profile_likelihood`) against an
 /// independent implementation with scipy (bounded Brent maximisation of
 /// the beta-binomial likelihood over ln κ, brentq for the bounds; script
-/// below): the profile-likelihood bounds with t_{G−1}, the lower end
-/// extended to the ICC bound's. Probity's ICC search stops at 1e-3 in
-/// ln κ, so bounds agree to 1e-4. The first case is issue 23's 20 × 30
-/// with 5 failures on 5 inputs: established against 0.95.
+/// below): the profile-likelihood bounds with t_{G−1}, the end away from
+/// the boundary extended to the ICC bound's while fewer than 10 inputs
+/// show the rarer outcome. Probity's ICC search stops at 1e-3 in ln κ, so
+/// bounds agree to 1e-4. The first case is issue 23's 20 × 30 with 5
+/// failures on 5 inputs: established against 0.95; the fourth has failures
+/// on 12 inputs (no extension); the fifth mirrors the first (x ↦ m − x),
+/// and its interval is the first's mirrored about ½.
 #[test]
 fn profile_likelihood_matches_scipy() {
     use probity_core::stats::betabin::profile_likelihood;
     /// (passes, outputs) per input; lower, upper from the script.
     type Case = (Vec<(u64, u64)>, f64, f64);
-    let cases: [Case; 3] = [
+    let cases: [Case; 5] = [
         (
             [vec![(30, 30); 15], vec![(29, 30); 5]].concat(),
             0.977984,
@@ -156,6 +159,16 @@ fn profile_likelihood_matches_scipy() {
             0.614219,
             0.977182,
         ),
+        (
+            [vec![(9, 10); 8], vec![(8, 10); 4], vec![(10, 10); 8]].concat(),
+            0.873720,
+            0.954087,
+        ),
+        (
+            [vec![(0, 30); 15], vec![(1, 30); 5]].concat(),
+            0.002760,
+            0.022016,
+        ),
     ];
     for (i, (xs, lower, upper)) in cases.iter().enumerate() {
         let clusters: Vec<ClusterSum> = xs
@@ -175,9 +188,10 @@ fn profile_likelihood_matches_scipy() {
 }
 
 // Generated with Python 3.11.7, scipy 1.17.1, numpy 2.4.6:
-// # Profile-likelihood interval of the beta-binomial mean, t(G-1), lower end
-// # extended to the ICC-bound (Wilson at n/deff(rho_U), rho_U the 90% upper
-// # LR bound on the ICC at mu = p-hat); independent of probity.
+// # Profile-likelihood interval of the beta-binomial mean, t(G-1); the end away
+// # from the boundary extended to the ICC-bound interval's (Wilson at
+// # n/deff(rho_U), rho_U the 90% upper LR bound on the ICC at mu = p-hat) while
+// # fewer than 10 inputs show the rarer outcome; independent of probity.
 // import numpy as np
 // from scipy import optimize, stats
 // from scipy.special import betaln
@@ -198,7 +212,7 @@ fn profile_likelihood_matches_scipy() {
 //     best = max([-r.fun, loglik(xs, ms, mu, LO)] + [loglik(xs, ms, mu, t) for t in grid])
 //     return max(best, loglik_binom(xs, ms, mu))
 //
-// def icc_hat_and_upper(xs, ms, mu, gamma=0.1):
+// def icc_upper(xs, ms, mu, gamma=0.1):
 //     grid = np.linspace(LO, HI, 4000)
 //     ll = np.array([loglik(xs, ms, mu, t) for t in grid])
 //     i = int(np.argmax(ll)); best = ll[i]
@@ -226,18 +240,26 @@ fn profile_likelihood_matches_scipy() {
 //     g = lambda mu: 2 * (top - profile(xs, ms, mu)) - c * c
 //     lo = optimize.brentq(g, 1e-9, p - 1e-12, xtol=1e-12)
 //     hi = optimize.brentq(g, p + 1e-12, 1 - 1e-9, xtol=1e-12)
-//     rho_u = icc_hat_and_upper(xs, ms, p)
-//     deff = np.sum(ms * (1 + (ms - 1) * rho_u)) / n
-//     ib_lo, _ = wilson(p * n / deff, n / deff, conf)
-//     return min(lo, ib_lo), hi, lo, ib_lo
+//     failing = int(np.sum(xs < ms)); passing = int(np.sum(xs > 0))
+//     if (p >= 0.5 and failing < 10) or (p <= 0.5 and passing < 10):
+//         rho_u = icc_upper(xs, ms, p)
+//         deff = np.sum(ms * (1 + (ms - 1) * rho_u)) / n
+//         ib_lo, ib_hi = wilson(p * n / deff, n / deff, conf)
+//         if p >= 0.5 and failing < 10:
+//             lo = min(lo, ib_lo)
+//         if p <= 0.5 and passing < 10:
+//             hi = max(hi, ib_hi)
+//     return lo, hi
 //
 // for name, xs, ms in [
 //     ("issue 20x30, 5 failures on 5 inputs", [30] * 15 + [29] * 5, [30] * 20),
 //     ("20x10 clustered", [10] * 15 + [9] * 3 + [4] * 2, [10] * 20),
 //     ("unbalanced", [8, 10, 5, 12, 3, 20, 9], [10, 10, 6, 12, 5, 20, 10]),
+//     ("20x10, failures on 12 inputs", [9] * 8 + [8] * 4 + [10] * 8, [10] * 20),
+//     ("the issue's case mirrored", [0] * 15 + [1] * 5, [30] * 20),
 // ]:
-//     lower, upper, lr_lo, ib_lo = interval(xs, ms)
-//     print(f"{name}: [{lower:.6f}, {upper:.6f}] (LR lower {lr_lo:.6f}, ICC-bound lower {ib_lo:.6f})")
+//     lower, upper = interval(xs, ms)
+//     print(f"{name}: [{lower:.6f}, {upper:.6f}]")
 
 // Generated with Python 3.11.7, statsmodels 0.15.0, scipy 1.17.1, numpy 2.4.6.
 /// (x, n, confidence, method, lower, upper) from

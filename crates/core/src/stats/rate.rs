@@ -16,7 +16,9 @@ use serde::{Deserialize, Serialize};
 pub enum ClusterMethod {
     /// The default: the beta-binomial profile-likelihood interval with a t
     /// reference on G − 1 degrees of freedom, its lower bound extended to
-    /// the ICC-bound interval's ([`super::betabin::profile_likelihood`]).
+    /// the ICC-bound interval's while fewer than 10 inputs have a failure
+    /// (the upper bound, mirrored, for rates below ½;
+    /// [`super::betabin::profile_likelihood`]).
     /// Uses what the data say about clustering: close to Wilson on all
     /// outputs when failures are spread over inputs, wide when they are
     /// concentrated; Wilson-t on the G inputs when every output passes.

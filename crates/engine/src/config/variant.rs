@@ -433,6 +433,40 @@ impl Variants {
     }
 }
 
+/// The configuration that applies to a stored run (`probity revalidate`),
+/// read from `path`: the file as [`Config::load`] reads it when it has no
+/// `[[variant]]` tables; with tables, the configuration of the run's own
+/// `variant` ([`Variants::config`]), or, for a run that is no variant, the
+/// file without its tables (the checks are the same for every variant).
+/// A run of a variant the file does not have is an error naming both.
+pub fn load_for(path: &Path, variant: Option<&str>) -> Result<Config, ConfigError> {
+    let raw = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let text = crate::config::inputs::strip_bom(&raw);
+    let Some(variants) = parse(text, path)? else {
+        return Config::from_str(text, path);
+    };
+    let Some(name) = variant else {
+        let body = toml::to_string(&variants.base).map_err(|e| invalid(path, 1, e))?;
+        return Config::from_str(&body, path);
+    };
+    match variants.specs.iter().find(|s| s.name == name) {
+        Some(spec) => variants.config(spec, path, &Overrides::default()),
+        None => {
+            let known: Vec<&str> = variants.specs.iter().map(|s| s.name.as_str()).collect();
+            Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message: format!(
+                    "the run is variant {name:?}, and this file has no [[variant]] of that name (its variants: {}); restore the variant or name a file that has it",
+                    known.join(", ")
+                ),
+            })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
