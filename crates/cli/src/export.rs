@@ -17,8 +17,9 @@ pub struct ExportArgs {
     #[arg(long)]
     all: bool,
     /// Every run of RUN's name created at or after this time
-    /// (`2026-11-20`, or `2026-11-20T14:00:00Z`, UTC), not only the one:
-    /// the failures of every replica and day since then.
+    /// (`2026-11-20`, or `2026-11-20T14:00:00Z`, UTC, or a span back from
+    /// now: `24h`, `7d`), not only the one: the failures of every replica
+    /// and day since then.
     #[arg(long, value_name = "DATE")]
     since: Option<String>,
     /// Write the JSONL here instead of standard output.
@@ -36,7 +37,7 @@ pub fn run(args: &ExportArgs) -> Result<u8, Failure> {
     let ids = match &args.since {
         None => vec![id],
         Some(since) => {
-            let since = since_stamp(since)?;
+            let since = crate::since::stamp(since)?;
             let name = store.run(id).map_err(fail)?.name;
             let mut ids: Vec<i64> = store
                 .runs(Some(&name))
@@ -78,34 +79,4 @@ pub fn run(args: &ExportArgs) -> Result<u8, Failure> {
         None => crate::stdout::out(&text),
     }
     Ok(0)
-}
-
-/// `since` as the stored timestamps are written (`YYYY-MM-DDTHH:MM:SSZ`),
-/// so that comparing text compares times: a date alone is its midnight.
-fn since_stamp(since: &str) -> Result<String, Failure> {
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    let ok_date = |d: &str| {
-        let p: Vec<&str> = d.split('-').collect();
-        p.len() == 3
-            && p[0].len() == 4
-            && p[1].len() == 2
-            && p[2].len() == 2
-            && p.iter().all(|x| digits(x))
-    };
-    let ok_time = |t: &str| {
-        let p: Vec<&str> = t.split(':').collect();
-        p.len() == 3 && p.iter().all(|x| x.len() == 2 && digits(x))
-    };
-    let stamp = match since.split_once('T') {
-        None if ok_date(since) => format!("{since}T00:00:00Z"),
-        Some((d, t)) if ok_date(d) && ok_time(t.trim_end_matches('Z')) => {
-            format!("{d}T{}Z", t.trim_end_matches('Z'))
-        }
-        _ => {
-            return Err(Failure::usage(format!(
-                "--since {since:?}: expected a UTC date or time, such as 2026-11-20 or 2026-11-20T14:00:00Z"
-            )))
-        }
-    };
-    Ok(stamp)
 }

@@ -19,6 +19,7 @@ mod run_info;
 mod serve;
 mod signals;
 mod sim;
+mod since;
 mod stdout;
 mod store_arg;
 mod trend;

@@ -31,6 +31,13 @@ pub struct MonitorArgs {
     /// Requests in the display window.
     #[arg(long, default_value_t = 500)]
     window: usize,
+    /// Pool every run of NAME created at or after this time, finished or
+    /// not, besides those being written: a UTC date or time
+    /// (`2026-11-20`, `2026-11-20T14:00:00Z`) or a span back from now
+    /// (`24h`, `7d`). With `--once`, a pooled report of every replica's
+    /// traffic since then.
+    #[arg(long, value_name = "TIME")]
+    since: Option<String>,
     #[command(flatten)]
     store: StoreArg,
 }
@@ -47,6 +54,7 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
     if args.epoch == 0 || args.window == 0 {
         return Err(Failure::usage("--epoch and --window must be at least 1"));
     }
+    let since = args.since.as_deref().map(crate::since::stamp).transpose()?;
     let store = args.store.open()?;
     let mut follow = LiveFollow::new(
         &args.name,
@@ -56,12 +64,20 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
             window: args.window,
         },
     );
+    if let Some(stamp) = &since {
+        follow = follow.since(stamp);
+    }
     let terminal = std::io::stdout().is_terminal();
     loop {
         let alarms = follow
             .poll(&store)
             .map_err(|e| Failure::incomplete(e.to_string()))?;
-        let page = render(&args.name, &follow, terminal && !args.once);
+        let page = render(
+            &args.name,
+            since.as_deref(),
+            &follow,
+            terminal && !args.once,
+        );
         if terminal && !args.once {
             // Home and clear, then the page.
             crate::stdout::out(&format!("\x1b[H\x1b[2J{page}"));
@@ -79,32 +95,40 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
 }
 
 /// The page: the runs pooled, then one line per check and attempt kind.
-fn render(name: &str, follow: &LiveFollow, color: bool) -> String {
+fn render(name: &str, since: Option<&str>, follow: &LiveFollow, color: bool) -> String {
     let (runs, skipped) = follow.runs();
     let live = follow.snapshot();
-    let mut out = format!(
-        "live traffic of {:?}: {} run{} being written ({})\n",
-        terminal_line(name, 60),
-        runs.len(),
-        if runs.len() == 1 { "" } else { "s" },
-        runs.iter()
+    let ids = |ids: &[i64]| {
+        ids.iter()
             .map(|r| r.to_string())
             .collect::<Vec<_>>()
-            .join(", "),
-    );
+            .join(", ")
+    };
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let mut out = match since {
+        None => format!(
+            "live traffic of {:?}: {} run{} being written ({})\n",
+            terminal_line(name, 60),
+            runs.len(),
+            plural(runs.len()),
+            ids(&runs),
+        ),
+        Some(t) => format!(
+            "traffic of {:?} since {t}: {} run{} ({}), {} being written\n",
+            terminal_line(name, 60),
+            runs.len(),
+            plural(runs.len()),
+            ids(&runs),
+            follow.running().len(),
+        ),
+    };
     if !skipped.is_empty() {
-        out.push_str(&format!(
-            "left out (other checks): runs {}\n",
-            skipped
-                .iter()
-                .map(|r| r.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        out.push_str(&format!("left out (other checks): runs {}\n", ids(skipped)));
     }
     match live {
         Some(l) => out.push_str(&block(&l, color)),
-        None => out.push_str("no run of this name is being written (start `probity serve` with this configuration and store)\n"),
+        None if since.is_some() => out.push_str("no run of this name was served since then, and none is being written (`probity runs` lists the store's runs)\n"),
+        None => out.push_str("no run of this name is being written (start `probity serve` with this configuration and store, or pool finished runs with --since)\n"),
     }
     out
 }

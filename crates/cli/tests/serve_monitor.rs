@@ -310,5 +310,40 @@ async fn monitor_pools_the_replicas_traffic_from_the_store() {
             .unwrap()
     };
     assert!(rate(published) > rate(first), "{page}");
-    drop((a, b));
+    // Both replicas stopped: nothing is being written, and `--since` pools
+    // the finished runs, the same 40 requests at the same rates.
+    assert_eq!(a.stop("TERM"), Some(0));
+    assert_eq!(b.stop("TERM"), Some(0));
+    let monitor = |extra: &[&str]| {
+        let out = probity_cmd()
+            .args(["monitor", "pooled", "--once", "--store"])
+            .arg(&store)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let idle = monitor(&[]);
+    assert!(idle.contains("0 runs being written") && idle.contains("--since"), "{idle}");
+    let day = monitor(&["--since", "24h"]);
+    assert!(day.contains("2 runs (1, 2), 0 being written"), "{day}");
+    let line = |page: &str, kind: &str| -> String {
+        page.lines()
+            .find(|l| l.trim_start().starts_with("contraction_validator") && l.contains(kind))
+            .unwrap_or_else(|| panic!("{page}"))
+            .to_string()
+    };
+    assert_eq!(line(&day, " first "), first);
+    assert_eq!(line(&day, " published "), published);
+    // Runs before the time are left out; a bad time names the forms.
+    let later = monitor(&["--since", "2999-01-01"]);
+    assert!(later.contains("no run of this name was served since then"), "{later}");
+    let out = probity_cmd()
+        .args(["monitor", "pooled", "--once", "--since", "yesterday", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--since \"yesterday\": expected a UTC date or time"));
 }

@@ -62,12 +62,19 @@ fn damaged(store: &Store, run: i64, e: impl std::fmt::Display) -> StoreError {
     }
 }
 
-/// The pooled live rates of every run named `name`.
+/// The pooled live rates of every run named `name` being written, and with
+/// [`LiveFollow::since`], of every run of it created since a time, finished
+/// or not (a pooled report of every replica's traffic over a day).
 pub struct LiveFollow {
     name: String,
     settings: WatchSettings,
+    /// Runs created at or after this stored timestamp
+    /// (`YYYY-MM-DDTHH:MM:SSZ`) are pooled whatever their status.
+    since: Option<String>,
     /// Followed runs and the next input to read of each.
     runs: BTreeMap<i64, usize>,
+    /// Of `runs`, those being written at the last poll.
+    running: Vec<i64>,
     /// The watches, made with the first run followed's checks.
     rates: Option<LiveRates>,
     /// Runs not pooled: their checks differ from the first run's.
@@ -86,19 +93,43 @@ impl LiveFollow {
         LiveFollow {
             name: name.to_string(),
             settings,
+            since: None,
             runs: BTreeMap::new(),
+            running: Vec::new(),
             rates: None,
             skipped: Vec::new(),
         }
+    }
+
+    /// Pool, besides the runs being written, every run of the name created
+    /// at or after `stamp` (as the store writes times,
+    /// `YYYY-MM-DDTHH:MM:SSZ`, so that text order is time order), finished
+    /// or interrupted: each is read to its end once.
+    pub fn since(mut self, stamp: &str) -> LiveFollow {
+        self.since = Some(stamp.to_string());
+        self
     }
 
     /// Read what the runs being written added since the last poll (a run
     /// is followed from when it is first seen running until it ends); the
     /// alarms raised.
     pub fn poll(&mut self, store: &Store) -> Result<Vec<LiveAlarm>, StoreError> {
+        self.running.clear();
         for r in store.runs(Some(&self.name))? {
-            let seen = self.runs.contains_key(&r.id) || self.skipped.contains(&r.id);
-            if r.name != self.name || seen || r.status != RunStatus::Running {
+            let running = r.status == RunStatus::Running;
+            let recent = self
+                .since
+                .as_ref()
+                .is_some_and(|t| r.created_at.as_str() >= t.as_str());
+            // Only serve runs hold traffic (a `probity run` of the same
+            // name has no live settings).
+            if r.name != self.name || !(running || recent) || r.settings.live.is_none() {
+                continue;
+            }
+            if running {
+                self.running.push(r.id);
+            }
+            if self.runs.contains_key(&r.id) || self.skipped.contains(&r.id) {
                 continue;
             }
             let rates = match &mut self.rates {
@@ -134,6 +165,11 @@ impl LiveFollow {
     /// The runs pooled, and those left out (other checks).
     pub fn runs(&self) -> (Vec<i64>, &[i64]) {
         (self.runs.keys().copied().collect(), &self.skipped)
+    }
+
+    /// Of the runs pooled, those being written at the last poll.
+    pub fn running(&self) -> &[i64] {
+        &self.running
     }
 
     /// Every watch as read now; `None` before a run was found.
