@@ -37,6 +37,15 @@ pub struct ReportArgs {
     /// against the reference.
     #[arg(long, requires = "variants")]
     all_pairs: bool,
+    /// With --variants: compare each variant with this one instead of the
+    /// reference the run was made with.
+    #[arg(
+        long,
+        value_name = "VARIANT",
+        requires = "variants",
+        conflicts_with = "all_pairs"
+    )]
+    reference: Option<String>,
     /// With --variants: judge each difference at level α on its own,
     /// without the Holm adjustment across pairs × checks.
     #[arg(long, requires = "variants")]
@@ -57,8 +66,12 @@ pub fn report(args: &ReportArgs) -> Result<u8, Failure> {
     let run = args.run.as_deref().unwrap_or_default();
     let id = args.store.resolve(&store, run)?;
     if args.variants {
-        let report =
-            crate::variants::stored_report(&store, id, args.all_pairs, args.no_correction)?;
+        let against = match &args.reference {
+            Some(name) => crate::variants::Against::Variant(name),
+            None if args.all_pairs => crate::variants::Against::EveryPair,
+            None => crate::variants::Against::Stored,
+        };
+        let report = crate::variants::stored_report(&store, id, against, args.no_correction)?;
         args.out.emit(&report)?;
         if !args.check {
             return Ok(0);

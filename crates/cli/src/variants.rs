@@ -248,10 +248,25 @@ pub async fn run(
 /// `probity report RUN --variants`: the variants run that stored run `id`
 /// is a variant of, compared as it was run (against its reference) or,
 /// with `all_pairs`, every pair.
+/// What a stored variants report compares each variant with.
+#[derive(Debug, Clone, Copy)]
+pub enum Against<'a> {
+    /// The reference the run was made with (or every pair, if it was).
+    Stored,
+    /// Every pair (`--all-pairs`).
+    EveryPair,
+    /// The named variant (`--reference`).
+    Variant(&'a str),
+}
+
+/// The variants report of the group run `id` belongs to, read from the
+/// store, each variant compared as `against` says; with `no_correction`
+/// each difference is judged at level α on its own. A run of no group, or
+/// a `--reference` the group does not have, is a usage error naming it.
 pub fn stored_report(
     store: &Store,
     id: i64,
-    all_pairs: bool,
+    against: Against<'_>,
     no_correction: bool,
 ) -> Result<VariantsReport, Failure> {
     let (g, records) = group::group_of(store, id)
@@ -265,10 +280,24 @@ pub fn stored_report(
         .first()
         .map(|r| group::base_name(r).to_string())
         .unwrap_or_default();
-    let reference = if all_pairs {
-        None
-    } else {
-        reference_of(&records)
+    let reference = match against {
+        Against::Stored => reference_of(&records),
+        Against::EveryPair => None,
+        Against::Variant(name) => Some(
+            records
+                .iter()
+                .position(|r| r.variant.as_ref().is_some_and(|v| v.name == name))
+                .ok_or_else(|| {
+                    let known: Vec<&str> = records
+                        .iter()
+                        .filter_map(|r| r.variant.as_ref().map(|v| v.name.as_str()))
+                        .collect();
+                    Failure::usage(format!(
+                        "--reference {name:?}: the variants run of run {id} has no variant of that name (its variants: {})",
+                        known.join(", ")
+                    ))
+                })?,
+        ),
     };
     let runs = records
         .iter()

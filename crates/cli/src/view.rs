@@ -229,7 +229,12 @@ impl Pages for Viewer {
     fn variants(&self, id: i64) -> Page {
         page((|| {
             let store = self.open()?;
-            let r = crate::variants::stored_report(&store, id, false, false)?;
+            let r = crate::variants::stored_report(
+                &store,
+                id,
+                crate::variants::Against::Stored,
+                false,
+            )?;
             Ok(pages::variants_page(&r))
         })())
     }

@@ -325,7 +325,10 @@ async fn monitor_pools_the_replicas_traffic_from_the_store() {
         text(&out.stdout)
     };
     let idle = monitor(&[]);
-    assert!(idle.contains("0 runs being written") && idle.contains("--since"), "{idle}");
+    assert!(
+        idle.contains("0 runs being written") && idle.contains("--since"),
+        "{idle}"
+    );
     let day = monitor(&["--since", "24h"]);
     assert!(day.contains("2 runs (1, 2), 0 being written"), "{day}");
     let line = |page: &str, kind: &str| -> String {
@@ -338,9 +341,19 @@ async fn monitor_pools_the_replicas_traffic_from_the_store() {
     assert_eq!(line(&day, " published "), published);
     // Runs before the time are left out; a bad time names the forms.
     let later = monitor(&["--since", "2999-01-01"]);
-    assert!(later.contains("no run of this name was served since then"), "{later}");
+    assert!(
+        later.contains("no run of this name was served since then"),
+        "{later}"
+    );
     let out = probity_cmd()
-        .args(["monitor", "pooled", "--once", "--since", "yesterday", "--store"])
+        .args([
+            "monitor",
+            "pooled",
+            "--once",
+            "--since",
+            "yesterday",
+            "--store",
+        ])
         .arg(&store)
         .output()
         .unwrap();

@@ -536,3 +536,41 @@ fn a_variant_run_revalidates_with_its_own_variant() {
         "{err}"
     );
 }
+
+/// `probity report RUN --variants --reference NAME` compares the stored
+/// variants with another reference than the run's, without sampling
+/// again: the worse variant as reference makes the base one "better";
+/// an unknown name lists the group's variants.
+#[test]
+fn a_stored_variants_report_takes_another_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    setup(d, VARIANTS);
+    let out = probity(d, &["run", "-q", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(json(&out)["reference"], "base");
+    let report = |extra: &[&str]| {
+        let mut args = vec!["report", "polite-assistant/same", "--variants"];
+        args.extend_from_slice(extra);
+        probity(d, &args)
+    };
+    let v = json(&report(&["--reference", "sloppy", "--format", "json"]));
+    assert_eq!(v["reference"], "sloppy");
+    assert_eq!(v["tests"], 4);
+    assert_eq!(
+        check(pair(&v, "base"), "contraction_validator")["verdict"],
+        "better"
+    );
+    // The stored reference is still the default.
+    assert_eq!(json(&report(&["--format", "json"]))["reference"], "base");
+    let out = report(&["--reference", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains(
+            "--reference \"nope\": the variants run of run 2 has no variant of that name (its variants: base, same, sloppy)"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(report(&["--reference", "base", "--all-pairs"]).status.code(), Some(2));
+}
