@@ -29,10 +29,10 @@ pub const SCHEMA: &str = "probity.plan.v1";
 
 /// The whole document.
 #[derive(Debug, Serialize)]
-pub struct WirePlanReport {
+pub struct WirePlanReport<'a> {
     pub schema: &'static str,
     pub run: Option<WirePlanRun>,
-    pub retry: WireRetry,
+    pub retry: WireRetry<'a>,
     pub guarded: Option<WireGuarded>,
     /// The sample size for given minimums; `null` when not asked for
     /// (added within v1).
@@ -105,13 +105,13 @@ pub struct WirePlanRun {
 }
 
 /// Build the wire document of `p`.
-pub fn wire(p: &PlanReport) -> WirePlanReport {
+pub fn wire(p: &PlanReport) -> WirePlanReport<'_> {
     let method = p
         .run
         .as_ref()
         .map(|r| r.analysis.interval)
         .unwrap_or_default();
-    let label = |i: usize| {
+    let label = move |i: usize| {
         p.run
             .as_ref()
             .and_then(|r| r.input_labels.get(i))
@@ -127,7 +127,7 @@ pub fn wire(p: &PlanReport) -> WirePlanReport {
             outputs_per_input: r.shape.1,
             checks: r.checks.clone(),
         }),
-        retry: retry(&p.plan, p.target, method, &label),
+        retry: retry(&p.plan, p.target, method, label),
         guarded: p
             .run
             .as_ref()

@@ -78,9 +78,42 @@ use serde_json::{Map, Value};
 /// The value of the `schema` field.
 pub const SCHEMA: &str = "probity.report.v1";
 
+/// A JSON array whose entries are made while it is written
+/// (`Serializer::collect_seq`), never held: the per-input arrays have an
+/// entry per input and check, gigabytes at a million inputs if built whole.
+/// Serialising twice makes the entries twice.
+pub struct Streamed<'a, T>(Box<dyn Fn() -> Box<dyn Iterator<Item = T> + 'a> + 'a>);
+
+impl<'a, T> Streamed<'a, T> {
+    /// The array of what `make` yields each time it is called.
+    pub fn new<I: Iterator<Item = T> + 'a>(make: impl Fn() -> I + 'a) -> Self {
+        Streamed(Box::new(move || Box::new(make())))
+    }
+
+    /// An empty array.
+    pub fn empty() -> Self
+    where
+        T: 'a,
+    {
+        Streamed::new(std::iter::empty)
+    }
+}
+
+impl<T: Serialize> Serialize for Streamed<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq((self.0)())
+    }
+}
+
+impl<T> std::fmt::Debug for Streamed<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[…]")
+    }
+}
+
 /// The whole document.
 #[derive(Debug, Serialize)]
-pub struct Wire {
+pub struct Wire<'a> {
     pub schema: &'static str,
     pub run: WireRun,
     pub shape: WireShape,
@@ -88,10 +121,10 @@ pub struct Wire {
     pub passed: bool,
     pub summary: WireTally,
     pub counts: WireCounts,
-    pub checks: Vec<WireCheck>,
+    pub checks: Vec<WireCheck<'a>>,
     pub aggregate: WireAggregate,
-    pub profiles: WireProfiles,
-    pub retry: WireRetry,
+    pub profiles: WireProfiles<'a>,
+    pub retry: WireRetry<'a>,
     pub examples: Vec<WireExample>,
     /// The guarded system beside its prediction; `null` for a run without
     /// a retry policy.
@@ -257,11 +290,11 @@ pub struct WireFailure {
 
 /// pass^k and pass@k of one check.
 #[derive(Debug, Serialize)]
-pub struct WireConsistency {
+pub struct WireConsistency<'a> {
     pub k: u32,
     pub mean_pass_all_k: WireRate,
     pub mean_pass_any_k: WireRate,
-    pub per_input: Vec<WireInputConsistency>,
+    pub per_input: Streamed<'a, WireInputConsistency>,
 }
 
 #[derive(Debug, Serialize)]
@@ -282,15 +315,14 @@ fn band_of(v: &Option<(f64, Interval)>) -> Option<WireBand> {
     })
 }
 
-impl WireConsistency {
-    fn new(r: &RunReport, c: &Consistency, method: IntervalMethod) -> Self {
+impl<'a> WireConsistency<'a> {
+    fn new(r: &'a RunReport, c: &'a Consistency, method: IntervalMethod) -> Self {
         WireConsistency {
             k: c.k,
             mean_pass_all_k: WireRate::new(&c.mean_pass_all_k, method),
             mean_pass_any_k: WireRate::new(&c.mean_pass_any_k, method),
-            per_input: c
-                .per_input()
-                .map(|p| WireInputConsistency {
+            per_input: Streamed::new(move || {
+                c.per_input().map(move |p| WireInputConsistency {
                     index: p.index,
                     label: label(r, p.index),
                     passes: p.passes,
@@ -298,7 +330,7 @@ impl WireConsistency {
                     pass_all_k: band_of(&p.pass_all_k),
                     pass_any_k: band_of(&p.pass_any_k),
                 })
-                .collect(),
+            }),
         }
     }
 }
@@ -424,7 +456,7 @@ pub struct WireEntry {
 }
 
 #[derive(Debug, Serialize)]
-pub struct WireCheck {
+pub struct WireCheck<'a> {
     pub index: usize,
     pub name: String,
     pub kind: &'static str,
@@ -436,10 +468,10 @@ pub struct WireCheck {
     pub worst_input: Option<WireEntry>,
     pub breakdown_by: Option<&'static str>,
     pub breakdown_below: usize,
-    pub breakdown: Vec<WireEntry>,
+    pub breakdown: Streamed<'a, WireEntry>,
     pub broken: bool,
     pub errors: WireCauses,
-    pub consistency: Option<WireConsistency>,
+    pub consistency: Option<WireConsistency<'a>>,
     /// A verifier calibrated on a labelled set (added within v1).
     pub calibration: Option<crate::json::calibration::WireCalibration>,
 }
@@ -459,9 +491,9 @@ pub struct WireAggregate {
 }
 
 #[derive(Debug, Serialize)]
-pub struct WireProfiles {
-    pub inputs: Vec<WireEntry>,
-    pub outputs: Vec<WireEntry>,
+pub struct WireProfiles<'a> {
+    pub inputs: Streamed<'a, WireEntry>,
+    pub outputs: Streamed<'a, WireEntry>,
 }
 
 #[derive(Debug, Serialize)]
@@ -500,7 +532,7 @@ pub struct WireInputPlan {
 }
 
 #[derive(Debug, Serialize)]
-pub struct WireRetry {
+pub struct WireRetry<'a> {
     pub target: Option<f64>,
     pub rates: Vec<Option<f64>>,
     pub p_independent: Option<f64>,
@@ -510,7 +542,7 @@ pub struct WireRetry {
     pub measured_rate: Option<WireRate>,
     pub dependence_ratio: Option<f64>,
     pub phi: Vec<Vec<Option<f64>>>,
-    pub per_input: Vec<WireInputPlan>,
+    pub per_input: Streamed<'a, WireInputPlan>,
 }
 
 /// A value with an interval (`lower` = `upper` = `estimate` for a point).
@@ -623,7 +655,7 @@ fn entry(r: &RunReport, e: &ProfileEntry, labelled: bool, method: IntervalMethod
     }
 }
 
-fn check(r: &RunReport, index: usize, c: &CheckSummary) -> WireCheck {
+fn check<'a>(r: &'a RunReport, index: usize, c: &'a CheckSummary) -> WireCheck<'a> {
     let s = &r.summary;
     let method = s.options.interval;
     let breakdown_by = (!c.breakdown.is_empty()).then_some(match s.strategy {
@@ -656,11 +688,12 @@ fn check(r: &RunReport, index: usize, c: &CheckSummary) -> WireCheck {
         worst_input: c.worst_input.as_ref().map(|w| entry(r, w, true, method)),
         breakdown_by,
         breakdown_below: c.breakdown_below,
-        breakdown: c
-            .breakdown
-            .iter()
-            .map(|e| entry(r, e, breakdown_by == Some("inputs"), method))
-            .collect(),
+        breakdown: Streamed::new(move || {
+            let labelled = breakdown_by == Some("inputs");
+            c.breakdown
+                .iter()
+                .map(move |e| entry(r, e, labelled, method))
+        }),
         broken: r.broken_cause(index).is_some(),
         errors: WireCauses::new(r, &r.causes.checks.get(index).cloned().unwrap_or_default()),
         consistency: c
@@ -676,12 +709,12 @@ fn check(r: &RunReport, index: usize, c: &CheckSummary) -> WireCheck {
 
 /// The retry plan as a wire struct: the run's, or a plan's
 /// (`probity.plan.v1`). `label` gives input `i`'s id.
-pub(crate) fn retry(
-    plan: &RetryPlan,
+pub(crate) fn retry<'a>(
+    plan: &'a RetryPlan,
     target: f64,
     method: IntervalMethod,
-    label: &dyn Fn(usize) -> Option<String>,
-) -> WireRetry {
+    label: impl Fn(usize) -> Option<String> + Copy + 'a,
+) -> WireRetry<'a> {
     WireRetry {
         target: num(target),
         rates: plan.rates.iter().map(|&x| num(x)).collect(),
@@ -704,31 +737,24 @@ pub(crate) fn retry(
                     .collect()
             })
             .unwrap_or_default(),
-        per_input: plan
-            .empirical
-            .as_ref()
-            .map(|e| {
-                e.per_input
-                    .iter()
-                    .enumerate()
-                    .map(|(i, rate)| {
-                        let attempts = Geometric { p: rate.estimate }.attempts_for(target);
-                        WireInputPlan {
-                            index: i,
-                            label: label(i),
-                            rate: WireRate::new(rate, method),
-                            attempts,
-                            retries: attempts.map(|m| m.saturating_sub(1)),
-                        }
-                    })
-                    .collect()
+        per_input: Streamed::new(move || {
+            let rates = plan.empirical.as_ref().map_or(&[][..], |e| &e.per_input[..]);
+            rates.iter().enumerate().map(move |(i, rate)| {
+                let attempts = Geometric { p: rate.estimate }.attempts_for(target);
+                WireInputPlan {
+                    index: i,
+                    label: label(i),
+                    rate: WireRate::new(rate, method),
+                    attempts,
+                    retries: attempts.map(|m| m.saturating_sub(1)),
+                }
             })
-            .unwrap_or_default(),
+        }),
     }
 }
 
 /// Build the wire document of `r` (without its comparison).
-pub fn wire(r: &RunReport) -> Wire {
+pub fn wire(r: &RunReport) -> Wire<'_> {
     let s = &r.summary;
     let o = &s.options;
     let method = o.interval;
@@ -800,18 +826,18 @@ pub fn wire(r: &RunReport) -> Wire {
                 .collect(),
         },
         profiles: WireProfiles {
-            inputs: s
-                .input_profile
-                .iter()
-                .map(|e| entry(r, e, true, method))
-                .collect(),
-            outputs: s
-                .output_profile
-                .iter()
-                .map(|e| entry(r, e, false, method))
-                .collect(),
+            inputs: Streamed::new(move || {
+                s.input_profile
+                    .iter()
+                    .map(move |e| entry(r, e, true, method))
+            }),
+            outputs: Streamed::new(move || {
+                s.output_profile
+                    .iter()
+                    .map(move |e| entry(r, e, false, method))
+            }),
         },
-        retry: retry(&s.retry, target, method, &|i| label(r, i)),
+        retry: retry(&s.retry, target, method, move |i| label(r, i)),
         examples: r
             .examples
             .iter()
