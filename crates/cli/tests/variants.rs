@@ -572,5 +572,10 @@ fn a_stored_variants_report_takes_another_reference() {
         "{}",
         text(&out.stderr)
     );
-    assert_eq!(report(&["--reference", "base", "--all-pairs"]).status.code(), Some(2));
+    assert_eq!(
+        report(&["--reference", "base", "--all-pairs"])
+            .status
+            .code(),
+        Some(2)
+    );
 }

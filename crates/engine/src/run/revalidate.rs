@@ -148,7 +148,10 @@ pub async fn revalidate(
         writer.send(row)
     };
     let judging = recording.judging(calls, true);
-    let weights_of = inputs.clone();
+    // Weights are read now, so the inputs are held once (as `prepared`);
+    // weights that cannot be read leave the run without a summary, as the
+    // source's would be.
+    let weights = settings.analysis_settings().input_weights(&inputs);
     let prepared: Vec<Arc<PreparedInput<'static>>> = inputs
         .into_iter()
         .map(|i| Arc::new(PreparedInput::owned(i)))
@@ -234,11 +237,13 @@ pub async fn revalidate(
     }
     let new_id = recording.run_id;
     recording.writer.finish()?;
-    let summary = tensor.as_ref().and_then(|t| {
-        crate::run::stored::summarize(&settings, &infos, t, &weights_of)
-            .ok()
-            .map(|s| (s, t))
-    });
+    let summary = match (tensor.as_ref(), &weights) {
+        (Some(t), Ok(w)) => Some((
+            crate::run::stored::summarize_weighted(&settings, &infos, t, w.as_deref()),
+            t,
+        )),
+        _ => None,
+    };
     // A sequential run's recheck: its sequences replayed with the new checks.
     let summary = match summary {
         Some((s, t)) if settings.sequential.is_some() => {

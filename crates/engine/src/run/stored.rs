@@ -100,17 +100,32 @@ pub fn summarize(
     inputs: &[Input],
 ) -> Result<Summary, String> {
     let weights = settings.analysis_settings().input_weights(inputs)?;
+    Ok(summarize_weighted(
+        settings,
+        checks,
+        tensor,
+        weights.as_deref(),
+    ))
+}
+
+/// [`summarize`] with the inputs' weights already read (`None`: equal).
+pub fn summarize_weighted(
+    settings: &StoredSettings,
+    checks: &[CheckInfo],
+    tensor: &ReliabilityTensor,
+    weights: Option<&[f64]>,
+) -> Summary {
     // Not `try_build`: a stored run may be empty (a server that answered no
     // request), and its settings were checked when it ran.
-    Ok(Summary::build_weighted(
+    Summary::build_weighted(
         tensor,
         checks,
         settings.strategy,
         settings.aggregate,
         &settings.analysis,
-        weights.as_deref(),
+        weights,
     )
-    .with_calibration(tensor, &settings.calibration))
+    .with_calibration(tensor, &settings.calibration)
 }
 
 /// A sequential run's summary: verdicts and intervals are its confidence

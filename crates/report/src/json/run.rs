@@ -738,7 +738,10 @@ pub(crate) fn retry<'a>(
             })
             .unwrap_or_default(),
         per_input: Streamed::new(move || {
-            let rates = plan.empirical.as_ref().map_or(&[][..], |e| &e.per_input[..]);
+            let rates = plan
+                .empirical
+                .as_ref()
+                .map_or(&[][..], |e| &e.per_input[..]);
             rates.iter().enumerate().map(move |(i, rate)| {
                 let attempts = Geometric { p: rate.estimate }.attempts_for(target);
                 WireInputPlan {
