@@ -135,4 +135,10 @@ fn the_judge_line_says_how_many_verdicts_were_reused() {
         let s = render(&r, f, false);
         assert!(s.contains(judge), "{f}: {s}");
     }
+    let json: Value = serde_json::from_str(&render(&r, Format::Json, false)).unwrap();
+    let j = &json["checks"][1]["calibration"]["judge"];
+    assert_eq!(
+        (&j["labelled"], &j["reused"]),
+        (&Value::from(102), &Value::from(90))
+    );
 }
