@@ -103,8 +103,8 @@ pub async fn revalidate(
         sequential: old.settings.sequential,
         ..recheck.settings.clone()
     };
-    // Verdicts the store keeps for the same questions are read, not asked
-    // again; with calls off, only a set the store keeps whole is measured.
+    // With calls off, only a set whose every verdict the store keeps is
+    // measured.
     let mut uncalibrated = Vec::new();
     if calls {
         settings.calibration =
