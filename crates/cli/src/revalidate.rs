@@ -78,7 +78,7 @@ pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
     }
     for name in &done.uncalibrated {
         eprintln!(
-            "warning: verifier {name:?} has a labelled set, but with --no-calls its judge cannot answer it: its verdict is the judge's own rate, not corrected for the judge's errors"
+            "warning: verifier {name:?} has a labelled set, but with --no-calls its judge cannot be asked and the store does not keep its verdict on every labelled pair: its verdict is the judge's own rate, not corrected for the judge's errors"
         );
     }
     let report = load_report(&store, done.run_id)?;

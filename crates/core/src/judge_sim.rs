@@ -82,6 +82,7 @@ impl SimulatedJudge {
             fail_labels: self.fail_labels,
             judged_fail: binomial(rng, self.fail_labels, self.specificity),
             errors: 0,
+            reused: 0,
         };
         JudgedRun {
             judged,

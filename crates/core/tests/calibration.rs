@@ -58,6 +58,7 @@ fn cases() -> Vec<(&'static str, Vec<ClusterSum>, LabelCounts, f64)> {
         fail_labels: n0,
         judged_fail: b,
         errors: 0,
+        reused: 0,
     };
     vec![
         (
@@ -192,6 +193,7 @@ fn counts(a: u64, n1: u64, b: u64, n0: u64) -> LabelCounts {
         fail_labels: n0,
         judged_fail: b,
         errors: 0,
+        reused: 0,
     }
 }
 

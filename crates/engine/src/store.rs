@@ -30,14 +30,15 @@ pub mod sqlite;
 pub mod writer;
 
 pub use cache::{
-    JudgementCache, MemoryJudgements, MemoryOutputs, OutputCache, StoreJudgements, StoreOutputs,
+    JudgementCache, LabelVerdictCache, MemoryJudgements, MemoryLabelVerdicts, MemoryOutputs,
+    OutputCache, StoreJudgements, StoreOutputs,
 };
 pub use error::StoreError;
 pub use lease::{claim_ttl, LEASE_REFRESH_S, LEASE_STALE_S};
 pub use location::{PostgresUrl, StoreLocation};
 pub use records::{
-    AttemptCounts, AttemptRow, CachedOutput, JudgementRow, NewRun, RunRecord, RunStatus, RunTotals,
-    SampleRow, VariantTag,
+    AttemptCounts, AttemptRow, CachedOutput, JudgementRow, LabelVerdict, NewRun, RunRecord,
+    RunStatus, RunTotals, SampleRow, VariantTag,
 };
 pub use schema::SCHEMA_VERSION;
 pub use writer::{JudgementSink, Writer};
@@ -391,6 +392,38 @@ impl Store {
         self.backend.judgement_count()
     }
 
+    /// The judges' verdicts on labelled pairs kept under any of `keys`
+    /// (those found), by key: the cache of `crate::checks::calibration`.
+    pub fn label_verdicts(
+        &self,
+        keys: &[String],
+    ) -> Result<HashMap<String, LabelVerdict>, StoreError> {
+        if keys.is_empty() {
+            return Ok(HashMap::new());
+        }
+        self.backend.label_verdicts(keys)
+    }
+
+    /// Keep judges' verdicts on labelled pairs, in one transaction. A key
+    /// already kept stays as it was: any number of processes may keep the
+    /// same verdicts at once, none fails (rows are written in key order,
+    /// so two writers never wait for each other in a cycle).
+    pub fn put_label_verdicts(&self, rows: &[LabelVerdict]) -> Result<(), StoreError> {
+        let mut rows: Vec<&LabelVerdict> = rows.iter().collect();
+        rows.sort_by(|a, b| a.cache_key.cmp(&b.cache_key));
+        rows.dedup_by(|a, b| a.cache_key == b.cache_key);
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<LabelVerdict> = rows.into_iter().cloned().collect();
+        self.backend.put_label_verdicts(&rows)
+    }
+
+    /// How many verdicts on labelled pairs the store keeps.
+    pub fn label_verdict_count(&self) -> Result<u64, StoreError> {
+        self.backend.label_verdict_count()
+    }
+
     /// The outputs of run `from` (its attempts' and samples'), as a read
     /// only output cache: `probity run --reuse`.
     pub fn outputs(&self, from: i64) -> Result<StoreOutputs, StoreError> {
@@ -414,5 +447,17 @@ impl Store {
         let recheck = self.run(run)?.outputs_from.is_some();
         let factory = self.backend.batch_writer(run, recheck)?;
         Writer::start(self.location.clone(), factory, window)
+    }
+}
+
+/// The store's `calibration_verdicts` (schema 12), shared by every run
+/// and process of the store.
+impl LabelVerdictCache for Store {
+    fn lookup(&mut self, keys: &[String]) -> HashMap<String, LabelVerdict> {
+        self.label_verdicts(keys).unwrap_or_default()
+    }
+
+    fn keep(&mut self, rows: &[LabelVerdict]) {
+        let _ = self.put_label_verdicts(rows);
     }
 }

@@ -129,19 +129,36 @@ async fn the_calibrated_judge_is_measured_and_its_rate_corrected() {
     assert_eq!(back.summary.checks[1].calibration, noisy.calibration);
     assert_eq!(back.summary.checks[1].verdict, noisy.verdict);
 
-    // Revalidated with the same checks, the labelled set is judged again
-    // (300 calls; the run's outputs come from the judge cache) and the
-    // verdict is corrected as the run's was; with calls off it cannot be,
+    // Revalidated with the same checks, the labelled set is measured
+    // again — from the verdicts the run kept in the store (no call; the
+    // run's outputs come from the judge cache) — and the verdict is
+    // corrected as the run's was (`tests/calibration_cache.rs` covers
+    // what is asked again). With calls off and nothing kept it cannot be,
     // and the result says which verifier went uncalibrated.
     let id = outcome.run_id.unwrap();
     let again = probity_engine::revalidate::revalidate(&mut store, id, &cfg.recheck(), true)
         .await
         .unwrap();
-    assert_eq!(again.judge_calls, 300);
+    assert_eq!(again.judge_calls, 0);
     assert!(again.uncalibrated.is_empty());
     let re = stored::load(&store, again.run_id).unwrap();
-    assert_eq!(re.summary.checks[1].calibration, noisy.calibration);
+    let Some(Calibrated::Corrected(r)) = &re.summary.checks[1].calibration else {
+        panic!("not corrected: {:?}", re.summary.checks[1].calibration);
+    };
+    assert_eq!(r.judge.counts.reused, 300);
+    assert_eq!(
+        probity_core::stats::LabelCounts {
+            reused: 0,
+            ..r.judge.counts
+        },
+        c.judge.counts
+    );
+    assert_eq!((r.estimate, r.interval), (c.estimate, c.interval));
     assert_eq!(re.summary.checks[1].verdict, noisy.verdict);
+    rusqlite::Connection::open(dir.path().join("runs.db"))
+        .unwrap()
+        .execute_batch("DELETE FROM calibration_verdicts")
+        .unwrap();
     let off = probity_engine::revalidate::revalidate(&mut store, id, &cfg.recheck(), false)
         .await
         .unwrap();

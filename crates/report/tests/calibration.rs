@@ -25,6 +25,7 @@ fn calibrated_report() -> RunReport {
         fail_labels: 50,
         judged_fail: 45,
         errors: 2,
+        reused: 0,
     };
     let a = JudgeAccuracy::measure(labels, 0.95).unwrap();
     let c = corrected_rate(&clusters, &a, 0.95, RunVariance::Clustered).unwrap();
@@ -117,4 +118,27 @@ fn a_rate_that_could_not_be_corrected_says_why_in_every_format() {
     assert_eq!(c["state"], "unusable");
     assert_eq!(c["problem"]["reason"], "no_fail_labels");
     assert!(c["judge"].is_null());
+}
+
+/// A judge whose verdicts on the labelled set were partly read from the
+/// store (the same question asked by an earlier run) says how many, in
+/// every format: 90 of its 102 pairs reused, 12 asked.
+#[test]
+fn the_judge_line_says_how_many_verdicts_were_reused() {
+    let mut r = calibrated_report();
+    let Some(Calibrated::Corrected(c)) = &mut r.summary.checks[1].calibration else {
+        unreachable!("calibrated_report corrects check 1")
+    };
+    c.judge.counts.reused = 90;
+    let judge = "judge on 102 labelled pairs (90 reused, 12 asked): sensitivity 96.0%";
+    for f in [Format::Text, Format::Html, Format::Markdown] {
+        let s = render(&r, f, false);
+        assert!(s.contains(judge), "{f}: {s}");
+    }
+    let json: Value = serde_json::from_str(&render(&r, Format::Json, false)).unwrap();
+    let j = &json["checks"][1]["calibration"]["judge"];
+    assert_eq!(
+        (&j["labelled"], &j["reused"]),
+        (&Value::from(102), &Value::from(90))
+    );
 }

@@ -54,7 +54,10 @@ use serde::{Deserialize, Serialize};
 /// human passed, `judged_pass` were passed by the judge; of the
 /// `fail_labels` a human failed, `judged_fail` were failed by the judge.
 /// Pairs the judge could not judge (a failed call, an unreadable answer)
-/// are counted in `errors` and left out of both.
+/// are counted in `errors` and left out of both. `reused` is provenance
+/// only (no statistic reads it): of all the pairs, those whose verdict was
+/// read from the run store — the same judge asked the very same question
+/// before — instead of asked; the others were asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct LabelCounts {
     pub pass_labels: u64,
@@ -63,6 +66,12 @@ pub struct LabelCounts {
     pub judged_fail: u64,
     #[serde(default)]
     pub errors: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reused: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A proportion measured on the labelled set, with its Wilson interval.

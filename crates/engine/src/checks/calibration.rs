@@ -5,12 +5,26 @@
 //! with the run (its stored settings), and `Summary::with_calibration`
 //! turns them into the judge's sensitivity, specificity and the corrected
 //! rate.
+//!
+//! With a cache ([`measure_all_cached`]; the run store's
+//! `calibration_verdicts`) a verdict is asked once: every readable PASS or
+//! FAIL is kept under the key of the judge's request ([`label_key`]), and a
+//! later run whose judge would ask the very same question — the same judge
+//! (its fingerprint: kind, model, sampling settings, seed), the same
+//! instructions and structured-output mode, the same pair's input and
+//! output, the same repetition and attempt — reads it instead of calling.
+//! A changed part is another key: the judge is asked. Failed calls and
+//! unreadable answers are never kept (they are asked again next time).
+//! The counts say how many verdicts were reused (`LabelCounts::reused`).
 
 use crate::checks::check::Checks;
-use crate::checks::labels::LabelledSet;
+use crate::checks::labels::{LabelledPair, LabelledSet};
 use crate::checks::verifier::{JudgeVerdict, Verifier};
 use crate::provider::call::Caller;
+use crate::provider::types::Request;
+use crate::store::{LabelVerdict, LabelVerdictCache};
 use probity_core::stats::LabelCounts;
+use sha2::{Digest, Sha256};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -22,20 +36,162 @@ const CONCURRENT: usize = 16;
 /// for the simulated judge; a run's outputs are 0, 1, …, M − 1).
 const LABELLED_REPETITION: u32 = u32::MAX;
 
+/// The attempt a labelled pair is asked as.
+const LABELLED_ATTEMPT: u32 = 1;
+
+/// New verdicts are kept a batch of this many at a time, so a measurement
+/// stopped halfway keeps most of what it paid for.
+const KEEP_EVERY: usize = 64;
+
+/// The first part of every [`label_key`]: names this key's layout and the
+/// way a verdict is read from the judge's answer
+/// (`verifier::parse_judgement`). Bump it when either changes meaning, so
+/// verdicts read the old way are asked again.
+const KEY_VERSION: &str = "probity-label-verdict|v1";
+
+/// The judge's request about `pair`.
+fn labelled_request(verifier: &Verifier, pair: &LabelledPair) -> Request {
+    verifier.request(
+        &pair.input,
+        &pair.output,
+        LABELLED_REPETITION,
+        LABELLED_ATTEMPT,
+    )
+}
+
+/// The cache key of `verifier`'s judge's verdict on `pair`: SHA-256 over
+/// length-prefixed parts — [`KEY_VERSION`], the judge's fingerprint (kind,
+/// model, sampling settings, seed, and for `openai` the `response_format`
+/// structured output sets; never a secret), the structured-output mode,
+/// the request's messages as sent (the judge's preamble and the
+/// verifier's instructions, the prompt around the pair, the pair's input
+/// text and output), the input's fields — then the repetition and attempt
+/// the request carries. The pair's line in its file and its human label
+/// are not parts: moving a line, or relabelling it, asks nothing again.
+pub fn label_key(verifier: &Verifier, pair: &LabelledPair) -> String {
+    request_key(verifier, &labelled_request(verifier, pair))
+}
+
+fn request_key(verifier: &Verifier, request: &Request) -> String {
+    let fingerprint = verifier.judge.fingerprint();
+    let structured = serde_json::to_string(&verifier.structured).unwrap_or_default();
+    let messages = serde_json::to_string(&request.messages).unwrap_or_default();
+    let mut h = Sha256::new();
+    for part in [
+        KEY_VERSION,
+        fingerprint.as_str(),
+        structured.as_str(),
+        messages.as_str(),
+        request.input.fields.as_json(),
+    ] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    h.update(u64::from(request.repetition).to_le_bytes());
+    h.update(u64::from(request.attempt).to_le_bytes());
+    hex::encode(h.finalize())
+}
+
+/// Count one pair: its human `label` and the judge's verdict (`None`: no
+/// verdict, an error).
+fn count(counts: &mut LabelCounts, label: bool, judged_pass: Option<bool>) {
+    let Some(judged_pass) = judged_pass else {
+        counts.errors += 1;
+        return;
+    };
+    if label {
+        counts.pass_labels += 1;
+        counts.judged_pass += u64::from(judged_pass);
+    } else {
+        counts.fail_labels += 1;
+        counts.judged_fail += u64::from(!judged_pass);
+    }
+}
+
 /// Ask `verifier`'s judge about every pair of `set` (through `caller`: its
 /// calls count as the verifier's) and count its answers against the
 /// labels; a pair the judge cannot judge (a failed call, an unreadable
-/// answer) is counted in `errors`.
+/// answer) is counted in `errors`. Nothing is cached: see
+/// [`measure_cached`].
 pub async fn measure(verifier: &Verifier, set: &LabelledSet, caller: &Arc<Caller>) -> LabelCounts {
+    measure_with(verifier, set, caller, None, true)
+        .await
+        .unwrap_or_default()
+}
+
+/// [`measure`] through `cache`: the pairs whose verdict it keeps under
+/// their [`label_key`] are counted from it without a call (in `reused`),
+/// the others asked, and their readable verdicts kept in it.
+pub async fn measure_cached(
+    verifier: &Verifier,
+    set: &LabelledSet,
+    caller: &Arc<Caller>,
+    cache: &mut dyn LabelVerdictCache,
+) -> LabelCounts {
+    measure_with(verifier, set, caller, Some(cache), true)
+        .await
+        .unwrap_or_default()
+}
+
+/// The counts from `cache` alone, no call made: `None` unless it keeps a
+/// verdict for every pair (`probity revalidate --no-calls`).
+pub fn recall(
+    verifier: &Verifier,
+    set: &LabelledSet,
+    cache: &mut dyn LabelVerdictCache,
+) -> Option<LabelCounts> {
+    let keys: Vec<String> = set.pairs.iter().map(|p| label_key(verifier, p)).collect();
+    let known = cache.lookup(&keys);
     let mut counts = LabelCounts::default();
-    let mut pending = set.pairs.iter();
+    for (pair, key) in set.pairs.iter().zip(&keys) {
+        count(&mut counts, pair.pass, Some(known.get(key)?.pass));
+        counts.reused += 1;
+    }
+    Some(counts)
+}
+
+/// Count `set`'s pairs: from `cache` where it has them, the rest asked of
+/// the judge — or, with `calls` off and some pair not cached, `None`.
+async fn measure_with(
+    verifier: &Verifier,
+    set: &LabelledSet,
+    caller: &Arc<Caller>,
+    mut cache: Option<&mut dyn LabelVerdictCache>,
+    calls: bool,
+) -> Option<LabelCounts> {
+    let mut counts = LabelCounts::default();
+    // The pairs to ask, each with its key when there is a cache.
+    let mut ask: Vec<(LabelledPair, Option<String>)> = Vec::new();
+    match cache.as_deref_mut() {
+        Some(cache) => {
+            let keys: Vec<String> = set.pairs.iter().map(|p| label_key(verifier, p)).collect();
+            let known = cache.lookup(&keys);
+            for (pair, key) in set.pairs.iter().zip(keys) {
+                match known.get(&key) {
+                    Some(v) => {
+                        count(&mut counts, pair.pass, Some(v.pass));
+                        counts.reused += 1;
+                    }
+                    None => ask.push((pair.clone(), Some(key))),
+                }
+            }
+        }
+        None => ask.extend(set.pairs.iter().map(|p| (p.clone(), None))),
+    }
+    if !ask.is_empty() && !calls {
+        return None;
+    }
+    let mut fresh: Vec<LabelVerdict> = Vec::new();
+    let mut pending = ask.into_iter();
     let mut tasks = tokio::task::JoinSet::new();
     loop {
         while tasks.len() < CONCURRENT {
-            let Some(pair) = pending.next() else { break };
-            let (v, caller, pair) = (verifier.clone(), caller.clone(), pair.clone());
+            let Some((pair, key)) = pending.next() else {
+                break;
+            };
+            let (v, caller) = (verifier.clone(), caller.clone());
             tasks.spawn(async move {
-                let request = v.request(&pair.input, &pair.output, LABELLED_REPETITION, 1);
+                let request = labelled_request(&v, &pair);
                 let answer = caller.call(v.judge.as_ref(), &request).await;
                 let made = u64::from(match &answer {
                     Ok(a) => a.attempts,
@@ -44,30 +200,41 @@ pub async fn measure(verifier: &Verifier, set: &LabelledSet, caller: &Arc<Caller
                 caller.judge_calls.fetch_add(made, Ordering::Relaxed);
                 v.calls.fetch_add(made, Ordering::Relaxed);
                 let j = v.judgement(answer.as_ref().map(|a| a.text.as_str()).map_err(|(e, _)| e));
-                (pair.pass, j.verdict)
+                let judged_pass = match j.verdict {
+                    JudgeVerdict::Pass => Some(true),
+                    JudgeVerdict::Fail => Some(false),
+                    JudgeVerdict::Error => None,
+                };
+                // Only a readable verdict is kept: errors are asked again.
+                let keep = key.zip(judged_pass).map(|(cache_key, pass)| LabelVerdict {
+                    cache_key,
+                    pass,
+                    reasons: j.reasons,
+                });
+                (pair.pass, judged_pass, keep)
             });
         }
         let Some(done) = tasks.join_next().await else {
             break;
         };
         match done {
-            Ok((label, verdict)) => match verdict {
-                JudgeVerdict::Error => counts.errors += 1,
-                v => {
-                    let judged_pass = v == JudgeVerdict::Pass;
-                    if label {
-                        counts.pass_labels += 1;
-                        counts.judged_pass += u64::from(judged_pass);
-                    } else {
-                        counts.fail_labels += 1;
-                        counts.judged_fail += u64::from(!judged_pass);
-                    }
-                }
-            },
+            Ok((label, judged_pass, keep)) => {
+                count(&mut counts, label, judged_pass);
+                fresh.extend(keep);
+            }
             Err(_) => counts.errors += 1,
         }
+        if fresh.len() >= KEEP_EVERY {
+            if let Some(cache) = cache.as_deref_mut() {
+                cache.keep(&fresh);
+            }
+            fresh.clear();
+        }
     }
-    counts
+    if let (Some(cache), false) = (cache, fresh.is_empty()) {
+        cache.keep(&fresh);
+    }
+    Some(counts)
 }
 
 /// [`measure`] for every calibrated verifier of `checks`, in column order:
@@ -83,6 +250,48 @@ pub async fn measure_all(checks: &Checks, caller: &Arc<Caller>) -> Vec<Option<La
             Some(set) => Some(measure(v, set, caller).await),
             None => None,
         });
+    }
+    out
+}
+
+/// [`measure_all`] through `cache` ([`measure_cached`]): a verdict kept
+/// for the same question is read, not asked; `None` for `cache` is
+/// [`measure_all`].
+pub async fn measure_all_cached(
+    checks: &Checks,
+    caller: &Arc<Caller>,
+    cache: Option<&mut dyn LabelVerdictCache>,
+) -> Vec<Option<LabelCounts>> {
+    let Some(cache) = cache else {
+        return measure_all(checks, caller).await;
+    };
+    if checks.verifiers.iter().all(|v| v.calibration.is_none()) {
+        return Vec::new();
+    }
+    let mut out = vec![None; checks.validators.len()];
+    for v in &checks.verifiers {
+        out.push(match &v.calibration {
+            Some(set) => Some(measure_cached(v, set, caller, &mut *cache).await),
+            None => None,
+        });
+    }
+    out
+}
+
+/// [`recall`] for every calibrated verifier of `checks`, in column order
+/// (as [`measure_all`]): `None` too for a verifier whose verdicts `cache`
+/// does not all keep; empty when none could be recalled.
+pub fn recall_all(checks: &Checks, cache: &mut dyn LabelVerdictCache) -> Vec<Option<LabelCounts>> {
+    let mut out = vec![None; checks.validators.len()];
+    for v in &checks.verifiers {
+        out.push(
+            v.calibration
+                .as_ref()
+                .and_then(|set| recall(v, set, &mut *cache)),
+        );
+    }
+    if out.iter().all(Option::is_none) {
+        out.clear();
     }
     out
 }

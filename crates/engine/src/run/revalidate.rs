@@ -58,7 +58,8 @@ pub struct Revalidated {
     /// Verifier cells left unjudged (calls off, judgement not cached).
     pub not_judged: u64,
     /// Verifiers with a labelled set that could not be calibrated (calls
-    /// off): their verdicts are the judge's own rate.
+    /// off, and the store does not keep the judge's verdict on every
+    /// labelled pair): their verdicts are the judge's own rate.
     pub uncalibrated: Vec<String>,
 }
 
@@ -95,22 +96,33 @@ pub async fn revalidate(
     let caller = recheck.calls.caller();
     // A sequential run's copy is read back in the same order. A calibrated
     // verifier's labelled set is judged again, as a run does (the judge or
-    // its instructions may have changed since): its verdict is then the
+    // its instructions may have changed since; verdicts the store keeps
+    // for the same questions are reused): its verdict is then the
     // corrected rate's, as the run's was.
     let mut settings = StoredSettings {
         sequential: old.settings.sequential,
         ..recheck.settings.clone()
     };
+    // With calls off, only a set whose every verdict the store keeps is
+    // measured.
     let mut uncalibrated = Vec::new();
     if calls {
-        settings.calibration = crate::checks::calibration::measure_all(&checks, &caller).await;
+        settings.calibration =
+            crate::checks::calibration::measure_all_cached(&checks, &caller, Some(&mut *store))
+                .await;
     } else {
+        settings.calibration = crate::checks::calibration::recall_all(&checks, &mut *store);
+        let v0 = checks.validators.len();
         uncalibrated.extend(
             checks
                 .verifiers
                 .iter()
-                .filter(|v| v.calibration.is_some())
-                .map(|v| v.name.clone()),
+                .enumerate()
+                .filter(|(w, v)| {
+                    v.calibration.is_some()
+                        && settings.calibration.get(v0 + w).is_none_or(Option::is_none)
+                })
+                .map(|(_, v)| v.name.clone()),
         );
     }
     let recording = Recording::create(

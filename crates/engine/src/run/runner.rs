@@ -387,7 +387,7 @@ fn render_all(experiment: &Experiment) -> Result<(), TemplateError> {
 /// Run `experiment` into `sink`, steered by `control`.
 pub async fn run_with(
     experiment: &Experiment,
-    sink: Sink<'_>,
+    mut sink: Sink<'_>,
     control: Control<'_>,
 ) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
@@ -434,9 +434,14 @@ pub async fn run_with(
     let policy = experiment.retry.clone().unwrap_or_else(RetryPolicy::single);
     let caller: Arc<Caller> = experiment.calls.caller();
     // Calibrated verifiers: their judges answer the labelled sets first
-    // (stored with the run, so its reports correct the rate as this one).
+    // (stored with the run, so its reports correct the rate as this one);
+    // verdicts the store keeps for the same questions are not asked again.
+    let verdicts: Option<&mut dyn crate::store::LabelVerdictCache> = match &mut sink {
+        Sink::Store(store) => Some(&mut **store),
+        Sink::Memory => None,
+    };
     settings.calibration =
-        crate::checks::calibration::measure_all(&experiment.checks, &caller).await;
+        crate::checks::calibration::measure_all_cached(&experiment.checks, &caller, verdicts).await;
     // This run's own stop flag: set when it stops, so outputs not yet
     // checked are not waited for.
     let checks = Checks {

@@ -10,8 +10,8 @@
 
 use super::error::StoreError;
 use super::records::{
-    AttemptCounts, AttemptRow, CachedOutput, JudgementRow, NewRun, RunRecord, RunStatus, RunTotals,
-    SampleRow,
+    AttemptCounts, AttemptRow, CachedOutput, JudgementRow, LabelVerdict, NewRun, RunRecord,
+    RunStatus, RunTotals, SampleRow,
 };
 use probity_core::causes::Causes;
 use probity_core::sequential::SequentialOutcome;
@@ -124,10 +124,19 @@ pub(crate) trait Claims {
     ) -> Result<Vec<(usize, usize)>, StoreError>;
 }
 
-/// The judge cache, and readers for the caches.
+/// The judge cache, the judges' verdicts on labelled pairs, and readers
+/// for the caches.
 pub(crate) trait Caches {
     fn judgement(&self, key: &str) -> Result<Option<JudgementRow>, StoreError>;
     fn judgement_count(&self) -> Result<u64, StoreError>;
+    /// The verdicts on labelled pairs kept under any of `keys` (those
+    /// found), by key.
+    fn label_verdicts(&self, keys: &[String]) -> Result<HashMap<String, LabelVerdict>, StoreError>;
+    /// Keep `rows` in one transaction; a key already kept is left as it is
+    /// (insert-or-ignore, in key order: processes keeping the same
+    /// verdicts at once neither fail nor deadlock).
+    fn put_label_verdicts(&self, rows: &[LabelVerdict]) -> Result<(), StoreError>;
+    fn label_verdict_count(&self) -> Result<u64, StoreError>;
     /// A reader on a connection of its own (the caches look up from the
     /// workers, while the store's own connection serves the runner).
     fn reader(&self) -> Result<Box<dyn CacheReader>, StoreError>;

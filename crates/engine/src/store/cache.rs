@@ -1,8 +1,8 @@
-//! The judge cache and the output cache: in memory, or read from (and
-//! written through) the store.
+//! The judge cache, the output cache and the judges' verdicts on labelled
+//! pairs: in memory, or read from (and written through) the store.
 
 use super::backend::CacheReader;
-use super::records::{CachedOutput, JudgementRow};
+use super::records::{CachedOutput, JudgementRow, LabelVerdict};
 use super::writer::JudgementSink;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -131,4 +131,38 @@ impl OutputCache for StoreOutputs {
     }
 
     fn put(&self, _key: &str, _output: CachedOutput) {}
+}
+
+/// Where judges' verdicts on the pairs of labelled sets are kept between
+/// runs (`crate::checks::calibration`): looked up before the judge is
+/// asked, and new readable verdicts kept. It never stops a measurement: a
+/// lookup that fails finds nothing (the judge is asked), a write that
+/// fails keeps nothing (the pairs are asked again next time).
+pub trait LabelVerdictCache: Send {
+    /// The verdicts kept under any of `keys`, by key.
+    fn lookup(&mut self, keys: &[String]) -> HashMap<String, LabelVerdict>;
+    /// Keep `rows` (a key already kept stays as it is).
+    fn keep(&mut self, rows: &[LabelVerdict]);
+}
+
+/// Verdicts on labelled pairs in memory (library use, tests).
+#[derive(Debug, Default)]
+pub struct MemoryLabelVerdicts {
+    pub rows: HashMap<String, LabelVerdict>,
+}
+
+impl LabelVerdictCache for MemoryLabelVerdicts {
+    fn lookup(&mut self, keys: &[String]) -> HashMap<String, LabelVerdict> {
+        keys.iter()
+            .filter_map(|k| self.rows.get(k).map(|v| (k.clone(), v.clone())))
+            .collect()
+    }
+
+    fn keep(&mut self, rows: &[LabelVerdict]) {
+        for row in rows {
+            self.rows
+                .entry(row.cache_key.clone())
+                .or_insert_with(|| row.clone());
+        }
+    }
 }

@@ -277,6 +277,18 @@ pub struct JudgementRow {
     pub raw: String,
 }
 
+/// A judge's verdict on one pair of a verifier's labelled set (PASS or
+/// FAIL, with its reasons), kept under the key of the judge's request
+/// (`crate::checks::calibration::label_key`) so a later run that would ask
+/// the very same question reads it instead of calling the judge. Failed
+/// calls and unreadable answers are never kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelVerdict {
+    pub cache_key: String,
+    pub pass: bool,
+    pub reasons: Vec<String>,
+}
+
 /// A cached, successful output for a cache key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CachedOutput {

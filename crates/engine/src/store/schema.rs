@@ -15,7 +15,9 @@
 //! `postgres::schema`; an older SQLite store is brought to it in place);
 //! 10 added `claims` (inputs of a shared run claimed by workers,
 //! `probity work`) and the leases' holder token; 11 `runs.variant` and
-//! `runs.variant_group` (the variants of one `probity run`, `[[variant]]`).
+//! `runs.variant_group` (the variants of one `probity run`, `[[variant]]`);
+//! 12 `calibration_verdicts` (the judges' verdicts on verifiers' labelled
+//! pairs, reused by later runs that ask the same question).
 
 /// The last migration this version of probity knows.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;

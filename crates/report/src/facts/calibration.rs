@@ -26,12 +26,17 @@ pub fn shown_rate(c: &CheckSummary, sequential: bool) -> Cow<'_, RateEstimate> {
 
 /// `judge on 300 labelled pairs: sensitivity 92.7% [88.1, 95.6] (139/150),
 /// specificity 66.7% [58.8, 73.8] (100/150)` (and how many it could not
-/// judge).
+/// judge). When verdicts were read from the store instead of asked, how
+/// many: `judge on 300 labelled pairs (280 reused, 20 asked): …`.
 pub fn judge_line(a: &JudgeAccuracy) -> String {
     let (se, sp) = (&a.sensitivity, &a.specificity);
+    let pairs = se.of + sp.of + a.counts.errors;
+    let reused = match a.counts.reused {
+        0 => String::new(),
+        r => format!(" ({r} reused, {} asked)", pairs.saturating_sub(r)),
+    };
     let mut s = format!(
-        "judge on {} labelled pairs: sensitivity {} {} ({}/{}), specificity {} {} ({}/{})",
-        se.of + sp.of + a.counts.errors,
+        "judge on {pairs} labelled pairs{reused}: sensitivity {} {} ({}/{}), specificity {} {} ({}/{})",
         pct(se.estimate),
         interval(se.interval.lower, se.interval.upper),
         se.agreed,

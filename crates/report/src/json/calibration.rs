@@ -57,10 +57,14 @@ impl WireInterval {
 
 #[derive(Debug, Serialize)]
 pub struct WireJudge {
-    /// Labelled pairs asked, those the judge could not judge included.
+    /// Labelled pairs judged (asked, or read back: `reused`), those the
+    /// judge could not judge included.
     pub labelled: u64,
     /// Pairs the judge could not judge (left out of both measures).
     pub errors: u64,
+    /// Of `labelled`, the verdicts read back from the run store (the same
+    /// judge asked the same question before) instead of asked.
+    pub reused: u64,
     /// P(judge PASS | human PASS), Wilson interval.
     pub sensitivity: WireMeasured,
     /// P(judge FAIL | human FAIL), Wilson interval.
@@ -74,6 +78,7 @@ impl WireJudge {
         WireJudge {
             labelled: a.sensitivity.of + a.specificity.of + a.counts.errors,
             errors: a.counts.errors,
+            reused: a.counts.reused,
             sensitivity: WireMeasured::new(&a.sensitivity),
             specificity: WireMeasured::new(&a.specificity),
             youden: WireInterval::new(a.youden, &a.youden_interval),

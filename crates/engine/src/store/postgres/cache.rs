@@ -5,8 +5,9 @@ use super::db::Postgres;
 use crate::store::backend::{CacheReader, Caches};
 use crate::store::error::StoreError;
 use crate::store::location::PostgresUrl;
-use crate::store::records::{CachedOutput, JudgementRow};
+use crate::store::records::{CachedOutput, JudgementRow, LabelVerdict};
 use crate::store::rows::{cached_from_row, RowRead};
+use std::collections::HashMap;
 
 pub(super) fn lookup_judgement(
     c: &mut postgres::Client,
@@ -76,6 +77,58 @@ impl Caches for Postgres {
     fn judgement_count(&self) -> Result<u64, StoreError> {
         self.conn.call(|c| {
             c.query_one("SELECT COUNT(*) FROM judgements", &[])
+                .map(|r| r.get::<_, i64>(0) as u64)
+        })
+    }
+
+    fn label_verdicts(&self, keys: &[String]) -> Result<HashMap<String, LabelVerdict>, StoreError> {
+        let keys = keys.to_vec();
+        self.conn.call(move |c| {
+            let mut out = HashMap::new();
+            for r in c.query(
+                "SELECT cache_key, verdict, reasons FROM calibration_verdicts
+                 WHERE cache_key = ANY($1)",
+                &[&keys],
+            )? {
+                let key = r.text(0)?;
+                out.insert(
+                    key.clone(),
+                    LabelVerdict {
+                        cache_key: key,
+                        pass: r.flag(1)?,
+                        reasons: serde_json::from_str(&r.text(2)?).unwrap_or_default(),
+                    },
+                );
+            }
+            Ok(out)
+        })
+    }
+
+    fn put_label_verdicts(&self, rows: &[LabelVerdict]) -> Result<(), StoreError> {
+        let keys: Vec<String> = rows.iter().map(|r| r.cache_key.clone()).collect();
+        let pass: Vec<bool> = rows.iter().map(|r| r.pass).collect();
+        let reasons: Vec<String> = rows
+            .iter()
+            .map(|r| serde_json::to_string(&r.reasons).unwrap_or_default())
+            .collect();
+        // One statement (its own transaction), rows inserted in key order:
+        // two processes keeping overlapping verdicts wait for each other
+        // in the same order (never a deadlock), and the later one's rows
+        // are ignored (never a unique violation).
+        self.conn.call(move |c| {
+            c.execute(
+                "INSERT INTO calibration_verdicts (cache_key, verdict, reasons)
+                 SELECT * FROM UNNEST($1::TEXT[], $2::BOOLEAN[], $3::TEXT[]) ORDER BY 1
+                 ON CONFLICT (cache_key) DO NOTHING",
+                &[&keys, &pass, &reasons],
+            )
+            .map(|_| ())
+        })
+    }
+
+    fn label_verdict_count(&self) -> Result<u64, StoreError> {
+        self.conn.call(|c| {
+            c.query_one("SELECT COUNT(*) FROM calibration_verdicts", &[])
                 .map(|r| r.get::<_, i64>(0) as u64)
         })
     }

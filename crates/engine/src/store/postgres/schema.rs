@@ -1,7 +1,9 @@
 //! The PostgreSQL schema as numbered migrations (see
 //! [`crate::store::schema`]): 9, the baseline, creates every table of
 //! schema 9 at once; 10 adds the claims of shared runs and the leases'
-//! holder token; 11 the runs' variant and variant group. Applied in order under an advisory lock, each recorded in
+//! holder token; 11 the runs' variant and variant group; 12 the judges'
+//! verdicts on verifiers' labelled pairs. Applied in order under an
+//! advisory lock, each recorded in
 //! `schema_migrations`, so processes opening a new database at once apply
 //! each exactly once.
 //!
@@ -11,7 +13,12 @@
 //! may hold, and nothing a model says may stop a run from being stored.
 
 /// `(number, SQL)` in order.
-pub(super) const MIGRATIONS: &[(i64, &str)] = &[(9, BASELINE), (10, CLAIMS), (11, VARIANTS)];
+pub(super) const MIGRATIONS: &[(i64, &str)] = &[
+    (9, BASELINE),
+    (10, CLAIMS),
+    (11, VARIANTS),
+    (12, CALIBRATION_VERDICTS),
+];
 
 /// A key for `pg_advisory_xact_lock`: probity's migrations.
 pub(super) const MIGRATION_LOCK: i64 = 0x7072_6f62_6974_7901;
@@ -149,4 +156,16 @@ const VARIANTS: &str = r#"
 ALTER TABLE runs ADD COLUMN variant TEXT;
 ALTER TABLE runs ADD COLUMN variant_group BIGINT;
 CREATE INDEX runs_by_variant_group ON runs(variant_group);
+"#;
+
+/// Migration 12: the judges' verdicts on the pairs of verifiers' labelled
+/// sets, by the key of the judge's request (`crate::checks::calibration`).
+/// `reasons`: a JSON list (JSON escapes NUL, so `TEXT` holds it).
+const CALIBRATION_VERDICTS: &str = r#"
+CREATE TABLE calibration_verdicts (
+    cache_key TEXT PRIMARY KEY,
+    verdict BOOLEAN NOT NULL,
+    reasons TEXT NOT NULL,
+    created_at TEXT NOT NULL DEFAULT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+);
 "#;

@@ -3,9 +3,10 @@
 use super::db::{err_at, open_connection, Sqlite};
 use crate::store::backend::{CacheReader, Caches};
 use crate::store::error::StoreError;
-use crate::store::records::{CachedOutput, JudgementRow};
+use crate::store::records::{CachedOutput, JudgementRow, LabelVerdict};
 use crate::store::rows::cached_from_row;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub(super) fn lookup_judgement(
@@ -78,6 +79,66 @@ impl Caches for Sqlite {
     fn judgement_count(&self) -> Result<u64, StoreError> {
         self.conn
             .query_row("SELECT COUNT(*) FROM judgements", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n as u64)
+            .map_err(|e| self.err(e))
+    }
+
+    fn label_verdicts(&self, keys: &[String]) -> Result<HashMap<String, LabelVerdict>, StoreError> {
+        // One indexed lookup a key on a cached statement: a few hundred
+        // keys take about a millisecond, with no limit on their number.
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT verdict, reasons FROM calibration_verdicts WHERE cache_key = ?1",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut out = HashMap::new();
+        for key in keys {
+            let hit = stmt
+                .query_row(params![key], |r| {
+                    Ok((r.get::<_, i64>(0)? != 0, r.get::<_, String>(1)?))
+                })
+                .optional()
+                .map_err(|e| self.err(e))?;
+            if let Some((pass, reasons)) = hit {
+                out.insert(
+                    key.clone(),
+                    LabelVerdict {
+                        cache_key: key.clone(),
+                        pass,
+                        reasons: serde_json::from_str(&reasons).unwrap_or_default(),
+                    },
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    fn put_label_verdicts(&self, rows: &[LabelVerdict]) -> Result<(), StoreError> {
+        let put = || -> rusqlite::Result<()> {
+            // Immediate: the write lock is waited for (busy timeout) up
+            // front, never refused halfway.
+            let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+            {
+                let mut stmt = tx.prepare_cached(
+                    "INSERT OR IGNORE INTO calibration_verdicts (cache_key, verdict, reasons)
+                     VALUES (?1, ?2, ?3)",
+                )?;
+                for row in rows {
+                    let reasons = serde_json::to_string(&row.reasons).unwrap_or_default();
+                    stmt.execute(params![row.cache_key, i64::from(row.pass), reasons])?;
+                }
+            }
+            tx.commit()
+        };
+        put().map_err(|e| self.err(e))
+    }
+
+    fn label_verdict_count(&self) -> Result<u64, StoreError> {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM calibration_verdicts", [], |r| {
                 r.get::<_, i64>(0)
             })
             .map(|n| n as u64)

@@ -18,7 +18,7 @@ use super::schema::SCHEMA_VERSION;
 use db::open_connection;
 pub use db::Sqlite;
 use rusqlite::Connection;
-use schema::{has_column, LATE_INDEXES, MIGRATION_10, MIGRATION_11, SCHEMA};
+use schema::{has_column, LATE_INDEXES, MIGRATION_10, MIGRATION_11, MIGRATION_12, SCHEMA};
 use std::path::Path;
 
 impl Sqlite {
@@ -69,6 +69,9 @@ impl Sqlite {
                 }
                 conn.execute_batch(MIGRATION_11)
             })?;
+        }
+        if version < 12 {
+            store.migrate(12, |conn| conn.execute_batch(MIGRATION_12))?;
         }
         Ok(store)
     }

@@ -148,5 +148,19 @@ pub(super) const MIGRATION_11: &str = r#"
 CREATE INDEX IF NOT EXISTS runs_by_variant_group ON runs(variant_group);
 "#;
 
+/// Migration 12: the judges' verdicts on the pairs of verifiers' labelled
+/// sets (`calibration = …`), by the key of the judge's request, so a run
+/// whose judge would ask the same question reads them instead of calling
+/// it (`crate::checks::calibration`). `verdict`: 1 PASS, 0 FAIL; `reasons`:
+/// a JSON list. Only readable verdicts are kept.
+pub(super) const MIGRATION_12: &str = r#"
+CREATE TABLE IF NOT EXISTS calibration_verdicts (
+    cache_key TEXT PRIMARY KEY,
+    verdict INTEGER NOT NULL,
+    reasons TEXT NOT NULL,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+) WITHOUT ROWID;
+"#;
+
 /// Now, in seconds since the epoch, by SQLite's clock.
 pub(super) const NOW_S: &str = "((julianday('now') - 2440587.5) * 86400.0)";

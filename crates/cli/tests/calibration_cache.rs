@@ -1,0 +1,104 @@
+//! A calibrated verifier's labelled set from the command line: `probity
+//! run` twice on one store asks the judge about the 200 labelled pairs
+//! once, and the second run's report says it reused them; a changed judge
+//! setting asks them all again.
+
+mod common;
+
+use common::{probity, text};
+use std::fmt::Write;
+use std::path::Path;
+
+fn write_config(dir: &Path, false_pass: f64) {
+    let mut labels = String::new();
+    for i in 0..200 {
+        let (output, label) = if i % 2 == 0 {
+            (
+                format!("You're welcome. Glad to help with tip {i}."),
+                "PASS",
+            )
+        } else {
+            (format!("Glad to help with tip {i}."), "FAIL")
+        };
+        let line = serde_json::json!({
+            "input": format!("Thank you for tip {i}!"),
+            "output": output,
+            "label": label,
+        });
+        writeln!(labels, "{line}").unwrap();
+    }
+    std::fs::write(dir.join("labels.jsonl"), labels).unwrap();
+    let inputs: String = (0..10)
+        .map(|i| format!("[[input]]\ntext = \"Thank you for tip {i}!\"\n"))
+        .collect();
+    std::fs::write(
+        dir.join("probity.toml"),
+        format!(
+            r#"name = "calibrated"
+[system]
+provider = "sim"
+seed = 11
+omit_welcome = 0.3
+contractions = 0
+[experiment]
+outputs_per_input = 4
+call_attempts = 1
+
+[[verifier]]
+name = "noisy"
+instructions = "Say you're welcome."
+minimum_success_percentage = 0.6
+calibration = "labels.jsonl"
+[verifier.system]
+provider = "sim"
+seed = 3
+false_pass = {false_pass}
+false_fail = 0.1
+{inputs}"#
+        ),
+    )
+    .unwrap();
+}
+
+/// The report's header (its judge calls) and the judge's line.
+fn run(dir: &Path) -> (String, String) {
+    let out = probity(dir, &["run", "probity.toml", "--quiet"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.code().is_some(), "{}", text(&out.stderr));
+    let line = |needle: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} in {stdout}"))
+            .trim()
+            .to_string()
+    };
+    (line("to judges"), line("judge on"))
+}
+
+#[test]
+fn a_second_run_reports_the_labelled_verdicts_it_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), 0.3);
+    let (head, judge) = run(dir.path());
+    // 40 outputs judged, and the 200 labelled pairs.
+    assert!(head.contains("(240 to judges"), "{head}");
+    assert!(
+        judge.starts_with("judge on 200 labelled pairs: sensitivity"),
+        "{judge}"
+    );
+    let (head, again) = run(dir.path());
+    assert!(head.contains("(40 to judges"), "{head}");
+    assert_eq!(
+        again,
+        judge.replace(
+            "judge on 200 labelled pairs:",
+            "judge on 200 labelled pairs (200 reused, 0 asked):"
+        )
+    );
+    // Another judge setting: another question, every pair asked.
+    write_config(dir.path(), 0.25);
+    let (head, judge) = run(dir.path());
+    assert!(head.contains("(240 to judges"), "{head}");
+    assert!(!judge.contains("reused"), "{judge}");
+}
