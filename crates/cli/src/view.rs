@@ -226,15 +226,15 @@ impl Pages for Viewer {
         })())
     }
 
-    fn variants(&self, id: i64) -> Page {
+    fn variants(&self, id: i64, q: &Params) -> Page {
         page((|| {
             let store = self.open()?;
-            let r = crate::variants::stored_report(
-                &store,
-                id,
-                crate::variants::Against::Stored,
-                false,
-            )?;
+            let against = match (param(q, "reference"), param(q, "pairs")) {
+                ("", "all") => crate::variants::Against::EveryPair,
+                ("", _) => crate::variants::Against::Stored,
+                (name, _) => crate::variants::Against::Variant(name),
+            };
+            let r = crate::variants::stored_report(&store, id, against, false)?;
             Ok(pages::variants_page(&r))
         })())
     }

@@ -619,6 +619,25 @@ fn the_variants_page_shows_the_matrix_over_http_and_in_chromium() {
     assert!(!h.contains("<img src=x"), "hostile name as markup");
     assert!(h.contains("&lt;img src=x onerror=alert(1)&gt;"));
     assert!(!h.contains("<script"));
+    // Another reference, or every pair, chosen in the address; an unknown
+    // reference is a page saying which variants there are.
+    let (s, h2) = get(&a, "/variants/2?reference=sloppy");
+    assert_eq!(s, 200, "{h2}");
+    assert_eq!(h2.matches("<tr class=\"diff-row\"").count(), 4);
+    assert_ne!(h2, h, "the differences are against sloppy");
+    let (s, h6) = get(&a, "/variants/2?pairs=all");
+    assert_eq!(s, 200, "{h6}");
+    assert_eq!(h6.matches("<tr class=\"diff-row\"").count(), 6);
+    let (s, h404) = get(&a, "/variants/2?reference=nope");
+    assert_eq!(s, 404);
+    assert!(
+        h404.contains("has no variant of that name (its variants: base, sloppy"),
+        "{h404}"
+    );
+    assert!(
+        !h404.contains("<img src=x"),
+        "hostile name as markup: {h404}"
+    );
     // A run that is no variant, or no run: a 404 page.
     let (s, _) = get(&a, "/variants/99");
     assert_eq!(s, 404);

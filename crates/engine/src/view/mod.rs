@@ -12,7 +12,7 @@
 //! | `/runs/{id}/live` | its rates, reloading while the run is written |
 //! | `/compare?a=&b=` | two runs compared, outputs side by side (`&only=differ`) |
 //! | `/trend/{name}` | a name's trend |
-//! | `/variants/{run}` | the variants of run's group side by side: the matrix, costs, differences, outputs |
+//! | `/variants/{run}` | the variants of run's group side by side: the matrix, costs, differences, outputs; `?reference=VARIANT` against another reference, `?pairs=all` every pair |
 //!
 //! Access: bound to a loopback address the viewer needs no token; bound
 //! anywhere else every request must carry the token — `?token=T` once
@@ -53,8 +53,9 @@ pub trait Pages: Send + Sync + 'static {
     fn live(&self, id: i64) -> Page;
     fn compare(&self, q: &Params) -> Page;
     fn trend(&self, name: &str) -> Page;
-    /// The variants run (`[[variant]]`) that run `id` is a variant of.
-    fn variants(&self, id: i64) -> Page;
+    /// The variants run (`[[variant]]`) that run `id` is a variant of;
+    /// `reference` and `pairs=all` in `q` choose what each is compared with.
+    fn variants(&self, id: i64, q: &Params) -> Page;
 }
 
 /// A token for a viewer bound beyond loopback: 32 hexadecimal characters
@@ -224,8 +225,8 @@ async fn trend(State(st): St, Path(name): Path<String>) -> Response {
     answer(&st, move |p| p.trend(&name)).await
 }
 
-async fn variants(State(st): St, Path(id): Path<i64>) -> Response {
-    answer(&st, move |p| p.variants(id)).await
+async fn variants(State(st): St, Path(id): Path<i64>, Query(q): Query<Params>) -> Response {
+    answer(&st, move |p| p.variants(id, &q)).await
 }
 
 async fn not_found() -> Response {
