@@ -47,7 +47,14 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
     }
     let name = loaded.name.clone();
     let location = args.store.location(loaded.config.store.as_ref())?;
-    let server = probity_engine::serve::open(loaded, &location).map_err(Failure::incomplete)?;
+    // A calibrated verifier's judge answers its labelled set here, before
+    // anything listens.
+    let server = probity_engine::serve::open(loaded, &location)
+        .await
+        .map_err(Failure::incomplete)?;
+    for w in server.warnings() {
+        eprintln!("warning: {w}");
+    }
     // Ctrl-C or SIGTERM: stop taking requests, finish those in flight,
     // flush the store and mark the run complete. Handled from before the
     // address is printed: a signal right after it is not fatal.

@@ -1,8 +1,11 @@
 //! A [`RunOutcome`] for Python: one JSON document (the summary as the
-//! engine serializes it, the verdict's message, the samples) and the
+//! engine serializes it — a calibrated verifier's judge accuracy and
+//! corrected rate in its check's `calibration` — the verdict's message,
+//! the samples) and the
 //! tensor's cells as bytes, `N × M × K` in C order, one byte each with
 //! core's codes (0 missing, 1 pass, 2 fail, 3 error).
 
+use probity_core::stats::Calibrated;
 use probity_core::Cell;
 use probity_engine::outcome::Halt;
 use probity_engine::RunOutcome;
@@ -53,6 +56,17 @@ pub fn document(o: &RunOutcome) -> Result<String, String> {
             })
         })
         .collect();
+    // A calibrated verifier without a corrected rate: why, in words (the
+    // summary has the reason as data only).
+    let calibration_problems: Vec<Option<String>> = o
+        .summary
+        .checks
+        .iter()
+        .map(|c| match &c.calibration {
+            Some(Calibrated::Unusable { problem, .. }) => Some(problem.to_string()),
+            _ => None,
+        })
+        .collect();
     let doc = json!({
         "name": o.name,
         "run_id": o.run_id,
@@ -63,6 +77,7 @@ pub fn document(o: &RunOutcome) -> Result<String, String> {
         "failure_message": o.failure_message(),
         "broken": o.broken(),
         "summary": o.summary,
+        "calibration_problems": calibration_problems,
         "input_ids": o.input_ids,
         "samples": samples,
         "model_calls": o.model_calls,

@@ -5,10 +5,14 @@
 //! serve run shows ([`LiveSnapshot`]); a serve run's verdicts come from the
 //! first attempts' all-traffic sequences ([`Summary::with_live`]).
 
+use super::corrected::LiveJudge;
 use super::watch::{Alarm, Baseline, RateWatch, WatchSettings, WatchSnapshot};
 use crate::stats::sequential::projected_observations;
-use crate::stats::{Decision, NotEstablished, StatsError, VerdictMode};
-use crate::summary::{CheckInfo, Summary};
+use crate::stats::{
+    Calibrated, CalibrationError, CorrectedRate, Decision, Interval, JudgeAccuracy, LabelCounts,
+    NotEstablished, StatsError, VerdictMode, Weakness,
+};
+use crate::summary::{CheckInfo, CheckSummary, Summary};
 use crate::tensor::Cell;
 use serde::{Deserialize, Serialize};
 
@@ -51,16 +55,32 @@ impl LiveRates {
         settings: WatchSettings,
         baselines: &[Option<Baseline>],
     ) -> Result<LiveRates, StatsError> {
+        LiveRates::calibrated(checks, settings, baselines, &[])
+    }
+
+    /// [`LiveRates::new`] where `labels[k]`, when given, is what check k's
+    /// judge answered on its labelled set: its watches correct the rate
+    /// for the judge's errors ([`RateWatch::calibrated`]).
+    pub fn calibrated(
+        checks: &[CheckInfo],
+        settings: WatchSettings,
+        baselines: &[Option<Baseline>],
+        labels: &[Option<LabelCounts>],
+    ) -> Result<LiveRates, StatsError> {
         let watches = checks
             .iter()
             .enumerate()
             .map(|(k, c)| {
-                let watch = || {
-                    RateWatch::new(
-                        settings,
-                        Some(c.minimum_success_percentage),
-                        baselines.get(k).copied().flatten(),
-                    )
+                let minimum = Some(c.minimum_success_percentage);
+                let baseline = baselines.get(k).copied().flatten();
+                let judge = labels
+                    .get(k)
+                    .copied()
+                    .flatten()
+                    .map(|counts| LiveJudge::new(counts, settings.confidence));
+                let watch = || match &judge {
+                    Some(j) => RateWatch::calibrated(settings, minimum, baseline, j.clone()),
+                    None => RateWatch::new(settings, minimum, baseline),
                 };
                 Ok([watch()?, watch()?])
             })
@@ -164,24 +184,23 @@ impl Summary {
     /// established, the decision following the verdict mode as for a
     /// sequential run; `samples_needed` is the requests in all at which the
     /// all-traffic sequence is projected to settle at the current rate
-    /// (`projected_observations` from the start). Checks are matched by
-    /// column.
+    /// (`projected_observations` from the start). A calibrated verifier's
+    /// (one with `calibration`, from [`Summary::with_calibration`]) is its
+    /// rate corrected for the judge's errors, with the anytime-valid
+    /// interval of [`LiveJudge::correct`] (`live_corrected_verdict`).
+    /// Checks are matched by column.
     pub fn with_live(mut self, live: &LiveSnapshot) -> Summary {
+        let mode = self.options.verdict;
         for (c, l) in self.checks.iter_mut().zip(&live.checks) {
             let w = &l.first;
             let threshold = c.info.minimum_success_percentage;
-            let (decision, established) = if w.requests > 0 && w.all.lower >= threshold {
-                (Decision::Pass, true)
-            } else if w.requests > 0 && w.all.upper < threshold {
-                (Decision::Fail, true)
-            } else {
-                let open = match self.options.verdict {
-                    VerdictMode::Point if c.rate.estimate >= threshold => Decision::Pass,
-                    VerdictMode::Point | VerdictMode::LowerBound => Decision::Fail,
-                    VerdictMode::ThreeWay => Decision::Inconclusive,
-                };
-                (open, false)
-            };
+            c.rate.interval = w.all;
+            if c.calibration.is_some() {
+                live_corrected_verdict(c, w, live.settings.confidence, mode);
+                continue;
+            }
+            let (decision, established) =
+                decide(w.requests, c.rate.estimate, w.all, threshold, mode);
             c.verdict.decision = decision;
             c.verdict.established = established;
             // Requests in all at which the sequence is projected to settle
@@ -202,24 +221,186 @@ impl Summary {
                 .flatten()
                 .map(|n| n.max(w.requests + 1));
             c.verdict.samples_needed = needed;
-            c.verdict.why_not = (!established).then_some(if w.requests == 0 {
+            c.verdict.why_not = why_not(established, w.requests, w.all, needed);
+        }
+        self
+    }
+}
+
+/// A verdict from an anytime-valid interval: established pass iff lower ≥
+/// `threshold`, fail iff upper < it; otherwise open, by the verdict `mode`
+/// at `estimate`.
+fn decide(
+    requests: u64,
+    estimate: f64,
+    interval: Interval,
+    threshold: f64,
+    mode: VerdictMode,
+) -> (Decision, bool) {
+    if requests > 0 && interval.lower >= threshold {
+        (Decision::Pass, true)
+    } else if requests > 0 && interval.upper < threshold {
+        (Decision::Fail, true)
+    } else {
+        let open = match mode {
+            VerdictMode::Point if estimate >= threshold => Decision::Pass,
+            VerdictMode::Point | VerdictMode::LowerBound => Decision::Fail,
+            VerdictMode::ThreeWay => Decision::Inconclusive,
+        };
+        (open, false)
+    }
+}
+
+fn why_not(
+    established: bool,
+    requests: u64,
+    interval: Interval,
+    samples_needed: Option<u64>,
+) -> Option<NotEstablished> {
+    (!established).then_some(if requests == 0 {
+        NotEstablished::NothingObserved
+    } else {
+        NotEstablished::Straddles {
+            lower: interval.lower,
+            upper: interval.upper,
+            samples_needed,
+        }
+    })
+}
+
+/// A calibrated verifier's verdict in a serve run: its first attempts'
+/// rate corrected for the judge's errors, with the anytime-valid interval
+/// of [`LiveJudge::correct`] (its judge measured on the labels the check's
+/// calibration was made from, `c.calibration`); the corrected figures
+/// replace the fixed-sample ones in `c.calibration`, so every report shows
+/// the interval its verdict came from. The requests needed are projected
+/// for the all-traffic sequence to clear the judge's-scale threshold the
+/// corrected verdict needs ([`LiveJudge::apparent_bounds`]): none when the
+/// judge's rate is on the wrong side of it (only more labels, or a better
+/// judge, could settle it). Without a corrected rate (a judge whose accuracy could
+/// not be measured, no better than chance, or traffic its errors do not
+/// explain) the verdict is not established and `c.calibration` says why.
+fn live_corrected_verdict(
+    c: &mut CheckSummary,
+    w: &WatchSnapshot,
+    confidence: f64,
+    mode: VerdictMode,
+) {
+    let threshold = c.info.minimum_success_percentage;
+    let shown: Option<JudgeAccuracy> = c.calibration.as_ref().and_then(|cal| cal.judge()).copied();
+    let corrected = shown
+        .ok_or_else(|| match &c.calibration {
+            Some(Calibrated::Unusable { problem, .. }) => problem.clone(),
+            _ => CalibrationError::NoPassLabels,
+        })
+        .and_then(|a| {
+            let judge = LiveJudge::new(a.counts, confidence)?;
+            let (l_min, u_min) = judge.apparent_bounds(threshold);
+            let rate = judge.correct(w.rate, w.all)?;
+            let exact = Interval {
+                lower: w.rate,
+                upper: w.rate,
+            };
+            let labels_only = judge
+                .correct(w.rate, exact)
+                .map_or(rate.interval, |r| r.interval);
+            let weak = if a.youden_interval.lower <= 0.0 {
+                Some(Weakness::Chance {
+                    youden_lower: a.youden_interval.lower,
+                })
+            } else {
+                // A system that always passes, with unlimited requests: the
+                // judge's rate is its sensitivity exactly.
+                let se = a.sensitivity.estimate;
+                let best = judge
+                    .correct(
+                        se,
+                        Interval {
+                            lower: se,
+                            upper: se,
+                        },
+                    )
+                    .map_or(0.0, |r| r.interval.lower);
+                (best < threshold).then_some(Weakness::Threshold {
+                    best_lower: best,
+                    minimum: threshold,
+                })
+            };
+            // The judge's rate the sequence must clear, from the side of
+            // the corrected estimate.
+            let (target, reachable) = if rate.estimate >= threshold {
+                (u_min, w.rate > u_min)
+            } else {
+                (l_min, w.rate < l_min)
+            };
+            let needed = (w.requests > 0 && reachable)
+                .then(|| {
+                    projected_observations(
+                        (1.0 - confidence) / 2.0,
+                        crate::stats::sequential::BET_CAP,
+                        w.rate,
+                        w.rate * (1.0 - w.rate),
+                        target,
+                        0,
+                        0.0,
+                        PROJECTION_LIMIT,
+                    )
+                })
+                .flatten()
+                .map(|n| n.max(w.requests + 1));
+            Ok((
+                CorrectedRate {
+                    raw: w.rate,
+                    estimate: rate.estimate,
+                    interval: rate.interval,
+                    labels_only,
+                    judge: a,
+                    weak,
+                },
+                needed,
+            ))
+        });
+    let v = &mut c.verdict;
+    match corrected {
+        Ok((r, needed)) => {
+            let (decision, established) =
+                decide(w.requests, r.estimate, r.interval, threshold, mode);
+            let needed = needed.filter(|_| !established);
+            v.decision = decision;
+            v.established = established;
+            v.samples_needed = needed;
+            v.why_not = why_not(established, w.requests, r.interval, needed);
+            c.calibration = Some(Calibrated::Corrected(r));
+        }
+        Err(problem) => {
+            v.decision = match mode {
+                VerdictMode::ThreeWay => Decision::Inconclusive,
+                VerdictMode::Point | VerdictMode::LowerBound => Decision::Fail,
+            };
+            v.established = false;
+            v.samples_needed = None;
+            v.why_not = Some(if w.requests == 0 {
                 NotEstablished::NothingObserved
             } else {
                 NotEstablished::Straddles {
-                    lower: w.all.lower,
-                    upper: w.all.upper,
-                    samples_needed: needed,
+                    lower: 0.0,
+                    upper: 1.0,
+                    samples_needed: None,
                 }
             });
-            c.rate.interval = w.all;
+            c.calibration = Some(Calibrated::Unusable {
+                judge: shown,
+                problem,
+            });
         }
-        self
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::monitor::corrected::LiveCorrection;
+    use crate::monitor::watch::AlarmKind;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
@@ -319,5 +500,127 @@ mod tests {
             crate::stats::IntervalMethod::Wilson,
         );
         assert!(upper - lower > fixed.upper - fixed.lower);
+    }
+
+    /// A calibrated verifier whose judge fails 20% of passing outputs
+    /// (Se 0.8) and passes 10% of failing ones (Sp 0.9), on traffic whose
+    /// true rate is 0.95 under a 0.85 minimum: the judge's own rate,
+    /// 0.8·0.95 + 0.1·0.05 = 0.765, is far below the minimum and alarms an
+    /// uncalibrated watch; the calibrated watch raises no alarm, and the
+    /// serve run's verdict and shown interval are the corrected rate's,
+    /// which covers 0.95. On traffic whose true rate is 0.5 (judged
+    /// 0.45) the corrected alarm is raised, marked corrected.
+    #[test]
+    fn a_calibrated_verifier_is_judged_and_alarmed_on_its_corrected_rate() {
+        let labels = LabelCounts {
+            pass_labels: 300,
+            judged_pass: 240,
+            fail_labels: 300,
+            judged_fail: 270,
+            errors: 0,
+            reused: 0,
+        };
+        let checks = [check("judged", 0.85), check("same, uncalibrated", 0.85)];
+        let settings = WatchSettings::default();
+        let stream = |theta: f64, n: usize| {
+            let mut rng = StdRng::seed_from_u64(9);
+            let mut live =
+                LiveRates::calibrated(&checks, settings, &[], &[Some(labels), None]).unwrap();
+            let mut tensor = crate::ReliabilityTensor::new(n, 1, 2).unwrap();
+            let mut alarms = Vec::new();
+            for i in 0..n {
+                let truly = rng.gen::<f64>() < theta;
+                let judged = if truly {
+                    rng.gen::<f64>() < 0.8
+                } else {
+                    rng.gen::<f64>() >= 0.9
+                };
+                let cell = if judged { Cell::Pass } else { Cell::Fail };
+                alarms.extend(live.observe(AttemptKind::First, &[cell, cell]));
+                tensor.set(i, 0, 0, cell).unwrap();
+                tensor.set(i, 0, 1, cell).unwrap();
+            }
+            (live, tensor, alarms)
+        };
+        let (live, tensor, alarms) = stream(0.95, 3000);
+        assert!(alarms.iter().all(|(k, _)| *k == 1), "{alarms:?}");
+        assert!(alarms
+            .iter()
+            .any(|(_, a)| a.kind == AlarmKind::BelowMinimum && !a.corrected));
+        let snap = live.snapshot();
+        let Some(LiveCorrection::Corrected(c)) = &snap.checks[0].first.corrected else {
+            panic!("{:?}", snap.checks[0].first.corrected);
+        };
+        assert!(c.interval.contains(0.95), "{c:?}");
+        assert!(!snap.checks[0].first.all.contains(0.95));
+        assert!(snap.checks[1].first.corrected.is_none());
+        let opts = crate::AnalysisOptions {
+            verdict: VerdictMode::ThreeWay,
+            ..Default::default()
+        };
+        let summary = Summary::build(
+            &tensor,
+            &checks,
+            crate::Strategy::All,
+            crate::Aggregate::Min,
+            &opts,
+        )
+        .with_calibration(&tensor, &[Some(labels), None])
+        .with_live(&snap);
+        let (judged, plain) = (&summary.checks[0], &summary.checks[1]);
+        assert_eq!(
+            (plain.verdict.decision, plain.verdict.established),
+            (Decision::Fail, true)
+        );
+        assert_ne!(judged.verdict.decision, Decision::Fail);
+        let Some(Calibrated::Corrected(r)) = &judged.calibration else {
+            panic!("{:?}", judged.calibration);
+        };
+        assert_eq!((r.estimate, r.interval), (c.estimate, c.interval));
+        assert_eq!(r.raw, snap.checks[0].first.rate);
+        assert_eq!(judged.rate.interval, snap.checks[0].first.all);
+        // The verdict is the corrected interval's.
+        let decided = if r.interval.lower >= 0.85 {
+            Decision::Pass
+        } else {
+            Decision::Inconclusive
+        };
+        assert_eq!(judged.verdict.decision, decided);
+        // Not established at 3,000 requests: the judge's rate (0.765) is
+        // above the threshold the corrected lower bound needs (U(0.85) on
+        // the judge's scale, 0.745), so more traffic is projected to
+        // settle it, and more does. The projection is the one the raw
+        // sequences use (expected log capital, no guarantee): here 23,241
+        // requests, while the sequence clears 0.745 between 2 and 4 times
+        // that (0.743 at twice).
+        assert!(!judged.verdict.established, "{:?}", judged.verdict);
+        let needed = judged.verdict.samples_needed.expect("a projection");
+        assert!(needed > 3000, "{needed}");
+        let (more, _, _) = stream(0.95, 4 * needed as usize);
+        let settled = Summary::build(
+            &crate::ReliabilityTensor::new(1, 1, 2).unwrap(),
+            &checks,
+            crate::Strategy::All,
+            crate::Aggregate::Min,
+            &opts,
+        )
+        .with_calibration(&tensor, &[Some(labels), None])
+        .with_live(&more.snapshot());
+        assert_eq!(
+            (
+                settled.checks[0].verdict.decision,
+                settled.checks[0].verdict.established
+            ),
+            (Decision::Pass, true),
+            "{:?} after {} requests",
+            settled.checks[0].calibration,
+            2 * needed
+        );
+
+        let (_, _, alarms) = stream(0.5, 3000);
+        let corrected: Vec<_> = alarms.iter().filter(|(k, _)| *k == 0).collect();
+        assert_eq!(corrected.len(), 1, "{alarms:?}");
+        let a = corrected[0].1;
+        assert!(a.corrected && !a.recent && a.interval.upper < 0.85, "{a:?}");
     }
 }

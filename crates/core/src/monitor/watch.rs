@@ -25,9 +25,22 @@
 //!   baseline's interval (a tested run's, at its own confidence) are
 //!   disjoint. With the baseline's interval covering with probability
 //!   ≥ 1 − α_b, a false alarm has probability ≤ α/2 + α_b.
+//!
+//! A calibrated verifier's watch ([`RateWatch::calibrated`]) follows the
+//! judge's own outcomes as every watch does, but its rate against the
+//! minimum is the rate corrected for the judge's errors
+//! ([`super::corrected`]): below the minimum when the corrected
+//! all-traffic sequence's upper bound is (its α is the all-traffic
+//! sequence's α/2 and α/4 for each of the judge's sensitivity and
+//! specificity, so a false alarm still has probability ≤ α). The epochs'
+//! sequences raise no alarm below the minimum for it: the judge's
+//! intervals have no budget left to share with them. The baseline is
+//! compared with the judge's own rate (a tested run's judged rate, the
+//! same judge's).
 
+use super::corrected::{LiveCorrection, LiveJudge};
 use super::window::Window;
-use crate::stats::{BettingSequence, Interval, StatsError};
+use crate::stats::{BettingSequence, CalibrationError, Interval, StatsError};
 use serde::{Deserialize, Serialize};
 
 /// How a check is watched.
@@ -82,6 +95,11 @@ pub struct Alarm {
     pub at: u64,
     /// `true`: over an epoch (recent traffic); `false`: over all traffic.
     pub recent: bool,
+    /// `true`: `rate` and `interval` are corrected for a calibrated
+    /// verifier's judge errors ([`super::corrected`]); `false`: the
+    /// check's own outcomes (a judge's verdicts as it gave them).
+    #[serde(default)]
+    pub corrected: bool,
 }
 
 /// One check's live rate: sequences, window, alarms (module docs).
@@ -97,6 +115,9 @@ pub struct RateWatch {
     window: Window,
     /// Alarms raised, each kind once (the first time it held).
     raised: Vec<Alarm>,
+    /// A calibrated verifier's judge (its rate is corrected for it), or
+    /// why it could not be measured; `None` for other checks.
+    judge: Option<Result<LiveJudge, CalibrationError>>,
 }
 
 /// π²/6: Σ 1/k² over k ≥ 1.
@@ -110,7 +131,31 @@ impl RateWatch {
         minimum: Option<f64>,
         baseline: Option<Baseline>,
     ) -> Result<RateWatch, StatsError> {
-        let extra: Vec<f64> = minimum.into_iter().collect();
+        RateWatch::build(settings, minimum, baseline, None)
+    }
+
+    /// The watch of a calibrated verifier whose judge is `judge` (or could
+    /// not be measured, `Err`: then no rate is corrected and no alarm is
+    /// raised below the minimum); module docs.
+    pub fn calibrated(
+        settings: WatchSettings,
+        minimum: Option<f64>,
+        baseline: Option<Baseline>,
+        judge: Result<LiveJudge, CalibrationError>,
+    ) -> Result<RateWatch, StatsError> {
+        RateWatch::build(settings, minimum, baseline, Some(judge))
+    }
+
+    fn build(
+        settings: WatchSettings,
+        minimum: Option<f64>,
+        baseline: Option<Baseline>,
+        judge: Option<Result<LiveJudge, CalibrationError>>,
+    ) -> Result<RateWatch, StatsError> {
+        // The minimum is a grid point of the sequences, so the verdict's
+        // boundary is tested exactly; a judge's own rate is not compared
+        // with it.
+        let extra: Vec<f64> = minimum.filter(|_| judge.is_none()).into_iter().collect();
         let alpha = 1.0 - settings.confidence;
         let settings = WatchSettings {
             epoch: settings.epoch.max(1),
@@ -125,6 +170,7 @@ impl RateWatch {
             epoch_number: 1,
             window: Window::new(settings.window),
             raised: Vec::new(),
+            judge,
         })
     }
 
@@ -135,7 +181,11 @@ impl RateWatch {
         if self.epoch.observations() >= self.settings.epoch {
             self.epoch_number += 1;
             let alpha = 1.0 - self.settings.confidence;
-            let extra: Vec<f64> = self.minimum.into_iter().collect();
+            let extra: Vec<f64> = self
+                .minimum
+                .filter(|_| self.judge.is_none())
+                .into_iter()
+                .collect();
             self.epoch = BettingSequence::new(1.0 - epoch_alpha(alpha, self.epoch_number), &extra)?;
         }
         self.all.observe(x)?;
@@ -155,19 +205,38 @@ impl RateWatch {
     fn check(&self) -> Vec<Alarm> {
         let at = self.all.observations();
         let mut out = Vec::new();
-        if let Some(min) = self.minimum {
-            for (seq, recent) in [(&self.all, false), (&self.epoch, true)] {
-                let interval = seq.interval();
-                if seq.observations() > 0 && interval.upper < min {
-                    out.push(Alarm {
-                        kind: AlarmKind::BelowMinimum,
-                        rate: seq.mean(),
-                        interval,
-                        requests: seq.observations(),
-                        at,
-                        recent,
-                    });
-                    break;
+        match (&self.judge, self.minimum) {
+            (_, None) | (Some(Err(_)), _) => {}
+            (Some(Ok(_)), Some(min)) => {
+                if let Some(LiveCorrection::Corrected(c)) = self.corrected().filter(|_| at > 0) {
+                    if c.interval.upper < min {
+                        out.push(Alarm {
+                            kind: AlarmKind::BelowMinimum,
+                            rate: c.estimate,
+                            interval: c.interval,
+                            requests: at,
+                            at,
+                            recent: false,
+                            corrected: true,
+                        });
+                    }
+                }
+            }
+            (None, Some(min)) => {
+                for (seq, recent) in [(&self.all, false), (&self.epoch, true)] {
+                    let interval = seq.interval();
+                    if seq.observations() > 0 && interval.upper < min {
+                        out.push(Alarm {
+                            kind: AlarmKind::BelowMinimum,
+                            rate: seq.mean(),
+                            interval,
+                            requests: seq.observations(),
+                            at,
+                            recent,
+                            corrected: false,
+                        });
+                        break;
+                    }
                 }
             }
         }
@@ -181,10 +250,26 @@ impl RateWatch {
                     requests: at,
                     at,
                     recent: false,
+                    corrected: false,
                 });
             }
         }
         out
+    }
+
+    /// A calibrated verifier's all-traffic rate corrected for its judge's
+    /// errors ([`super::corrected`]), or why it cannot be; `None` for
+    /// other checks.
+    pub fn corrected(&self) -> Option<LiveCorrection> {
+        Some(match self.judge.as_ref()? {
+            Ok(j) => match j.correct(self.all.mean(), self.all.interval()) {
+                Ok(c) => LiveCorrection::Corrected(c),
+                Err(problem) => LiveCorrection::Unusable { problem },
+            },
+            Err(problem) => LiveCorrection::Unusable {
+                problem: problem.clone(),
+            },
+        })
     }
 
     /// Requests seen.
@@ -236,6 +321,7 @@ impl RateWatch {
             window_rate: self.window.rate(),
             window: self.window.interval(self.settings.confidence),
             alarms: self.raised.clone(),
+            corrected: self.corrected(),
         }
     }
 }
@@ -265,6 +351,10 @@ pub struct WatchSnapshot {
     pub window: Interval,
     /// Every alarm raised so far, in order.
     pub alarms: Vec<Alarm>,
+    /// A calibrated verifier's all-traffic rate corrected for its judge's
+    /// errors (or why it cannot be); `None` for other checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<LiveCorrection>,
 }
 
 /// α_k = (α/2) · 6/(π² k²): epoch k's share of half the budget.

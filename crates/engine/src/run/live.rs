@@ -13,15 +13,21 @@ use std::collections::BTreeMap;
 const SLICE: usize = 4096;
 
 /// Run `run`'s watches as its server had them: its stored traffic
-/// replayed, in request order, through watches made with the settings
-/// and baselines it was served with. `None` for a run not of `probity
+/// replayed, in request order, through watches made with the settings,
+/// baselines and judges' labelled counts (a calibrated verifier's rate is
+/// corrected) it was served with. `None` for a run not of `probity
 /// serve`.
 pub fn replay(store: &Store, run: &RunRecord) -> Result<Option<LiveSnapshot>, StoreError> {
     let Some(live) = &run.settings.live else {
         return Ok(None);
     };
-    let mut rates = LiveRates::new(&run.checks, live.watch, &live.baselines)
-        .map_err(|e| damaged(store, run.id, e))?;
+    let mut rates = LiveRates::calibrated(
+        &run.checks,
+        live.watch,
+        &live.baselines,
+        &run.settings.calibration,
+    )
+    .map_err(|e| damaged(store, run.id, e))?;
     read(store, run.id, 0, &mut rates, &mut |_, _, _| {})?;
     Ok(Some(rates.snapshot()))
 }
@@ -134,8 +140,11 @@ impl LiveFollow {
             }
             let rates = match &mut self.rates {
                 Some(rates) => rates,
+                // A calibrated verifier's rate is corrected with the judge
+                // the first run followed measured at its start (replicas
+                // of one configuration ask the same judge the same pairs).
                 none => none.insert(
-                    LiveRates::new(&r.checks, self.settings, &[])
+                    LiveRates::calibrated(&r.checks, self.settings, &[], &r.settings.calibration)
                         .map_err(|e| damaged(store, r.id, e))?,
                 ),
             };

@@ -41,8 +41,16 @@
 //! name marks such runs `interrupted` when it starts (they keep every
 //! request and attempt they recorded), never a live replica's. Judge calls
 //! go through the judge cache of the store, as in `probity run`.
+//!
+//! A calibrated verifier (`calibration = …`) has its judge answer its
+//! labelled set before the guard listens ([`calibrate`]); the counts are
+//! stored with the run, and every reading of its rate — `/metrics`, the
+//! alarms, `probity monitor`, the run's report — is corrected for the
+//! judge's errors with an interval valid however often it is read
+//! (`probity_core::monitor::LiveJudge`).
 
 mod answer;
+mod calibrate;
 mod chat;
 pub mod classes;
 mod config;
@@ -128,10 +136,13 @@ pub struct Server {
     store: StoreLocation,
     stale_interrupted: usize,
     started: Instant,
+    warnings: Vec<String>,
 }
 
-/// Open the store at `location` and create the run `loaded` records into.
-pub fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> {
+/// Open the store at `location`, measure the calibrated verifiers' judges
+/// on their labelled sets ([`calibrate`]) and create the run `loaded`
+/// records into.
+pub async fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> {
     let store_err = |e: StoreError| e.to_string();
     let mut store = Store::connect(location).map_err(store_err)?;
     let c = &loaded.config;
@@ -143,7 +154,19 @@ pub fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> 
         Some(spec) => baselines(&store, spec, &infos)?,
         None => Vec::new(),
     };
+    let calls = CallSettings {
+        timeout: Duration::from_secs_f64(c.timeout_s),
+        call_attempts: c.call_attempts,
+        requests_per_minute: c.requests_per_minute,
+        tokens_per_minute: None,
+    };
+    // One caller for the labelled sets and the traffic: the judges' calls
+    // on their labels count in the run's totals, as the verifiers'.
+    let caller = calls.caller();
+    let calibration =
+        calibrate::calibrate(&checks, &caller, Some(&mut store), c.confidence).await?;
     let settings = StoredSettings {
+        calibration: calibration.labels,
         retry: Some(StoredRetry::of(
             &c.retry,
             checks.validators.len(),
@@ -181,13 +204,7 @@ pub fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> 
     let stale_interrupted = store
         .interrupt_abandoned(&loaded.name, Some(run_id))
         .map_err(store_err)?;
-    let calls = CallSettings {
-        timeout: Duration::from_secs_f64(c.timeout_s),
-        call_attempts: c.call_attempts,
-        requests_per_minute: c.requests_per_minute,
-        tokens_per_minute: None,
-    };
-    let mut guard = Guard::new(upstream, checks, c.retry.clone(), calls.caller())
+    let mut guard = Guard::new(upstream, checks, c.retry.clone(), caller)
         .map_err(|e| format!("[retry] {e}"))?
         .with_judging(recording.judging(true, true));
     if c.stream_upstream {
@@ -202,7 +219,14 @@ pub fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> 
         max_body_bytes: (c.max_body_mb * 1024.0 * 1024.0) as usize,
         keepalive: Duration::from_secs_f64(c.stream_keepalive_s),
         model: c.upstream.model_name().unwrap_or(&loaded.name).to_string(),
-        live: monitor::Monitor::new(&infos, c.confidence, &c.monitor, &baselines, run_id)?,
+        live: monitor::Monitor::new(
+            &infos,
+            c.confidence,
+            &c.monitor,
+            &baselines,
+            &settings.calibration,
+            run_id,
+        )?,
         classes: loaded.classes,
         check_names,
         writer: recording.writer,
@@ -210,11 +234,15 @@ pub fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> 
         next_input: AtomicU64::new(0),
         metrics: Metrics::default(),
     });
+    state
+        .metrics
+        .set_judges(&state.check_names, &settings.calibration);
     Ok(Server {
         state,
         store: location.clone(),
         stale_interrupted,
         started: Instant::now(),
+        warnings: calibration.warnings,
     })
 }
 
@@ -227,6 +255,13 @@ impl Server {
     /// Earlier runs of the same name left `running`, marked interrupted.
     pub fn stale_interrupted(&self) -> usize {
         self.stale_interrupted
+    }
+
+    /// What the operator should know before traffic comes (a calibrated
+    /// verifier's judge that missed labelled pairs, or is no better than
+    /// chance; [`calibrate`]).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Serve on `listener` until `shutdown` completes; then the run is
@@ -286,5 +321,5 @@ pub async fn serve(
     location: &StoreLocation,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Served, String> {
-    open(loaded, location)?.run(listener, shutdown).await
+    open(loaded, location).await?.run(listener, shutdown).await
 }

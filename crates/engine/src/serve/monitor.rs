@@ -11,8 +11,13 @@
 //! `probity_alarm` set to 1; and, when `[monitor] webhook` is set, a JSON
 //! event POSTed to it from a task of its own (retried three times, never
 //! in a request's way).
+//!
+//! A calibrated verifier's watches correct its rate for the judge's errors
+//! (`RateWatch::calibrated`): its alarm below the minimum is the corrected
+//! rate's (marked `corrected`), never the judge's own rate's.
 
-use probity_core::monitor::{Alarm, AlarmKind, Baseline, RateWatch, WatchSettings};
+use probity_core::monitor::{Alarm, AlarmKind, Baseline, LiveJudge, RateWatch, WatchSettings};
+use probity_core::stats::LabelCounts;
 use probity_core::{Cell, CheckInfo};
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
@@ -107,9 +112,14 @@ impl AlarmEvent {
             AlarmKind::DiffersFromBaseline => "is established to differ from the baseline",
         };
         format!(
-            "alarm: check {} ({} attempts) {what}: {:.1}% [{:.1}, {:.1}] over {} {}requests (run {}, after {} requests)",
+            "alarm: check {} ({} attempts) {what}: {}{:.1}% [{:.1}, {:.1}] over {} {}requests (run {}, after {} requests)",
             self.check,
             self.attempt,
+            if self.alarm.corrected {
+                "corrected for the judge's errors "
+            } else {
+                ""
+            },
             100.0 * self.alarm.rate,
             100.0 * self.alarm.interval.lower,
             100.0 * self.alarm.interval.upper,
@@ -123,21 +133,30 @@ impl AlarmEvent {
 
 impl Monitor {
     /// Watches of `checks` at `confidence`, compared with `baselines` (per
-    /// check, by column) when given.
+    /// check, by column) when given; `labels[k]`, when given, is what
+    /// check k's judge answered on its labelled set (its rate is then
+    /// corrected for the judge's errors).
     pub fn new(
         checks: &[CheckInfo],
         confidence: f64,
         config: &MonitorConfig,
         baselines: &[Option<Baseline>],
+        labels: &[Option<LabelCounts>],
         run_id: i64,
     ) -> Result<Monitor, String> {
         let settings = config.watch_settings(confidence);
         let watch = |k: usize, c: &CheckInfo| {
-            RateWatch::new(
-                settings,
-                Some(c.minimum_success_percentage),
-                baselines.get(k).copied().flatten(),
-            )
+            let minimum = Some(c.minimum_success_percentage);
+            let baseline = baselines.get(k).copied().flatten();
+            match labels.get(k).copied().flatten() {
+                Some(counts) => RateWatch::calibrated(
+                    settings,
+                    minimum,
+                    baseline,
+                    LiveJudge::new(counts, confidence),
+                ),
+                None => RateWatch::new(settings, minimum, baseline),
+            }
             .map(Mutex::new)
             .map_err(|e| format!("[monitor] {e}"))
         };

@@ -5,7 +5,7 @@ use super::config::NothingPassed;
 use super::monitor::Monitor;
 use crate::retry::guard::Guard;
 use crate::store::Writer;
-use probity_core::monitor::AlarmKind;
+use probity_core::monitor::{AlarmKind, LiveCorrection};
 use probity_core::Cell;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -70,8 +70,23 @@ pub struct Metrics {
     pub rate_upper: Family<RateLabels, Gauge<f64, AtomicU64>>,
     /// The rate over the display window (a snapshot, not a sequence).
     pub rate_window: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    /// A calibrated verifier's rate corrected for its judge's errors, and
+    /// the bounds of its anytime-valid interval (`LiveJudge::correct`).
+    pub corrected: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    pub corrected_lower: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    pub corrected_upper: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    /// A calibrated verifier's judge on its labelled set: sensitivity and
+    /// specificity (point estimates), set once at startup.
+    pub judge_sensitivity: Family<CheckLabel, Gauge<f64, AtomicU64>>,
+    pub judge_specificity: Family<CheckLabel, Gauge<f64, AtomicU64>>,
     /// 1 once an alarm of its kind was raised for the check.
     pub alarm: Family<AlarmLabels, Gauge>,
+}
+
+/// A check.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CheckLabel {
+    pub check: String,
 }
 
 /// An alarm's check, attempt kind and rule.
@@ -153,7 +168,7 @@ impl Default for Metrics {
         let rate = gauges(
             &mut registry,
             "probity_check_pass_rate",
-            "Each check's live pass rate: attempt = first (the system's own) or published.",
+            "Each check's live pass rate as its cells say: attempt = first (the system's own) or published. For a calibrated verifier, its judge's own rate, not corrected for the judge's errors: see probity_check_corrected_pass_rate.",
         );
         let rate_lower = gauges(
             &mut registry,
@@ -170,6 +185,36 @@ impl Default for Metrics {
             "probity_check_pass_rate_window",
             "The rate over the last [monitor] window requests (a snapshot, not a sequence).",
         );
+        let corrected = gauges(
+            &mut registry,
+            "probity_check_corrected_pass_rate",
+            "A calibrated verifier's live pass rate corrected for its judge's errors (Rogan-Gladen; the judge measured on its labelled set at startup).",
+        );
+        let corrected_lower = gauges(
+            &mut registry,
+            "probity_check_corrected_pass_rate_lower",
+            "Lower bound of the corrected rate's interval: the all-traffic sequence and the judge's sensitivity and specificity together, valid however often it is read.",
+        );
+        let corrected_upper = gauges(
+            &mut registry,
+            "probity_check_corrected_pass_rate_upper",
+            "Upper bound of the corrected rate's interval (valid however often it is read).",
+        );
+        let judge = |registry: &mut Registry, name: &str, help: &str| {
+            let g = Family::<CheckLabel, Gauge<f64, AtomicU64>>::default();
+            registry.register(name, help, g.clone());
+            g
+        };
+        let judge_sensitivity = judge(
+            &mut registry,
+            "probity_judge_sensitivity",
+            "A calibrated verifier's judge on its labelled set: P(judge PASS | labelled PASS).",
+        );
+        let judge_specificity = judge(
+            &mut registry,
+            "probity_judge_specificity",
+            "A calibrated verifier's judge on its labelled set: P(judge FAIL | labelled FAIL).",
+        );
         let alarm = Family::<AlarmLabels, Gauge>::default();
         registry.register(
             "probity_alarm",
@@ -182,6 +227,11 @@ impl Default for Metrics {
             rate_lower,
             rate_upper,
             rate_window,
+            corrected,
+            corrected_lower,
+            corrected_upper,
+            judge_sensitivity,
+            judge_specificity,
             alarm,
             requests,
             published,
@@ -237,6 +287,15 @@ impl Metrics {
             self.rate_window
                 .get_or_create(&labels)
                 .set(watch.window().rate());
+            if let Some(LiveCorrection::Corrected(c)) = watch.corrected() {
+                self.corrected.get_or_create(&labels).set(c.estimate);
+                self.corrected_lower
+                    .get_or_create(&labels)
+                    .set(c.interval.lower);
+                self.corrected_upper
+                    .get_or_create(&labels)
+                    .set(c.interval.upper);
+            }
             for alarm in watch.alarms() {
                 let kind_name = match alarm.kind {
                     AlarmKind::BelowMinimum => "below_minimum",
@@ -251,6 +310,31 @@ impl Metrics {
                     .set(1);
             }
         });
+    }
+
+    /// Set the judge gauges of the calibrated checks among `names` (by
+    /// column) from `labels`, what each judge answered on its labelled set.
+    pub fn set_judges(
+        &self,
+        names: &[String],
+        labels: &[Option<probity_core::stats::LabelCounts>],
+    ) {
+        for (name, counts) in names.iter().zip(labels) {
+            let Some(c) = counts else { continue };
+            let label = CheckLabel {
+                check: name.clone(),
+            };
+            if c.pass_labels > 0 {
+                self.judge_sensitivity
+                    .get_or_create(&label)
+                    .set(c.judged_pass as f64 / c.pass_labels as f64);
+            }
+            if c.fail_labels > 0 {
+                self.judge_specificity
+                    .get_or_create(&label)
+                    .set(c.judged_fail as f64 / c.fail_labels as f64);
+            }
+        }
     }
 
     /// Refresh the pass-rate gauge from the counters.

@@ -41,7 +41,7 @@ from ._experiment import Experiment, RunFixture, run
 from ._input import Input
 from ._plan import RetryPlan, retry_plan
 from ._probity import __version__
-from ._result import ERROR, FAIL, MISSING, PASS, CheckResult, Result, Sample
+from ._result import ERROR, FAIL, MISSING, PASS, Calibration, CheckResult, Result, Sample
 from ._tables import Prompt, Retry, Verifier
 from ._validator import Validator, validator
 from ._workers import CallAbandoned
@@ -56,6 +56,7 @@ __all__ = [
     "Input",
     "Result",
     "CheckResult",
+    "Calibration",
     "Sample",
     "RetryPlan",
     "assert_reliable",

@@ -1,5 +1,6 @@
 """What a run returns: :class:`Result`, a check's :class:`CheckResult`
-and each output's :class:`Sample`."""
+(with a calibrated verifier's :class:`Calibration`) and each output's
+:class:`Sample`."""
 
 import importlib
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -26,6 +27,99 @@ def _pandas() -> Any:
         raise ImportError("to_pandas() needs pandas: pip install pandas") from None
 
 
+def _span(iv: Optional[Dict[str, Any]]) -> Optional[Tuple[float, float]]:
+    if iv is None:
+        return None
+    return (float(iv["lower"]), float(iv["upper"]))
+
+
+class Calibration:
+    """A calibrated verifier (``Verifier(..., calibration="labels.jsonl")``,
+    paper §4): its judge's accuracy on the labelled set and the check's
+    rate corrected for the judge's errors. ``CheckResult.calibration``; None
+    for checks without a labelled set.
+
+    * ``state``: ``"corrected"``, or ``"unusable"`` when no corrected rate
+      can be given (``problem`` says why: a judge no better than chance, a
+      run's rate its measured errors cannot explain, a class of label the
+      judge never answered).
+    * ``corrected_rate``, ``corrected_interval``: the Rogan–Gladen estimate
+      θ̂ = (p̂ + Sp − 1)/(Se + Sp − 1), clipped to [0, 1], and its interval
+      at the run's confidence, carrying the uncertainty of the run's rate
+      (clustered by input) and of Se and Sp; None when ``unusable``. In a
+      fixed-size run the check's verdict is theirs.
+    * ``judged_rate``: p̂, the judge's own pass rate over the run's outputs,
+      uncorrected (the check's ``judged_rate``).
+    * ``labels_only_interval``: the interval were p̂ known exactly: what the
+      judge's measured errors alone leave (when it holds the minimum, more
+      outputs cannot settle the verdict; more labels can).
+    * ``sensitivity``, ``sensitivity_interval``: Se = P(judge PASS | label
+      PASS) with its Wilson interval; ``specificity``,
+      ``specificity_interval``: Sp = P(judge FAIL | label FAIL). None when
+      they could not be measured.
+    * ``pass_labels``, ``judged_pass``, ``fail_labels``, ``judged_fail``:
+      the counts they come from; ``errors``: labelled pairs the judge could
+      not judge (left out of both).
+    * ``weak``: why the judge is too weak for the minimum (``{"reason":
+      "chance", ...}`` or ``{"reason": "threshold", "best_lower": ...,
+      "minimum": ...}``), else None; ``problem``: why ``unusable``, in
+      words, else None.
+    """
+
+    state: str
+    judged_rate: Optional[float]
+    corrected_rate: Optional[float]
+    corrected_interval: Optional[Tuple[float, float]]
+    labels_only_interval: Optional[Tuple[float, float]]
+    sensitivity: Optional[float]
+    sensitivity_interval: Optional[Tuple[float, float]]
+    specificity: Optional[float]
+    specificity_interval: Optional[Tuple[float, float]]
+    pass_labels: Optional[int]
+    judged_pass: Optional[int]
+    fail_labels: Optional[int]
+    judged_fail: Optional[int]
+    errors: Optional[int]
+    weak: Optional[Dict[str, Any]]
+    problem: Optional[str]
+
+    def __init__(self, calibration: Dict[str, Any], judged_rate: float, problem: Optional[str]) -> None:
+        self.state = str(calibration["state"])
+        corrected = self.state == "corrected"
+        self.judged_rate = calibration["raw"] if corrected else judged_rate
+        self.corrected_rate = calibration["estimate"] if corrected else None
+        self.corrected_interval = _span(calibration.get("interval")) if corrected else None
+        self.labels_only_interval = _span(calibration.get("labels_only")) if corrected else None
+        judge = calibration.get("judge")
+        se = judge["sensitivity"] if judge else None
+        sp = judge["specificity"] if judge else None
+        counts = judge["counts"] if judge else {}
+        self.sensitivity = se["estimate"] if se else None
+        self.sensitivity_interval = _span(se["interval"]) if se else None
+        self.specificity = sp["estimate"] if sp else None
+        self.specificity_interval = _span(sp["interval"]) if sp else None
+        self.pass_labels = counts.get("pass_labels")
+        self.judged_pass = counts.get("judged_pass")
+        self.fail_labels = counts.get("fail_labels")
+        self.judged_fail = counts.get("judged_fail")
+        self.errors = counts.get("errors")
+        self.weak = calibration.get("weak")
+        self.problem = problem
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Its fields as a dict."""
+        return dict(vars(self))
+
+    def __repr__(self) -> str:
+        if self.corrected_rate is None or self.corrected_interval is None:
+            return f"<Calibration unusable: {self.problem}>"
+        lo, hi = self.corrected_interval
+        return (
+            f"<Calibration corrected {self.corrected_rate:.1%} [{lo:.1%}, {hi:.1%}] "
+            f"(judged {self.judged_rate:.1%}; Se {self.sensitivity:.1%}, Sp {self.specificity:.1%})>"
+        )
+
+
 class CheckResult:
     """One check's numbers.
 
@@ -39,6 +133,14 @@ class CheckResult:
       ``established``: whether the sample size settled it.
     * ``summary``: the engine's whole record of it (breakdown, worst input,
       pass^k and pass@k), as the JSON report's numbers.
+    * ``calibration``: a calibrated verifier's :class:`Calibration` (the
+      judge's sensitivity and specificity, the corrected rate), else None.
+      In a fixed-size run its ``rate`` and ``interval`` are then the
+      corrected ones — the verdict's, as the report's row shows them — and
+      ``judged_rate``, ``judged_interval`` the judge's own. For every other
+      check (and in a sequential run, whose verdicts are its sequences')
+      ``judged_rate`` and ``judged_interval`` equal ``rate`` and
+      ``interval``.
     """
 
     name: str
@@ -52,8 +154,16 @@ class CheckResult:
     verdict: str
     established: bool
     summary: Dict[str, Any]
+    judged_rate: float
+    judged_interval: Tuple[float, float]
+    calibration: Optional[Calibration]
 
-    def __init__(self, summary: Dict[str, Any]) -> None:
+    def __init__(
+        self,
+        summary: Dict[str, Any],
+        sequential: bool = False,
+        calibration_problem: Optional[str] = None,
+    ) -> None:
         info, rate, verdict = summary["info"], summary["rate"], summary["verdict"]
         self.summary = summary
         self.name = info["name"]
@@ -61,11 +171,20 @@ class CheckResult:
         self.minimum_success_percentage = info["minimum_success_percentage"]
         self.weight = info["weight"]
         self.kind = str(info.get("kind", "")).lower()
-        self.rate = rate["estimate"]
-        self.interval = (rate["interval"]["lower"], rate["interval"]["upper"])
+        self.judged_rate = rate["estimate"]
+        self.judged_interval = (rate["interval"]["lower"], rate["interval"]["upper"])
+        self.rate, self.interval = self.judged_rate, self.judged_interval
         self.n = rate["n"]
         self.verdict = str(verdict["decision"]).lower()
         self.established = bool(verdict["established"])
+        cal = summary.get("calibration")
+        self.calibration = Calibration(cal, self.judged_rate, calibration_problem) if cal else None
+        c = self.calibration
+        # The row's rate is the verdict's (the report's rule): corrected in
+        # a fixed-size run that judged something.
+        if c is not None and c.corrected_rate is not None and c.corrected_interval is not None:
+            if not sequential and self.n > 0:
+                self.rate, self.interval = c.corrected_rate, c.corrected_interval
 
     @property
     def passed(self) -> bool:
@@ -87,6 +206,9 @@ class CheckResult:
             "established": self.established,
             "weight": self.weight,
             "message": self.message,
+            "judged_rate": self.judged_rate,
+            "sensitivity": self.calibration.sensitivity if self.calibration else None,
+            "specificity": self.calibration.specificity if self.calibration else None,
         }
 
     def __repr__(self) -> str:
@@ -164,6 +286,8 @@ class Result:
       ``run_id`` (None for a run kept in memory); ``status``; ``halt``
       (why it stopped with no verdict, if it did); ``broken`` (checks that
       could not judge any output, with their first reason).
+    * ``calibrations``: each calibrated verifier's :class:`Calibration`, by
+      name (its judge's accuracy and the corrected rate).
     * ``aggregate``, ``input_profile`` (IRP), ``output_profile`` (ORP),
       ``retry_plan``: the engine's summary as the JSON report has it
       (``summary`` holds all of it).
@@ -205,7 +329,12 @@ class Result:
         self.broken = [(str(b[0]), str(b[1])) for b in doc["broken"]]
         n, m, k = summary["shape"]
         self.shape = (int(n), int(m), int(k))
-        self.checks = [CheckResult(c) for c in summary["checks"]]
+        sequential = summary.get("sequential") is not None
+        problems = doc.get("calibration_problems") or []
+        self.checks = [
+            CheckResult(c, sequential, problems[k] if k < len(problems) else None)
+            for k, c in enumerate(summary["checks"])
+        ]
         self.aggregate = summary["aggregate"]
         self.input_profile = summary["input_profile"]
         self.output_profile = summary["output_profile"]
@@ -221,6 +350,11 @@ class Result:
     def rates(self) -> Dict[str, float]:
         """Each check's success rate, by name."""
         return {c.name: c.rate for c in self.checks}
+
+    @property
+    def calibrations(self) -> Dict[str, Calibration]:
+        """Each calibrated verifier's :class:`Calibration`, by name."""
+        return {c.name: c.calibration for c in self.checks if c.calibration is not None}
 
     @property
     def intervals(self) -> Dict[str, Tuple[float, float]]:

@@ -4,6 +4,7 @@ judge, paper §4), :class:`Retry` (the guard, §4.1–§4.2) and
 (docs/config.md): the engine reads it with the same code and refuses a
 key it does not know, naming it."""
 
+import os
 from typing import Any, Dict, Mapping, Optional, Union
 
 
@@ -23,6 +24,22 @@ class Verifier:
       "model": ...}``, or ``{"provider": "sim", "false_pass": 0.05}`` for
       a simulated judge); required when the system under test is a Python
       callable.
+    * ``calibration``: a labelled set — a JSON-lines file of ``{"input":
+      ..., "output": ..., "label": "PASS" | "FAIL"}`` (docs/validators.md,
+      *Verifiers whose errors are accounted for*). A relative path resolves
+      against the working directory when :meth:`Experiment.run` is called,
+      as the ``inputs`` file does (pass an absolute path, e.g.
+      ``Path(__file__).parent / "labels.jsonl"``, to be independent of
+      it). When the run begins the judge answers every labelled pair (the
+      calls count as the verifier's); the check is then judged on its rate
+      corrected for the judge's errors, and its
+      :class:`~probity.CheckResult` has ``calibration`` (a
+      :class:`~probity.Calibration`: ``corrected_rate``,
+      ``corrected_interval``, ``sensitivity``, ``specificity`` with their
+      intervals, ``judged_rate``), ``rate``/``interval`` corrected and
+      ``judged_rate``/``judged_interval`` the judge's own. A missing or
+      malformed file is a :class:`~probity.ConfigError` naming it (and the
+      line at fault).
     * any other keyword: another key of the table (``structured``).
     """
 
@@ -35,6 +52,7 @@ class Verifier:
         minimum_success_percentage: float = 1.0,
         weight: float = 1.0,
         system: Optional[Mapping[str, Any]] = None,
+        calibration: Optional[Union[str, "os.PathLike[str]"]] = None,
         **table: Any,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
@@ -47,6 +65,12 @@ class Verifier:
         self.minimum_success_percentage = minimum_success_percentage
         self.weight = weight
         self.system: Optional[Dict[str, Any]] = dict(system) if system is not None else None
+        if calibration is not None and not isinstance(calibration, (str, os.PathLike)):
+            raise TypeError(
+                f"Verifier {name!r}: calibration must be the path of a labelled set (str or "
+                f"os.PathLike), got {type(calibration).__name__}"
+            )
+        self.calibration: Optional[str] = os.fspath(calibration) if calibration is not None else None
         self.extra: Dict[str, Any] = dict(table)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -59,6 +83,7 @@ class Verifier:
                 "minimum_success_percentage": self.minimum_success_percentage,
                 "weight": self.weight,
                 "system": self.system,
+                "calibration": self.calibration,
                 **self.extra,
             }
         )

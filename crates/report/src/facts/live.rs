@@ -7,7 +7,9 @@
 //! escapes them).
 
 use crate::numbers::{interval, pct, threshold_pct};
-use probity_core::monitor::{Alarm, AlarmKind, AttemptKind, LiveSnapshot, WatchSnapshot};
+use probity_core::monitor::{
+    Alarm, AlarmKind, AttemptKind, LiveCorrection, LiveSnapshot, WatchSnapshot,
+};
 use probity_core::stats::Interval;
 
 /// `live traffic: 1204 requests; sequences at 95%, valid however often
@@ -24,10 +26,14 @@ pub fn headline(l: &LiveSnapshot) -> String {
 
 /// What each column is.
 pub fn method_line(l: &LiveSnapshot) -> String {
-    format!(
+    let mut s = format!(
         "all traffic: a betting confidence sequence; recent: one per epoch of {} requests (a drop shows within about an epoch); window: the last {} requests, a snapshot (Wilson), not valid however often it is read and never used for alarms. The checks' verdicts above are the first attempts' all-traffic sequences.",
         l.settings.epoch, l.settings.window
-    )
+    );
+    if l.checks.iter().any(|c| c.first.corrected.is_some()) {
+        s.push_str(" A calibrated verifier's all-traffic rate is corrected for its judge's errors (its verdict's, valid however often it is read); its recent and window rates are the judge's own.");
+    }
+    s
 }
 
 /// One line of the live table, every cell in words.
@@ -66,18 +72,31 @@ fn row(check: &str, minimum: f64, kind: AttemptKind, w: &WatchSnapshot) -> LiveR
     let span = |rate: f64, i: &Interval| format!("{} {}", pct(rate), interval(i.lower, i.upper));
     let none = "–".to_string();
     let alarms: Vec<String> = w.alarms.iter().map(|a| alarm_word(a, minimum)).collect();
+    // A calibrated verifier's figures other than the corrected one are its
+    // judge's own, and say so.
+    let judge = if w.corrected.is_some() { "judge " } else { "" };
     LiveRow {
         check: check.to_string(),
         attempt: kind.name(),
         requests: w.requests,
-        all: if w.requests > 0 {
-            span(w.rate, &w.all)
-        } else {
+        all: if w.requests == 0 {
             none.clone()
+        } else {
+            match &w.corrected {
+                None => span(w.rate, &w.all),
+                Some(LiveCorrection::Corrected(c)) => format!(
+                    "corrected {} (judge {})",
+                    span(c.estimate, &c.interval),
+                    span(w.rate, &w.all)
+                ),
+                Some(LiveCorrection::Unusable { .. }) => {
+                    format!("judge {} (no corrected rate)", span(w.rate, &w.all))
+                }
+            }
         },
         recent: if w.epoch_requests > 0 {
             format!(
-                "{} of {} (epoch {})",
+                "{judge}{} of {} (epoch {})",
                 span(w.epoch_rate, &w.epoch),
                 w.epoch_requests,
                 w.epoch_number
@@ -87,7 +106,7 @@ fn row(check: &str, minimum: f64, kind: AttemptKind, w: &WatchSnapshot) -> LiveR
         },
         window: if w.window_requests > 0 {
             format!(
-                "{} of {}",
+                "{judge}{} of {}",
                 span(w.window_rate, &w.window),
                 w.window_requests
             )
@@ -103,9 +122,13 @@ fn row(check: &str, minimum: f64, kind: AttemptKind, w: &WatchSnapshot) -> LiveR
     }
 }
 
-/// `BELOW 95%` or `DIFFERS FROM BASELINE`.
+/// `BELOW 95%` (`BELOW 95% (CORRECTED)` for a calibrated verifier's
+/// corrected rate) or `DIFFERS FROM BASELINE`.
 pub fn alarm_word(a: &Alarm, minimum: f64) -> String {
     match a.kind {
+        AlarmKind::BelowMinimum if a.corrected => {
+            format!("BELOW {} (CORRECTED)", threshold_pct(minimum))
+        }
         AlarmKind::BelowMinimum => format!("BELOW {}", threshold_pct(minimum)),
         AlarmKind::DiffersFromBaseline => "DIFFERS FROM BASELINE".to_string(),
     }
@@ -120,8 +143,13 @@ pub fn alarm_sentence(check: &str, kind: AttemptKind, a: &Alarm) -> String {
         AlarmKind::DiffersFromBaseline => "is established to differ from the baseline",
     };
     format!(
-        "check {check} ({} attempts) {what}: {} {} over {} {}requests (after {} requests)",
+        "check {check} ({} attempts) {what}: {}{} {} over {} {}requests (after {} requests)",
         kind.name(),
+        if a.corrected {
+            "corrected for the judge's errors "
+        } else {
+            ""
+        },
         pct(a.rate),
         interval(a.interval.lower, a.interval.upper),
         a.requests,

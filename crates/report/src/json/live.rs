@@ -4,7 +4,7 @@
 //! without changing the wire format.
 
 use crate::numbers::finite as num;
-use probity_core::monitor::{Alarm, AlarmKind, LiveSnapshot, WatchSnapshot};
+use probity_core::monitor::{Alarm, AlarmKind, LiveCorrection, LiveSnapshot, WatchSnapshot};
 use probity_core::stats::Interval;
 use serde::Serialize;
 
@@ -42,6 +42,23 @@ pub struct WireWatch {
     /// The display window (Wilson; a snapshot).
     pub window: WireWindow,
     pub alarms: Vec<WireAlarm>,
+    /// A calibrated verifier's all-traffic rate corrected for its judge's
+    /// errors (`rate`, `all`, `recent` and `window` are then the judge's
+    /// own); null for other checks.
+    pub corrected: Option<WireCorrected>,
+}
+
+/// A calibrated verifier's corrected live rate, or why there is none.
+#[derive(Debug, Serialize)]
+pub struct WireCorrected {
+    /// `corrected` or `unusable`.
+    pub state: &'static str,
+    pub rate: Option<f64>,
+    /// Valid however often it is read.
+    pub lower: Option<f64>,
+    pub upper: Option<f64>,
+    /// Why there is no corrected rate (`unusable`).
+    pub problem: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -80,6 +97,9 @@ pub struct WireAlarm {
     pub at: u64,
     /// True: raised by an epoch's sequence (recent traffic).
     pub recent: bool,
+    /// True: `rate`, `lower` and `upper` are corrected for a calibrated
+    /// verifier's judge errors.
+    pub corrected: bool,
 }
 
 fn span(i: &Interval) -> WireSpan {
@@ -101,6 +121,26 @@ fn alarm(a: &Alarm) -> WireAlarm {
         requests: a.requests,
         at: a.at,
         recent: a.recent,
+        corrected: a.corrected,
+    }
+}
+
+fn corrected(c: &LiveCorrection) -> WireCorrected {
+    match c {
+        LiveCorrection::Corrected(c) => WireCorrected {
+            state: "corrected",
+            rate: num(c.estimate),
+            lower: num(c.interval.lower),
+            upper: num(c.interval.upper),
+            problem: None,
+        },
+        LiveCorrection::Unusable { problem } => WireCorrected {
+            state: "unusable",
+            rate: None,
+            lower: None,
+            upper: None,
+            problem: Some(problem.to_string()),
+        },
     }
 }
 
@@ -125,6 +165,7 @@ fn watch(w: &WatchSnapshot) -> WireWatch {
             upper: num(w.window.upper),
         },
         alarms: w.alarms.iter().map(alarm).collect(),
+        corrected: w.corrected.as_ref().map(corrected),
     }
 }
 
