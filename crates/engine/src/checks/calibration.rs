@@ -19,7 +19,7 @@
 
 use crate::checks::check::Checks;
 use crate::checks::labels::{LabelledPair, LabelledSet};
-use crate::checks::verifier::{JudgeVerdict, Verifier};
+use crate::checks::verifier::{JudgeVerdict, Judgement, Verifier};
 use crate::provider::call::Caller;
 use crate::provider::types::Request;
 use crate::store::{LabelVerdict, LabelVerdictCache};
@@ -57,6 +57,20 @@ fn labelled_request(verifier: &Verifier, pair: &LabelledPair) -> Request {
         LABELLED_REPETITION,
         LABELLED_ATTEMPT,
     )
+}
+
+/// Ask `verifier`'s judge about one labelled `pair` through `caller` (its
+/// calls counted as the verifier's judge calls) and read its answer.
+pub async fn ask_about(verifier: &Verifier, pair: &LabelledPair, caller: &Caller) -> Judgement {
+    let request = labelled_request(verifier, pair);
+    let answer = caller.call(verifier.judge.as_ref(), &request).await;
+    let made = u64::from(match &answer {
+        Ok(a) => a.attempts,
+        Err((_, tries)) => *tries,
+    });
+    caller.judge_calls.fetch_add(made, Ordering::Relaxed);
+    verifier.calls.fetch_add(made, Ordering::Relaxed);
+    verifier.judgement(answer.as_ref().map(|a| a.text.as_str()).map_err(|(e, _)| e))
 }
 
 /// The cache key of `verifier`'s judge's verdict on `pair`: SHA-256 over
@@ -191,15 +205,7 @@ async fn measure_with(
             };
             let (v, caller) = (verifier.clone(), caller.clone());
             tasks.spawn(async move {
-                let request = labelled_request(&v, &pair);
-                let answer = caller.call(v.judge.as_ref(), &request).await;
-                let made = u64::from(match &answer {
-                    Ok(a) => a.attempts,
-                    Err((_, tries)) => *tries,
-                });
-                caller.judge_calls.fetch_add(made, Ordering::Relaxed);
-                v.calls.fetch_add(made, Ordering::Relaxed);
-                let j = v.judgement(answer.as_ref().map(|a| a.text.as_str()).map_err(|(e, _)| e));
+                let j = ask_about(&v, &pair, &caller).await;
                 let judged_pass = match j.verdict {
                     JudgeVerdict::Pass => Some(true),
                     JudgeVerdict::Fail => Some(false),

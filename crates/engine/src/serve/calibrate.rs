@@ -29,7 +29,6 @@ use crate::checks::verifier::{JudgeVerdict, Verifier};
 use crate::provider::call::Caller;
 use crate::store::LabelVerdictCache;
 use probity_core::stats::{CalibrationError, JudgeAccuracy, LabelCounts};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The labelled counts of every check (in column order; empty when no
@@ -121,15 +120,7 @@ async fn failure(
     let Some(pair) = set.pairs.first() else {
         return "no labelled pair".into();
     };
-    let request = v.request(&pair.input, &pair.output, u32::MAX, 1);
-    let answer = caller.call(v.judge.as_ref(), &request).await;
-    let made = u64::from(match &answer {
-        Ok(a) => a.attempts,
-        Err((_, tries)) => *tries,
-    });
-    caller.judge_calls.fetch_add(made, Ordering::Relaxed);
-    v.calls.fetch_add(made, Ordering::Relaxed);
-    let j = v.judgement(answer.as_ref().map(|a| a.text.as_str()).map_err(|(e, _)| e));
+    let j = crate::checks::calibration::ask_about(v, pair, caller).await;
     match j.verdict {
         JudgeVerdict::Error => {
             let reason = j.reasons.into_iter().next().unwrap_or_default();
