@@ -5,6 +5,7 @@ paired difference and its standard error are also recomputed here from
 the tensors (mean and sd/√N of the per-input differences, matched by
 input id)."""
 
+import copy
 import json
 import math
 import os
@@ -269,3 +270,13 @@ def test_bad_arguments_raise_naming_them() -> None:
         probity.compare(a, a, power=0.3)
     with pytest.raises(TypeError, match="confidence must be a number"):
         probity.compare(a, a, confidence="0.9")  # type: ignore[arg-type]
+    # A result whose parts do not fit: a ValueError naming the side, from
+    # the native half, never a panic.
+    broken = copy.copy(a)
+    broken.summary = {"shape": [4, 2, 2]}
+    with pytest.raises(ValueError, match="baseline: not a probity result's summary"):
+        probity.compare(broken, a)
+    truncated = copy.copy(a)
+    truncated._cells = truncated._cells[:-1]
+    with pytest.raises(ValueError, match="candidate: 15 cells for a 4 × 2 × 2 tensor"):
+        probity.compare(a, truncated)
