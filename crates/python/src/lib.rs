@@ -1,14 +1,16 @@
 //! `probity._probity`: the native half of the Python package `probity`
 //! (crates/python/python/probity is the other half, and the API users
-//! see). One function, [`run`]: the experiment's tables (read by the
+//! see). Its main function is [`run`]: the experiment's tables (read by the
 //! engine's own configuration types, [`assemble`]), the Python validators
 //! ([`validators`]) and system ([`system`]) in, the outcome out
 //! ([`result`]). The run itself goes on with the GIL released, on a tokio
-//! runtime shared by every run of the process.
+//! runtime shared by every run of the process. [`compare_results`] (Python's `compare`) hands two
+//! results to core's comparison ([`compare`](mod@compare)).
 
 mod assemble;
 mod batch;
 mod calls;
+mod compare;
 mod errors;
 mod inputs;
 mod plan;
@@ -24,7 +26,7 @@ use inputs::PyInputs;
 use probity_engine::config::ExperimentConfig;
 use probity_engine::store::Store;
 use probity_engine::{run_with, Control, Sink};
-use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
@@ -196,10 +198,60 @@ fn run(
     Ok((doc, cells))
 }
 
+/// One result for [`compare_results`]: `(summary_json, input_ids, cells)`.
+type ResultArg = (String, Vec<String>, Py<PyBytes>);
+
+/// Compare result `baseline` (A) with `candidate` (B) (see
+/// [`compare`](mod@compare)): core's comparison as JSON. `multiple`: `"holm"` or
+/// `"none"`; `confidence`, `power`: the CLI's `--confidence` (default the
+/// candidate's) and `--power` (default 0.8). A `ValueError` names a bad
+/// argument or a result that is not one.
+#[pyfunction]
+#[pyo3(name = "compare", signature = (baseline, candidate, multiple="holm", confidence=None, power=None))]
+fn compare_results(
+    py: Python<'_>,
+    baseline: ResultArg,
+    candidate: ResultArg,
+    multiple: &str,
+    confidence: Option<f64>,
+    power: Option<f64>,
+) -> PyResult<String> {
+    let multiple = compare::multiple_testing(multiple).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "compare: multiple must be \"holm\" or \"none\", got {multiple:?}"
+        ))
+    })?;
+    if let Some(c) = confidence.filter(|c| !(*c > 0.0 && *c < 1.0)) {
+        return Err(PyValueError::new_err(format!(
+            "compare: confidence must lie strictly between 0 and 1, got {c}"
+        )));
+    }
+    if let Some(p) = power.filter(|p| !(*p > 0.5 && *p < 1.0)) {
+        return Err(PyValueError::new_err(format!(
+            "compare: power must lie strictly between 0.5 and 1, got {p}"
+        )));
+    }
+    fn side<'a>(py: Python<'a>, r: &'a ResultArg) -> compare::Side<'a> {
+        compare::Side {
+            summary: &r.0,
+            input_ids: &r.1,
+            cells: r.2.as_bytes(py),
+        }
+    }
+    let settings = compare::Settings {
+        multiple,
+        confidence,
+        power,
+    };
+    compare::compare(&side(py, &baseline), &side(py, &candidate), &settings)
+        .map_err(PyValueError::new_err)
+}
+
 #[pymodule]
 fn _probity(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(plan::retry_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(compare_results, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_TIMEOUT_S", ExperimentConfig::default().timeout_s)?;
     Ok(())

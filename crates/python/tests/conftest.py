@@ -1,7 +1,10 @@
 """Shared pieces of the Python tests: the paper's inputs and validators
 (§2.1) and the simulator with its known rates."""
 
-from typing import Any, Dict, List
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Dict, List, Optional
 
 import pytest
 
@@ -53,3 +56,17 @@ def column(tensor: Any, k: int) -> List[int]:
     """Check k's cells, every input and output: from the numpy array or
     the nested lists alike."""
     return [int(cells[k]) for outputs in tensor for cells in outputs]
+
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def probity_binary() -> Optional[str]:
+    """PROBITY_BIN, the workspace's release or debug build, or PATH's."""
+    candidates = [os.environ.get("PROBITY_BIN")]
+    candidates += [str(ROOT / "target" / p / "probity") for p in ("release", "debug")]
+    candidates.append(shutil.which("probity"))
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None

@@ -1,30 +1,12 @@
 """Runs written to the store are the CLI's runs: `probity runs` lists
 them (when the binary is built), and the SQLite file holds them."""
 
-import os
-import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
 
-from typing import Optional
-
-
 import probity
-from conftest import SIM, paper_inputs, paper_validators
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def probity_binary() -> Optional[str]:
-    """PROBITY_BIN, the workspace's release or debug build, or PATH's."""
-    candidates = [os.environ.get("PROBITY_BIN")]
-    candidates += [str(ROOT / "target" / p / "probity") for p in ("release", "debug")]
-    candidates.append(shutil.which("probity"))
-    for c in candidates:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
+from conftest import SIM, paper_inputs, paper_validators, probity_binary
 
 
 def test_a_stored_run_is_read_by_the_cli(tmp_path: Path) -> None:

@@ -22,10 +22,13 @@ the check's minimum success percentage. In pytest::
 
 The pytest plugin (installed with the package) adds the ``probity``
 fixture and the ``--probity-store`` and ``--probity-outputs`` options.
+:func:`compare` compares two results check by check (prompt A's run with
+prompt B's): the change, its interval and whether it is established.
 Every error is a :class:`ProbityError`; see its subclasses.
 """
 
 from ._assert import assert_reliable
+from ._compare import CheckComparison, Comparison, compare
 from ._errors import (
     BrokenCheckError,
     ConfigError,
@@ -58,6 +61,9 @@ __all__ = [
     "CheckResult",
     "Calibration",
     "Sample",
+    "compare",
+    "Comparison",
+    "CheckComparison",
     "RetryPlan",
     "assert_reliable",
     "RunFixture",

@@ -18,3 +18,10 @@ def run(
 def retry_plan(
     rates: Sequence[float], target: float = 0.99
 ) -> Tuple[float, Optional[float], Optional[float], Optional[float], Optional[int], Optional[float]]: ...
+def compare(
+    baseline: Tuple[str, List[str], bytes],
+    candidate: Tuple[str, List[str], bytes],
+    multiple: str = "holm",
+    confidence: Optional[float] = None,
+    power: Optional[float] = None,
+) -> str: ...

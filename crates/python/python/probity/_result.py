@@ -292,6 +292,7 @@ class Result:
       ``retry_plan``: the engine's summary as the JSON report has it
       (``summary`` holds all of it).
     * :meth:`to_dict`, :meth:`to_pandas` (one row per check).
+    * :func:`probity.compare` compares two of them (baseline, candidate).
     """
 
     name: str
@@ -315,6 +316,7 @@ class Result:
     duration_s: float
     summary: Dict[str, Any]
     tensor: Any
+    _cells: bytes
 
     def __init__(self, doc: Dict[str, Any], cells: bytes) -> None:
         summary = doc["summary"]
@@ -345,6 +347,8 @@ class Result:
         self.errors = doc["errors"]
         self.duration_s = doc["duration_s"]
         self.tensor = _tensor(cells, self.shape)
+        # The cells as the engine wrote them, for probity.compare.
+        self._cells = bytes(cells)
 
     @property
     def rates(self) -> Dict[str, float]:
