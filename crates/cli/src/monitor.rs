@@ -7,6 +7,7 @@ use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_core::monitor::WatchSettings;
 use probity_engine::run::live::LiveFollow;
+use probity_report::json::live::{WireLive, WireMonitor, MONITOR_SCHEMA};
 use probity_report::sanitize::terminal_line;
 use probity_report::text::live::{alarm_line, block};
 use std::io::IsTerminal;
@@ -38,6 +39,11 @@ pub struct MonitorArgs {
     /// traffic since then.
     #[arg(long, value_name = "TIME")]
     since: Option<String>,
+    /// Print each page as one line of JSON (schema `probity.monitor.v1`,
+    /// crates/report/SCHEMA.md) instead of the table; alarms still go to
+    /// standard error.
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     store: StoreArg,
 }
@@ -72,17 +78,19 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
         let alarms = follow
             .poll(&store)
             .map_err(|e| Failure::incomplete(e.to_string()))?;
-        let page = render(
-            &args.name,
-            since.as_deref(),
-            &follow,
-            terminal && !args.once,
-        );
-        if terminal && !args.once {
-            // Home and clear, then the page.
-            crate::stdout::out(&format!("\x1b[H\x1b[2J{page}"));
+        if args.json {
+            crate::stdout::out(&format!(
+                "{}\n",
+                json_page(&args.name, since.as_deref(), &follow)
+            ));
         } else {
-            crate::stdout::out(&format!("{page}\n"));
+            let page = render(
+                &args.name,
+                since.as_deref(),
+                &follow,
+                terminal && !args.once,
+            );
+            show(&page, terminal && !args.once);
         }
         for a in alarms {
             eprintln!("alarm: {}", alarm_line(&a.check, a.kind, &a.alarm));
@@ -92,6 +100,30 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
         }
         std::thread::sleep(Duration::from_secs_f64(args.every));
     }
+}
+
+/// Print `page`: over the last one (home and clear) when `refresh`.
+fn show(page: &str, refresh: bool) {
+    if refresh {
+        crate::stdout::out(&format!("\x1b[H\x1b[2J{page}"));
+    } else {
+        crate::stdout::out(&format!("{page}\n"));
+    }
+}
+
+/// The page as one line of JSON (`probity.monitor.v1`).
+fn json_page(name: &str, since: Option<&str>, follow: &LiveFollow) -> String {
+    let (runs, skipped) = follow.runs();
+    let page = WireMonitor {
+        schema: MONITOR_SCHEMA,
+        name,
+        since,
+        runs: &runs,
+        running: follow.running(),
+        left_out: skipped,
+        live: follow.snapshot().as_ref().map(WireLive::new),
+    };
+    serde_json::to_string(&page).expect("the wire structs serialise: string keys, finite numbers")
 }
 
 /// The page: the runs pooled, then one line per check and attempt kind.

@@ -339,6 +339,20 @@ async fn monitor_pools_the_replicas_traffic_from_the_store() {
     };
     assert_eq!(line(&day, " first "), first);
     assert_eq!(line(&day, " published "), published);
+    // The same page as JSON, for a dashboard or a script.
+    let v: Value = serde_json::from_str(monitor(&["--since", "24h", "--json"]).trim()).unwrap();
+    assert_eq!(v["schema"], "probity.monitor.v1");
+    assert_eq!(v["name"], "pooled");
+    assert_eq!(v["runs"], json!([1, 2]));
+    assert_eq!(v["running"], json!([]));
+    assert_eq!(v["live"]["requests"], 40);
+    let check = &v["live"]["checks"][0];
+    assert_eq!(check["name"], "contraction_validator");
+    assert_eq!(check["first"]["requests"], 40);
+    assert!(
+        check["published"]["rate"].as_f64().unwrap() > check["first"]["rate"].as_f64().unwrap(),
+        "{check}"
+    );
     // Runs before the time are left out; a bad time names the forms.
     let later = monitor(&["--since", "2999-01-01"]);
     assert!(

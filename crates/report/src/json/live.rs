@@ -8,6 +8,28 @@ use probity_core::monitor::{Alarm, AlarmKind, LiveCorrection, LiveSnapshot, Watc
 use probity_core::stats::Interval;
 use serde::Serialize;
 
+/// The value of the `schema` field of `probity monitor --json`.
+pub const MONITOR_SCHEMA: &str = "probity.monitor.v1";
+
+/// One page of `probity monitor --json` (`SCHEMA.md`, Monitor): the runs
+/// pooled and their pooled live rates.
+#[derive(Debug, Serialize)]
+pub struct WireMonitor<'a> {
+    pub schema: &'static str,
+    /// The served configuration's name.
+    pub name: &'a str,
+    /// `--since`, as stored times are written; null without it.
+    pub since: Option<&'a str>,
+    /// Runs pooled, by id.
+    pub runs: &'a [i64],
+    /// Of `runs`, those being written.
+    pub running: &'a [i64],
+    /// Runs of the name left out (other checks than the first pooled).
+    pub left_out: &'a [i64],
+    /// The pooled rates; null before a run was found.
+    pub live: Option<WireLive>,
+}
+
 /// A serve run's live rates.
 #[derive(Debug, Serialize)]
 pub struct WireLive {
