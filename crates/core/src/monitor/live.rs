@@ -205,21 +205,9 @@ impl Summary {
             c.verdict.established = established;
             // Requests in all at which the sequence is projected to settle
             // at this rate (from the start: a projection, no guarantee).
-            let needed = (!established && w.requests > 0)
-                .then(|| {
-                    projected_observations(
-                        (1.0 - live.settings.confidence) / 2.0,
-                        crate::stats::sequential::BET_CAP,
-                        w.rate,
-                        w.rate * (1.0 - w.rate),
-                        threshold,
-                        0,
-                        0.0,
-                        PROJECTION_LIMIT,
-                    )
-                })
-                .flatten()
-                .map(|n| n.max(w.requests + 1));
+            let needed = (!established)
+                .then(|| requests_to_clear(w, threshold, live.settings.confidence))
+                .flatten();
             c.verdict.samples_needed = needed;
             c.verdict.why_not = why_not(established, w.requests, w.all, needed);
         }
@@ -249,6 +237,28 @@ fn decide(
         };
         (open, false)
     }
+}
+
+/// Requests in all (from the start, more than `w` has) at which `w`'s
+/// all-traffic sequence at `confidence` is projected to clear `target` if
+/// its rate stays `w.rate` (a projection, no guarantee); `None` before any
+/// request, or past [`PROJECTION_LIMIT`].
+fn requests_to_clear(w: &WatchSnapshot, target: f64, confidence: f64) -> Option<u64> {
+    (w.requests > 0)
+        .then(|| {
+            projected_observations(
+                (1.0 - confidence) / 2.0,
+                crate::stats::sequential::BET_CAP,
+                w.rate,
+                w.rate * (1.0 - w.rate),
+                target,
+                0,
+                0.0,
+                PROJECTION_LIMIT,
+            )
+        })
+        .flatten()
+        .map(|n| n.max(w.requests + 1))
 }
 
 fn why_not(
@@ -333,21 +343,9 @@ fn live_corrected_verdict(
             } else {
                 (l_min, w.rate < l_min)
             };
-            let needed = (w.requests > 0 && reachable)
-                .then(|| {
-                    projected_observations(
-                        (1.0 - confidence) / 2.0,
-                        crate::stats::sequential::BET_CAP,
-                        w.rate,
-                        w.rate * (1.0 - w.rate),
-                        target,
-                        0,
-                        0.0,
-                        PROJECTION_LIMIT,
-                    )
-                })
-                .flatten()
-                .map(|n| n.max(w.requests + 1));
+            let needed = reachable
+                .then(|| requests_to_clear(w, target, confidence))
+                .flatten();
             Ok((
                 CorrectedRate {
                     raw: w.rate,
