@@ -402,6 +402,21 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
+    /// The fixed-sample summary of `tensor` with three-way verdicts.
+    fn three_way(tensor: &crate::ReliabilityTensor, checks: &[CheckInfo]) -> Summary {
+        let opts = crate::AnalysisOptions {
+            verdict: VerdictMode::ThreeWay,
+            ..Default::default()
+        };
+        Summary::build(
+            tensor,
+            checks,
+            crate::Strategy::All,
+            crate::Aggregate::Min,
+            &opts,
+        )
+    }
+
     fn check(name: &str, minimum: f64) -> CheckInfo {
         CheckInfo {
             name: name.into(),
@@ -459,18 +474,7 @@ mod tests {
                 tensor.set(i, 0, k, *c).unwrap();
             }
         }
-        let opts = crate::AnalysisOptions {
-            verdict: VerdictMode::ThreeWay,
-            ..Default::default()
-        };
-        let summary = Summary::build(
-            &tensor,
-            &checks,
-            crate::Strategy::All,
-            crate::Aggregate::Min,
-            &opts,
-        )
-        .with_live(&live.snapshot());
+        let summary = three_way(&tensor, &checks).with_live(&live.snapshot());
         let low = &summary.checks[0];
         assert_eq!(
             (low.verdict.decision, low.verdict.established),
@@ -552,19 +556,9 @@ mod tests {
         assert!(c.interval.contains(0.95), "{c:?}");
         assert!(!snap.checks[0].first.all.contains(0.95));
         assert!(snap.checks[1].first.corrected.is_none());
-        let opts = crate::AnalysisOptions {
-            verdict: VerdictMode::ThreeWay,
-            ..Default::default()
-        };
-        let summary = Summary::build(
-            &tensor,
-            &checks,
-            crate::Strategy::All,
-            crate::Aggregate::Min,
-            &opts,
-        )
-        .with_calibration(&tensor, &[Some(labels), None])
-        .with_live(&snap);
+        let summary = three_way(&tensor, &checks)
+            .with_calibration(&tensor, &[Some(labels), None])
+            .with_live(&snap);
         let (judged, plain) = (&summary.checks[0], &summary.checks[1]);
         assert_eq!(
             (plain.verdict.decision, plain.verdict.established),
@@ -595,15 +589,9 @@ mod tests {
         let needed = judged.verdict.samples_needed.expect("a projection");
         assert!(needed > 3000, "{needed}");
         let (more, _, _) = stream(0.95, 4 * needed as usize);
-        let settled = Summary::build(
-            &crate::ReliabilityTensor::new(1, 1, 2).unwrap(),
-            &checks,
-            crate::Strategy::All,
-            crate::Aggregate::Min,
-            &opts,
-        )
-        .with_calibration(&tensor, &[Some(labels), None])
-        .with_live(&more.snapshot());
+        let settled = three_way(&crate::ReliabilityTensor::new(1, 1, 2).unwrap(), &checks)
+            .with_calibration(&tensor, &[Some(labels), None])
+            .with_live(&more.snapshot());
         assert_eq!(
             (
                 settled.checks[0].verdict.decision,

@@ -128,9 +128,7 @@ fn count(counts: &mut LabelCounts, label: bool, judged_pass: Option<bool>) {
 /// answer) is counted in `errors`. Nothing is cached: see
 /// [`measure_cached`].
 pub async fn measure(verifier: &Verifier, set: &LabelledSet, caller: &Arc<Caller>) -> LabelCounts {
-    measure_with(verifier, set, caller, None, true)
-        .await
-        .unwrap_or_default()
+    measure_with(verifier, set, caller, None).await
 }
 
 /// [`measure`] through `cache`: the pairs whose verdict it keeps under
@@ -142,9 +140,7 @@ pub async fn measure_cached(
     caller: &Arc<Caller>,
     cache: &mut dyn LabelVerdictCache,
 ) -> LabelCounts {
-    measure_with(verifier, set, caller, Some(cache), true)
-        .await
-        .unwrap_or_default()
+    measure_with(verifier, set, caller, Some(cache)).await
 }
 
 /// The counts from `cache` alone, no call made: `None` unless it keeps a
@@ -154,47 +150,49 @@ pub fn recall(
     set: &LabelledSet,
     cache: &mut dyn LabelVerdictCache,
 ) -> Option<LabelCounts> {
+    let (counts, ask) = from_cache(verifier, set, cache);
+    ask.is_empty().then_some(counts)
+}
+
+/// `set`'s pairs counted from `cache` where it keeps their verdicts (in
+/// `reused`), and the others with their keys: the pairs to ask.
+fn from_cache(
+    verifier: &Verifier,
+    set: &LabelledSet,
+    cache: &mut dyn LabelVerdictCache,
+) -> (LabelCounts, Vec<(LabelledPair, Option<String>)>) {
+    let mut counts = LabelCounts::default();
+    let mut ask = Vec::new();
     let keys: Vec<String> = set.pairs.iter().map(|p| label_key(verifier, p)).collect();
     let known = cache.lookup(&keys);
-    let mut counts = LabelCounts::default();
-    for (pair, key) in set.pairs.iter().zip(&keys) {
-        count(&mut counts, pair.pass, Some(known.get(key)?.pass));
-        counts.reused += 1;
+    for (pair, key) in set.pairs.iter().zip(keys) {
+        match known.get(&key) {
+            Some(v) => {
+                count(&mut counts, pair.pass, Some(v.pass));
+                counts.reused += 1;
+            }
+            None => ask.push((pair.clone(), Some(key))),
+        }
     }
-    Some(counts)
+    (counts, ask)
 }
 
 /// Count `set`'s pairs: from `cache` where it has them, the rest asked of
-/// the judge — or, with `calls` off and some pair not cached, `None`.
+/// the judge.
 async fn measure_with(
     verifier: &Verifier,
     set: &LabelledSet,
     caller: &Arc<Caller>,
     mut cache: Option<&mut dyn LabelVerdictCache>,
-    calls: bool,
-) -> Option<LabelCounts> {
-    let mut counts = LabelCounts::default();
+) -> LabelCounts {
     // The pairs to ask, each with its key when there is a cache.
-    let mut ask: Vec<(LabelledPair, Option<String>)> = Vec::new();
-    match cache.as_deref_mut() {
-        Some(cache) => {
-            let keys: Vec<String> = set.pairs.iter().map(|p| label_key(verifier, p)).collect();
-            let known = cache.lookup(&keys);
-            for (pair, key) in set.pairs.iter().zip(keys) {
-                match known.get(&key) {
-                    Some(v) => {
-                        count(&mut counts, pair.pass, Some(v.pass));
-                        counts.reused += 1;
-                    }
-                    None => ask.push((pair.clone(), Some(key))),
-                }
-            }
-        }
-        None => ask.extend(set.pairs.iter().map(|p| (p.clone(), None))),
-    }
-    if !ask.is_empty() && !calls {
-        return None;
-    }
+    let (mut counts, ask) = match cache.as_deref_mut() {
+        Some(cache) => from_cache(verifier, set, cache),
+        None => (
+            LabelCounts::default(),
+            set.pairs.iter().map(|p| (p.clone(), None)).collect(),
+        ),
+    };
     let mut fresh: Vec<LabelVerdict> = Vec::new();
     let mut pending = ask.into_iter();
     let mut tasks = tokio::task::JoinSet::new();
@@ -240,7 +238,7 @@ async fn measure_with(
     if let (Some(cache), false) = (cache, fresh.is_empty()) {
         cache.keep(&fresh);
     }
-    Some(counts)
+    counts
 }
 
 /// [`measure`] for every calibrated verifier of `checks`, in column order:
