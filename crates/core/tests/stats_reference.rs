@@ -187,6 +187,57 @@ fn profile_likelihood_matches_scipy() {
     assert!(profile_likelihood(&issue, 0.95).unwrap().interval.lower >= 0.95);
 }
 
+/// One output per input: the default interval is Clopper–Pearson's on the
+/// outputs (scipy `beta.ppf(0.025, x, n − x + 1)`, `beta.isf(0.025, x + 1,
+/// n − x)`), and its exact one-sided miss at p = 0.99, 200 inputs — the
+/// binomial probability of every count whose upper end falls below 0.99,
+/// summed here from the pmf — is 1.60 % (scipy: 0.016022906909177605),
+/// where Wilson's, the interval before, is 5.17 % (0.0517462636307861).
+#[test]
+fn one_output_per_input_is_exact() {
+    use probity_core::stats::betabin::profile_likelihood;
+    let single = |x: u64, n: u64| -> Vec<ClusterSum> {
+        (0..n)
+            .map(|i| ClusterSum::from_passes(u64::from(i < x), 1).unwrap())
+            .collect()
+    };
+    for (x, n, lower, upper) in [
+        (195, 200, 0.9426256488731541, 0.9918338338091575),
+        (180, 200, 0.8497872121322442, 0.9378406337459338),
+        (19, 20, 0.7512672372279722, 0.9987349105020502),
+        (20, 20, 0.8315665290169146, 1.0),
+    ] {
+        let s = profile_likelihood(&single(x, n), 0.95).unwrap();
+        close(s.interval.lower, lower, 1e-9, &format!("{x}/{n} lower"));
+        close(s.interval.upper, upper, 1e-9, &format!("{x}/{n} upper"));
+    }
+    // Exact one-sided miss at p = 0.99, n = 200: Σ P(X = x) over the x whose
+    // interval lies below p, with the binomial pmf by its recurrence down
+    // from P(X = n) = pⁿ (upwards from (1 − p)ⁿ = 1e-400 would underflow).
+    let (n, p) = (200u64, 0.99f64);
+    let mut pmf = vec![0.0; n as usize + 1];
+    pmf[n as usize] = p.powi(n as i32);
+    for x in (1..=n as usize).rev() {
+        pmf[x - 1] = pmf[x] * x as f64 / (n as f64 - x as f64 + 1.0) * (1.0 - p) / p;
+    }
+    let miss = |upper_of: &dyn Fn(u64) -> f64| -> f64 {
+        (0..=n)
+            .filter(|&x| upper_of(x) < p)
+            .map(|x| pmf[x as usize])
+            .sum()
+    };
+    let default = miss(&|x| {
+        profile_likelihood(&single(x, n), 0.95)
+            .unwrap()
+            .interval
+            .upper
+    });
+    let wilson =
+        miss(&|x| proportion_interval(x as f64, n as f64, 0.95, IntervalMethod::Wilson).upper);
+    close(default, 0.016022906909177605, 1e-9, "default's exact miss");
+    close(wilson, 0.0517462636307861, 1e-9, "Wilson's exact miss");
+}
+
 // Generated with Python 3.11.7, scipy 1.17.1, numpy 2.4.6:
 // # Profile-likelihood interval of the beta-binomial mean, t(G-1); the end away
 // # from the boundary extended to the ICC-bound interval's (Wilson at
@@ -693,3 +744,13 @@ for c in (0.8,0.95,0.99):
 P("];")
 print("\n".join(out))
 */
+
+// `one_output_per_input_is_exact` (Python 3.11.7, scipy 1.17.1, statsmodels 0.14):
+// from scipy import stats; import numpy as np
+// from statsmodels.stats.proportion import proportion_confint as pc
+// for x, n in [(195, 200), (180, 200), (19, 20), (20, 20)]:
+//     print(x, n, stats.beta.ppf(0.025, x, n - x + 1) if x > 0 else 0,
+//           stats.beta.isf(0.025, x + 1, n - x) if x < n else 1)
+// n, p = 200, 0.99; pm = stats.binom.pmf(np.arange(n + 1), n, p)
+// for m in ["beta", "wilson"]:
+//     lo, hi = pc(np.arange(n + 1), n, 0.05, method=m); print(m, pm[hi < p].sum())
