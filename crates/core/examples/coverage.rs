@@ -15,6 +15,38 @@ use rand::SeedableRng;
 use rayon::prelude::*;
 use sim::replicate;
 
+/// The lowest coverage any interval can have at this cell while each
+/// one-sided miss is at most `cap`, when the number of failures F is all
+/// the data say about p (ICC 0, or one output per input: F ~ Binomial(n,
+/// 1 − p) and F is sufficient) and the interval's ends fall as F grows.
+/// Its lower end misses (lies above p) exactly when F ≤ j for some j, its
+/// upper end when F ≥ k, so the most it can miss is the largest P(F ≤ j)
+/// plus the largest P(F ≥ k) that are each at most `cap`. Above 97 %, no
+/// such interval meets both issue 23's "≤ 97 %" and "each one-sided miss
+/// ≤ 3 %" at this cell. Exact, from the binomial pmf.
+fn count_floor(n: u64, p: f64, cap: f64) -> f64 {
+    use statrs::function::factorial::ln_binomial;
+    let q = 1.0 - p;
+    let pmf: Vec<f64> = (0..=n)
+        .map(|k| (ln_binomial(n, k) + k as f64 * q.ln() + (n - k) as f64 * p.ln()).exp())
+        .collect();
+    let best = |probs: &mut dyn Iterator<Item = f64>| {
+        let mut acc = 0.0;
+        let mut best = 0.0;
+        for pr in probs {
+            acc += pr;
+            if acc > cap {
+                break;
+            }
+            best = acc;
+        }
+        best
+    };
+    let low = best(&mut pmf.iter().copied());
+    let high = best(&mut pmf.iter().rev().copied());
+    1.0 - low - high
+}
+
 /// The default, the default before, the ICC bound, the design effect.
 const METHODS: [ClusterMethod; 4] = [
     ClusterMethod::Profile,
@@ -46,6 +78,9 @@ struct Cell {
     /// for clustering) lies above p: the most low misses an interval whose
     /// lower end is at or below that one can have.
     wilson_low: usize,
+    /// [`count_floor`] where the failure count is all the data say (ICC 0
+    /// or one output per input), else `None`.
+    floor: Option<f64>,
     deff: f64,
 }
 
@@ -88,6 +123,7 @@ fn main() {
                 spread: 0,
                 all_pass: 0,
                 wilson_low: 0,
+                floor: (rho == 0.0 || m == 1).then(|| count_floor(n as u64 * m, p, 0.03)),
                 deff: 0.0,
             };
             for _ in 0..reps {
@@ -130,7 +166,7 @@ fn main() {
         "Coverage of nominal 95% intervals for the mean pass rate over inputs; {reps} replicates per cell, seed {seed}."
     );
     println!("p_i ~ Beta with mean p and intra-class correlation rho (rho 0: every p_i = p); outputs Bernoulli(p_i).");
-    println!("default = beta-binomial profile likelihood, t(G-1), lower end extended to icc-bnd's while < 10 inputs fail [ClusterMethod::Profile]");
+    println!("default = beta-binomial profile likelihood, t(G-1), lower end extended to icc-bnd's while < 10 inputs fail; one output per input: Clopper-Pearson [ClusterMethod::Profile]");
     println!("before  = beta-binomial restricted-ICC score interval, t(G-1) [ClusterMethod::BetaBinomial, the default before]");
     println!("icc-bnd = Wilson at n/deff(rho_U), rho_U the 90% upper likelihood bound on the ICC [ClusterMethod::IccBound]");
     println!(
@@ -141,9 +177,10 @@ fn main() {
     );
     println!("spread w = mean width over deff's among replicates with failures on >= 2 inputs (blank: under 10% of replicates); all-pass = replicates with no failure");
     println!("W-lo = replicates in which Wilson on all N x M outputs (no allowance for clustering) lies above p: the most low misses any interval reaching at least as low can have");
+    println!("floor = where the failure count is all the data say (rho 0, or one output per input): the lowest coverage any interval whose ends fall as failures grow can have with each one-sided miss <= 3% (exact, binomial)");
     println!();
     println!(
-        "{:>5} {:>4} {:>6} | {:>19} {:>8} | {:>19} {:>8} | {:>7} {:>7} | {:>6} {:>5}",
+        "{:>5} {:>4} {:>6} | {:>19} {:>8} | {:>19} {:>8} | {:>7} {:>7} | {:>6} {:>5} {:>6}",
         "p",
         "rho",
         "N x M",
@@ -154,7 +191,8 @@ fn main() {
         "icc-bnd",
         "deff",
         "all-pass",
-        "W-lo"
+        "W-lo",
+        "floor"
     );
     let flags = |c: &Cell, i: usize| -> String {
         let f = |k: usize| 100.0 * k as f64 / reps as f64;
@@ -164,10 +202,13 @@ fn main() {
             flag.push_str(" <93.5");
         }
         if c.n >= 20 && cov > 97.0 {
-            // Coverage ≤ 97 % needs lo + hi ≥ 3 %; with lo ≤ W-lo < 0.5 %
-            // that is an upper end missing in more than 2.5 % of samples,
-            // more than its half of the 5 %.
-            flag.push_str(if f(c.wilson_low) < 0.5 {
+            // ">97!": no interval meets ≤ 97 % with both misses ≤ 3 % here
+            // (count_floor). ">97*": coverage ≤ 97 % needs lo + hi ≥ 3 %;
+            // with lo ≤ W-lo < 0.5 % that is an upper end missing in more
+            // than 2.5 % of samples, more than its half of the 5 %.
+            flag.push_str(if c.floor.is_some_and(|fl| fl > 0.97) {
+                " >97!"
+            } else if f(c.wilson_low) < 0.5 {
                 " >97*"
             } else {
                 " >97"
@@ -208,7 +249,7 @@ fn main() {
             )
         };
         println!(
-            "{:>5} {:>4} {:>6} | {:>19} {:>8} | {:>19} {:>8} | {:>6.1}% {:>6.1}% | {:>5.1}% {:>4.1}%{}",
+            "{:>5} {:>4} {:>6} | {:>19} {:>8} | {:>19} {:>8} | {:>6.1}% {:>6.1}% | {:>5.1}% {:>4.1}% {:>6}{}",
             c.p,
             c.rho,
             format!("{}x{}", c.n, c.m),
@@ -220,6 +261,9 @@ fn main() {
             f(c.covered[DEFF]),
             f(c.all_pass),
             f(c.wilson_low),
+            c.floor
+                .map(|fl| format!("{:.1}%", 100.0 * fl))
+                .unwrap_or_default(),
             if fl.is_empty() {
                 String::new()
             } else {
@@ -234,7 +278,7 @@ fn main() {
             .map(|c| 100.0 * c.covered[i] as f64 / reps as f64)
             .fold(f64::INFINITY, f64::min)
     };
-    println!("flags: coverage < 93.5%, > 97% at N >= 20 (>97*: W-lo < 0.5%, so <= 97% would need the upper end to miss in > 2.5% of samples), a one-sided miss > 3%, or spread width > 1.5 x deff's at rho <= 0.1");
+    println!("flags: coverage < 93.5%, > 97% at N >= 20 (>97!: floor > 97%, no interval can meet <= 97% with both misses <= 3%; >97*: W-lo < 0.5%, so <= 97% would need the upper end to miss in > 2.5% of samples), a one-sided miss > 3%, or spread width > 1.5 x deff's at rho <= 0.1");
     println!(
         "default: lowest coverage {:.1}%, {} of {} cells flagged; before: lowest {:.1}%, {} flagged",
         min(0),

@@ -21,8 +21,9 @@ pub enum ClusterMethod {
     /// [`super::betabin::profile_likelihood`]).
     /// Uses what the data say about clustering: close to Wilson on all
     /// outputs when failures are spread over inputs, wide when they are
-    /// concentrated; Wilson-t on the G inputs when every output passes.
-    /// The `IntervalMethod` is not used for it.
+    /// concentrated; Wilson-t on the G inputs when every output passes;
+    /// Clopper–Pearson when every input has one output (each one-sided
+    /// miss at most α/2). The `IntervalMethod` is not used for it.
     #[default]
     Profile,
     /// The score interval with the design effect estimated under each
