@@ -219,6 +219,20 @@ async fn a_calibrated_verifier_is_corrected_in_the_live_run_and_its_report() {
     );
     let live = &json["live"]["checks"][1]["first"];
     assert_eq!(live["corrected"]["state"], "corrected", "{live}");
+    // The epoch (all 600 requests: epochs are 1,000) is corrected too, with
+    // its own, smaller share of α: the same rate, a wider interval.
+    let recent = &live["recent"]["corrected"];
+    assert_eq!(recent["state"], "corrected", "{live}");
+    let f = |v: &Value, k: &str| v[k].as_f64().unwrap();
+    assert!((f(recent, "rate") - f(&live["corrected"], "rate")).abs() < 1e-9);
+    assert!(
+        f(recent, "lower") <= f(&live["corrected"], "lower")
+            && f(recent, "upper") >= f(&live["corrected"], "upper"),
+        "{live}"
+    );
+    assert!(json["live"]["checks"][0]["first"]["recent"]
+        .get("corrected")
+        .is_none());
     assert!(text_report.contains("corrected "), "{text_report}");
     // The judge's own rate (0.505 expected) is below the 0.6 minimum, so
     // an uncorrected verdict would fail; corrected, it is no fail.

@@ -2,12 +2,13 @@
 //! (paper §4; [`crate::stats::calibration`]; `crates/core/STATISTICS.md`,
 //! *Judges with known error rates*, "Live traffic").
 //!
-//! A watch's all-traffic sequence C_t covers the judge's apparent rate π
-//! (its mean over the requests so far) at every request at once with
-//! probability ≥ 1 − α/2 ([`super::RateWatch`]). The judge's sensitivity
-//! and specificity are measured once, on the labelled set, with Wilson
-//! intervals [Se₋, Se₊] and [Sp₋, Sp₊] at 1 − α/4 each. With probability
-//! ≥ 1 − α all three cover (union bound), and then the true rate θ lies in
+//! A calibrated verifier's watch's sequences — all traffic at α/4, the
+//! epochs at α/4 together ([`super::Budget`]) — each cover the judge's
+//! apparent rate π over their requests at every request at once; call one
+//! C_t. The judge's sensitivity and specificity are measured once, on the
+//! labelled set, with Wilson intervals [Se₋, Se₊] and [Sp₋, Sp₊] at
+//! 1 − α/4 each. With probability ≥ 1 − α the sequences and both
+//! intervals all cover (union bound), and then the true rate θ lies in
 //!
 //! ```text
 //! C*_t = { θ ∈ [0, 1] : L(θ) ≤ sup C_t  and  U(θ) ≥ inf C_t }
@@ -26,7 +27,7 @@
 //!
 //! The box over (Se, Sp) with a union bound is conservative: it spends α/2
 //! on a judge measured once, where the fixed-sample interval combines the
-//! variances. The estimate is the Rogan–Gladen point (p̂ + Ŝp − 1)/(Ŝe +
+//! variances; it serves the all-traffic and every epoch's sequence alike. The estimate is the Rogan–Gladen point (p̂ + Ŝp − 1)/(Ŝe +
 //! Ŝp − 1) clipped to [0, 1] and to C*_t.
 
 use crate::stats::{CalibrationError, Interval, JudgeAccuracy, LabelCounts};
@@ -96,8 +97,9 @@ impl LiveJudge {
         )
     }
 
-    /// The true rate given the judge's rate `raw` and its all-traffic
-    /// sequence `all` (at α/2): C*_t of the module docs.
+    /// The true rate given the judge's rate `raw` over some requests and
+    /// their sequence `all` (all traffic or an epoch's): C*_t of the module
+    /// docs.
     ///
     /// Errors: a judge no better than chance (Ŝe + Ŝp ≤ 1: no estimate),
     /// or a sequence no θ in [0, 1] explains with any Se and Sp in their
@@ -310,7 +312,6 @@ mod tests {
     #[test]
     fn the_corrected_sequence_covers_the_true_rate_at_every_read() {
         let (se, sp, theta, conf) = (0.85, 0.8, 0.9, 0.9);
-        let alpha = 1.0 - conf;
         let mut rng = StdRng::seed_from_u64(17);
         let (streams, requests) = (100, 2000);
         let (mut corrected_missed, mut raw_missed) = (0, 0);
@@ -319,7 +320,8 @@ mod tests {
             let judged_fail = (0..200).filter(|_| rng.gen::<f64>() < sp).count() as u64;
             let judge =
                 LiveJudge::new(counts((judged_pass, 200), (judged_fail, 200)), conf).unwrap();
-            let mut seq = BettingSequence::new(1.0 - alpha / 2.0, &[]).unwrap();
+            // All traffic's share in a calibrated watch (`watch::Budget`).
+            let mut seq = BettingSequence::new(1.0 - (1.0 - conf) / 4.0, &[]).unwrap();
             let (mut c_miss, mut r_miss) = (false, false);
             for _ in 0..requests {
                 let truly = rng.gen::<f64>() < theta;

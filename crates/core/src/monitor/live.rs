@@ -6,7 +6,7 @@
 //! first attempts' all-traffic sequences ([`Summary::with_live`]).
 
 use super::corrected::LiveJudge;
-use super::watch::{Alarm, Baseline, RateWatch, WatchSettings, WatchSnapshot};
+use super::watch::{Alarm, Baseline, Budget, RateWatch, WatchSettings, WatchSnapshot};
 use crate::stats::sequential::projected_observations;
 use crate::stats::{
     Calibrated, CalibrationError, CorrectedRate, Decision, Interval, JudgeAccuracy, LabelCounts,
@@ -205,8 +205,9 @@ impl Summary {
             c.verdict.established = established;
             // Requests in all at which the sequence is projected to settle
             // at this rate (from the start: a projection, no guarantee).
+            let alpha_all = Budget::of(live.settings.confidence, false).all;
             let needed = (!established)
-                .then(|| requests_to_clear(w, threshold, live.settings.confidence))
+                .then(|| requests_to_clear(w, threshold, alpha_all))
                 .flatten();
             c.verdict.samples_needed = needed;
             c.verdict.why_not = why_not(established, w.requests, w.all, needed);
@@ -240,14 +241,14 @@ fn decide(
 }
 
 /// Requests in all (from the start, more than `w` has) at which `w`'s
-/// all-traffic sequence at `confidence` is projected to clear `target` if
-/// its rate stays `w.rate` (a projection, no guarantee); `None` before any
-/// request, or past [`PROJECTION_LIMIT`].
-fn requests_to_clear(w: &WatchSnapshot, target: f64, confidence: f64) -> Option<u64> {
+/// all-traffic sequence, at error `alpha_all` ([`Budget::all`]), is
+/// projected to clear `target` if its rate stays `w.rate` (a projection,
+/// no guarantee); `None` before any request, or past [`PROJECTION_LIMIT`].
+fn requests_to_clear(w: &WatchSnapshot, target: f64, alpha_all: f64) -> Option<u64> {
     (w.requests > 0)
         .then(|| {
             projected_observations(
-                (1.0 - confidence) / 2.0,
+                alpha_all,
                 crate::stats::sequential::BET_CAP,
                 w.rate,
                 w.rate * (1.0 - w.rate),
@@ -343,8 +344,9 @@ fn live_corrected_verdict(
             } else {
                 (l_min, w.rate < l_min)
             };
+            let alpha_all = Budget::of(confidence, true).all;
             let needed = reachable
-                .then(|| requests_to_clear(w, target, confidence))
+                .then(|| requests_to_clear(w, target, alpha_all))
                 .flatten();
             Ok((
                 CorrectedRate {

@@ -18,5 +18,5 @@ mod window;
 
 pub use corrected::{LiveCorrected, LiveCorrection, LiveJudge};
 pub use live::{AttemptKind, LiveCheck, LiveRates, LiveSnapshot};
-pub use watch::{Alarm, AlarmKind, Baseline, RateWatch, WatchSettings, WatchSnapshot};
+pub use watch::{Alarm, AlarmKind, Baseline, Budget, RateWatch, WatchSettings, WatchSnapshot};
 pub use window::Window;

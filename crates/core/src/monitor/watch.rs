@@ -1,12 +1,15 @@
 //! One check's live rate and its alarms.
 //!
-//! Three anytime-valid confidence sequences (the betting sequences of
+//! Anytime-valid confidence sequences (the betting sequences of
 //! [`BettingSequence`]) share the error budget α = 1 − confidence:
 //!
 //! ```text
-//! all traffic            at α/2
-//! epoch k (k = 1, 2, …)  at α_k = (α/2) · 6 / (π² k²)      Σ_k α_k = α/2
+//! all traffic            at α_all = α/2
+//! epoch k (k = 1, 2, …)  at α_k = α_ep · 6 / (π² k²),  α_ep = α/2,  Σ_k α_k = α_ep
 //! ```
+//!
+//! (a calibrated verifier's watch: α_all = α_ep = α/4, the judge's
+//! intervals taking the other α/2; [`Budget`]).
 //!
 //! Epoch k holds the requests `(k−1)·E + 1 ..= k·E` (E = the epoch's
 //! length). By Ville's inequality each sequence covers its mean at every
@@ -27,16 +30,17 @@
 //!   ≥ 1 − α_b, a false alarm has probability ≤ α/2 + α_b.
 //!
 //! A calibrated verifier's watch ([`RateWatch::calibrated`]) follows the
-//! judge's own outcomes as every watch does, but its rate against the
-//! minimum is the rate corrected for the judge's errors
+//! judge's own outcomes as every watch does, but its rates against the
+//! minimum are the rates corrected for the judge's errors
 //! ([`super::corrected`]): below the minimum when the corrected
-//! all-traffic sequence's upper bound is (its α is the all-traffic
-//! sequence's α/2 and α/4 for each of the judge's sensitivity and
-//! specificity, so a false alarm still has probability ≤ α). The epochs'
-//! sequences raise no alarm below the minimum for it: the judge's
-//! intervals have no budget left to share with them. The baseline is
-//! compared with the judge's own rate (a tested run's judged rate, the
-//! same judge's).
+//! all-traffic or the corrected epoch's interval lies under it. The judge's
+//! sensitivity and specificity are measured once, at 1 − α/4 each, and
+//! serve every sequence at once, so the budget is α/4 for all traffic,
+//! α/4 over the epochs and α/2 for the judge: with probability ≥ 1 − α
+//! every sequence covers and the judge is in its intervals, and then no
+//! corrected interval misses — a false alarm still has probability ≤ α.
+//! The baseline is compared with the judge's own rate (a tested run's
+//! judged rate, the same judge's), a false alarm then ≤ α/4 + α_b.
 
 use super::corrected::{LiveCorrection, LiveJudge};
 use super::window::Window;
@@ -123,6 +127,36 @@ pub struct RateWatch {
 /// π²/6: Σ 1/k² over k ≥ 1.
 const ZETA_2: f64 = std::f64::consts::PI * std::f64::consts::PI / 6.0;
 
+/// How a watch's error budget α = 1 − confidence is split (module docs):
+/// the one place that says it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget {
+    /// α_all: the all-traffic sequence's.
+    pub all: f64,
+    /// α_ep: all the epochs' sequences' together (epoch k's is
+    /// α_ep · 6/(π² k²)).
+    pub epochs: f64,
+}
+
+impl Budget {
+    /// α/2 and α/2; for a calibrated verifier (`calibrated`), α/4 and α/4,
+    /// the judge's sensitivity and specificity ([`LiveJudge`]) taking α/4
+    /// each.
+    pub fn of(confidence: f64, calibrated: bool) -> Budget {
+        let alpha = 1.0 - confidence;
+        let share = if calibrated { 4.0 } else { 2.0 };
+        Budget {
+            all: alpha / share,
+            epochs: alpha / share,
+        }
+    }
+
+    /// α_k = α_ep · 6/(π² k²): epoch k's share.
+    pub fn epoch(&self, k: u64) -> f64 {
+        self.epochs / (ZETA_2 * (k as f64) * (k as f64))
+    }
+}
+
 impl RateWatch {
     /// A watch of a check whose minimum is `minimum` (none: no alarm below
     /// it), compared with `baseline` (none: no comparison).
@@ -156,7 +190,7 @@ impl RateWatch {
         // boundary is tested exactly; a judge's own rate is not compared
         // with it.
         let extra: Vec<f64> = minimum.filter(|_| judge.is_none()).into_iter().collect();
-        let alpha = 1.0 - settings.confidence;
+        let budget = Budget::of(settings.confidence, judge.is_some());
         let settings = WatchSettings {
             epoch: settings.epoch.max(1),
             ..settings
@@ -165,8 +199,8 @@ impl RateWatch {
             settings,
             minimum,
             baseline,
-            all: BettingSequence::new(1.0 - alpha / 2.0, &extra)?,
-            epoch: BettingSequence::new(1.0 - epoch_alpha(alpha, 1), &extra)?,
+            all: BettingSequence::new(1.0 - budget.all, &extra)?,
+            epoch: BettingSequence::new(1.0 - budget.epoch(1), &extra)?,
             epoch_number: 1,
             window: Window::new(settings.window),
             raised: Vec::new(),
@@ -180,13 +214,13 @@ impl RateWatch {
         let x = pass as u8 as f64;
         if self.epoch.observations() >= self.settings.epoch {
             self.epoch_number += 1;
-            let alpha = 1.0 - self.settings.confidence;
+            let budget = Budget::of(self.settings.confidence, self.judge.is_some());
             let extra: Vec<f64> = self
                 .minimum
                 .filter(|_| self.judge.is_none())
                 .into_iter()
                 .collect();
-            self.epoch = BettingSequence::new(1.0 - epoch_alpha(alpha, self.epoch_number), &extra)?;
+            self.epoch = BettingSequence::new(1.0 - budget.epoch(self.epoch_number), &extra)?;
         }
         self.all.observe(x)?;
         self.epoch.observe(x)?;
@@ -208,17 +242,23 @@ impl RateWatch {
         match (&self.judge, self.minimum) {
             (_, None) | (Some(Err(_)), _) => {}
             (Some(Ok(_)), Some(min)) => {
-                if let Some(LiveCorrection::Corrected(c)) = self.corrected().filter(|_| at > 0) {
-                    if c.interval.upper < min {
-                        out.push(Alarm {
-                            kind: AlarmKind::BelowMinimum,
-                            rate: c.estimate,
-                            interval: c.interval,
-                            requests: at,
-                            at,
-                            recent: false,
-                            corrected: true,
-                        });
+                for (seq, recent) in [(&self.all, false), (&self.epoch, true)] {
+                    if seq.observations() == 0 {
+                        continue;
+                    }
+                    if let Some(LiveCorrection::Corrected(c)) = self.correct(seq) {
+                        if c.interval.upper < min {
+                            out.push(Alarm {
+                                kind: AlarmKind::BelowMinimum,
+                                rate: c.estimate,
+                                interval: c.interval,
+                                requests: seq.observations(),
+                                at,
+                                recent,
+                                corrected: true,
+                            });
+                            break;
+                        }
                     }
                 }
             }
@@ -261,8 +301,14 @@ impl RateWatch {
     /// errors ([`super::corrected`]), or why it cannot be; `None` for
     /// other checks.
     pub fn corrected(&self) -> Option<LiveCorrection> {
+        self.correct(&self.all)
+    }
+
+    /// `seq`'s rate corrected for the judge's errors; `None` for a check
+    /// that is not a calibrated verifier.
+    fn correct(&self, seq: &BettingSequence) -> Option<LiveCorrection> {
         Some(match self.judge.as_ref()? {
-            Ok(j) => match j.correct(self.all.mean(), self.all.interval()) {
+            Ok(j) => match j.correct(seq.mean(), seq.interval()) {
                 Ok(c) => LiveCorrection::Corrected(c),
                 Err(problem) => LiveCorrection::Unusable { problem },
             },
@@ -322,6 +368,9 @@ impl RateWatch {
             window: self.window.interval(self.settings.confidence),
             alarms: self.raised.clone(),
             corrected: self.corrected(),
+            epoch_corrected: self
+                .correct(&self.epoch)
+                .filter(|_| self.epoch.observations() > 0),
         }
     }
 }
@@ -355,11 +404,10 @@ pub struct WatchSnapshot {
     /// errors (or why it cannot be); `None` for other checks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corrected: Option<LiveCorrection>,
-}
-
-/// α_k = (α/2) · 6/(π² k²): epoch k's share of half the budget.
-fn epoch_alpha(alpha: f64, k: u64) -> f64 {
-    (alpha / 2.0) / (ZETA_2 * (k as f64) * (k as f64))
+    /// The current epoch's rate corrected likewise; `None` for other
+    /// checks and before the epoch's first request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch_corrected: Option<LiveCorrection>,
 }
 
 #[cfg(test)]
@@ -369,9 +417,15 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     #[test]
-    fn the_epochs_budgets_sum_to_half_of_alpha() {
-        let total: f64 = (1..2_000_000u64).map(|k| epoch_alpha(0.05, k)).sum();
-        assert!((total - 0.025).abs() < 1e-7, "{total}");
+    fn the_budget_sums_to_alpha() {
+        let plain = Budget::of(0.95, false);
+        let epochs: f64 = (1..2_000_000u64).map(|k| plain.epoch(k)).sum();
+        assert!((epochs - 0.025).abs() < 1e-7, "{epochs}");
+        assert!((plain.all + epochs - 0.05).abs() < 1e-7);
+        // Calibrated: the judge's two intervals at α/4 each take the rest.
+        let cal = Budget::of(0.95, true);
+        let epochs: f64 = (1..2_000_000u64).map(|k| cal.epoch(k)).sum();
+        assert!((cal.all + epochs + 2.0 * 0.05 / 4.0 - 0.05).abs() < 1e-7);
     }
 
     /// A stream that stays at its minimum (the hardest case for false
@@ -421,6 +475,105 @@ mod tests {
             }
             let delay = delay.expect("the drop was never caught");
             assert!(delay <= 4000, "caught after {delay} requests");
+        }
+    }
+
+    fn judge_counts(se: f64, sp: f64, labels: u64, rng: &mut StdRng) -> crate::stats::LabelCounts {
+        crate::stats::LabelCounts {
+            pass_labels: labels,
+            judged_pass: (0..labels).filter(|_| rng.gen::<f64>() < se).count() as u64,
+            fail_labels: labels,
+            judged_fail: (0..labels).filter(|_| rng.gen::<f64>() < sp).count() as u64,
+            errors: 0,
+            reused: 0,
+        }
+    }
+
+    /// One request's verdict by a judge with sensitivity `se` and
+    /// specificity `sp` on an output that truly passes with chance `theta`.
+    fn judged(theta: f64, se: f64, sp: f64, rng: &mut StdRng) -> bool {
+        if rng.gen::<f64>() < theta {
+            rng.gen::<f64>() < se
+        } else {
+            rng.gen::<f64>() >= sp
+        }
+    }
+
+    /// A calibrated verifier whose true rate stays at its minimum, read
+    /// after every request with the epochs' corrected sequences alarming
+    /// too: some alarm is ever raised in at most α of streams (the judge
+    /// re-measured on fresh labels for each stream). The judge's own rate
+    /// there is 0.9·0.8 + 0.15·0.2 = 0.75, under the minimum: alarms on it
+    /// would fire in every stream.
+    #[test]
+    fn a_calibrated_stream_at_its_minimum_rarely_ever_alarms() {
+        let (se, sp, min) = (0.9, 0.85, 0.8);
+        let settings = WatchSettings {
+            confidence: 0.9,
+            epoch: 500,
+            window: 100,
+        };
+        let (streams, requests) = (200, 4000);
+        let mut rng = StdRng::seed_from_u64(11);
+        let mut alarmed = 0;
+        for _ in 0..streams {
+            let judge = LiveJudge::new(judge_counts(se, sp, 300, &mut rng), settings.confidence);
+            let mut w = RateWatch::calibrated(settings, Some(min), None, judge).unwrap();
+            let mut any = false;
+            for _ in 0..requests {
+                any |= !w.observe(judged(min, se, sp, &mut rng)).unwrap().is_empty();
+            }
+            alarmed += any as u32;
+        }
+        println!("calibrated, at its minimum: {alarmed} of {streams} streams ever alarmed");
+        // α = 0.1 over 200 streams: the binomial 99.9% upper quantile is 34.
+        assert!(alarmed <= 34, "{alarmed} of {streams} streams alarmed");
+    }
+
+    /// A calibrated verifier whose true rate drops from 95% to 40% under a
+    /// 70% minimum after a long good run: the all-traffic rate stays above
+    /// the minimum for thousands of requests, and an epoch's corrected
+    /// sequence raises the alarm (recent, corrected) within a few epochs.
+    #[test]
+    fn a_calibrated_drop_is_caught_by_an_epoch() {
+        let (se, sp, min) = (0.9, 0.85, 0.7);
+        let settings = WatchSettings {
+            confidence: 0.95,
+            epoch: 500,
+            window: 100,
+        };
+        let mut rng = StdRng::seed_from_u64(5);
+        for _ in 0..5 {
+            let judge = LiveJudge::new(judge_counts(se, sp, 400, &mut rng), settings.confidence);
+            let mut w = RateWatch::calibrated(settings, Some(min), None, judge).unwrap();
+            for _ in 0..20_000 {
+                assert!(w
+                    .observe(judged(0.95, se, sp, &mut rng))
+                    .unwrap()
+                    .is_empty());
+            }
+            let mut caught = None;
+            for i in 1..=5_000u64 {
+                if let Some(a) = w.observe(judged(0.4, se, sp, &mut rng)).unwrap().first() {
+                    caught = Some((i, *a));
+                    break;
+                }
+            }
+            let (i, a) = caught.expect("the drop was never caught");
+            println!("calibrated drop caught after {i} requests: {a:?}");
+            assert_eq!(a.kind, AlarmKind::BelowMinimum);
+            assert!(a.recent && a.corrected && a.interval.upper < min, "{a:?}");
+            assert!(i <= 1500, "caught after {i} requests");
+            // All traffic is still above the minimum: only the epoch saw it.
+            match w.corrected() {
+                Some(LiveCorrection::Corrected(c)) => assert!(c.interval.upper >= min),
+                other => panic!("{other:?}"),
+            }
+            let snap = w.snapshot();
+            assert!(matches!(
+                snap.epoch_corrected,
+                Some(LiveCorrection::Corrected(c)) if c.interval.upper < min
+            ));
         }
     }
 

@@ -31,7 +31,7 @@ pub fn method_line(l: &LiveSnapshot) -> String {
         l.settings.epoch, l.settings.window
     );
     if l.checks.iter().any(|c| c.first.corrected.is_some()) {
-        s.push_str(" A calibrated verifier's all-traffic rate is corrected for its judge's errors (its verdict's, valid however often it is read); its recent and window rates are the judge's own.");
+        s.push_str(" A calibrated verifier's all-traffic and recent rates are corrected for its judge's errors (valid however often they are read; the all-traffic one is its verdict's), the judge's own beside them; its window rate is the judge's own.");
     }
     s
 }
@@ -72,9 +72,20 @@ fn row(check: &str, minimum: f64, kind: AttemptKind, w: &WatchSnapshot) -> LiveR
     let span = |rate: f64, i: &Interval| format!("{} {}", pct(rate), interval(i.lower, i.upper));
     let none = "–".to_string();
     let alarms: Vec<String> = w.alarms.iter().map(|a| alarm_word(a, minimum)).collect();
-    // A calibrated verifier's figures other than the corrected one are its
+    // A calibrated verifier's figures other than the corrected ones are its
     // judge's own, and say so.
     let judge = if w.corrected.is_some() { "judge " } else { "" };
+    let corrected = |c: &Option<LiveCorrection>, rate: f64, i: &Interval| match c {
+        None => span(rate, i),
+        Some(LiveCorrection::Corrected(c)) => format!(
+            "corrected {} (judge {})",
+            span(c.estimate, &c.interval),
+            span(rate, i)
+        ),
+        Some(LiveCorrection::Unusable { .. }) => {
+            format!("judge {} (no corrected rate)", span(rate, i))
+        }
+    };
     LiveRow {
         check: check.to_string(),
         attempt: kind.name(),
@@ -82,22 +93,12 @@ fn row(check: &str, minimum: f64, kind: AttemptKind, w: &WatchSnapshot) -> LiveR
         all: if w.requests == 0 {
             none.clone()
         } else {
-            match &w.corrected {
-                None => span(w.rate, &w.all),
-                Some(LiveCorrection::Corrected(c)) => format!(
-                    "corrected {} (judge {})",
-                    span(c.estimate, &c.interval),
-                    span(w.rate, &w.all)
-                ),
-                Some(LiveCorrection::Unusable { .. }) => {
-                    format!("judge {} (no corrected rate)", span(w.rate, &w.all))
-                }
-            }
+            corrected(&w.corrected, w.rate, &w.all)
         },
         recent: if w.epoch_requests > 0 {
             format!(
-                "{judge}{} of {} (epoch {})",
-                span(w.epoch_rate, &w.epoch),
+                "{} of {} (epoch {})",
+                corrected(&w.epoch_corrected, w.epoch_rate, &w.epoch),
                 w.epoch_requests,
                 w.epoch_number
             )

@@ -66,7 +66,8 @@ pub struct WireWatch {
     pub alarms: Vec<WireAlarm>,
     /// A calibrated verifier's all-traffic rate corrected for its judge's
     /// errors (`rate`, `all`, `recent` and `window` are then the judge's
-    /// own); null for other checks.
+    /// own; `recent.corrected` the epoch's corrected); null for other
+    /// checks.
     pub corrected: Option<WireCorrected>,
 }
 
@@ -96,6 +97,11 @@ pub struct WireRecent {
     pub rate: Option<f64>,
     pub lower: Option<f64>,
     pub upper: Option<f64>,
+    /// A calibrated verifier's epoch rate corrected for its judge's
+    /// errors; omitted for other checks and before the epoch's first
+    /// request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<WireCorrected>,
 }
 
 #[derive(Debug, Serialize)]
@@ -177,6 +183,7 @@ fn watch(w: &WatchSnapshot) -> WireWatch {
             rate: (w.epoch_requests > 0).then(|| num(w.epoch_rate)).flatten(),
             lower: num(w.epoch.lower),
             upper: num(w.epoch.upper),
+            corrected: w.epoch_corrected.as_ref().map(corrected),
         },
         window: WireWindow {
             requests: w.window_requests,
