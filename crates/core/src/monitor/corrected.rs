@@ -3,11 +3,10 @@
 //! *Judges with known error rates*, "Live traffic").
 //!
 //! A calibrated verifier's watch's sequences — all traffic at α/4, the
-//! epochs at α/4 together ([`super::Budget`]) — each cover the judge's
-//! apparent rate π over their requests at every request at once; call one
-//! C_t. The judge's sensitivity and specificity are measured once, on the
-//! labelled set, with Wilson intervals [Se₋, Se₊] and [Sp₋, Sp₊] at
-//! 1 − α/4 each. With probability ≥ 1 − α the sequences and both
+//! epochs at α/4 together ([`Budget`]) — each cover the judge's apparent
+//! rate π over their requests at every request at once; call one C_t. The
+//! judge's sensitivity and specificity are measured once, on the labelled
+//! set, with Wilson intervals [Se₋, Se₊] and [Sp₋, Sp₊] at 1 − α/4 each. With probability ≥ 1 − α the sequences and both
 //! intervals all cover (union bound), and then the true rate θ lies in
 //!
 //! ```text
@@ -30,6 +29,7 @@
 //! variances; it serves the all-traffic and every epoch's sequence alike. The estimate is the Rogan–Gladen point (p̂ + Ŝp − 1)/(Ŝe +
 //! Ŝp − 1) clipped to [0, 1] and to C*_t.
 
+use super::budget::Budget;
 use crate::stats::{CalibrationError, Interval, JudgeAccuracy, LabelCounts};
 use serde::{Deserialize, Serialize};
 
@@ -71,9 +71,8 @@ impl LiveJudge {
                 message: format!("confidence must be in (0, 1), not {confidence}"),
             });
         }
-        let alpha = 1.0 - confidence;
         Ok(LiveJudge {
-            accuracy: JudgeAccuracy::measure(counts, 1.0 - alpha / 4.0)?,
+            accuracy: JudgeAccuracy::measure(counts, 1.0 - Budget::of(confidence, true).judge)?,
         })
     }
 
@@ -320,8 +319,7 @@ mod tests {
             let judged_fail = (0..200).filter(|_| rng.gen::<f64>() < sp).count() as u64;
             let judge =
                 LiveJudge::new(counts((judged_pass, 200), (judged_fail, 200)), conf).unwrap();
-            // All traffic's share in a calibrated watch (`watch::Budget`).
-            let mut seq = BettingSequence::new(1.0 - (1.0 - conf) / 4.0, &[]).unwrap();
+            let mut seq = BettingSequence::new(1.0 - Budget::of(conf, true).all, &[]).unwrap();
             let (mut c_miss, mut r_miss) = (false, false);
             for _ in 0..requests {
                 let truly = rng.gen::<f64>() < theta;

@@ -5,8 +5,9 @@
 //! serve run shows ([`LiveSnapshot`]); a serve run's verdicts come from the
 //! first attempts' all-traffic sequences ([`Summary::with_live`]).
 
+use super::budget::Budget;
 use super::corrected::LiveJudge;
-use super::watch::{Alarm, Baseline, Budget, RateWatch, WatchSettings, WatchSnapshot};
+use super::watch::{Alarm, Baseline, RateWatch, WatchSettings, WatchSnapshot};
 use crate::stats::sequential::projected_observations;
 use crate::stats::{
     Calibrated, CalibrationError, CorrectedRate, Decision, Interval, JudgeAccuracy, LabelCounts,

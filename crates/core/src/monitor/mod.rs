@@ -6,17 +6,20 @@
 //! request): a confidence sequence over all traffic, one per *epoch* (the
 //! requests since the epoch began, so a drop is seen soon after it happens
 //! rather than after the whole history is outweighed), a sliding window for
-//! display, and the alarm rules of [`Alarm`]; a calibrated verifier's rate
-//! is corrected for its judge's errors ([`LiveJudge`]). [`LiveRates`] watches every
+//! display, and the alarm rules of [`Alarm`], sharing α as [`Budget`] says;
+//! a calibrated verifier's rate is corrected for its judge's errors
+//! ([`LiveJudge`]). [`LiveRates`] watches every
 //! check of a served configuration, first and published attempts. See
 //! `crates/core/STATISTICS.md`, *Monitoring*.
 
+mod budget;
 mod corrected;
 mod live;
 mod watch;
 mod window;
 
+pub use budget::Budget;
 pub use corrected::{LiveCorrected, LiveCorrection, LiveJudge};
 pub use live::{AttemptKind, LiveCheck, LiveRates, LiveSnapshot};
-pub use watch::{Alarm, AlarmKind, Baseline, Budget, RateWatch, WatchSettings, WatchSnapshot};
+pub use watch::{Alarm, AlarmKind, Baseline, RateWatch, WatchSettings, WatchSnapshot};
 pub use window::Window;

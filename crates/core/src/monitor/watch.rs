@@ -42,6 +42,7 @@
 //! The baseline is compared with the judge's own rate (a tested run's
 //! judged rate, the same judge's), a false alarm then ≤ α/4 + α_b.
 
+use super::budget::Budget;
 use super::corrected::{LiveCorrection, LiveJudge};
 use super::window::Window;
 use crate::stats::{BettingSequence, CalibrationError, Interval, StatsError};
@@ -122,39 +123,6 @@ pub struct RateWatch {
     /// A calibrated verifier's judge (its rate is corrected for it), or
     /// why it could not be measured; `None` for other checks.
     judge: Option<Result<LiveJudge, CalibrationError>>,
-}
-
-/// π²/6: Σ 1/k² over k ≥ 1.
-const ZETA_2: f64 = std::f64::consts::PI * std::f64::consts::PI / 6.0;
-
-/// How a watch's error budget α = 1 − confidence is split (module docs):
-/// the one place that says it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Budget {
-    /// α_all: the all-traffic sequence's.
-    pub all: f64,
-    /// α_ep: all the epochs' sequences' together (epoch k's is
-    /// α_ep · 6/(π² k²)).
-    pub epochs: f64,
-}
-
-impl Budget {
-    /// α/2 and α/2; for a calibrated verifier (`calibrated`), α/4 and α/4,
-    /// the judge's sensitivity and specificity ([`LiveJudge`]) taking α/4
-    /// each.
-    pub fn of(confidence: f64, calibrated: bool) -> Budget {
-        let alpha = 1.0 - confidence;
-        let share = if calibrated { 4.0 } else { 2.0 };
-        Budget {
-            all: alpha / share,
-            epochs: alpha / share,
-        }
-    }
-
-    /// α_k = α_ep · 6/(π² k²): epoch k's share.
-    pub fn epoch(&self, k: u64) -> f64 {
-        self.epochs / (ZETA_2 * (k as f64) * (k as f64))
-    }
 }
 
 impl RateWatch {
@@ -415,18 +383,6 @@ mod tests {
     use super::*;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
-
-    #[test]
-    fn the_budget_sums_to_alpha() {
-        let plain = Budget::of(0.95, false);
-        let epochs: f64 = (1..2_000_000u64).map(|k| plain.epoch(k)).sum();
-        assert!((epochs - 0.025).abs() < 1e-7, "{epochs}");
-        assert!((plain.all + epochs - 0.05).abs() < 1e-7);
-        // Calibrated: the judge's two intervals at α/4 each take the rest.
-        let cal = Budget::of(0.95, true);
-        let epochs: f64 = (1..2_000_000u64).map(|k| cal.epoch(k)).sum();
-        assert!((cal.all + epochs + 2.0 * 0.05 / 4.0 - 0.05).abs() < 1e-7);
-    }
 
     /// A stream that stays at its minimum (the hardest case for false
     /// alarms) never alarms in ≥ 1 − α of simulated streams.
