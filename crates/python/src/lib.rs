@@ -193,7 +193,7 @@ fn run(
             PyKeyboardInterrupt::new_err(e.to_string())
         });
     }
-    let doc = result::document(&outcome).map_err(PyRuntimeError::new_err)?;
+    let doc = result::document(&outcome, &experiment.inputs).map_err(PyRuntimeError::new_err)?;
     let cells = PyBytes::new(py, &result::tensor_bytes(&outcome)).unbind();
     Ok((doc, cells))
 }

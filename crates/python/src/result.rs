@@ -6,7 +6,7 @@
 //! core's codes (0 missing, 1 pass, 2 fail, 3 error).
 
 use probity_core::stats::Calibrated;
-use probity_core::Cell;
+use probity_core::{Cell, Input};
 use probity_engine::outcome::Halt;
 use probity_engine::RunOutcome;
 use serde_json::{json, Value};
@@ -38,8 +38,25 @@ fn halt_kind(h: &Halt) -> &'static str {
     }
 }
 
-/// Everything else, as JSON.
-pub fn document(o: &RunOutcome) -> Result<String, String> {
+/// A digest of each input's content (SHA-256 of its canonical fields,
+/// hex, first 16 bytes): what `probity.compare` checks shared input ids
+/// against, as `probity compare` checks their fields (a changed input is
+/// still paired, with a warning).
+fn input_digests(inputs: &[Input]) -> Vec<String> {
+    use sha2::{Digest, Sha256};
+    inputs
+        .iter()
+        .map(|i| {
+            Sha256::digest(i.fields.as_json().as_bytes())[..16]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        })
+        .collect()
+}
+
+/// Everything else, as JSON; `inputs` are the run's, in order.
+pub fn document(o: &RunOutcome, inputs: &[Input]) -> Result<String, String> {
     let samples: Vec<Value> = o
         .samples
         .iter()
@@ -79,6 +96,7 @@ pub fn document(o: &RunOutcome) -> Result<String, String> {
         "summary": o.summary,
         "calibration_problems": calibration_problems,
         "input_ids": o.input_ids,
+        "input_digests": input_digests(inputs),
         "samples": samples,
         "model_calls": o.model_calls,
         "errors": o.errors,

@@ -209,8 +209,32 @@ def test_inputs_are_paired_by_id_whatever_their_order(tmp_path: Path) -> None:
     assert_matches_cli(cmp, cli_compare(store, a, b))
     c = cmp["contraction_validator"]
     assert c.paired and cmp.shared_inputs == 20
+    # Same content in another order: nothing changed.
+    assert cmp.changed_inputs == []
     ra, rb = per_input_rates(a, 0), per_input_rates(b, 0)
     assert c.difference == pytest.approx(statistics.mean(rb[i] - ra[i] for i in ra), abs=1e-12)
+
+
+def test_shared_ids_whose_content_changed_are_paired_and_warned_about(tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    rows = [{"id": f"q{n}", "text": t} for n, t in enumerate(paper_inputs(20))]
+    edited = copy.deepcopy(rows)
+    edited[3]["text"] += " (reworded)"
+    edited[11]["lang"] = "en"  # a field added is a change too
+    a = run("a", sim(0.1), store, inputs=rows)
+    b = run("b", sim(0.1), store, inputs=edited)
+    with pytest.warns(UserWarning, match=r"2 shared inputs changed content between the runs \(e.g. 'q3'\)"):
+        cmp = probity.compare(a, b)
+    cli = cli_compare(store, a, b)
+    assert_matches_cli(cmp, cli)
+    # The CLI's own list, from the stored inputs' fields.
+    assert cmp.changed_inputs == ["q3", "q11"] == cli["inputs"]["changed"]
+    assert cmp["contraction_validator"].paired and cmp.shared_inputs == 20
+    assert "warning: 2 shared inputs changed content" in str(cmp)
+    assert cmp.to_dict()["changed_inputs"] == ["q3", "q11"]
+    # Compared the other way round: the same inputs.
+    with pytest.warns(UserWarning):
+        assert probity.compare(b, a).changed_inputs == ["q3", "q11"]
 
 
 def test_results_on_different_inputs_are_compared_unpaired(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ module on the two results' tensors and input ids: nothing is computed
 here but the table's layout."""
 
 import json
+import warnings
 import math
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -195,7 +196,10 @@ class Comparison:
       exits 0 on).
     * ``shared_inputs``, ``only_baseline_inputs``,
       ``only_candidate_inputs``: inputs matched by id between the runs
-      (those in one run only are left out of the paired part).
+      (those in one run only are left out of the paired part);
+      ``changed_inputs``: the ids of shared inputs whose content differs
+      between the runs — still paired by id, as ``probity compare`` does,
+      and warned about (:func:`compare` issues a ``UserWarning``).
     * ``confidence``, ``power``, ``multiple`` (``"holm"`` or ``"none"``),
       ``errors`` (the error-cell policy): the settings used.
     * ``baseline_name``, ``baseline_run_id``, ``candidate_name``,
@@ -209,6 +213,7 @@ class Comparison:
     shared_inputs: int
     only_baseline_inputs: int
     only_candidate_inputs: int
+    changed_inputs: List[str]
     confidence: float
     power: float
     multiple: str
@@ -219,8 +224,11 @@ class Comparison:
     candidate_run_id: Optional[int]
     detail: Dict[str, Any]
 
-    def __init__(self, doc: Dict[str, Any], baseline: Result, candidate: Result) -> None:
+    def __init__(
+        self, doc: Dict[str, Any], baseline: Result, candidate: Result, changed_inputs: List[str]
+    ) -> None:
         self.detail = doc
+        self.changed_inputs = list(changed_inputs)
         self.checks = [CheckComparison(c) for c in doc["checks"]]
         self.only_baseline_checks = [str(n) for n in doc["only_baseline_checks"]]
         self.only_candidate_checks = [str(n) for n in doc["only_candidate_checks"]]
@@ -266,6 +274,7 @@ class Comparison:
             "shared_inputs": self.shared_inputs,
             "only_baseline_inputs": self.only_baseline_inputs,
             "only_candidate_inputs": self.only_candidate_inputs,
+            "changed_inputs": list(self.changed_inputs),
             "checks": [c.to_dict() for c in self.checks],
             "regressions": [c.name for c in self.regressions],
             "improvements": [c.name for c in self.improvements],
@@ -286,6 +295,8 @@ class Comparison:
             f"change = candidate - baseline; {level} intervals; {correction} p-values; "
             f"{self.shared_inputs} shared inputs",
         ]
+        if self.changed_inputs:
+            lines.append(_changed_warning(self.changed_inputs))
         header = ["check", "baseline", "candidate", "change", f"{level} interval", "p", "p adj", "basis", "verdict"]
         rows = [header] + [
             [
@@ -336,6 +347,36 @@ class Comparison:
         return len(self.checks)
 
 
+def _changed(baseline: Result, candidate: Result) -> List[str]:
+    """Ids of the inputs both results share (matched as core's
+    ``align_by_id`` matches them: the k-th occurrence of an id in one with
+    its k-th in the other) whose content digests differ; none when either
+    result has no digests."""
+    a, b = baseline._input_digests, candidate._input_digests
+    if len(a) != len(baseline.input_ids) or len(b) != len(candidate.input_ids):
+        return []
+    in_b: Dict[str, List[int]] = {}
+    for j, id_ in enumerate(candidate.input_ids):
+        in_b.setdefault(id_, []).append(j)
+    seen: Dict[str, int] = {}
+    changed = []
+    for i, id_ in enumerate(baseline.input_ids):
+        k = seen.get(id_, 0)
+        seen[id_] = k + 1
+        js = in_b.get(id_, [])
+        if k < len(js) and a[i] != b[js[k]]:
+            changed.append(id_)
+    return changed
+
+
+def _changed_warning(ids: List[str]) -> str:
+    n = len(ids)
+    return (
+        f"warning: {n} shared input{'s' if n != 1 else ''} changed content between the runs "
+        f"(e.g. {_printable(ids[0])!r}); still paired by id"
+    )
+
+
 def compare(
     baseline: Result,
     candidate: Result,
@@ -363,6 +404,11 @@ def compare(
     * ``power``: of the smallest detectable change (``mde``), in (0.5, 1);
       default 0.8.
 
+    Shared input ids whose content changed between the results are still
+    paired, as ``probity compare`` pairs them, and listed in
+    ``changed_inputs`` with a ``UserWarning``: the paired change then mixes
+    the systems' difference with the inputs'.
+
     Raises ``TypeError`` when ``baseline`` or ``candidate`` is not a
     :class:`probity.Result` or an option has the wrong type, and
     ``ValueError`` when ``multiple`` is not one of ``"holm"``, ``"none"``
@@ -389,4 +435,7 @@ def compare(
         None if confidence is None else float(confidence),
         None if power is None else float(power),
     )
-    return Comparison(json.loads(doc), baseline, candidate)
+    changed = _changed(baseline, candidate)
+    if changed:
+        warnings.warn("probity.compare: " + _changed_warning(changed)[len("warning: ") :], UserWarning, stacklevel=2)
+    return Comparison(json.loads(doc), baseline, candidate, changed)

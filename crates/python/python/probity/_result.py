@@ -342,6 +342,9 @@ class Result:
         self.output_profile = summary["output_profile"]
         self.retry_plan = summary["retry"]
         self.input_ids = doc["input_ids"]
+        # A digest of each input's content, for probity.compare (absent in
+        # a result made by an older package: then nothing is checked).
+        self._input_digests: List[str] = list(doc.get("input_digests") or [])
         self.samples = [Sample(s) for s in doc["samples"]]
         self.model_calls = doc["model_calls"]
         self.errors = doc["errors"]
