@@ -384,29 +384,46 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
+    /// Of 200 streams of `requests` outcomes each (`outcome`), each watched
+    /// by a new `watch`, how many ever raised an alarm.
+    fn streams_that_alarm(
+        seed: u64,
+        requests: usize,
+        mut watch: impl FnMut(&mut StdRng) -> RateWatch,
+        mut outcome: impl FnMut(&mut StdRng) -> bool,
+    ) -> u32 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        (0..200)
+            .map(|_| {
+                let mut w = watch(&mut rng);
+                let mut any = false;
+                for _ in 0..requests {
+                    let pass = outcome(&mut rng);
+                    any |= !w.observe(pass).unwrap().is_empty();
+                }
+                u32::from(any)
+            })
+            .sum()
+    }
+
     /// A stream that stays at its minimum (the hardest case for false
     /// alarms) never alarms in ≥ 1 − α of simulated streams.
     #[test]
     fn a_stream_at_its_minimum_rarely_ever_alarms() {
-        let (streams, requests, min) = (200, 20_000, 0.95);
+        let min = 0.95;
         let settings = WatchSettings {
             confidence: 0.9,
             epoch: 1000,
             window: 100,
         };
-        let mut alarmed = 0;
-        let mut rng = StdRng::seed_from_u64(7);
-        for _ in 0..streams {
-            let mut w = RateWatch::new(settings, Some(min), None).unwrap();
-            let mut any = false;
-            for _ in 0..requests {
-                any |= !w.observe(rng.gen::<f64>() < min).unwrap().is_empty();
-            }
-            alarmed += any as u32;
-        }
-        let share = alarmed as f64 / streams as f64;
+        let alarmed = streams_that_alarm(
+            7,
+            20_000,
+            |_| RateWatch::new(settings, Some(min), None).unwrap(),
+            |rng| rng.gen::<f64>() < min,
+        );
         // α = 0.1; 200 streams: the binomial 99.9% upper quantile of 0.1·200 is 34.
-        assert!(alarmed <= 34, "{share}");
+        assert!(alarmed <= 34, "{alarmed} of 200 streams alarmed");
     }
 
     /// A drop from 97% to 90% under a 95% minimum is caught, soon after the
@@ -469,21 +486,18 @@ mod tests {
             epoch: 500,
             window: 100,
         };
-        let (streams, requests) = (200, 4000);
-        let mut rng = StdRng::seed_from_u64(11);
-        let mut alarmed = 0;
-        for _ in 0..streams {
-            let judge = LiveJudge::new(judge_counts(se, sp, 300, &mut rng), settings.confidence);
-            let mut w = RateWatch::calibrated(settings, Some(min), None, judge).unwrap();
-            let mut any = false;
-            for _ in 0..requests {
-                any |= !w.observe(judged(min, se, sp, &mut rng)).unwrap().is_empty();
-            }
-            alarmed += any as u32;
-        }
-        println!("calibrated, at its minimum: {alarmed} of {streams} streams ever alarmed");
+        let alarmed = streams_that_alarm(
+            11,
+            4000,
+            |rng| {
+                let judge = LiveJudge::new(judge_counts(se, sp, 300, rng), settings.confidence);
+                RateWatch::calibrated(settings, Some(min), None, judge).unwrap()
+            },
+            |rng| judged(min, se, sp, rng),
+        );
+        println!("calibrated, at its minimum: {alarmed} of 200 streams ever alarmed");
         // α = 0.1 over 200 streams: the binomial 99.9% upper quantile is 34.
-        assert!(alarmed <= 34, "{alarmed} of {streams} streams alarmed");
+        assert!(alarmed <= 34, "{alarmed} of 200 streams alarmed");
     }
 
     /// A calibrated verifier whose true rate drops from 95% to 40% under a
