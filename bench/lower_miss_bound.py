@@ -73,6 +73,14 @@ def main():
             pmf = {r: fail_pmf(m, p, r) for r in RHOS}
             pats = [pt for f in range(below) for pt in partitions(f, m, n)]
             prob = np.array([[pattern_prob(pt, n, pmf[r]) for pt in pats] for r in RHOS])
+            # The patterns are all the samples with p-hat > p: their
+            # probabilities add up to P(F < (1-p) N M) of the N-fold
+            # convolution of the per-input law.
+            for t, r in enumerate(RHOS):
+                total = np.array([1.0])
+                for _ in range(n):
+                    total = np.convolve(total, pmf[r])
+                assert abs(prob[t].sum() - total[:below].sum()) < 1e-9, (p, n, m, r)
             bounds = []
             for t in range(len(RHOS)):
                 r = milp(
