@@ -160,14 +160,14 @@ pub async fn revalidate(
         writer.send(row)
     };
     let judging = recording.judging(calls, true);
-    // Weights are read now, so the inputs are held once (as `prepared`);
-    // weights that cannot be read leave the run without a summary, as the
+    // Weights that cannot be read leave the run without a summary, as the
     // source's would be.
     let weights = settings.analysis_settings().input_weights(&inputs);
-    let prepared: Vec<Arc<PreparedInput<'static>>> = inputs
-        .into_iter()
-        .map(|i| Arc::new(PreparedInput::owned(i)))
-        .collect();
+    // The inputs are held once; each is prepared for expressions (its
+    // `input` map) only while its slice is checked — held for all inputs
+    // at once, the maps were about 700 bytes an input (140 MB of 330 at
+    // 200,000 inputs).
+    let inputs: Arc<[probity_core::Input]> = inputs.into();
     let concurrency = recheck.concurrency.max(1);
     let limit = Arc::new(tokio::sync::Semaphore::new(concurrency));
     let mut tasks = tokio::task::JoinSet::new();
@@ -175,13 +175,15 @@ pub async fn revalidate(
     let per_chunk = (CHUNK / m.max(1)).max(1);
     // Validators only: a slice is checked (in parallel) while the next is
     // read.
-    let shared = Arc::new(prepared.clone());
     let mut checking: Option<tokio::task::JoinHandle<Vec<SampleRow>>> = None;
-    for first in (0..prepared.len()).step_by(per_chunk) {
-        let chunk = store.samples_of_inputs(id, first..first + per_chunk)?;
+    for first in (0..inputs.len()).step_by(per_chunk) {
+        let range = first..(first + per_chunk).min(inputs.len());
+        let chunk = store.samples_of_inputs(id, range.clone())?;
+        let prepared = Slice::new(&inputs, range);
         if checks.verifiers.is_empty() {
-            let (checks, inputs) = (checks.clone(), shared.clone());
-            let next = tokio::task::spawn_blocking(move || validate_rows(&checks, &inputs, chunk));
+            let checks = checks.clone();
+            let next =
+                tokio::task::spawn_blocking(move || validate_rows(&checks, &prepared, chunk));
             if let Some(done) = checking.replace(next) {
                 for row in done.await.map_err(|e| lost(store, e))? {
                     send(row)?;
@@ -301,21 +303,41 @@ pub async fn revalidate(
     })
 }
 
+/// The inputs of one slice of a run (`first..` of its input indices),
+/// prepared for expressions, dropped with the slice.
+struct Slice {
+    first: usize,
+    prepared: Vec<Arc<PreparedInput<'static>>>,
+}
+
+impl Slice {
+    /// Inputs `range` of `inputs` (shared, not copied).
+    fn new(inputs: &Arc<[probity_core::Input]>, range: std::ops::Range<usize>) -> Slice {
+        Slice {
+            first: range.start,
+            prepared: range
+                .map(|i| Arc::new(PreparedInput::shared(inputs, i)))
+                .collect(),
+        }
+    }
+
+    /// Input `idx` of the run, if it is in this slice.
+    fn get(&self, idx: usize) -> Option<&Arc<PreparedInput<'static>>> {
+        self.prepared.get(idx.checked_sub(self.first)?)
+    }
+}
+
 /// `rows` re-checked with `checks`' validators (no verifier): a row without
 /// an output (a failed call) is Error cells; a row of an input not in
 /// `inputs` is dropped.
-fn validate_rows(
-    checks: &Checks,
-    inputs: &[Arc<PreparedInput<'static>>],
-    rows: Vec<SampleRow>,
-) -> Vec<SampleRow> {
+fn validate_rows(checks: &Checks, inputs: &Slice, rows: Vec<SampleRow>) -> Vec<SampleRow> {
     let rows: Vec<SampleRow> = rows
         .into_iter()
-        .filter(|s| s.input_idx < inputs.len())
+        .filter(|s| inputs.get(s.input_idx).is_some())
         .collect();
     let asked: Vec<(&PreparedInput<'_>, &str)> = rows
         .iter()
-        .filter_map(|s| Some((&*inputs[s.input_idx], s.output.as_deref()?)))
+        .filter_map(|s| Some((&**inputs.get(s.input_idx)?, s.output.as_deref()?)))
         .collect();
     let mut checked = checks.validate_many(&asked).into_iter();
     let k = checks.len();
