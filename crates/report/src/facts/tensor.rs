@@ -14,12 +14,11 @@ pub fn rate_of(c: &Counts, policy: ErrorPolicy) -> Option<f64> {
     (n > 0).then(|| x as f64 / n as f64)
 }
 
-/// Per input, the counts of each check: `cells[i][k]`.
-pub fn input_check_counts(t: &ReliabilityTensor) -> Vec<Vec<Counts>> {
-    let (n, _, k) = t.shape();
-    let mut cells = vec![vec![Counts::default(); k]; n];
-    t.for_each(|i, _, kk, cell| cell.tally(&mut cells[i][kk]));
-    cells
+/// Input `i`'s counts of each check, `[k]`: computed for the rows a
+/// heatmap shows, never held for every input (a million inputs' rows
+/// were 340 MB).
+pub fn check_counts_of_input(t: &ReliabilityTensor, i: usize) -> Vec<Counts> {
+    (0..t.validators()).map(|k| t.input_counts(i, k)).collect()
 }
 
 /// Input indices, the worst first: by the Input Reliability Profile of
@@ -35,11 +34,7 @@ pub fn inputs_worst_first(r: &RunReport, t: &ReliabilityTensor) -> Vec<usize> {
             .collect();
     }
     let policy = r.summary.options.errors;
-    let totals: Vec<Counts> = input_check_counts(t)
-        .into_iter()
-        .map(|row| row.into_iter().fold(Counts::default(), |a, b| a + b))
-        .collect();
-    order_by_rate(&totals, policy)
+    order_by_rate(&t.marginals().by_input, policy)
 }
 
 /// Indices of `counts` by rate, lowest first; nothing judged last.

@@ -5,7 +5,7 @@
 //! cell carries a `<title>` with its exact figures.
 
 use crate::document::run::RunReport;
-use crate::facts::tensor::{input_check_counts, inputs_worst_first, order_by_rate, rate_of};
+use crate::facts::tensor::{check_counts_of_input, inputs_worst_first, order_by_rate, rate_of};
 use crate::html::page::{capped_note, CHART_LABEL_CHARS, LABEL_CHARS};
 use crate::numbers::{pct, pct_num, plural};
 use crate::sanitize::{html_escape as esc, html_short};
@@ -72,7 +72,6 @@ fn column_labels(h: &mut String, r: &RunReport, k: usize, x0: f64, cw: f64, top:
 fn input_check_heatmap(h: &mut String, r: &RunReport, t: &ReliabilityTensor, rows: &[usize]) {
     let (n, m, k) = t.shape();
     let policy = r.summary.options.errors;
-    let counts = input_check_counts(t);
     let cw = if k <= 16 { 52.0 } else { 24.0 };
     let ch = 20.0;
     let left = 210.0;
@@ -104,7 +103,7 @@ fn input_check_heatmap(h: &mut String, r: &RunReport, t: &ReliabilityTensor, row
             esc(&label),
             html_short(&label, CHART_LABEL_CHARS)
         );
-        for (kk, c) in counts[i].iter().enumerate() {
+        for (kk, c) in check_counts_of_input(t, i).iter().enumerate() {
             let x = left + kk as f64 * cw;
             let p = rate_of(c, policy);
             let (x_pass, n_judged) = c.successes_of(policy);

@@ -21,7 +21,7 @@
 
 use crate::document::run::RunReport;
 use crate::facts::run::rate_with_interval;
-use crate::facts::tensor::{input_check_counts, inputs_worst_first, order_by_rate, rate_of};
+use crate::facts::tensor::{check_counts_of_input, inputs_worst_first, order_by_rate, rate_of};
 use crate::numbers::{pct, plural};
 use crate::sanitize::terminal_line;
 use probity_core::stats::Counts;
@@ -94,7 +94,6 @@ pub fn heatmap(report: &RunReport, color: bool) -> String {
     let policy = report.summary.options.errors;
     let order = inputs_worst_first(report, t);
     let shown = order.len().min(TERMINAL_MAX_INPUTS);
-    let counts = input_check_counts(t);
     let mut out = String::new();
     if shown < n {
         out.push_str(&format!(
@@ -116,7 +115,8 @@ pub fn heatmap(report: &RunReport, color: bool) -> String {
     let irp = &report.summary.input_profile;
     for &i in order.iter().take(shown) {
         let mut line = format!("{} ", label(&report.input_label(i)));
-        for c in &counts[i] {
+        let counts = check_counts_of_input(t, i);
+        for c in &counts {
             let p = rate_of(c, policy);
             let g = shade(p).to_string().repeat(2);
             let cell = match p {
@@ -126,7 +126,7 @@ pub fn heatmap(report: &RunReport, color: bool) -> String {
             line.push_str(&cell);
             line.push(' ');
         }
-        let total = counts[i].iter().fold(Counts::default(), |a, b| a + *b);
+        let total = counts.iter().fold(Counts::default(), |a, b| a + *b);
         let rate = match irp.get(i).filter(|e| e.index == i) {
             Some(e) => rate_with_interval(&e.rate),
             None => rate_of(&total, policy).map_or_else(|| "–".to_string(), pct),
