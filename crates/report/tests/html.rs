@@ -268,6 +268,36 @@ fn terminal_heatmap_plain_and_coloured() {
     assert_eq!(grid.len(), 5, "{plain}");
     // The worst input by IRP comes first: input 4 (fails checks 0 and 2).
     assert!(grid[0].starts_with("</textarea>"), "{plain}");
+    // Each row's cells are its input's rate on each check, shaded as the
+    // legend says (from the tensor's own per-input counts).
+    let t = r.tensor.as_ref().unwrap();
+    let shade = |c: Counts| {
+        let (x, n) = c.successes_of(r.summary.options.errors);
+        let p = x as f64 / n as f64;
+        match () {
+            _ if n == 0 => "  ",
+            _ if p >= 1.0 => "██",
+            _ if p >= 0.95 => "▓▓",
+            _ if p >= 0.8 => "▒▒",
+            _ if p >= 0.5 => "░░",
+            _ => "··",
+        }
+    };
+    let mut expected: Vec<String> = (0..5)
+        .map(|i| {
+            (0..3)
+                .map(|k| shade(t.input_counts(i, k)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let mut shown: Vec<String> = grid
+        .iter()
+        .map(|l| l.chars().skip(25).take(8).collect())
+        .collect();
+    expected.sort();
+    shown.sort();
+    assert_eq!(shown, expected, "{plain}");
     let coloured = heatmap(&r, true);
     println!("{coloured}");
     assert!(coloured.contains("\x1b[38;5;"));
