@@ -219,3 +219,20 @@ fn guarded_system_beside_its_prediction() {
     let c = render(&common::guarded_report(false), Format::Text, true);
     assert!(c.contains("\x1b[1;31mprediction did not hold"), "{c}");
 }
+
+/// The method line names the interval the verdicts come from: the profile
+/// likelihood over clustered inputs, Clopper–Pearson with one output per
+/// input (the default's exact interval there).
+#[test]
+fn the_method_line_names_the_interval_used() {
+    let clustered = render(&common::tensor_report(20, 4), Format::Text, false);
+    assert!(
+        clustered.contains("95% intervals (profile likelihood, clustered by input)"),
+        "{clustered}"
+    );
+    let single = render(&common::tensor_report(20, 1), Format::Text, false);
+    assert!(
+        single.contains("95% intervals (clopper-pearson, one output per input)"),
+        "{single}"
+    );
+}

@@ -28,15 +28,19 @@ pub fn statistics_line(r: &RunReport) -> String {
             name(o.verdict),
         );
     }
-    let clustering = if s.shape.0 > 1 {
-        "clustered by input"
-    } else {
+    let clustering = if s.shape.0 <= 1 {
         "one input: no clustering"
+    } else if s.shape.1 == 1 {
+        "one output per input"
+    } else {
+        "clustered by input"
     };
     // The beta-binomial methods do not use `interval` (fewer than
-    // MIN_INPUTS inputs fall back to it, over all outputs).
+    // MIN_INPUTS inputs fall back to it, over all outputs); the default's
+    // interval with one output per input is Clopper–Pearson's.
     let method = match o.cluster {
         _ if (s.shape.0 as u64) < MIN_INPUTS => name(o.interval),
+        ClusterMethod::Profile if s.shape.1 == 1 => "clopper-pearson",
         ClusterMethod::Profile => "profile likelihood",
         ClusterMethod::BetaBinomial => "beta-binomial score",
         ClusterMethod::IccBound => "icc bound",
