@@ -20,8 +20,11 @@
 //! with x = Σ v_i ([`beta_binomial_score`] with one value per input, i.e.
 //! Wilson on G trials), which is valid because a [0, 1] value with mean μ
 //! has variance at most μ(1 − μ) — conservative when the v_i are not 0/1.
+//! When every v_i is 0 or 1 (one output per input: pass^1 is the rate
+//! itself) it is the rate's own interval, Clopper–Pearson on the G inputs
+//! ([`profile_likelihood`]'s with one output per input).
 
-use super::betabin::beta_binomial_score;
+use super::betabin::{beta_binomial_score, profile_likelihood};
 use super::cluster::ClusterSum;
 use super::counts::Counts;
 use super::error::{check_confidence, StatsError};
@@ -305,7 +308,8 @@ impl<'de> Deserialize<'de> for Consistency {
     }
 }
 
-/// The mean of per-input values in [0, 1] with the score interval on G.
+/// The mean of per-input values in [0, 1] with the score interval on G
+/// (Clopper–Pearson's when every value is 0 or 1: module docs).
 fn mean_of(v: &[f64], confidence: f64) -> Result<RateEstimate, StatsError> {
     if v.is_empty() {
         return Ok(RateEstimate::empty(Counts::default(), confidence));
@@ -314,7 +318,11 @@ fn mean_of(v: &[f64], confidence: f64) -> Result<RateEstimate, StatsError> {
         .iter()
         .map(|&x| ClusterSum::from_scores(&[x]))
         .collect::<Result<_, _>>()?;
-    let s = beta_binomial_score(&clusters, confidence)?;
+    let s = if v.iter().all(|&x| x == 0.0 || x == 1.0) {
+        profile_likelihood(&clusters, confidence)?
+    } else {
+        beta_binomial_score(&clusters, confidence)?
+    };
     let g = v.len() as u64;
     Ok(RateEstimate {
         estimate: s.estimate,
@@ -358,6 +366,19 @@ mod tests {
         assert!(c.mean_pass_all_k.interval.lower < 1.0);
         assert!(Consistency::new(&[(11, 10)], 3, 0.95, IntervalMethod::Wilson).is_err());
         assert!(Consistency::new(&[(1, 10)], 0, 0.95, IntervalMethod::Wilson).is_err());
+    }
+
+    /// With one output per input pass^1 is the rate, and its interval is
+    /// the rate's: Clopper–Pearson on the inputs (19 of 20: scipy
+    /// `beta.ppf(0.025, 19, 2)`, `beta.isf(0.025, 20, 1)`), not Wilson's.
+    #[test]
+    fn pass_one_of_one_output_per_input_has_the_rates_interval() {
+        let counts: Vec<(u64, u64)> = (0..20).map(|i| (u64::from(i != 7), 1)).collect();
+        let c = Consistency::new(&counts, 1, 0.95, IntervalMethod::Wilson).unwrap();
+        let iv = c.mean_pass_all_k.interval;
+        assert!((iv.lower - 0.7512672372279722).abs() < 1e-9, "{iv:?}");
+        assert!((iv.upper - 0.9987349105020502).abs() < 1e-9, "{iv:?}");
+        assert_eq!(c.mean_pass_any_k.interval, iv);
     }
 
     /// Rows computed on demand are the rows as they were held: written in
