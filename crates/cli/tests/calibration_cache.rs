@@ -4,29 +4,14 @@
 //! setting asks them all again.
 
 mod common;
+#[path = "../../engine/tests/labels/mod.rs"]
+mod labels;
 
 use common::{probity, text};
-use std::fmt::Write;
 use std::path::Path;
 
 fn write_config(dir: &Path, false_pass: f64) {
-    let mut labels = String::new();
-    for i in 0..200 {
-        let (output, label) = if i % 2 == 0 {
-            (
-                format!("You're welcome. Glad to help with tip {i}."),
-                "PASS",
-            )
-        } else {
-            (format!("Glad to help with tip {i}."), "FAIL")
-        };
-        let line = serde_json::json!({
-            "input": format!("Thank you for tip {i}!"),
-            "output": output,
-            "label": label,
-        });
-        writeln!(labels, "{line}").unwrap();
-    }
+    let labels = labels::sim_labels(200, |_, _| {});
     std::fs::write(dir.join("labels.jsonl"), labels).unwrap();
     let inputs: String = (0..10)
         .map(|i| format!("[[input]]\ntext = \"Thank you for tip {i}!\"\n"))

@@ -8,36 +8,13 @@
 //! file and the cause; one that misses some is a warning.
 
 mod common;
+#[path = "../../engine/tests/labels/mod.rs"]
+mod labels;
 
 use common::{serve_cmd, start, text, Server};
-use probity_engine::verifier::sim_truth;
 use serde_json::{json, Value};
-use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-
-/// 400 labelled pairs, half passing; the label is the simulator's truth.
-fn labels() -> String {
-    let mut out = String::new();
-    for i in 0..400 {
-        let input = format!("Thank you for tip {i}!");
-        let output = if i % 2 == 0 {
-            format!("You're welcome. Glad to help with tip {i}.")
-        } else {
-            format!("Glad to help with tip {i}.")
-        };
-        let pass = sim_truth(&input, &output).is_empty();
-        assert_eq!(pass, i % 2 == 0);
-        let label = if pass { "PASS" } else { "FAIL" };
-        writeln!(
-            out,
-            "{}",
-            json!({"input": input, "output": output, "label": label})
-        )
-        .unwrap();
-    }
-    out
-}
 
 /// A guard over a simulated upstream that omits "You're welcome" 30 % of
 /// the time (true rate 0.7), checked by an error-free judge ("truth") and
@@ -47,7 +24,11 @@ fn labels() -> String {
 /// `judge` is extra keys of the noisy judge's table.
 fn guard(dir: &Path, judge: &str) -> PathBuf {
     std::fs::create_dir_all(dir.join("data")).unwrap();
-    std::fs::write(dir.join("data/labels.jsonl"), labels()).unwrap();
+    std::fs::write(
+        dir.join("data/labels.jsonl"),
+        labels::sim_labels(400, |_, _| {}),
+    )
+    .unwrap();
     let path = dir.join("guard.toml");
     std::fs::write(
         &path,
@@ -295,7 +276,7 @@ fn a_judge_that_cannot_answer_its_labels_stops_the_guard() {
 fn a_bad_labels_file_is_refused_naming_its_line() {
     let dir = tempfile::tempdir().unwrap();
     let config = guard(dir.path(), "");
-    let mut bad = labels();
+    let mut bad = labels::sim_labels(400, |_, _| {});
     bad.push_str("{\"input\": \"x\", \"output\": \"y\", \"label\": \"maybe\"}\n");
     std::fs::write(dir.path().join("data/labels.jsonl"), bad).unwrap();
     let out = serve_cmd(dir.path(), &config).output().unwrap();

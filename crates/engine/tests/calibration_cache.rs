@@ -19,45 +19,29 @@ use probity_engine::checks::labels::LabelledSet;
 use probity_engine::config::Config;
 use probity_engine::provider::Provider;
 use probity_engine::store::{LabelVerdict, MemoryLabelVerdicts, Store, SCHEMA_VERSION};
-use probity_engine::verifier::{parse_judgement, sim_truth, SimJudge, SimJudgeConfig};
+use probity_engine::verifier::{parse_judgement, SimJudge, SimJudgeConfig};
 use probity_engine::{run_with, stored, Control, Experiment, RunOutcome, Sink};
-use std::fmt::Write;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Labelled pairs in the set.
 const PAIRS: u64 = 200;
-/// Inputs × outputs of each run: the outputs' judgements, one per output
-/// (a fresh run judges its outputs afresh).
-const OUTPUTS: u64 = 10 * 4;
+
+mod labels;
 
 /// `PAIRS` labelled pairs, half passing: the label is the simulator's
 /// truth. `changed`: the output text of pair 7 is edited (its truth kept).
 fn labels(changed: bool) -> String {
-    let mut out = String::new();
-    for i in 0..PAIRS {
-        let input = format!("Thank you for tip {i}!");
-        let mut output = if i % 2 == 0 {
-            format!("You're welcome. Glad to help with tip {i}.")
-        } else {
-            format!("Glad to help with tip {i}.")
-        };
+    labels::sim_labels(PAIRS, |i, output| {
         if changed && i == 7 {
             output.push_str(" Anything else?");
         }
-        let pass = sim_truth(&input, &output).is_empty();
-        assert_eq!(pass, i % 2 == 0);
-        let label = if pass { "PASS" } else { "FAIL" };
-        writeln!(
-            out,
-            "{}",
-            serde_json::json!({"input": input, "output": output, "label": label})
-        )
-        .unwrap();
-    }
-    out
+    })
 }
+/// Inputs × outputs of each run: the outputs' judgements, one per output
+/// (a fresh run judges its outputs afresh).
+const OUTPUTS: u64 = 10 * 4;
 
 /// What a configuration varies: the verifier's instructions, its
 /// structured-output mode, and the lines under its `[verifier.system]`.

@@ -9,33 +9,10 @@
 use probity_core::stats::Calibrated;
 use probity_engine::config::Config;
 use probity_engine::store::Store;
-use probity_engine::verifier::sim_truth;
 use probity_engine::{run_with, stored, Control, Sink};
-use std::fmt::Write;
 use std::path::Path;
 
-/// 300 labelled pairs, half passing: the label is the simulator's truth.
-fn labels() -> String {
-    let mut out = String::new();
-    for i in 0..300 {
-        let input = format!("Thank you for tip {i}!");
-        let output = if i % 2 == 0 {
-            format!("You're welcome. Glad to help with tip {i}.")
-        } else {
-            format!("Glad to help with tip {i}.")
-        };
-        let pass = sim_truth(&input, &output).is_empty();
-        assert_eq!(pass, i % 2 == 0);
-        let label = if pass { "PASS" } else { "FAIL" };
-        writeln!(
-            out,
-            "{}",
-            serde_json::json!({"input": input, "output": output, "label": label})
-        )
-        .unwrap();
-    }
-    out
-}
+mod labels;
 
 /// A sim system whose outputs omit "You're welcome" 30 % of the time,
 /// checked by an error-free judge ("truth") and by a judge that passes 30 %
@@ -85,7 +62,11 @@ false_fail = 0.1
 async fn the_calibrated_judge_is_measured_and_its_rate_corrected() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("data")).unwrap();
-    std::fs::write(dir.path().join("data/labels.jsonl"), labels()).unwrap();
+    std::fs::write(
+        dir.path().join("data/labels.jsonl"),
+        labels::sim_labels(300, |_, _| {}),
+    )
+    .unwrap();
     // The path is relative to the configuration file.
     let cfg = config(dir.path(), "data/labels.jsonl").unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
