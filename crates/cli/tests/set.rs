@@ -83,6 +83,10 @@ fn a_bad_set_is_a_usage_error_naming_the_key() {
         ("system.contractions=2.0", "contractions"),
         ("validator.9.name=x", "there is no validator.9"),
         ("name.x=1", "name is a string, not a table"),
+        (
+            "experiment.outputs_per_input=99999999999999999999",
+            "99999999999999999999 is too large",
+        ),
     ] {
         let out = probity(d, &["run", "-q", "--set", arg]);
         assert_eq!(out.status.code(), Some(2), "{arg}");

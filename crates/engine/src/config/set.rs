@@ -23,31 +23,45 @@ pub struct Set {
 }
 
 impl Set {
-    /// Parse `KEY=VALUE`; the error says what is wrong with it.
+    /// Parse `KEY=VALUE`; the error says what is wrong with it (the
+    /// caller names the argument: clap's "invalid value '…' for '--set'").
     pub fn parse(arg: &str) -> Result<Set, String> {
-        let (key, raw) = arg.split_once('=').ok_or_else(|| {
-            format!("--set {arg:?}: expected KEY=VALUE, e.g. system.model=gpt-4o")
-        })?;
+        let (key, raw) = arg
+            .split_once('=')
+            .ok_or("expected KEY=VALUE, e.g. system.model=gpt-4o")?;
         let key = key.trim();
         if key.is_empty() || key.split('.').any(|p| p.trim().is_empty()) {
-            return Err(format!(
-                "--set {arg:?}: the key must be a dotted path such as system.model"
-            ));
+            return Err("the key must be a dotted path such as system.model".into());
         }
         Ok(Set {
             path: key.split('.').map(|p| p.trim().to_string()).collect(),
-            value: value_of(raw),
+            value: value_of(raw)?,
         })
     }
 }
 
-/// `raw` as one TOML value, else as a string.
-fn value_of(raw: &str) -> Value {
+/// `raw` as one TOML value, else as a string. A whole number TOML cannot
+/// hold (beyond ±9223372036854775807, TOML's 64-bit integers) is an error:
+/// read as a string it would reach the field as "invalid type: string",
+/// hiding that the number is the problem.
+fn value_of(raw: &str) -> Result<Value, String> {
     let doc = format!("v = {raw}");
     match doc.parse::<Table>() {
-        Ok(mut t) if t.len() == 1 => t.remove("v").unwrap_or_else(|| Value::String(raw.into())),
-        _ => Value::String(raw.to_string()),
+        Ok(mut t) if t.len() == 1 => Ok(t.remove("v").unwrap_or_else(|| Value::String(raw.into()))),
+        _ if is_whole_number(raw) => Err(format!(
+            "{} is too large: whole numbers are at most {} (TOML's 64-bit integers)",
+            raw.trim(),
+            i64::MAX
+        )),
+        _ => Ok(Value::String(raw.to_string())),
     }
+}
+
+/// Digits with an optional sign and TOML's `_` separators: `-12`, `1_000`.
+fn is_whole_number(raw: &str) -> bool {
+    let digits = raw.trim().trim_start_matches(['+', '-']);
+    digits.starts_with(|c: char| c.is_ascii_digit())
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '_')
 }
 
 /// `text` (a configuration file) with every `set` applied, in order, as
@@ -131,6 +145,16 @@ mod tests {
         assert_eq!(set(" system.model =x").path, vec!["system", "model"]);
         assert!(Set::parse("nokey").unwrap_err().contains("KEY=VALUE"));
         assert!(Set::parse("a..b=1").unwrap_err().contains("dotted path"));
+        let e = Set::parse("experiment.outputs_per_input=99999999999999999999").unwrap_err();
+        assert!(
+            e.contains("99999999999999999999 is too large") && e.contains("9223372036854775807"),
+            "{e}"
+        );
+        assert_eq!(
+            set("a.b=-9223372036854775808").value,
+            Value::Integer(i64::MIN)
+        );
+        assert_eq!(set("a.b=12abc").value, Value::String("12abc".into()));
     }
 
     #[test]
