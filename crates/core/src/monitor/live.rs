@@ -8,7 +8,7 @@
 use super::budget::Budget;
 use super::corrected::LiveJudge;
 use super::watch::{Alarm, Baseline, RateWatch, WatchSettings, WatchSnapshot};
-use crate::stats::sequential::projected_observations;
+use crate::stats::sequential::projected_requests;
 use crate::stats::{
     Calibrated, CalibrationError, CorrectedRate, Decision, Interval, JudgeAccuracy, LabelCounts,
     NotEstablished, StatsError, VerdictMode, Weakness,
@@ -185,7 +185,7 @@ impl Summary {
     /// established, the decision following the verdict mode as for a
     /// sequential run; `samples_needed` is the requests in all at which the
     /// all-traffic sequence is projected to settle at the current rate
-    /// (`projected_observations` from the start). A calibrated verifier's
+    /// (`projected_requests`, from the start). A calibrated verifier's
     /// (one with `calibration`, from [`Summary::with_calibration`]) is its
     /// rate corrected for the judge's errors, with the anytime-valid
     /// interval of [`LiveJudge::correct`] (`live_corrected_verdict`).
@@ -248,14 +248,11 @@ fn decide(
 fn requests_to_clear(w: &WatchSnapshot, target: f64, alpha_all: f64) -> Option<u64> {
     (w.requests > 0)
         .then(|| {
-            projected_observations(
+            projected_requests(
                 alpha_all,
                 crate::stats::sequential::BET_CAP,
                 w.rate,
-                w.rate * (1.0 - w.rate),
                 target,
-                0,
-                0.0,
                 PROJECTION_LIMIT,
             )
         })
@@ -585,13 +582,17 @@ mod tests {
         // above the threshold the corrected lower bound needs (U(0.85) on
         // the judge's scale, 0.745), so more traffic is projected to
         // settle it, and more does. The projection is the one the raw
-        // sequences use (expected log capital, no guarantee): here 23,241
-        // requests, while the sequence clears 0.745 between 2 and 4 times
-        // that (0.743 at twice).
+        // sequences use (expected log capital of 0/1 outcomes, no
+        // guarantee), from the rate at 3,000 requests (0.762): here 40,432
+        // requests, and this stream clears between 1.5 and 2 times that —
+        // single streams scatter about the projection, which is near their
+        // median (`the_request_projection_is_near_the_median_stream`).
+        // The second-order projection said 23,241, and the stream cleared
+        // between 2 and 4 times that.
         assert!(!judged.verdict.established, "{:?}", judged.verdict);
         let needed = judged.verdict.samples_needed.expect("a projection");
         assert!(needed > 3000, "{needed}");
-        let (more, _, _) = stream(0.95, 4 * needed as usize);
+        let (more, _, _) = stream(0.95, 2 * needed as usize);
         let settled = three_way(&crate::ReliabilityTensor::new(1, 1, 2).unwrap(), &checks)
             .with_calibration(&tensor, &[Some(labels), None])
             .with_live(&more.snapshot());
