@@ -5,6 +5,7 @@ use crate::output::{report_for, OutputArgs};
 use crate::run_display::{check_pace, print_causes, Display};
 use crate::store_arg::StoreArg;
 use clap::Args;
+use probity_engine::checks::calibration::LabelAnswers;
 use probity_engine::compare::RunTensor;
 use probity_engine::config::set::{self, Set};
 use probity_engine::config::variant;
@@ -64,6 +65,12 @@ pub struct RunArgs {
     /// than each against the reference (Holm across all pairs × checks).
     #[arg(long)]
     all_pairs: bool,
+    /// Ask every calibrated verifier's judge its whole labelled set again,
+    /// replacing the verdicts the store keeps for the same questions (the
+    /// judge may answer differently behind the same model name). Without
+    /// it, kept verdicts are read, not asked.
+    #[arg(long)]
+    fresh_labels: bool,
     /// No progress display.
     #[arg(short, long)]
     quiet: bool,
@@ -121,6 +128,8 @@ pub async fn work(args: WorkArgs) -> Result<u8, Failure> {
         sets: args.sets,
         variants: Vec::new(),
         all_pairs: false,
+        // A worker joins a run whose judges were measured when it began.
+        fresh_labels: false,
         shared: true,
         quiet: args.quiet,
         store: args.store,
@@ -180,6 +189,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 all_pairs: args.all_pairs,
                 resume: args.resume,
                 sequential: args.sequential,
+                label_answers: LabelAnswers::fresh(args.fresh_labels),
                 quiet: args.quiet,
                 store: &args.store,
                 out: &args.out,
@@ -301,6 +311,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             reuse,
             shared: args.shared,
             join,
+            label_answers: LabelAnswers::fresh(args.fresh_labels),
         },
     )
     .await

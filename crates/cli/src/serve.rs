@@ -20,6 +20,12 @@ pub struct ServeArgs {
     /// Without this flag, such a server refuses to start.
     #[arg(long)]
     insecure_no_token: bool,
+    /// Ask every calibrated verifier's judge its whole labelled set again
+    /// before listening, replacing the verdicts the store keeps for the
+    /// same questions (the judge may answer differently behind the same
+    /// model name). Without it, kept verdicts are read, not asked.
+    #[arg(long)]
+    fresh_labels: bool,
     #[command(flatten)]
     store: StoreArg,
 }
@@ -49,9 +55,13 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
     let location = args.store.location(loaded.config.store.as_ref())?;
     // A calibrated verifier's judge answers its labelled set here, before
     // anything listens.
-    let server = probity_engine::serve::open(loaded, &location)
-        .await
-        .map_err(Failure::incomplete)?;
+    let server = probity_engine::serve::open(
+        loaded,
+        &location,
+        probity_engine::checks::calibration::LabelAnswers::fresh(args.fresh_labels),
+    )
+    .await
+    .map_err(Failure::incomplete)?;
     for w in server.warnings() {
         eprintln!("warning: {w}");
     }

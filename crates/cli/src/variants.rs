@@ -15,6 +15,7 @@ use crate::run_display::{check_pace, print_causes, Display};
 use crate::store_arg::StoreArg;
 use probity_core::compare::CompareOptions;
 use probity_core::stats::MultipleTesting;
+use probity_engine::checks::calibration::LabelAnswers;
 use probity_engine::config::variant::Variants;
 use probity_engine::config::Overrides;
 use probity_engine::store::{RunRecord, RunStatus, Store, VariantTag};
@@ -35,6 +36,8 @@ pub struct VariantsArgs<'a> {
     pub all_pairs: bool,
     pub resume: bool,
     pub sequential: bool,
+    /// `--fresh-labels`: every judge asked its labelled set again.
+    pub label_answers: LabelAnswers,
     pub quiet: bool,
     pub store: &'a StoreArg,
     pub out: &'a OutputArgs,
@@ -165,6 +168,7 @@ pub async fn run(
                 reuse: None,
                 shared: false,
                 join: None,
+                label_answers: args.label_answers,
             },
         )
         .await

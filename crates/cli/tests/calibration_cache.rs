@@ -1,7 +1,7 @@
 //! A calibrated verifier's labelled set from the command line: `probity
 //! run` twice on one store asks the judge about the 200 labelled pairs
-//! once, and the second run's report says it reused them; a changed judge
-//! setting asks them all again.
+//! once, and the second run's report says it reused them; `--fresh-labels`
+//! and a changed judge setting ask them all again.
 
 mod common;
 #[path = "../../engine/tests/labels/mod.rs"]
@@ -47,7 +47,11 @@ false_fail = 0.1
 
 /// The report's header (its judge calls) and the judge's line.
 fn run(dir: &Path) -> (String, String) {
-    let out = probity(dir, &["run", "probity.toml", "--quiet"]);
+    run_with(dir, &[])
+}
+
+fn run_with(dir: &Path, more: &[&str]) -> (String, String) {
+    let out = probity(dir, &[&["run", "probity.toml", "--quiet"], more].concat());
     let stdout = text(&out.stdout);
     assert!(out.status.code().is_some(), "{}", text(&out.stderr));
     let line = |needle: &str| {
@@ -81,6 +85,13 @@ fn a_second_run_reports_the_labelled_verdicts_it_reused() {
             "judge on 200 labelled pairs (200 reused, 0 asked):"
         )
     );
+    // --fresh-labels: every pair asked again, nothing read; the next run
+    // reads the fresh answers.
+    let (head, fresh) = run_with(dir.path(), &["--fresh-labels"]);
+    assert!(head.contains("(240 to judges"), "{head}");
+    assert_eq!(fresh, judge);
+    let (head, _) = run(dir.path());
+    assert!(head.contains("(40 to judges"), "{head}");
     // Another judge setting: another question, every pair asked.
     write_config(dir.path(), 0.25);
     let (head, judge) = run(dir.path());

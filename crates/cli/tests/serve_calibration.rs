@@ -251,6 +251,25 @@ async fn a_calibrated_verifier_is_corrected_in_the_live_run_and_its_report() {
     assert_eq!(lines.len(), 2, "{lines:?}");
     let again = lines.iter().max_by_key(|l| l["id"].as_i64()).unwrap();
     assert_eq!(again["judge_calls_by_check"], json!([0, 0]), "{again}");
+
+    // With --fresh-labels it asks the judge every labelled pair again.
+    let mut cmd = serve_cmd(dir.path(), &config);
+    cmd.arg("--fresh-labels")
+        .stderr(std::process::Stdio::piped());
+    let log = stop(start(cmd));
+    assert!(!log.contains("warning"), "{log}");
+    let runs = common::probity_cmd()
+        .args(["runs", "--json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let fresh: Value = text(&runs.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .max_by_key(|l| l["id"].as_i64())
+        .unwrap();
+    assert_ne!(fresh["id"], again["id"]);
+    assert_eq!(fresh["judge_calls_by_check"], json!([0, 400]), "{fresh}");
 }
 
 #[test]

@@ -37,8 +37,8 @@ pub use error::StoreError;
 pub use lease::{claim_ttl, LEASE_REFRESH_S, LEASE_STALE_S};
 pub use location::{PostgresUrl, StoreLocation};
 pub use records::{
-    AttemptCounts, AttemptRow, CachedOutput, JudgementRow, LabelVerdict, NewRun, RunRecord,
-    RunStatus, RunTotals, SampleRow, VariantTag,
+    AttemptCounts, AttemptRow, CachedOutput, Existing, JudgementRow, LabelVerdict, NewRun,
+    RunRecord, RunStatus, RunTotals, SampleRow, VariantTag,
 };
 pub use schema::SCHEMA_VERSION;
 pub use writer::{JudgementSink, Writer};
@@ -405,10 +405,15 @@ impl Store {
     }
 
     /// Keep judges' verdicts on labelled pairs, in one transaction. A key
-    /// already kept stays as it was: any number of processes may keep the
-    /// same verdicts at once, none fails (rows are written in key order,
-    /// so two writers never wait for each other in a cycle).
-    pub fn put_label_verdicts(&self, rows: &[LabelVerdict]) -> Result<(), StoreError> {
+    /// already kept stays as it was or is replaced, as `existing` says:
+    /// any number of processes may keep the same verdicts at once, none
+    /// fails (rows are written in key order, so two writers never wait for
+    /// each other in a cycle).
+    pub fn put_label_verdicts(
+        &self,
+        rows: &[LabelVerdict],
+        existing: Existing,
+    ) -> Result<(), StoreError> {
         let mut rows: Vec<&LabelVerdict> = rows.iter().collect();
         rows.sort_by(|a, b| a.cache_key.cmp(&b.cache_key));
         rows.dedup_by(|a, b| a.cache_key == b.cache_key);
@@ -416,7 +421,7 @@ impl Store {
             return Ok(());
         }
         let rows: Vec<LabelVerdict> = rows.into_iter().cloned().collect();
-        self.backend.put_label_verdicts(&rows)
+        self.backend.put_label_verdicts(&rows, existing)
     }
 
     /// How many verdicts on labelled pairs the store keeps.
@@ -458,6 +463,10 @@ impl LabelVerdictCache for Store {
     }
 
     fn keep(&mut self, rows: &[LabelVerdict]) {
-        let _ = self.put_label_verdicts(rows);
+        let _ = self.put_label_verdicts(rows, Existing::Stays);
+    }
+
+    fn replace(&mut self, rows: &[LabelVerdict]) {
+        let _ = self.put_label_verdicts(rows, Existing::Replaced);
     }
 }

@@ -14,11 +14,13 @@
 
 use probity_core::stats::{Calibrated, LabelCounts};
 use probity_engine::call::Caller;
-use probity_engine::checks::calibration::{label_key, measure, measure_all_cached, recall_all};
+use probity_engine::checks::calibration::{
+    label_key, measure, measure_all_cached, recall_all, LabelAnswers,
+};
 use probity_engine::checks::labels::LabelledSet;
 use probity_engine::config::Config;
 use probity_engine::provider::Provider;
-use probity_engine::store::{LabelVerdict, MemoryLabelVerdicts, Store, SCHEMA_VERSION};
+use probity_engine::store::{Existing, LabelVerdict, MemoryLabelVerdicts, Store, SCHEMA_VERSION};
 use probity_engine::verifier::{parse_judgement, SimJudge, SimJudgeConfig};
 use probity_engine::{run_with, stored, Control, Experiment, RunOutcome, Sink};
 use std::path::Path;
@@ -116,7 +118,7 @@ fn asked(c: LabelCounts) -> LabelCounts {
 /// their own: the counts, and the judge calls made.
 async fn calibrate(exp: &Experiment, store: &mut Store) -> (LabelCounts, u64) {
     let caller: Arc<Caller> = exp.calls.caller();
-    let all = measure_all_cached(&exp.checks, &caller, Some(store)).await;
+    let all = measure_all_cached(&exp.checks, &caller, Some(store), LabelAnswers::Reuse).await;
     assert_eq!(all.len(), 1);
     (
         all[0].expect("the verifier is calibrated"),
@@ -162,6 +164,78 @@ async fn second_run_reuses_every_verdict(store: &mut Store) {
         second.summary.checks[0].calibration
     );
     assert_eq!(store.label_verdict_count().unwrap(), PAIRS);
+}
+
+/// Kept verdicts that are no longer what the judge answers (every one
+/// the human label, where the noisy judge errs on about a fifth, as a
+/// model changed behind its name would answer differently): a run reads them;
+/// a run with fresh labels (`--fresh-labels`) reads none, asks every pair
+/// and replaces them with the judge's answers, which the next run reads.
+async fn fresh_labels_ask_again_and_replace(store: &mut Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = config(dir.path(), &NOISY, &labels(false))
+        .experiment()
+        .unwrap();
+    let v = &exp.checks.verifiers[0];
+    let set = v.calibration.as_ref().unwrap();
+    let caller: Arc<Caller> = exp.calls.caller();
+    let truth = measure(v, set, &caller).await;
+    let stale: Vec<LabelVerdict> = set
+        .pairs
+        .iter()
+        .map(|p| LabelVerdict {
+            cache_key: label_key(v, p),
+            // The label itself: a judge right on every pair.
+            pass: p.pass,
+            reasons: vec!["stale".into()],
+        })
+        .collect();
+    store.put_label_verdicts(&stale, Existing::Stays).unwrap();
+    let perfect = LabelCounts {
+        pass_labels: truth.pass_labels,
+        judged_pass: truth.pass_labels,
+        fail_labels: truth.fail_labels,
+        judged_fail: truth.fail_labels,
+        errors: 0,
+        reused: PAIRS,
+    };
+    assert_ne!(asked(perfect), truth);
+
+    let kept = go(&exp, store).await;
+    assert_eq!(counts(&kept), perfect, "a plain run reads what is kept");
+    assert_eq!(kept.totals.judge_calls, OUTPUTS);
+
+    let control = Control {
+        label_answers: LabelAnswers::AskAgain,
+        ..Control::default()
+    };
+    let fresh = run_with(&exp, Sink::Store(store), control).await.unwrap();
+    assert_eq!(
+        fresh.totals.judge_calls,
+        OUTPUTS + PAIRS,
+        "every pair asked"
+    );
+    assert_eq!(counts(&fresh), truth, "the judge's answers, none read");
+    assert_eq!(
+        store.label_verdict_count().unwrap(),
+        PAIRS,
+        "replaced, not added"
+    );
+
+    let after = go(&exp, store).await;
+    assert_eq!(after.totals.judge_calls, OUTPUTS);
+    assert_eq!(counts(&after).reused, PAIRS);
+    assert_eq!(asked(counts(&after)), truth, "the fresh answers were kept");
+    let keys: Vec<String> = set.pairs.iter().map(|p| label_key(v, p)).collect();
+    let back = store.label_verdicts(&keys).unwrap();
+    assert!(back.values().all(|r| r.reasons != ["stale"]));
+}
+
+#[tokio::test]
+async fn fresh_labels_ask_every_pair_again_and_replace_what_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
+    fresh_labels_ask_again_and_replace(&mut store).await;
 }
 
 #[tokio::test]
@@ -349,8 +423,10 @@ async fn a_run_without_a_store_asks_every_pair_each_time() {
     // nothing.
     let mut memory = MemoryLabelVerdicts::default();
     let caller = exp.calls.caller();
-    let once = measure_all_cached(&exp.checks, &caller, Some(&mut memory)).await;
-    let twice = measure_all_cached(&exp.checks, &caller, Some(&mut memory)).await;
+    let once =
+        measure_all_cached(&exp.checks, &caller, Some(&mut memory), LabelAnswers::Reuse).await;
+    let twice =
+        measure_all_cached(&exp.checks, &caller, Some(&mut memory), LabelAnswers::Reuse).await;
     assert_eq!(caller.judge_calls.load(Ordering::Relaxed), PAIRS);
     assert_eq!(twice[0].unwrap().reused, PAIRS);
     assert_eq!(asked(twice[0].unwrap()), once[0].unwrap());
@@ -479,6 +555,15 @@ mod postgres {
         second_run_reuses_every_verdict(&mut store).await;
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fresh_labels_on_postgres_replace_what_is_kept() {
+        let Some(db) = TestDatabase::create() else {
+            return;
+        };
+        let mut store = Store::connect(&db.location()).unwrap();
+        fresh_labels_ask_again_and_replace(&mut store).await;
+    }
+
     /// A database at schema 11 (the table dropped, migration 12 unrecorded)
     /// is migrated when opened, keeps its runs, and runs again.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -566,7 +651,7 @@ mod postgres {
                         if (w + round) % 2 == 1 {
                             rows.reverse();
                         }
-                        store.put_label_verdicts(&rows)?;
+                        store.put_label_verdicts(&rows, Existing::Stays)?;
                     }
                     Ok::<_, probity_engine::store::StoreError>(())
                 })

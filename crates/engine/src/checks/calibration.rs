@@ -16,6 +16,10 @@
 //! A changed part is another key: the judge is asked. Failed calls and
 //! unreadable answers are never kept (they are asked again next time).
 //! The counts say how many verdicts were reused (`LabelCounts::reused`).
+//! A judge whose answers may have changed behind the same name (a provider
+//! moved a model alias) is asked afresh ([`LabelAnswers::AskAgain`],
+//! `--fresh-labels`): nothing is read, and its answers replace what was
+//! kept.
 
 use crate::checks::check::Checks;
 use crate::checks::labels::{LabelledPair, LabelledSet};
@@ -71,6 +75,47 @@ pub async fn ask_about(verifier: &Verifier, pair: &LabelledPair, caller: &Caller
     caller.judge_calls.fetch_add(made, Ordering::Relaxed);
     verifier.calls.fetch_add(made, Ordering::Relaxed);
     verifier.judgement(answer.as_ref().map(|a| a.text.as_str()).map_err(|(e, _)| e))
+}
+
+/// Whether the verdicts a cache keeps for the same questions are read.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum LabelAnswers {
+    /// Read what is kept; ask the rest.
+    #[default]
+    Reuse,
+    /// Ask every pair again and replace what is kept with the readable
+    /// answers (`probity run --fresh-labels`, `probity serve
+    /// --fresh-labels`): the judge may answer differently behind the same
+    /// model name.
+    AskAgain,
+}
+
+impl LabelAnswers {
+    /// `--fresh-labels` given or not.
+    pub fn fresh(fresh_labels: bool) -> LabelAnswers {
+        if fresh_labels {
+            LabelAnswers::AskAgain
+        } else {
+            LabelAnswers::Reuse
+        }
+    }
+}
+
+/// A cache read as empty and written over ([`LabelAnswers::AskAgain`]).
+struct Renewing<'c>(&'c mut dyn LabelVerdictCache);
+
+impl LabelVerdictCache for Renewing<'_> {
+    fn lookup(&mut self, _keys: &[String]) -> std::collections::HashMap<String, LabelVerdict> {
+        std::collections::HashMap::new()
+    }
+
+    fn keep(&mut self, rows: &[LabelVerdict]) {
+        self.0.replace(rows);
+    }
+
+    fn replace(&mut self, rows: &[LabelVerdict]) {
+        self.0.replace(rows);
+    }
 }
 
 /// The cache key of `verifier`'s judge's verdict on `pair`: SHA-256 over
@@ -259,15 +304,25 @@ pub async fn measure_all(checks: &Checks, caller: &Arc<Caller>) -> Vec<Option<La
 }
 
 /// [`measure_all`] through `cache` ([`measure_cached`]): a verdict kept
-/// for the same question is read, not asked; `None` for `cache` is
-/// [`measure_all`].
+/// for the same question is read, not asked, unless `answers` is
+/// [`LabelAnswers::AskAgain`] (every pair asked, its answer replacing
+/// the kept one); `None` for `cache` is [`measure_all`].
 pub async fn measure_all_cached(
     checks: &Checks,
     caller: &Arc<Caller>,
     cache: Option<&mut dyn LabelVerdictCache>,
+    answers: LabelAnswers,
 ) -> Vec<Option<LabelCounts>> {
     let Some(cache) = cache else {
         return measure_all(checks, caller).await;
+    };
+    let mut renewing;
+    let cache: &mut dyn LabelVerdictCache = match answers {
+        LabelAnswers::Reuse => cache,
+        LabelAnswers::AskAgain => {
+            renewing = Renewing(cache);
+            &mut renewing
+        }
     };
     if checks.verifiers.iter().all(|v| v.calibration.is_none()) {
         return Vec::new();

@@ -107,9 +107,13 @@ pub async fn revalidate(
     // measured.
     let mut uncalibrated = Vec::new();
     if calls {
-        settings.calibration =
-            crate::checks::calibration::measure_all_cached(&checks, &caller, Some(&mut *store))
-                .await;
+        settings.calibration = crate::checks::calibration::measure_all_cached(
+            &checks,
+            &caller,
+            Some(&mut *store),
+            crate::checks::calibration::LabelAnswers::Reuse,
+        )
+        .await;
     } else {
         settings.calibration = crate::checks::calibration::recall_all(&checks, &mut *store);
         let v0 = checks.validators.len();

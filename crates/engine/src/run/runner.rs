@@ -17,6 +17,7 @@
 //! ([`Sink::Memory`]) every sample is a call.
 
 use crate::checks::cache_key::sample_key;
+use crate::checks::calibration::LabelAnswers;
 use crate::checks::check::{Checks, Judging, StopFlag};
 use crate::config::template::{PromptTemplate, TemplateError};
 use crate::provider::call::{Answer, Caller};
@@ -90,6 +91,10 @@ pub struct Control<'a> {
     /// Join this stored run as one more of its workers (`probity work`):
     /// no new run, no lease taken; implies `shared`.
     pub join: Option<i64>,
+    /// Whether calibrated verifiers' judges' verdicts the store keeps for
+    /// the same questions are read, or every labelled pair asked again
+    /// (`--fresh-labels`).
+    pub label_answers: LabelAnswers,
 }
 
 /// Calls whose failure with one cause, before any success, stops a run:
@@ -440,8 +445,13 @@ pub async fn run_with(
         Sink::Store(store) => Some(&mut **store),
         Sink::Memory => None,
     };
-    settings.calibration =
-        crate::checks::calibration::measure_all_cached(&experiment.checks, &caller, verdicts).await;
+    settings.calibration = crate::checks::calibration::measure_all_cached(
+        &experiment.checks,
+        &caller,
+        verdicts,
+        control.label_answers,
+    )
+    .await;
     // This run's own stop flag: set when it stops, so outputs not yet
     // checked are not waited for.
     let checks = Checks {

@@ -24,6 +24,7 @@
 //!   still serves, that verifier's verdict and alarms are then never
 //!   established (the report says why).
 
+use crate::checks::calibration::LabelAnswers;
 use crate::checks::check::Checks;
 use crate::checks::verifier::{JudgeVerdict, Verifier};
 use crate::provider::call::Caller;
@@ -46,9 +47,11 @@ pub async fn calibrate(
     checks: &Checks,
     caller: &Arc<Caller>,
     cache: Option<&mut dyn LabelVerdictCache>,
+    answers: LabelAnswers,
     confidence: f64,
 ) -> Result<Calibration, String> {
-    let labels = crate::checks::calibration::measure_all_cached(checks, caller, cache).await;
+    let labels =
+        crate::checks::calibration::measure_all_cached(checks, caller, cache, answers).await;
     let mut warnings = Vec::new();
     let first_verifier = checks.validators.len();
     for (k, v) in checks.verifiers.iter().enumerate() {

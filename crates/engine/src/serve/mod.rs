@@ -61,6 +61,7 @@ mod state;
 
 pub use config::{load, Loaded, NothingPassed, ServeConfig};
 
+use crate::checks::calibration::LabelAnswers;
 use crate::provider::call::CallSettings;
 use crate::retry::guard::Guard;
 use crate::run::recording::Recording;
@@ -140,9 +141,14 @@ pub struct Server {
 }
 
 /// Open the store at `location`, measure the calibrated verifiers' judges
-/// on their labelled sets ([`calibrate`]) and create the run `loaded`
-/// records into.
-pub async fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, String> {
+/// on their labelled sets ([`calibrate`]; `answers`: whether verdicts the
+/// store keeps are read or every pair asked again) and create the run
+/// `loaded` records into.
+pub async fn open(
+    loaded: Loaded,
+    location: &StoreLocation,
+    answers: LabelAnswers,
+) -> Result<Server, String> {
     let store_err = |e: StoreError| e.to_string();
     let mut store = Store::connect(location).map_err(store_err)?;
     let c = &loaded.config;
@@ -164,7 +170,7 @@ pub async fn open(loaded: Loaded, location: &StoreLocation) -> Result<Server, St
     // on their labels count in the run's totals, as the verifiers'.
     let caller = calls.caller();
     let calibration =
-        calibrate::calibrate(&checks, &caller, Some(&mut store), c.confidence).await?;
+        calibrate::calibrate(&checks, &caller, Some(&mut store), answers, c.confidence).await?;
     let settings = StoredSettings {
         calibration: calibration.labels,
         retry: Some(StoredRetry::of(
@@ -321,5 +327,8 @@ pub async fn serve(
     location: &StoreLocation,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Served, String> {
-    open(loaded, location).await?.run(listener, shutdown).await
+    open(loaded, location, LabelAnswers::Reuse)
+        .await?
+        .run(listener, shutdown)
+        .await
 }

@@ -10,8 +10,8 @@
 
 use super::error::StoreError;
 use super::records::{
-    AttemptCounts, AttemptRow, CachedOutput, JudgementRow, LabelVerdict, NewRun, RunRecord,
-    RunStatus, RunTotals, SampleRow,
+    AttemptCounts, AttemptRow, CachedOutput, Existing, JudgementRow, LabelVerdict, NewRun,
+    RunRecord, RunStatus, RunTotals, SampleRow,
 };
 use probity_core::causes::Causes;
 use probity_core::sequential::SequentialOutcome;
@@ -132,10 +132,14 @@ pub(crate) trait Caches {
     /// The verdicts on labelled pairs kept under any of `keys` (those
     /// found), by key.
     fn label_verdicts(&self, keys: &[String]) -> Result<HashMap<String, LabelVerdict>, StoreError>;
-    /// Keep `rows` in one transaction; a key already kept is left as it is
-    /// (insert-or-ignore, in key order: processes keeping the same
-    /// verdicts at once neither fail nor deadlock).
-    fn put_label_verdicts(&self, rows: &[LabelVerdict]) -> Result<(), StoreError>;
+    /// Keep `rows` in one transaction; a key already kept stays or is
+    /// replaced as `existing` says (in key order: processes keeping the
+    /// same verdicts at once neither fail nor deadlock).
+    fn put_label_verdicts(
+        &self,
+        rows: &[LabelVerdict],
+        existing: Existing,
+    ) -> Result<(), StoreError>;
     fn label_verdict_count(&self) -> Result<u64, StoreError>;
     /// A reader on a connection of its own (the caches look up from the
     /// workers, while the store's own connection serves the runner).

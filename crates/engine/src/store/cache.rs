@@ -143,6 +143,8 @@ pub trait LabelVerdictCache: Send {
     fn lookup(&mut self, keys: &[String]) -> HashMap<String, LabelVerdict>;
     /// Keep `rows` (a key already kept stays as it is).
     fn keep(&mut self, rows: &[LabelVerdict]);
+    /// Keep `rows`, replacing what is kept under their keys.
+    fn replace(&mut self, rows: &[LabelVerdict]);
 }
 
 /// Verdicts on labelled pairs in memory (library use, tests).
@@ -163,6 +165,12 @@ impl LabelVerdictCache for MemoryLabelVerdicts {
             self.rows
                 .entry(row.cache_key.clone())
                 .or_insert_with(|| row.clone());
+        }
+    }
+
+    fn replace(&mut self, rows: &[LabelVerdict]) {
+        for row in rows {
+            self.rows.insert(row.cache_key.clone(), row.clone());
         }
     }
 }

@@ -277,6 +277,16 @@ pub struct JudgementRow {
     pub raw: String,
 }
 
+/// What keeping a verdict does to one already kept under its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    /// It stays (insert-or-ignore): the first verdict kept is the one read.
+    Stays,
+    /// It is replaced (`--fresh-labels`: the judge was asked again because
+    /// its answers may have changed behind the same name).
+    Replaced,
+}
+
 /// A judge's verdict on one pair of a verifier's labelled set (PASS or
 /// FAIL, with its reasons), kept under the key of the judge's request
 /// (`crate::checks::calibration::label_key`) so a later run that would ask

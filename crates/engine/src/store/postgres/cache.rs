@@ -5,7 +5,7 @@ use super::db::Postgres;
 use crate::store::backend::{CacheReader, Caches};
 use crate::store::error::StoreError;
 use crate::store::location::PostgresUrl;
-use crate::store::records::{CachedOutput, JudgementRow, LabelVerdict};
+use crate::store::records::{CachedOutput, Existing, JudgementRow, LabelVerdict};
 use crate::store::rows::{cached_from_row, RowRead};
 use std::collections::HashMap;
 
@@ -104,7 +104,11 @@ impl Caches for Postgres {
         })
     }
 
-    fn put_label_verdicts(&self, rows: &[LabelVerdict]) -> Result<(), StoreError> {
+    fn put_label_verdicts(
+        &self,
+        rows: &[LabelVerdict],
+        existing: Existing,
+    ) -> Result<(), StoreError> {
         let keys: Vec<String> = rows.iter().map(|r| r.cache_key.clone()).collect();
         let pass: Vec<bool> = rows.iter().map(|r| r.pass).collect();
         let reasons: Vec<String> = rows
@@ -114,16 +118,22 @@ impl Caches for Postgres {
         // One statement (its own transaction), rows inserted in key order:
         // two processes keeping overlapping verdicts wait for each other
         // in the same order (never a deadlock), and the later one's rows
-        // are ignored (never a unique violation).
-        self.conn.call(move |c| {
-            c.execute(
+        // are ignored or win (never a unique violation).
+        let sql = match existing {
+            Existing::Stays => {
                 "INSERT INTO calibration_verdicts (cache_key, verdict, reasons)
                  SELECT * FROM UNNEST($1::TEXT[], $2::BOOLEAN[], $3::TEXT[]) ORDER BY 1
-                 ON CONFLICT (cache_key) DO NOTHING",
-                &[&keys, &pass, &reasons],
-            )
-            .map(|_| ())
-        })
+                 ON CONFLICT (cache_key) DO NOTHING"
+            }
+            Existing::Replaced => {
+                "INSERT INTO calibration_verdicts (cache_key, verdict, reasons)
+                 SELECT * FROM UNNEST($1::TEXT[], $2::BOOLEAN[], $3::TEXT[]) ORDER BY 1
+                 ON CONFLICT (cache_key)
+                 DO UPDATE SET verdict = EXCLUDED.verdict, reasons = EXCLUDED.reasons"
+            }
+        };
+        self.conn
+            .call(move |c| c.execute(sql, &[&keys, &pass, &reasons]).map(|_| ()))
     }
 
     fn label_verdict_count(&self) -> Result<u64, StoreError> {

@@ -3,7 +3,7 @@
 use super::db::{err_at, open_connection, Sqlite};
 use crate::store::backend::{CacheReader, Caches};
 use crate::store::error::StoreError;
-use crate::store::records::{CachedOutput, JudgementRow, LabelVerdict};
+use crate::store::records::{CachedOutput, Existing, JudgementRow, LabelVerdict};
 use crate::store::rows::cached_from_row;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 use std::collections::HashMap;
@@ -116,16 +116,27 @@ impl Caches for Sqlite {
         Ok(out)
     }
 
-    fn put_label_verdicts(&self, rows: &[LabelVerdict]) -> Result<(), StoreError> {
+    fn put_label_verdicts(
+        &self,
+        rows: &[LabelVerdict],
+        existing: Existing,
+    ) -> Result<(), StoreError> {
+        let sql = match existing {
+            Existing::Stays => {
+                "INSERT OR IGNORE INTO calibration_verdicts (cache_key, verdict, reasons)
+                 VALUES (?1, ?2, ?3)"
+            }
+            Existing::Replaced => {
+                "INSERT OR REPLACE INTO calibration_verdicts (cache_key, verdict, reasons)
+                 VALUES (?1, ?2, ?3)"
+            }
+        };
         let put = || -> rusqlite::Result<()> {
             // Immediate: the write lock is waited for (busy timeout) up
             // front, never refused halfway.
             let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
             {
-                let mut stmt = tx.prepare_cached(
-                    "INSERT OR IGNORE INTO calibration_verdicts (cache_key, verdict, reasons)
-                     VALUES (?1, ?2, ?3)",
-                )?;
+                let mut stmt = tx.prepare_cached(sql)?;
                 for row in rows {
                     let reasons = serde_json::to_string(&row.reasons).unwrap_or_default();
                     stmt.execute(params![row.cache_key, i64::from(row.pass), reasons])?;
