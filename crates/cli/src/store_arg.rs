@@ -46,7 +46,15 @@ impl StoreArg {
     /// Resolve a run given by id, or by name (its latest run).
     pub fn resolve(&self, store: &Store, run: &str) -> Result<i64, Failure> {
         if let Ok(id) = run.parse::<i64>() {
-            return Ok(id);
+            // An id that names no run is the command's mistake (exit 2),
+            // never a fresh run's cue to call the system for everything.
+            return match store.run(id) {
+                Ok(_) => Ok(id),
+                Err(e @ probity_engine::store::StoreError::NoSuchRun { .. }) => {
+                    Err(Failure::usage(format!("{e} (`probity runs` lists them)")))
+                }
+                Err(e) => Err(Failure::incomplete(e.to_string())),
+            };
         }
         store
             .latest_named(run)

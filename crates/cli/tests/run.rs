@@ -77,6 +77,37 @@ fn init_then_run_reports_the_papers_validators_and_exits_on_the_verdict() {
     assert_eq!(runs[0]["cached"], 400);
     assert_eq!(runs[0]["reused_from"], 1);
     assert!(runs[2]["model_calls"].as_u64().unwrap() >= 400);
+    // A run id that names no run is a usage error, not 400 paid calls;
+    // reuse that matches nothing says so.
+    let out = probity(dir.path(), &["run", "--quiet", "--reuse", "99"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no run 99"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(json_runs(dir.path()).len(), 3, "nothing was run");
+    let out = probity(
+        dir.path(),
+        &[
+            "run",
+            "--quiet",
+            "--reuse",
+            "1",
+            "--set",
+            "prompt.system=Be brief.",
+        ],
+    );
+    assert!(
+        text(&out.stdout).contains("no output of run #1 matched these requests"),
+        "{}",
+        text(&out.stdout)
+    );
+    let runs = json_runs(dir.path());
+    assert_eq!(
+        (runs[0]["cached"].as_u64(), runs[0]["model_calls"].as_u64()),
+        (Some(0), Some(400))
+    );
 
     // Loosen the contraction rule and revalidate: still no model call.
     let cfg = std::fs::read_to_string(dir.path().join("probity.toml")).unwrap();

@@ -367,11 +367,16 @@ pub fn calls_line(r: &RunInfo) -> String {
     s
 }
 
-/// `every sample called afresh`, `186 outputs reused from run #11`, or
-/// `186 outputs reused (no call)` when the run they came from is unknown.
+/// `every sample called afresh`, `186 outputs reused from run #11`,
+/// `186 outputs reused (no call)` when the run they came from is unknown,
+/// or, when reuse was asked and nothing matched, `no output of run #11
+/// matched these requests: every sample called afresh`.
 pub fn reuse_phrase(r: &RunInfo) -> String {
     match (r.cached, r.reused_from) {
-        (0, _) => "every sample called afresh".to_string(),
+        (0, Some(x)) => format!(
+            "no output of run #{x} matched these requests (another system, prompt or inputs?): every sample called afresh"
+        ),
+        (0, None) => "every sample called afresh".to_string(),
         (m, Some(x)) => format!("{m} {} reused from run #{x}", plural(m as usize, "output")),
         (m, None) => format!("{m} {} reused (no call)", plural(m as usize, "output")),
     }
