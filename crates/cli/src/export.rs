@@ -65,6 +65,7 @@ pub fn run(args: &ExportArgs) -> Result<u8, Failure> {
         .collect();
     match &args.out {
         Some(path) => {
+            crate::protected::check(path)?;
             std::fs::write(path, &text).map_err(|e| {
                 Failure::incomplete(format!("cannot write {}: {e}", path.display()))
             })?;

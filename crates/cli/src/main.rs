@@ -11,6 +11,7 @@ mod listen;
 mod monitor;
 mod output;
 mod plan;
+mod protected;
 mod report_cmd;
 mod revalidate;
 mod run;

@@ -71,10 +71,24 @@ impl OutputArgs {
         }
     }
 
+    /// An error when `--output`, `--junit` or `--markdown` names a file the
+    /// command reads and keeps (`crate::protected`): asked before a run
+    /// starts, and again by [`OutputArgs::emit`].
+    pub fn check_targets(&self) -> Result<(), Failure> {
+        for path in [&self.output, &self.junit, &self.markdown]
+            .into_iter()
+            .flatten()
+        {
+            crate::protected::check(path)?;
+        }
+        Ok(())
+    }
+
     /// Write a document (a run's report, with its comparison when it has
     /// a baseline; a comparison) in every requested form: `--format` on
     /// stdout or in `--output`, and JUnit and Markdown beside it.
     pub fn emit<'a>(&self, doc: impl Into<Document<'a>>) -> Result<(), Failure> {
+        self.check_targets()?;
         let doc = doc.into();
         match &self.output {
             // Written as rendered: a large JSON report is never held whole.
@@ -103,6 +117,7 @@ impl OutputArgs {
 }
 
 pub(crate) fn write(path: &PathBuf, text: &str) -> Result<(), Failure> {
+    crate::protected::check(path)?;
     std::fs::write(path, text)
         .map_err(|e| Failure::incomplete(format!("cannot write {}: {e}", path.display())))
 }
@@ -110,6 +125,7 @@ pub(crate) fn write(path: &PathBuf, text: &str) -> Result<(), Failure> {
 /// Step summaries are appended to, as GitHub expects.
 pub(crate) fn append(path: &PathBuf, text: &str) -> Result<(), Failure> {
     use std::io::Write;
+    crate::protected::check(path)?;
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -440,8 +440,7 @@ fn by_class(
             "# Attempts per class of `{field}` from run {id} (`probity plan {id} --by {field}`):\n# each class's m at its joint rate's lower bound, for {:.1}% to publish.\n{body}",
             100.0 * target
         );
-        std::fs::write(path, text)
-            .map_err(|e| Failure::incomplete(format!("cannot write {}: {e}", path.display())))?;
+        crate::output::write(path, &text)?;
         eprintln!(
             "wrote {} (use it as `classes` in a probity serve file)",
             path.display()

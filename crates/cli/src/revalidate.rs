@@ -44,6 +44,8 @@ pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
         record = read(source)?;
     }
     let variant = record.variant.as_ref().map(|v| v.name.as_str());
+    crate::protected::protect("the configuration", &args.config);
+    args.out.check_targets()?;
     let config = variant::load_for(&args.config, variant).map_err(|e| match variant {
         Some(_) => Failure::usage(format!("run {id} ({}): {e}", record.name)),
         None => Failure::usage(e.to_string()),

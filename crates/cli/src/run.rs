@@ -146,6 +146,7 @@ fn parse_set(arg: &str) -> Result<Set, String> {
 /// The configuration file's text at `path` with the `--set` fields
 /// replaced.
 fn text_of(path: &Path, sets: &[Set]) -> Result<String, Failure> {
+    crate::protected::protect("the configuration", path);
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))?;
     let text = text.trim_start_matches('\u{feff}');
@@ -207,6 +208,10 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     }
     let config = Config::from_str_with(&text, &args.config, &overrides)
         .map_err(|e| Failure::usage(e.to_string()))?;
+    if let Some(inputs) = &config.file.experiment.inputs {
+        let base = args.config.parent().unwrap_or(Path::new("."));
+        crate::protected::protect("the inputs file", &base.join(inputs));
+    }
     // The configuration's hash and store are all that is needed of it
     // after this.
     let hash = config.hash.clone();
@@ -220,6 +225,9 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let total = (experiment.inputs.len() * experiment.outputs_per_input) as u64;
     let mut left = total;
     let mut store = args.store.open_for(store_table.as_ref())?;
+    // Before any call: a report aimed at the store, the file or its inputs
+    // is refused now, not after the run was paid for.
+    args.out.check_targets()?;
     let reuse = match &args.reuse {
         Some(spec) => Some(args.store.resolve(&store, spec)?),
         None => None,

@@ -23,11 +23,11 @@ impl StoreArg {
     /// configuration's `[store]` table, else the default file.
     pub fn location(&self, table: Option<&StoreTable>) -> Result<StoreLocation, Failure> {
         if let Some(s) = self.store.as_deref().filter(|s| !s.is_empty()) {
-            return Ok(StoreLocation::parse(s));
+            return StoreLocation::parse(s).map_err(Failure::usage);
         }
         match table {
             Some(table) => table.location().map_err(Failure::usage),
-            None => Ok(StoreLocation::parse(DEFAULT_STORE)),
+            None => Ok(StoreLocation::Sqlite(DEFAULT_STORE.into())),
         }
     }
 
@@ -40,6 +40,9 @@ impl StoreArg {
     /// `[store]` table applies when no flag or variable is given.
     pub fn open_for(&self, table: Option<&StoreTable>) -> Result<Store, Failure> {
         let location = self.location(table)?;
+        if let Some(path) = location.sqlite_path() {
+            crate::protected::protect_sqlite(path);
+        }
         Store::connect(&location).map_err(|e| Failure::incomplete(e.to_string()))
     }
 

@@ -77,6 +77,7 @@ pub async fn run(
         planned.push((*spec, hash, table, e));
     }
     let mut store = args.store.open_for(planned[0].2.as_ref())?;
+    args.out.check_targets()?;
     let (mut group_id, existing) = if args.resume {
         let hashes: Vec<String> = planned.iter().map(|p| p.1.clone()).collect();
         match group::resumable_group(&store, &hashes).map_err(incomplete)? {

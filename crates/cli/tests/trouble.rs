@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{probity, probity_cmd, requests, sim_serve, text};
+use common::{json_runs, probity, probity_cmd, requests, sim_serve, text};
 use std::path::Path;
 use std::process::Output;
 
@@ -298,4 +298,38 @@ command = ["sh", "-c", "cat answer.txt"]"#,
     let out = probity(dir.path(), &["run", "--quiet"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("every sample called afresh"));
+}
+
+#[test]
+fn no_output_replaces_the_store_the_configuration_or_its_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    assert_eq!(probity(d, &["run", "--quiet"]).status.code(), Some(1));
+    let store = d.join("runs.db");
+    std::fs::create_dir(d.join("sub")).unwrap();
+    let before = std::fs::read(&store).unwrap();
+    for args in [
+        &["report", "1", "-o", "runs.db"][..],
+        &["report", "1", "--junit", "./sub/../runs.db"],
+        &["compare", "1", "1", "--markdown", "runs.db-wal"],
+        &["export", "1", "--out", "runs.db"],
+        // Refused before any call: no second run is made.
+        &["run", "--quiet", "--junit", "runs.db"],
+        &["run", "--quiet", "-o", "probity.toml"],
+        &["run", "--quiet", "--markdown", "inputs.jsonl"],
+    ] {
+        let out = probity(d, args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("writing there would destroy it"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(std::fs::read(&store).unwrap(), before);
+    assert!(std::fs::read_to_string(d.join("probity.toml"))
+        .unwrap()
+        .contains("[[validator]]"));
+    assert_eq!(json_runs(d).len(), 1);
 }

@@ -248,7 +248,8 @@ impl StoreTable {
     /// The location, or why the table is refused (a password written in
     /// the file).
     pub fn location(&self) -> Result<crate::store::StoreLocation, String> {
-        let location = crate::store::StoreLocation::parse(&self.url);
+        let location = crate::store::StoreLocation::parse(&self.url)
+            .map_err(|e| format!("[store] url: {e}"))?;
         if let crate::store::StoreLocation::Postgres(url) = &location {
             if url.redacted() != url.secret() {
                 return Err(format!(
@@ -444,6 +445,12 @@ impl Config {
             &file.experiment.inputs.as_ref().map(|p| base.join(p)),
             &file.inputs,
         )?;
+        if let (true, Some(file)) = (inputs.is_empty(), &file.experiment.inputs) {
+            return Err(invalid(format!(
+                "[experiment] inputs = {:?}: the file holds no input (empty, or a CSV with only its header row)",
+                file.display().to_string()
+            )));
+        }
         if inputs.is_empty() {
             return Err(invalid(
                 "no inputs: set [experiment] inputs = \"file.jsonl\" or add [[input]] tables"

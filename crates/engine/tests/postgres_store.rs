@@ -279,20 +279,20 @@ fn connection_failures_name_the_cause_and_never_the_password() {
     };
     let url = db.url();
     let wrong_pw = replace_password(url, "Wr0ngSecret");
-    let e = Store::connect(&StoreLocation::parse(&wrong_pw))
+    let e = Store::connect(&StoreLocation::parse(&wrong_pw).unwrap())
         .err()
         .unwrap()
         .to_string();
     assert!(e.contains("password authentication failed"), "{e}");
     assert!(!e.contains("Wr0ngSecret"), "{e}");
     let missing = format!("{}_missing", url.split('?').next().unwrap());
-    let e = Store::connect(&StoreLocation::parse(&missing))
+    let e = Store::connect(&StoreLocation::parse(&missing).unwrap())
         .err()
         .unwrap()
         .to_string();
     assert!(e.contains("does not exist"), "{e}");
     let dead = "postgres://probity:Wr0ngSecret@127.0.0.1:1/probity";
-    let e = Store::connect(&StoreLocation::parse(dead))
+    let e = Store::connect(&StoreLocation::parse(dead).unwrap())
         .err()
         .unwrap()
         .to_string();
@@ -301,12 +301,10 @@ fn connection_failures_name_the_cause_and_never_the_password() {
         "{e}"
     );
     assert!(!e.contains("Wr0ngSecret"), "{e}");
-    let e = Store::connect(&StoreLocation::parse(
-        "postgres://a:Wr0ngSecret@h:notaport/x",
-    ))
-    .err()
-    .unwrap()
-    .to_string();
+    let e = Store::connect(&StoreLocation::parse("postgres://a:Wr0ngSecret@h:notaport/x").unwrap())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("not a valid PostgreSQL URL"), "{e}");
     assert!(!e.contains("Wr0ngSecret"), "{e}");
 }

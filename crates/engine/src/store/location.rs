@@ -49,14 +49,52 @@ impl fmt::Debug for PostgresUrl {
 }
 
 impl StoreLocation {
-    /// Read a location: a PostgreSQL URL, or a SQLite file's path.
-    pub fn parse(text: &str) -> StoreLocation {
-        let lower = text.trim_start().to_ascii_lowercase();
+    /// Read a location: a PostgreSQL URL, or a SQLite file's path. What
+    /// looks like a mistyped URL is refused rather than taken for a file
+    /// (a file named `postgress:/u:pw@host/db` would be created, the runs
+    /// kept there, a CI baseline silently not found): a `scheme://` other
+    /// than `postgres://` or `postgresql://`, `postgres:` without `//`, or
+    /// libpq's `key=value` form (`host=db dbname=probity`). The error
+    /// shows no more of the text than its scheme or first key: it may hold
+    /// a password.
+    pub fn parse(text: &str) -> Result<StoreLocation, String> {
+        let trimmed = text.trim();
+        let lower = trimmed.to_ascii_lowercase();
         if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
-            StoreLocation::Postgres(PostgresUrl(text.trim().to_string()))
-        } else {
-            StoreLocation::Sqlite(PathBuf::from(text))
+            return Ok(StoreLocation::Postgres(PostgresUrl(trimmed.to_string())));
         }
+        let url_form = "give a SQLite file's path or a URL postgres://user@host/database";
+        if let Some((scheme, _)) = trimmed.split_once("://") {
+            if !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            {
+                return Err(format!(
+                    "store {scheme}://…: not a store this knows: {url_form}"
+                ));
+            }
+        }
+        if lower.starts_with("postgres:") || lower.starts_with("postgresql:") {
+            let scheme = &trimmed[..trimmed.find(':').unwrap_or(0)];
+            return Err(format!(
+                "store {scheme}:…: a URL needs `{scheme}://`: {url_form}"
+            ));
+        }
+        const LIBPQ_KEYS: [&str; 7] = [
+            "host", "hostaddr", "port", "dbname", "user", "password", "sslmode",
+        ];
+        if let Some(key) = trimmed.split_whitespace().find_map(|word| {
+            let (key, _) = word.split_once('=')?;
+            LIBPQ_KEYS
+                .contains(&key.to_ascii_lowercase().as_str())
+                .then_some(key)
+        }) {
+            return Err(format!(
+                "store \"{key}=…\": libpq's key=value form is not read here: {url_form}"
+            ));
+        }
+        Ok(StoreLocation::Sqlite(PathBuf::from(text)))
     }
 
     /// The SQLite file, if this is one.
@@ -141,17 +179,39 @@ mod tests {
     #[test]
     fn a_url_is_postgres_and_anything_else_a_file() {
         assert!(matches!(
-            StoreLocation::parse("postgres://db/probity"),
+            StoreLocation::parse("postgres://db/probity").unwrap(),
             StoreLocation::Postgres(_)
         ));
         assert!(matches!(
-            StoreLocation::parse("PostgreSQL://db/probity"),
+            StoreLocation::parse("PostgreSQL://db/probity").unwrap(),
             StoreLocation::Postgres(_)
         ));
         assert_eq!(
-            StoreLocation::parse(".probity/runs.db"),
+            StoreLocation::parse(".probity/runs.db").unwrap(),
             StoreLocation::Sqlite(".probity/runs.db".into())
         );
+    }
+
+    #[test]
+    fn a_mistyped_url_is_refused_without_its_secret() {
+        for (text, says) in [
+            ("postgress://u:hunter2@127.0.0.1/db", "store postgress://…"),
+            ("mysql://u:hunter2@db/x", "store mysql://…"),
+            ("postgres:/u:hunter2@db/x", "needs `postgres://`"),
+            ("host=127.0.0.1 port=1 password=hunter2", "store \"host=…\""),
+            ("  dbname=probity user=ci", "store \"dbname=…\""),
+        ] {
+            let e = StoreLocation::parse(text).unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+            assert!(!e.contains("hunter2"), "{e}");
+        }
+        // Paths that merely contain these characters are files.
+        for path in ["runs=v2.db", "C:/probity/runs.db", "./a b/runs.db"] {
+            assert_eq!(
+                StoreLocation::parse(path).unwrap(),
+                StoreLocation::Sqlite(path.into())
+            );
+        }
     }
 
     #[test]
@@ -171,7 +231,7 @@ mod tests {
             ),
             ("postgres://ann@db/probity", "postgres://ann@db/probity"),
         ] {
-            let loc = StoreLocation::parse(url);
+            let loc = StoreLocation::parse(url).unwrap();
             assert_eq!(loc.to_string(), shown);
             assert!(!format!("{loc:?}").contains("s3cret"));
             assert!(!format!("{loc:?}").contains("p%40ss"));

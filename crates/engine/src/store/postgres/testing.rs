@@ -61,7 +61,7 @@ impl TestDatabase {
     }
 
     pub fn location(&self) -> StoreLocation {
-        StoreLocation::parse(&self.url)
+        StoreLocation::parse(&self.url).expect("a postgres:// URL")
     }
 
     /// The URL's parsed form.
