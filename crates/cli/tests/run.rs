@@ -184,6 +184,28 @@ fn configuration_errors_name_the_file_and_line_and_exit_two() {
         text(&out.stderr)
     );
 
+    std::fs::write(dir.path().join("inputs.jsonl"), "").unwrap();
+    let out = probity(dir.path(), &["run"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("inputs = \"inputs.jsonl\": the file holds no input"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    std::fs::write(dir.path().join("inputs.jsonl"), "{\"text\": \"hi\"}\n").unwrap();
+    let out = probity(
+        dir.path(),
+        &["run", "--store", "postgress://u:hunter2@127.0.0.1/db"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("store postgress://…") && !err.contains("hunter2"),
+        "{err}"
+    );
+    assert!(!dir.path().join("postgress:").exists());
+
     let out = probity(dir.path(), &["run", "nope.toml"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
