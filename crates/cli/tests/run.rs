@@ -161,6 +161,19 @@ fn configuration_errors_name_the_file_and_line_and_exit_two() {
     let err = text(&out.stderr);
     assert!(err.contains("contraction_validator"), "{err}");
 
+    // nan or inf anywhere (here where serde would read it as null and
+    // blame the table) is refused with its key and line.
+    let bad = cfg.replace("contractions = 0.10", "contractions = nan");
+    std::fs::write(dir.path().join("bad.toml"), bad).unwrap();
+    let out = probity(dir.path(), &["run", "bad.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("bad.toml: line ")
+            && err.contains("system.contractions = nan: not a finite number"),
+        "{err}"
+    );
+
     let bad = cfg.replace("inputs.jsonl", "missing.jsonl");
     std::fs::write(dir.path().join("bad.toml"), bad).unwrap();
     let out = probity(dir.path(), &["run", "bad.toml"]);

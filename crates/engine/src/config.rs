@@ -353,6 +353,14 @@ impl Config {
         path: &Path,
         overrides: &Overrides,
     ) -> Result<Config, ConfigError> {
+        // Before the fields are read: serde would take `nan` for a
+        // missing value or `null`, and the error would not say why.
+        if let Some(message) = crate::config::toml_error::non_finite(text) {
+            return Err(ConfigError::Parse {
+                path: path.to_path_buf(),
+                message,
+            });
+        }
         let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             message: crate::config::toml_error::describe(&e, text),

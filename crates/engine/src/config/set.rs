@@ -47,7 +47,11 @@ impl Set {
 fn value_of(raw: &str) -> Result<Value, String> {
     let doc = format!("v = {raw}");
     match doc.parse::<Table>() {
+        Ok(t) if matches!(t.get("v"), Some(Value::Float(x)) if !x.is_finite()) => {
+            Err(not_finite(raw))
+        }
         Ok(mut t) if t.len() == 1 => Ok(t.remove("v").unwrap_or_else(|| Value::String(raw.into()))),
+        _ if raw.trim().parse::<f64>().is_ok_and(|x| !x.is_finite()) => Err(not_finite(raw)),
         _ if is_whole_number(raw) => Err(format!(
             "{} is too large: whole numbers are at most {} (TOML's 64-bit integers)",
             raw.trim(),
@@ -55,6 +59,15 @@ fn value_of(raw: &str) -> Result<Value, String> {
         )),
         _ => Ok(Value::String(raw.to_string())),
     }
+}
+
+/// `nan`, `inf` or `1e400` as a value: refused, as in a file
+/// (`toml_error::non_finite`).
+fn not_finite(raw: &str) -> String {
+    format!(
+        "{0} is not a finite number (every number here must be one; for the text, quote it: KEY='\"{0}\"')",
+        raw.trim()
+    )
 }
 
 /// Digits with an optional sign and TOML's `_` separators: `-12`, `1_000`.
@@ -155,6 +168,10 @@ mod tests {
             Value::Integer(i64::MIN)
         );
         assert_eq!(set("a.b=12abc").value, Value::String("12abc".into()));
+        for bad in ["nan", "inf", "-inf", "1e400"] {
+            let e = Set::parse(&format!("system.temperature={bad}")).unwrap_err();
+            assert!(e.contains("not a finite number"), "{e}");
+        }
     }
 
     #[test]

@@ -32,6 +32,49 @@ pub fn describe(e: &toml::de::Error, text: &str) -> String {
     }
 }
 
+/// The first number in `text` that is not finite — TOML's `nan`, `inf`,
+/// `-inf`, or a float too large for 64 bits (`1e400`) — as "line L: `key`
+/// = nan: …"; `None` when every number is finite or `text` is not TOML
+/// (its parse error is reported elsewhere). TOML allows them, and no
+/// setting of probity takes one: a rate, a weight or a temperature of
+/// `nan` would otherwise be dropped or sent as `null` by serde, silently.
+pub fn non_finite(text: &str) -> Option<String> {
+    use toml::de::{DeTable, DeValue};
+    use toml::Spanned;
+    fn in_value(v: &Spanned<DeValue<'_>>, key: &str, text: &str) -> Option<String> {
+        match v.get_ref() {
+            DeValue::Float(f) => {
+                let raw = f.as_str().replace('_', "");
+                match raw.parse::<f64>() {
+                    Ok(x) if !x.is_finite() => {
+                        let line = text[..v.span().start.min(text.len())].matches('\n').count() + 1;
+                        Some(format!(
+                            "line {line}: {key} = {}: not a finite number (every number here must be one)",
+                            f.as_str()
+                        ))
+                    }
+                    _ => None,
+                }
+            }
+            DeValue::Array(items) => items.iter().find_map(|i| in_value(i, key, text)),
+            DeValue::Table(t) => in_table(t, key, text),
+            _ => None,
+        }
+    }
+    fn in_table(t: &DeTable<'_>, prefix: &str, text: &str) -> Option<String> {
+        t.iter().find_map(|(k, v)| {
+            let key = if prefix.is_empty() {
+                k.get_ref().to_string()
+            } else {
+                format!("{prefix}.{}", k.get_ref())
+            };
+            in_value(v, &key, text)
+        })
+    }
+    let doc = DeTable::parse(text).ok()?;
+    in_table(doc.get_ref(), "", text)
+}
+
 /// The first line (1-based) whose key — a `[table]` or `[[array]]` header,
 /// or the key of `key = value` — has more than [`MAX_KEY_DEPTH`] dotted
 /// parts, with that number; `None` when no line has one. Lines inside
@@ -109,6 +152,34 @@ fn key_depth(s: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn non_finite_numbers_are_named_with_their_line() {
+        let text = "name = \"x\"\n[system]\nprovider = \"openai\"\ntemperature = nan\n";
+        assert_eq!(
+            non_finite(text).unwrap(),
+            "line 4: system.temperature = nan: not a finite number (every number here must be one)"
+        );
+        for (text, key) in [
+            (
+                "[system]\nextra = { temperature = -inf }\n",
+                "system.extra.temperature = -inf",
+            ),
+            (
+                "[[validator]]\nweight = 1e400\n",
+                "validator.weight = 1e400",
+            ),
+            ("a = [1.0, +inf]\n", "a = +inf"),
+        ] {
+            let e = non_finite(text).unwrap();
+            assert!(e.contains(key), "{text}: {e}");
+        }
+        assert_eq!(
+            non_finite("a = 1.5\nb = [0.1, 1e300]\n[c]\nd = -0.0\n"),
+            None
+        );
+        assert_eq!(non_finite("not toml ="), None);
+    }
 
     fn deep(n: usize) -> String {
         vec!["a"; n].join(".")

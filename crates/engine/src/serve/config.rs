@@ -149,6 +149,9 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let at = |m: String| format!("{}: {m}", path.display());
+    if let Some(e) = crate::config::toml_error::non_finite(&text) {
+        return Err(at(e));
+    }
     let mut config: ServeConfig =
         toml::from_str(&text).map_err(|e| at(crate::config::toml_error::describe(&e, &text)))?;
     // Relative paths in provider tables resolve against the file's directory.
