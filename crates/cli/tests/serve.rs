@@ -308,3 +308,102 @@ async fn nothing_passed_policy_last_returns_the_last_output_flagged() {
     assert_eq!(r.headers()["x-probity-outcome"], "nothing-passed");
     assert_eq!(r.headers()["x-probity-attempts"], "4");
 }
+
+/// A check that cannot judge any output (an expression over its operation
+/// limit) is the guard's fault, not the model's: the client gets a 500
+/// `guard_check_error` naming it, with outcome `check-error` (never
+/// `nothing-passed`), the operator a warning on standard error at once;
+/// with `on_nothing_passed = "last"` the output goes out flagged
+/// `check-error`. A dead upstream is outcome `upstream-error`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_check_is_a_guard_error_not_a_rejection() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = common::sim_serve(&[]);
+    let broken =
+        "[[validator]]\nname = \"broken\"\nmessage = \"Never read\"\ncheck = '''loop { }'''\n";
+    let config = guard_config(dir.path(), &upstream.1, "");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text = text.replace("attempts = 4", "attempts = 2");
+    std::fs::write(&config, format!("{text}\n{broken}")).unwrap();
+    let mut cmd = common::serve_cmd(dir.path(), &config);
+    cmd.env("PROBITY_TEST_TOKEN", "s3cret-token")
+        .env("PROBITY_TEST_UPSTREAM_KEY", "upstream-key")
+        .stderr(std::process::Stdio::piped());
+    let guard = start(cmd);
+    let client = reqwest::Client::new();
+    let ask = |text: &'static str| {
+        client
+            .post(format!("http://{}/v1/chat/completions", guard.1))
+            .bearer_auth("s3cret-token")
+            .json(&body(text))
+            .send()
+    };
+    // "Hello" passes the two working checks: only the broken one is left.
+    let r = ask("Hello").await.unwrap();
+    assert_eq!(r.status(), 500);
+    assert_eq!(r.headers()["x-probity-outcome"], "check-error");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "guard_check_error", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("broken (") && message.contains("not a verdict on the output"),
+        "{message}"
+    );
+    let _ = ask("Hello").await.unwrap();
+    let log = stop_with_log(guard);
+    // 4 attempts erred: told at the 1st, 2nd and 4th.
+    let told: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("check broken could not judge an output"))
+        .collect();
+    assert_eq!(told.len(), 3, "{log}");
+    assert!(told[2].contains("(4 so far"), "{log}");
+
+    // Publishing the last output anyway: flagged check-error.
+    std::fs::write(
+        &config,
+        format!(
+            "on_nothing_passed = \"last\"\n{}",
+            std::fs::read_to_string(&config).unwrap()
+        ),
+    )
+    .unwrap();
+    let guard = serve(dir.path(), &config);
+    let r = client
+        .post(format!("http://{}/v1/chat/completions", guard.1))
+        .bearer_auth("s3cret-token")
+        .json(&body("Hello"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-probity-outcome"], "check-error");
+    drop(guard);
+
+    // No upstream at all: upstream-error.
+    drop(upstream);
+    let dead = guard_config(dir.path(), "127.0.0.1:1", "");
+    let guard = serve(dir.path(), &dead);
+    let r = client
+        .post(format!("http://{}/v1/chat/completions", guard.1))
+        .bearer_auth("s3cret-token")
+        .json(&body("Hello"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 502);
+    assert_eq!(r.headers()["x-probity-outcome"], "upstream-error");
+}
+
+/// Stop a server with SIGTERM; its standard error.
+fn stop_with_log(mut server: Server) -> String {
+    use std::io::Read;
+    let mut stderr = server.0.stderr.take().unwrap();
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &server.0.id().to_string()])
+        .status();
+    let _ = server.0.wait();
+    let mut log = String::new();
+    stderr.read_to_string(&mut log).unwrap();
+    log
+}

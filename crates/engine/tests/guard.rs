@@ -239,6 +239,67 @@ async fn guard_feeds_reasons_back_and_reports_nothing_passed() {
     assert!(seen[2].contains("answer 1") && !seen[2].contains("answer 0"));
 }
 
+/// A check that cannot judge an output (its error) is not a reason the
+/// model is told: the retry prompt carries the failing check's message and
+/// nothing of the error, whose text is the guard's own.
+#[tokio::test]
+async fn a_checks_error_is_never_fed_back_to_the_model() {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    let provider: Arc<dyn Provider> = Arc::new(FnProvider::new(move |req| {
+        log.lock()
+            .unwrap()
+            .push(req.messages.last().unwrap().content.clone());
+        Ok(Completion {
+            text: format!("answer {}", req.attempt),
+            ..Default::default()
+        })
+    }));
+    let checks = Checks {
+        validators: vec![
+            Validator::new("broken")
+                .message("Be broken")
+                .check_verdict(|_, _| probity_core::Verdict::Error {
+                    reason: "Too many operations: 1000000".into(),
+                }),
+            Validator::new("never")
+                .message("Mention the moon")
+                .check(|o: &str| o.contains("moon")),
+        ],
+        verifiers: vec![],
+        ..Checks::default()
+    };
+    let guard = Guard::new(
+        provider,
+        Arc::new(checks),
+        RetryPolicy {
+            attempts: 2,
+            ..RetryPolicy::default()
+        },
+        Arc::new(Caller::default()),
+    )
+    .unwrap();
+    let msgs = [Message {
+        role: Role::User,
+        content: "Tell me about space".into(),
+    }];
+    let out = guard
+        .run(&msgs, &Input::text("1", "Tell me about space"), 0)
+        .await;
+    let GuardOutcome::NothingPassed { attempts, .. } = out else {
+        panic!("nothing should pass")
+    };
+    assert_eq!(attempts[0].cells, vec![Cell::Error, Cell::Fail]);
+    assert_eq!(attempts[0].feedback, vec!["Mention the moon".to_string()]);
+    let seen = seen.lock().unwrap();
+    assert!(seen[1].contains("Mention the moon"), "{}", seen[1]);
+    assert!(
+        !seen[1].contains("Too many operations") && !seen[1].contains("Be broken"),
+        "{}",
+        seen[1]
+    );
+}
+
 /// A guard on the simulator (`latency_ms` per call) whose only check never
 /// passes, asked "Hi" once under `policy`.
 async fn never_passing(latency_ms: u64, policy: RetryPolicy) -> GuardOutcome {

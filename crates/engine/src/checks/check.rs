@@ -366,13 +366,16 @@ impl Checks {
 
     /// The feedback for a failed output (§4.1: the reasons fed back): per
     /// failing column in `columns`, a verifier's reasons (its message when
-    /// it gave none), a validator's message (its name when it has none), an
-    /// error's reason.
+    /// it gave none), a validator's message (its name when it has none).
+    /// A check that could not judge the output (`Error`: an expression
+    /// that failed, a judge that did not answer) gives none: the output
+    /// broke no rule there, and the error is the guard's own text, not
+    /// something for the model to read or act on.
     pub fn feedback(&self, checked: &Checked, columns: &[usize]) -> Vec<String> {
         let mut out = Vec::new();
         for &k in columns {
             let cell = checked.cells.get(k).copied().unwrap_or(Cell::Missing);
-            if cell == Cell::Pass {
+            if matches!(cell, Cell::Pass | Cell::Error) {
                 continue;
             }
             let (name, message) = if k < self.validators.len() {
@@ -389,7 +392,7 @@ impl Checks {
                 .map(|(_, r)| r)
                 .collect();
             let is_verifier = k >= self.validators.len();
-            if (is_verifier || cell == Cell::Error) && !own.is_empty() {
+            if is_verifier && !own.is_empty() {
                 out.extend(own.into_iter().cloned());
             } else if !message.is_empty() {
                 out.push(message.clone());

@@ -212,6 +212,22 @@ fn base64_middles(secret: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// `text` (an error, which may quote a model's or a judge's answer:
+/// untrusted) as one short line for a log, a terminal or a client's
+/// message: secrets redacted, control characters made spaces, at most 300
+/// characters.
+pub fn one_line(text: &str) -> String {
+    const MAX: usize = 300;
+    let clean: String = redact(text)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    match clean.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &clean[..cut]),
+        None => clean,
+    }
+}
+
 /// [`redact`] into an owned string, reusing it when nothing changes.
 pub fn redact_owned(text: String) -> String {
     match redact(&text) {

@@ -3,11 +3,20 @@
 //! ending in `data: [DONE]`; or an error body when nothing passed.
 //! Everything here is the upstream's own (model, finish reason, tool
 //! calls, logprobs), with usage summed over the attempts.
+//!
+//! Each answer names its outcome (`x-probity-outcome`): `published`;
+//! `nothing-passed` (the checks failed every output); `check-error` (no
+//! check failed the last output, but one or more could not judge it — a
+//! broken expression, a judge that did not answer: the guard's fault, not
+//! the model's, so a refusal is an HTTP 500 `guard_check_error` naming the
+//! checks); `upstream-error` (no attempt produced an output).
 
 use super::config::NothingPassed;
 use crate::provider::openai_wire::{error_body, Usage};
+use crate::provider::redact::one_line;
 use crate::retry::guard::{Attempt, GuardOutcome, Stop};
 use axum::http::StatusCode;
+use probity_core::Cell;
 use serde_json::{json, Value};
 
 /// The output to send, and how it came about.
@@ -20,7 +29,8 @@ pub struct Publish {
     pub model: Option<String>,
     pub logprobs: Option<Value>,
     pub system_fingerprint: Option<String>,
-    /// `published` or `nothing-passed` (the last output, by policy).
+    /// `published`, or by policy the last output: `nothing-passed` or
+    /// `check-error` (module docs).
     pub outcome: &'static str,
 }
 
@@ -28,24 +38,91 @@ pub struct Publish {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     Publish(Publish),
-    /// An error: its HTTP status and body.
-    Refuse(StatusCode, Value),
+    /// An error: its HTTP status, body and outcome (module docs).
+    Refuse {
+        status: StatusCode,
+        body: Value,
+        outcome: &'static str,
+    },
+}
+
+/// The checks a guard decides with: their names in column order, and the
+/// deciding columns.
+pub struct Deciding<'a> {
+    pub names: &'a [String],
+    pub columns: &'a [usize],
+}
+
+impl Deciding<'_> {
+    /// The deciding checks that could not judge `a`'s output, when none
+    /// failed it: `(name, why)`; empty when a check failed it or none
+    /// erred.
+    pub fn unjudged(&self, a: &Attempt) -> Vec<(String, String)> {
+        let cell = |k: usize| a.cells.get(k).copied().unwrap_or(Cell::Missing);
+        if a.output.is_none() || self.columns.iter().any(|&k| cell(k) == Cell::Fail) {
+            return Vec::new();
+        }
+        self.columns
+            .iter()
+            .filter(|&&k| cell(k) == Cell::Error)
+            .map(|&k| {
+                let why = a
+                    .reasons
+                    .iter()
+                    .find(|(kk, _)| *kk == k)
+                    .map_or_else(|| "no reason given".to_string(), |(_, r)| r.clone());
+                let name = self
+                    .names
+                    .get(k)
+                    .cloned()
+                    .unwrap_or_else(|| format!("#{k}"));
+                (name, why)
+            })
+            .collect()
+    }
 }
 
 /// The answer for `outcome` under `policy`.
-pub fn decide(outcome: &GuardOutcome, policy: NothingPassed) -> Verdict {
+pub fn decide(outcome: &GuardOutcome, policy: NothingPassed, checks: &Deciding<'_>) -> Verdict {
     match outcome {
         GuardOutcome::Published { output, attempts } => {
             Verdict::Publish(publish(output, attempts.last(), "published"))
         }
         GuardOutcome::NothingPassed { attempts, stop } => {
             let last = attempts.iter().rev().find(|a| a.output.is_some());
+            let unjudged = last.map(|a| checks.unjudged(a)).unwrap_or_default();
             match (policy, last) {
                 (NothingPassed::Last, Some(a)) => Verdict::Publish(publish(
                     a.output.as_deref().unwrap_or_default(),
                     Some(a),
-                    "nothing-passed",
+                    if unjudged.is_empty() {
+                        "nothing-passed"
+                    } else {
+                        "check-error"
+                    },
                 )),
+                (_, Some(_)) if !unjudged.is_empty() => {
+                    let status = StatusCode::INTERNAL_SERVER_ERROR;
+                    let which: Vec<String> = unjudged
+                        .iter()
+                        .map(|(name, why)| format!("{name} ({})", one_line(why)))
+                        .collect();
+                    let body = refusal(
+                        status,
+                        "guard_check_error",
+                        format!(
+                            "the guard could not check the output: no check failed it, but {} could not judge it ({}); fix the check — this is not a verdict on the output",
+                            which.join(", "),
+                            tally(attempts, *stop)
+                        ),
+                        attempts,
+                    );
+                    Verdict::Refuse {
+                        status,
+                        body,
+                        outcome: "check-error",
+                    }
+                }
                 (_, Some(_)) => {
                     let body = refusal(
                         StatusCode::UNPROCESSABLE_ENTITY,
@@ -56,7 +133,11 @@ pub fn decide(outcome: &GuardOutcome, policy: NothingPassed) -> Verdict {
                         ),
                         attempts,
                     );
-                    Verdict::Refuse(StatusCode::UNPROCESSABLE_ENTITY, body)
+                    Verdict::Refuse {
+                        status: StatusCode::UNPROCESSABLE_ENTITY,
+                        body,
+                        outcome: "nothing-passed",
+                    }
                 }
                 (_, None) => upstream_failure(attempts, *stop),
             }
@@ -94,7 +175,11 @@ fn upstream_failure(attempts: &[Attempt], stop: Stop) -> Verdict {
             ),
         ),
     };
-    Verdict::Refuse(status, refusal(status, kind, message, attempts))
+    Verdict::Refuse {
+        status,
+        body: refusal(status, kind, message, attempts),
+        outcome: "upstream-error",
+    }
 }
 
 fn tally(attempts: &[Attempt], stop: Stop) -> String {

@@ -127,26 +127,15 @@ async fn failure(
     match j.verdict {
         JudgeVerdict::Error => {
             let reason = j.reasons.into_iter().next().unwrap_or_default();
-            format!("line {}: {}", pair.line, one_line(&reason))
+            format!(
+                "line {}: {}",
+                pair.line,
+                crate::provider::redact::one_line(&reason)
+            )
         }
         _ => format!(
             "line {}, asked again, was judged: the judge fails on some pairs, not all",
             pair.line
         ),
-    }
-}
-
-/// `text` (a judge's error, which may quote its answer: untrusted) as one
-/// short line for a terminal: secrets redacted, control characters made
-/// spaces, at most 300 characters.
-fn one_line(text: &str) -> String {
-    const MAX: usize = 300;
-    let clean: String = crate::provider::redact::redact(text)
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    match clean.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &clean[..cut]),
-        None => clean,
     }
 }

@@ -151,7 +151,11 @@ fn respond(
     let (verdict, usage) = finish(st, &outcome, started);
     let (mut resp, name) = match verdict {
         Verdict::Publish(p) => (publish(&p, usage), p.outcome),
-        Verdict::Refuse(status, body) => ((status, Json(body)).into_response(), "nothing-passed"),
+        Verdict::Refuse {
+            status,
+            body,
+            outcome,
+        } => ((status, Json(body)).into_response(), outcome),
     };
     set_headers(&mut resp, &Cost::of(outcome.attempts()), name, pinned);
     resp
@@ -282,6 +286,9 @@ fn finish(
         .inc_by(attempts.iter().filter(|a| a.error.is_some()).count() as u64);
     m.latency.observe(started.elapsed().as_secs_f64());
     for a in attempts {
+        for line in st.check_errors.note(&st.check_names, a) {
+            eprintln!("warning: {line}");
+        }
         let used = a.input_tokens.unwrap_or(0) + a.output_tokens.unwrap_or(0);
         let attempt = if a.number == 1 { "first" } else { "retry" };
         m.tokens
@@ -301,7 +308,11 @@ fn finish(
         m.count_cells(&st.check_names, "published", &last.cells);
         st.live.announce(st.live.observe(1, &last.cells));
     }
-    let verdict = answer::decide(outcome, st.policy);
+    let deciding = answer::Deciding {
+        names: &st.check_names,
+        columns: st.guard.columns(),
+    };
+    let verdict = answer::decide(outcome, st.policy, &deciding);
     match (&verdict, outcome) {
         (_, GuardOutcome::Published { .. }) => {
             m.published.inc();
@@ -309,7 +320,7 @@ fn finish(
         (Verdict::Publish(_), _) => {
             m.nothing_passed.inc();
         }
-        (Verdict::Refuse(..), _) => {
+        (Verdict::Refuse { .. }, _) => {
             m.rejected.inc();
             m.nothing_passed.inc();
         }
@@ -392,7 +403,7 @@ async fn stream(
                     Verdict::Publish(p) => {
                         cost + published_events(&header, &p, usage, req.include_usage).as_str()
                     }
-                    Verdict::Refuse(_, body) => cost + answer::event(&body).as_str() + DONE,
+                    Verdict::Refuse { body, .. } => cost + answer::event(&body).as_str() + DONE,
                 }
             }
             Err(_) => answer::event(&error_body(500, "server_error", GUARD_STOPPED)) + DONE,

@@ -156,6 +156,7 @@ pub async fn open(
     let checks = Arc::new(loaded.checks);
     let infos = checks.infos();
     let check_names: Vec<String> = infos.iter().map(|c| c.name.clone()).collect();
+    let check_count = check_names.len();
     let baselines = match &c.monitor.baseline {
         Some(spec) => baselines(&store, spec, &infos)?,
         None => Vec::new(),
@@ -239,6 +240,7 @@ pub async fn open(
         run_id,
         next_input: AtomicU64::new(0),
         metrics: Metrics::default(),
+        check_errors: state::CheckErrors::new(check_count),
     });
     state
         .metrics

@@ -347,6 +347,53 @@ impl Metrics {
     }
 }
 
+/// How often each check could not judge an output (a broken expression, a
+/// judge that did not answer), told on standard error the 1st, 2nd, 4th,
+/// 8th … time for each check: an operator sees a broken check with the
+/// first request, and the log grows with the logarithm of the traffic.
+pub struct CheckErrors {
+    counts: Vec<AtomicU64>,
+}
+
+impl CheckErrors {
+    pub fn new(checks: usize) -> CheckErrors {
+        CheckErrors {
+            counts: (0..checks).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Count the checks that erred on `a`'s output (an attempt without
+    /// one is the upstream's failure, not theirs); the lines to log.
+    pub fn note(&self, names: &[String], a: &crate::retry::guard::Attempt) -> Vec<String> {
+        if a.output.is_none() {
+            return Vec::new();
+        }
+        let mut lines = Vec::new();
+        for (k, cell) in a.cells.iter().enumerate() {
+            if *cell != Cell::Error {
+                continue;
+            }
+            let Some(count) = self.counts.get(k) else {
+                continue;
+            };
+            let n = count.fetch_add(1, Ordering::Relaxed) + 1;
+            if n.is_power_of_two() {
+                let why = a
+                    .reasons
+                    .iter()
+                    .find(|(kk, _)| *kk == k)
+                    .map_or("no reason given", |(_, r)| r.as_str());
+                lines.push(format!(
+                    "check {} could not judge an output ({n} so far; answered as outcome check-error unless another check failed it): {}",
+                    names.get(k).map_or("?", String::as_str),
+                    crate::provider::redact::one_line(why)
+                ));
+            }
+        }
+        lines
+    }
+}
+
 /// A running guard's shared state.
 pub struct ServeState {
     pub guard: Guard,
@@ -368,6 +415,7 @@ pub struct ServeState {
     pub run_id: i64,
     pub next_input: AtomicU64,
     pub metrics: Metrics,
+    pub check_errors: CheckErrors,
 }
 
 impl ServeState {
