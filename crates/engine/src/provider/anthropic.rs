@@ -99,7 +99,7 @@ impl AnthropicProvider {
         util::check_http_url(base, "base_url", &config.base_url)?;
         let key = util::read_env(&config.api_key_env, "the anthropic provider's API key")?;
         Ok(AnthropicProvider {
-            url: format!("{base}/v1/messages"),
+            url: util::endpoint(base, "/v1/messages", "base_url")?,
             key,
             timeout,
             client: util::client()?,
@@ -192,7 +192,7 @@ impl Provider for AnthropicProvider {
         let c = &self.config;
         format!(
             "anthropic|{}|{}",
-            c.base_url.trim_end_matches('/'),
+            util::shown_url(c.base_url.trim_end_matches('/')),
             json!({
                 "model": c.model,
                 "max_tokens": c.max_tokens,

@@ -344,7 +344,7 @@ impl Provider for HttpProvider {
         format!(
             "http|{}",
             json!({
-                "url": c.url,
+                "url": util::shown_url(&c.url),
                 "method": self.method.as_str(),
                 "headers": header_names,
                 "body": c.body,

@@ -119,7 +119,7 @@ impl OpenAiProvider {
         };
         let headers = util::headers(&config.headers)?;
         Ok(OpenAiProvider {
-            url: format!("{base}/chat/completions"),
+            url: util::endpoint(base, "/chat/completions", "base_url")?,
             key,
             headers,
             timeout,
@@ -284,7 +284,7 @@ impl Provider for OpenAiProvider {
         let header_names: Vec<&str> = c.headers.keys().map(String::as_str).collect();
         format!(
             "openai|{}|{}",
-            c.base_url.trim_end_matches('/'),
+            util::shown_url(c.base_url.trim_end_matches('/')),
             json!({
                 "model": c.model,
                 "temperature": c.temperature,

@@ -86,6 +86,76 @@ pub(crate) fn check_http_url(url: &str, field: &str, as_written: &str) -> Result
     }
 }
 
+/// `base` (a provider's `base_url`) with `path` appended to its path, its
+/// query kept after it: `http://h/v1?api-version=1` and `/chat/completions`
+/// make `http://h/v1/chat/completions?api-version=1` (Azure OpenAI's form),
+/// not a path glued after the query. The URL's password and the values of
+/// its secret-looking query keys ([`secret_key`]) are registered as
+/// secrets (`redact`): errors that quote the URL never show them.
+pub(crate) fn endpoint(base: &str, path: &str, field: &str) -> Result<String, ConfigError> {
+    let mut url = reqwest::Url::parse(base)
+        .map_err(|e| ConfigError::Invalid(format!("{field} is not a valid URL ({e})")))?;
+    if let Some(pw) = url.password() {
+        super::redact::register(pw);
+    }
+    for (key, value) in url.query_pairs() {
+        if secret_key(&key) {
+            super::redact::register(&value);
+        }
+    }
+    let joined = format!("{}{path}", url.path().trim_end_matches('/'));
+    url.set_path(&joined);
+    Ok(url.to_string())
+}
+
+/// Whether a URL query key names a credential (`key`, `api_key`, `token`,
+/// `sig`, `password`, …), whose value is then never shown; others
+/// (`api-version`) are.
+fn secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "key",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "sig",
+        "auth",
+        "credential",
+        "code",
+    ]
+    .iter()
+    .any(|s| key.contains(s))
+}
+
+/// `url` as it may be shown and stored (a system's description, its
+/// fingerprint): a password in it `***`, the values of its secret-looking
+/// query keys `***`. Unparsable text is shown as written (it never reaches
+/// a request).
+pub(crate) fn shown_url(url: &str) -> String {
+    let Ok(mut u) = reqwest::Url::parse(url) else {
+        return url.to_string();
+    };
+    if u.password().is_some() {
+        let _ = u.set_password(Some("***"));
+    }
+    if u.query().is_some() {
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if secret_key(&k) {
+                    "***".into()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        u.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    u.to_string().trim_end_matches('/').to_string()
+}
+
 /// Configured headers with their `${ENV:NAME}` references substituted,
 /// kept as secrets (they often carry credentials).
 pub(crate) fn headers(
@@ -253,6 +323,48 @@ pub(crate) fn tokens(v: &serde_json::Value, pointer: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn endpoints_keep_the_query_and_shown_urls_hide_credentials() {
+        assert_eq!(
+            endpoint("http://127.0.0.1:8080/v1", "/chat/completions", "base_url").unwrap(),
+            "http://127.0.0.1:8080/v1/chat/completions"
+        );
+        assert_eq!(
+            endpoint("https://r.openai.azure.com/openai/deployments/d?api-version=2024-02-01", "/chat/completions", "base_url").unwrap(),
+            "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-02-01"
+        );
+        assert_eq!(
+            endpoint("https://api.anthropic.com", "/v1/messages", "base_url").unwrap(),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(
+            shown_url("http://user:pass12345@127.0.0.1:18199/v1?key=pass45678&api-version=2"),
+            "http://user:***@127.0.0.1:18199/v1?key=***&api-version=2"
+        );
+        assert_eq!(
+            shown_url("https://api.openai.com/v1"),
+            "https://api.openai.com/v1"
+        );
+        assert_eq!(
+            shown_url("https://api.anthropic.com"),
+            "https://api.anthropic.com"
+        );
+        // Registered: an error quoting the URL is redacted.
+        endpoint(
+            "http://u:hunter2-pw@h/v1?token=tok-998877",
+            "/x",
+            "base_url",
+        )
+        .unwrap();
+        let e =
+            super::super::redact::redact("GET http://u:hunter2-pw@h/v1?token=tok-998877 failed");
+        assert!(
+            !e.contains("hunter2-pw") && !e.contains("tok-998877"),
+            "{e}"
+        );
+    }
+
     use super::*;
     use reqwest::header::HeaderValue;
 
