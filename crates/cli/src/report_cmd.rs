@@ -57,7 +57,9 @@ pub struct ReportArgs {
 }
 
 /// Print a stored run's report: exit 0 once rendered, or with `--check`
-/// the run's verdict (1 when a check fails, 3 when the run is incomplete).
+/// the run's verdict: 1 when a check fails, 2 when a check is broken (as
+/// `probity run` exits: fix the check), 3 when the run is incomplete or no
+/// output was judged.
 pub fn report(args: &ReportArgs) -> Result<u8, Failure> {
     let store = args.store.open()?;
     if let Some(name) = &args.trend {
@@ -90,7 +92,10 @@ pub fn report(args: &ReportArgs) -> Result<u8, Failure> {
     if !args.check {
         return Ok(0);
     }
-    if !report.run.complete {
+    if !report.broken().is_empty() {
+        return Ok(2);
+    }
+    if !report.run.complete || report.nothing_judged() {
         return Ok(3);
     }
     Ok(verdict_code(report.passed()))

@@ -79,6 +79,13 @@ fn a_wrong_key_stops_the_run_with_its_cause_not_a_verdict() {
     // It stopped early instead of spending 400 calls on a wrong key.
     let seen = requests(&server.1);
     assert!(seen < 100, "{seen} requests");
+    // Its stored report gives no verdict either, and --check exits 3
+    // (not measured), not 1 (a failing system).
+    let out = probity(dir.path(), &["report", "1", "--check"]);
+    assert_eq!(out.status.code(), Some(3));
+    let report = text(&out.stdout);
+    assert!(report.contains("NO VERDICT: no output was judged"), "{report}");
+    assert!(!report.contains("FAIL"), "{report}");
 
     // With the right key the same configuration gives a verdict.
     let out = run_with_key(dir.path(), "sk-right");
@@ -191,6 +198,9 @@ check = '''lenght(output) > 0'''
     );
     assert!(err.contains("lenght"), "{err}");
     assert_no_verdict(&out);
+    // The stored run's --check exits as the run did: 2, fix the check.
+    let out = probity(dir.path(), &["report", "1", "--check"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
 }
 
 /// Samples stored in the store at `dir/runs.db`.

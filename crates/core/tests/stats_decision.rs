@@ -148,14 +148,25 @@ fn three_way_mode() {
 
 #[test]
 fn nothing_observed_and_invalid_threshold() {
+    // Nothing judged is no verdict in every mode, never a failure.
     let empty = wilson(0, 0);
-    let v = judge(&empty, 0.8, VerdictMode::Point, IntervalMethod::Wilson);
-    assert_eq!(
-        (v.decision, v.established, v.samples_needed),
-        (Decision::Fail, false, None)
-    );
-    let v = judge(&empty, 0.8, VerdictMode::ThreeWay, IntervalMethod::Wilson);
-    assert_eq!(v.decision, Decision::Inconclusive);
+    for mode in [
+        VerdictMode::Point,
+        VerdictMode::LowerBound,
+        VerdictMode::ThreeWay,
+    ] {
+        let v = judge(&empty, 0.8, mode, IntervalMethod::Wilson);
+        assert_eq!(
+            (v.decision, v.established, v.samples_needed, v.why_not),
+            (
+                Decision::Inconclusive,
+                false,
+                None,
+                Some(probity_core::stats::NotEstablished::NothingObserved)
+            ),
+            "{mode:?}"
+        );
+    }
     let v = judge(
         &wilson(17, 20),
         f64::NAN,

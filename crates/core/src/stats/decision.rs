@@ -96,7 +96,10 @@ pub const MAX_SAMPLES: u64 = 1_000_000_000_000;
 ///
 /// A threshold that is NaN or outside [0, 1] (e.g. 95 for 95 %) gives
 /// Inconclusive, not established, no projection; [`try_judge`] returns it
-/// as an error instead.
+/// as an error instead. A rate over nothing (n = 0: every output erred, or
+/// none was taken) is Inconclusive in every mode, with why
+/// [`NotEstablished::NothingObserved`]: no data is not a failure of the
+/// system.
 pub fn judge(
     rate: &RateEstimate,
     threshold: f64,
@@ -114,7 +117,16 @@ pub fn judge(
             why_not: Some(NotEstablished::InvalidThreshold),
         };
     }
-    let valid_scope = rate.scope == Scope::Population && rate.n > 0;
+    if rate.n == 0 {
+        return ThresholdVerdict {
+            decision: Decision::Inconclusive,
+            threshold,
+            established: false,
+            samples_needed: None,
+            why_not: Some(NotEstablished::NothingObserved),
+        };
+    }
+    let valid_scope = rate.scope == Scope::Population;
     let pass_est = valid_scope && iv.lower >= threshold;
     let fail_est = valid_scope && iv.upper < threshold;
     let decision = match mode {

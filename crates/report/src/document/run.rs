@@ -210,6 +210,11 @@ impl RunReport {
         self.examples.iter().find(|e| e.check == k)
     }
 
+    /// Whether no check judged any output (every rate over nothing).
+    pub fn nothing_judged(&self) -> bool {
+        self.summary.checks.iter().all(|c| c.rate.n == 0)
+    }
+
     /// Counts of checks by decision: `(pass, fail, inconclusive)`, broken
     /// checks included (by the decision their rate was given).
     pub fn tally(&self) -> (usize, usize, usize) {
@@ -270,6 +275,11 @@ impl RunReport {
         } else if k == 0 {
             // Nothing was judged: no verdict, and not a pass.
             "NO VERDICT: no checks to judge".to_string()
+        } else if self.nothing_judged() {
+            // No output was judged by any check (the run stopped first,
+            // every call failed, a guard with no traffic yet): nothing is
+            // known about the system.
+            "NO VERDICT: no output was judged".to_string()
         } else if self.passed() {
             format!(
                 "PASS: {pass} of {k} {} meet their minimum",
