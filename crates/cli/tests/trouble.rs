@@ -84,7 +84,10 @@ fn a_wrong_key_stops_the_run_with_its_cause_not_a_verdict() {
     let out = probity(dir.path(), &["report", "1", "--check"]);
     assert_eq!(out.status.code(), Some(3));
     let report = text(&out.stdout);
-    assert!(report.contains("NO VERDICT: no output was judged"), "{report}");
+    assert!(
+        report.contains("NO VERDICT: no output was judged"),
+        "{report}"
+    );
     assert!(!report.contains("FAIL"), "{report}");
 
     // With the right key the same configuration gives a verdict.

@@ -133,6 +133,8 @@ pub struct Loaded {
     pub token: Option<String>,
     /// The upstream provider, built (its key variables read).
     pub upstream: Arc<dyn Provider>,
+    /// What the operator should hear before the guard listens.
+    pub warnings: Vec<String>,
 }
 
 impl std::fmt::Debug for Loaded {
@@ -243,6 +245,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "guard".into())
     });
+    let warnings = check_pins(&config.pin).map_err(at)?;
     let hash = hex::encode(Sha256::digest(text.as_bytes()));
     let upstream = config
         .upstream
@@ -269,5 +272,101 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         },
         token,
         upstream,
+        warnings,
     })
+}
+
+/// Fields the guard reads itself and never forwards: pinning one means
+/// nothing.
+const GUARD_OWN: [&str; 4] = ["messages", "stream", "stream_options", "n"];
+
+/// The Chat Completions request's fields (OpenAI's API reference): a pin
+/// outside them is likely a typo, though an OpenAI-compatible server may
+/// take fields of its own (vLLM's `top_k`), so it is a warning.
+const CHAT_FIELDS: &[&str] = &[
+    "model",
+    "audio",
+    "frequency_penalty",
+    "function_call",
+    "functions",
+    "logit_bias",
+    "logprobs",
+    "max_completion_tokens",
+    "max_tokens",
+    "metadata",
+    "modalities",
+    "parallel_tool_calls",
+    "prediction",
+    "presence_penalty",
+    "prompt_cache_key",
+    "reasoning_effort",
+    "response_format",
+    "safety_identifier",
+    "seed",
+    "service_tier",
+    "stop",
+    "store",
+    "temperature",
+    "tool_choice",
+    "tools",
+    "top_logprobs",
+    "top_p",
+    "user",
+    "verbosity",
+    "web_search_options",
+];
+
+/// `pin`'s entries checked: one of the guard's own fields is an error;
+/// one that is no Chat Completions field a warning, with the field it
+/// most resembles.
+fn check_pins(pin: &[String]) -> Result<Vec<String>, String> {
+    let mut warnings = Vec::new();
+    for p in pin {
+        if GUARD_OWN.contains(&p.as_str()) {
+            return Err(format!(
+                "pin = [\"{p}\"]: `{p}` is read by the guard itself and never forwarded, so it cannot be pinned; remove it"
+            ));
+        }
+        if !CHAT_FIELDS.contains(&p.as_str()) {
+            let near = CHAT_FIELDS
+                .iter()
+                .map(|f| (strsim::jaro_winkler(p, f), *f))
+                .filter(|(score, _)| *score > 0.85)
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, f)| format!(" (did you mean `{f}`?)"))
+                .unwrap_or_default();
+            warnings.push(format!(
+                "pin: `{p}` is not a Chat Completions field{near}; it is pinned as written, which only matters if the upstream takes such a field"
+            ));
+        }
+    }
+    Ok(warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_pins;
+
+    #[test]
+    fn pins_of_the_guards_own_fields_are_refused_and_typos_named() {
+        let pin = |xs: &[&str]| check_pins(&xs.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            pin(&["model", "temperature", "seed"]).unwrap(),
+            Vec::<String>::new()
+        );
+        let e = pin(&["model", "messages"]).unwrap_err();
+        assert!(e.contains("`messages` is read by the guard itself"), "{e}");
+        assert!(pin(&["stream"]).is_err());
+        let w = pin(&["temprature", "top_k"]).unwrap();
+        assert_eq!(w.len(), 2);
+        assert!(
+            w[0].contains("`temprature`") && w[0].contains("did you mean `temperature`?"),
+            "{w:?}"
+        );
+        // A vendor's own field (vLLM's top_k) is only a warning.
+        assert!(
+            w[1].contains("`top_k`") && w[1].contains("pinned as written"),
+            "{w:?}"
+        );
+    }
 }

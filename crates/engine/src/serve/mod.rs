@@ -153,6 +153,7 @@ pub async fn open(
     let mut store = Store::connect(location).map_err(store_err)?;
     let c = &loaded.config;
     let upstream = loaded.upstream;
+    let loaded_warnings = loaded.warnings;
     let checks = Arc::new(loaded.checks);
     let infos = checks.infos();
     let check_names: Vec<String> = infos.iter().map(|c| c.name.clone()).collect();
@@ -250,7 +251,7 @@ pub async fn open(
         store: location.clone(),
         stale_interrupted,
         started: Instant::now(),
-        warnings: calibration.warnings,
+        warnings: [loaded_warnings, calibration.warnings].concat(),
     })
 }
 
