@@ -115,6 +115,23 @@ fn requests_are_read_strictly_and_the_scheme_case_insensitively() {
         "Bearer tok-12345",
     );
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    // A body declared over max_body_mb is refused as too large at once,
+    // not waited for until body_timeout_s (which would be a 408).
+    let mut s = std::net::TcpStream::connect(&g.1).unwrap();
+    write!(
+        s,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer tok-12345\r\ncontent-type: application/json\r\ncontent-length: 999999999999\r\nconnection: close\r\n\r\n{{"
+    )
+    .unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    assert!(out.starts_with("HTTP/1.1 413"), "{out}");
+    // Unknown paths answer in OpenAI's error shape.
+    let r = request(&g.1, "GET", "/v1/embeddings", "", "");
+    assert!(
+        r.starts_with("HTTP/1.1 404") && r.contains("\"error\""),
+        "{r}"
+    );
 }
 
 #[test]

@@ -78,6 +78,25 @@ def test_models_list_through_the_simulator(sim_serve, start_guard):
     assert "sim-upstream-model" in ids, ids
 
 
+def test_models_retrieve_and_unknown_paths_answer_as_openai_does(sim_serve, start_guard):
+    guard = start_guard(guard_toml(sim_serve.base_url, model="sim-upstream-model",
+                                   checks=NO_CANARY))
+    client = guard.client()
+    assert client.models.retrieve("sim-upstream-model").id == "sim-upstream-model"
+    try:
+        client.models.retrieve("gpt-nonexistent")
+    except openai.NotFoundError as e:
+        assert "gpt-nonexistent" in str(e), str(e)
+    else:
+        raise AssertionError("an unknown model was found")
+    try:
+        client.embeddings.create(model="x", input="hello")
+    except openai.NotFoundError as e:
+        assert "/v1/chat/completions" in str(e), str(e)
+    else:
+        raise AssertionError("an unknown route answered")
+
+
 def test_concurrent_async_requests_each_get_their_own_answer(guarded):
     def echo(n, body):
         return 200, completion("answer to " + body["messages"][-1]["content"])

@@ -85,6 +85,15 @@ pub async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: B
         );
     }
     let started = Instant::now();
+    // A body declared larger than the limit is refused before it is read
+    // (not after body_timeout_s of waiting for bytes that will be refused).
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > st.max_body_bytes as u64) {
+        return too_large(&st);
+    }
     let bytes = match read_body(&st, body).await {
         Ok(b) => b,
         Err(resp) => return resp,
@@ -170,6 +179,18 @@ async fn await_task(mut task: AbortOnDrop) -> Result<GuardOutcome, tokio::task::
     (&mut task.0).await
 }
 
+/// 413: the body is over `max_body_mb`.
+fn too_large(st: &ServeState) -> Response {
+    error_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "invalid_request_error",
+        &format!(
+            "the request body is larger than {} bytes (max_body_mb)",
+            st.max_body_bytes
+        ),
+    )
+}
+
 /// The body, read within `body_timeout_s` and `max_body_mb`.
 async fn read_body(st: &ServeState, body: Body) -> Result<Bytes, Response> {
     match tokio::time::timeout(
@@ -191,14 +212,7 @@ async fn read_body(st: &ServeState, body: Body) -> Result<Bytes, Response> {
             // exceeded"); its error type is not public.
             let too_big = e.to_string().contains("length limit");
             Err(if too_big {
-                error_response(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "invalid_request_error",
-                    &format!(
-                        "the request body is larger than {} bytes (max_body_mb)",
-                        st.max_body_bytes
-                    ),
-                )
+                too_large(st)
             } else {
                 error_response(
                     StatusCode::BAD_REQUEST,

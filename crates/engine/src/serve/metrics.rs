@@ -31,6 +31,46 @@ pub async fn models(State(st): State<Arc<ServeState>>, headers: HeaderMap) -> Re
     .into_response()
 }
 
+/// `GET /v1/models/{id}`: the model, as `GET /v1/models` lists it, or
+/// OpenAI's 404 for another id.
+pub async fn model(
+    State(st): State<Arc<ServeState>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if !super::chat::authorized(&st.token, &headers) {
+        return super::chat::error_response(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "missing or wrong bearer token",
+        );
+    }
+    if id != st.model {
+        return super::chat::error_response(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            &format!(
+                "The model `{id}` does not exist: this guard serves `{}`",
+                st.model
+            ),
+        );
+    }
+    Json(json!({"id": st.model, "object": "model", "created": 0, "owned_by": "probity"}))
+        .into_response()
+}
+
+/// Any other path: a 404 in OpenAI's error shape, which SDKs read.
+pub async fn not_found(uri: axum::http::Uri) -> Response {
+    super::chat::error_response(
+        StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        &format!(
+            "no route {}: this guard serves POST /v1/chat/completions, GET /v1/models, /health and /metrics",
+            uri.path()
+        ),
+    )
+}
+
 /// `GET /metrics`: the registry in the OpenMetrics text format, which
 /// Prometheus scrapes as is.
 pub async fn metrics(State(st): State<Arc<ServeState>>) -> Response {

@@ -288,8 +288,11 @@ impl Server {
             .route("/chat/completions", post(chat::chat))
             .route("/v1/models", get(metrics::models))
             .route("/models", get(metrics::models))
+            .route("/v1/models/{id}", get(metrics::model))
+            .route("/models/{id}", get(metrics::model))
             .route("/health", get(metrics::health))
             .route("/metrics", get(metrics::metrics))
+            .fallback(metrics::not_found)
             .with_state(state.clone());
         let result = axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
