@@ -96,10 +96,28 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
             eprintln!("alarm: {}", alarm_line(&a.check, a.kind, &a.alarm));
         }
         if args.once {
-            return Ok(0);
+            return match follow.snapshot() {
+                None if !known(&store, &args.name) => Err(Failure::usage(format!(
+                    "{} holds no run named {:?} (`probity runs` lists them)",
+                    store.location(),
+                    terminal_line(&args.name, 60)
+                ))),
+                // Idle: the page says nothing is being written.
+                _ => Ok(0),
+            };
         }
         std::thread::sleep(Duration::from_secs_f64(args.every));
     }
+}
+
+/// Whether the store has ever held a run named `name` (a name it has not
+/// is likely a typo: `--once` says so and exits 2). A store that cannot
+/// say is taken to know it.
+fn known(store: &probity_engine::store::Store, name: &str) -> bool {
+    store
+        .runs(Some(name))
+        .map(|runs| runs.iter().any(|r| r.name == name))
+        .unwrap_or(true)
 }
 
 /// Print `page`: over the last one (home and clear) when `refresh`.

@@ -373,4 +373,16 @@ async fn monitor_pools_the_replicas_traffic_from_the_store() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--since \"yesterday\": expected a UTC date or time"));
+    // A name the store never held is a typo, not an idle guard.
+    let out = probity_cmd()
+        .args(["monitor", "poolde", "--once", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("holds no run named \"poolde\""),
+        "{}",
+        text(&out.stderr)
+    );
 }
