@@ -208,6 +208,13 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     }
     let config = Config::from_str_with(&text, &args.config, &overrides)
         .map_err(|e| Failure::usage(e.to_string()))?;
+    if config.name.contains('/') {
+        return Err(Failure::usage(format!(
+            "{}: {}",
+            args.config.display(),
+            variant::slash_in_name(&config.name)
+        )));
+    }
     if let Some(inputs) = &config.file.experiment.inputs {
         let base = args.config.parent().unwrap_or(Path::new("."));
         crate::protected::protect("the inputs file", &base.join(inputs));

@@ -219,6 +219,15 @@ fn configuration_errors_name_the_file_and_line_and_exit_two() {
     );
     assert!(!dir.path().join("postgress:").exists());
 
+    for (set, says) in [
+        ("name=", "must have a visible character"),
+        ("name=a/b", "'/' separates a run's name"),
+    ] {
+        let out = probity(dir.path(), &["run", "--set", set]);
+        assert_eq!(out.status.code(), Some(2), "{set}");
+        assert!(text(&out.stderr).contains(says), "{}", text(&out.stderr));
+    }
+
     let out = probity(dir.path(), &["run", "nope.toml"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(

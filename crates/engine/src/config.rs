@@ -504,6 +504,11 @@ impl Config {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "probity".into())
         });
+        if name.trim().is_empty() || name.chars().any(char::is_control) {
+            return Err(invalid(format!(
+                "name = {name:?}: a run's name must have a visible character and no control character (runs are found by it)"
+            )));
+        }
         let mut hash = hash_config(&file, &written, &inputs);
         if from_code {
             hash = hex::encode(Sha256::digest(format!("{hash}\n{text}")));

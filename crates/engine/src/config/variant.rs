@@ -307,11 +307,23 @@ pub fn parse(text: &str, path: &Path) -> Result<Option<Variants>, ConfigError> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "probity".into()),
     };
+    if name.contains('/') {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: slash_in_name(&name),
+        });
+    }
     Ok(Some(Variants {
         base: doc,
         specs,
         name,
     }))
+}
+
+/// Why a run's name may not hold '/': it separates a name from its variant
+/// (`probity revalidate NAME/VARIANT`, the runs of a variants file).
+pub fn slash_in_name(name: &str) -> String {
+    format!("name = {name:?}: '/' separates a run's name from its variant's (NAME/VARIANT); choose a name without it")
 }
 
 /// The first backquoted word of a serde message (`unknown field `modle``).
