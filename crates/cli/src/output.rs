@@ -71,6 +71,16 @@ impl OutputArgs {
         }
     }
 
+    /// Whether a document was asked for beyond the text on a terminal: a
+    /// file (`--output`, `--junit`, `--markdown`) or a machine format on
+    /// standard output.
+    pub fn wants_document(&self) -> bool {
+        self.output.is_some()
+            || self.junit.is_some()
+            || self.markdown.is_some()
+            || self.format != Format::Text
+    }
+
     /// An error when `--output`, `--junit` or `--markdown` names a file the
     /// command reads and keeps (`crate::protected`): asked before a run
     /// starts, and again by [`OutputArgs::emit`].

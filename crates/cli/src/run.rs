@@ -345,8 +345,28 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     drop(display);
     drop(experiment);
     let run_id = outcome.stored_id();
-    if let Some(halt) = &outcome.halt {
+    if let Some(halt) = outcome.halt.clone() {
         print_causes(&outcome);
+        // CI still gets its JUnit, JSON or Markdown: the stopped run's
+        // report, which gives no verdict (nothing judged, or a broken
+        // check) and says the run is incomplete. A terminal gets only the
+        // error: no per-check line to be read as a verdict.
+        if args.out.wants_document() {
+            let record = store
+                .run(run_id)
+                .map_err(|e| Failure::incomplete(e.to_string()))?;
+            let report = report_for(
+                &store,
+                StoredRun {
+                    record,
+                    tensor: outcome.tensor,
+                    summary: outcome.summary,
+                    causes: Some(outcome.causes),
+                    live: None,
+                },
+            )?;
+            args.out.emit(&report)?;
+        }
         if halt.is_configuration() {
             // A broken check: fixing it changes the configuration, so the
             // fixed run is a new one.

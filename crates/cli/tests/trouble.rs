@@ -79,10 +79,33 @@ fn a_wrong_key_stops_the_run_with_its_cause_not_a_verdict() {
     // It stopped early instead of spending 400 calls on a wrong key.
     let seen = requests(&server.1);
     assert!(seen < 100, "{seen} requests");
+    // CI asked for JUnit and JSON still gets them: no verdict, errors.
+    let out = probity_cmd()
+        .current_dir(dir.path())
+        .args(["run", "--quiet", "--format", "json", "--junit", "junit.xml"])
+        .env("PROBITY_STORE", dir.path().join("runs.db"))
+        .env("OPENAI_KEY_FOR_TEST", "sk-wrong")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(json["run"]["complete"], false, "{json}");
+    assert_eq!(
+        json["summary"]["conclusion"],
+        "NO VERDICT: no output was judged (run incomplete)"
+    );
+    assert_eq!(json["checks"][0]["verdict"]["decision"], "inconclusive");
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("<error") && junit.contains("no-data"),
+        "{junit}"
+    );
+    assert!(!junit.contains("sk-wrong"));
     // Its stored report gives no verdict either, and --check exits 3
     // (not measured), not 1 (a failing system).
     let out = probity(dir.path(), &["report", "1", "--check"]);
     assert_eq!(out.status.code(), Some(3));
+    assert!(!text(&out.stdout).contains("sk-wrong"));
     let report = text(&out.stdout);
     assert!(
         report.contains("NO VERDICT: no output was judged"),
