@@ -75,6 +75,10 @@ pub fn run(args: &CompareArgs) -> Result<u8, Failure> {
         compare_stored(&store, a, b, Some(opts)).map_err(|e| Failure::usage(e.to_string()))?;
     let report = comparison_report(cmp);
     args.out.emit(&report)?;
+    if report.without_data() {
+        // Printed, and exited on: "no change" was never measured.
+        return Ok(3);
+    }
     Ok(u8::from(report.regressed()))
 }
 

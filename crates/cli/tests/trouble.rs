@@ -120,6 +120,19 @@ fn a_wrong_key_stops_the_run_with_its_cause_not_a_verdict() {
         "{}",
         text(&out.stderr)
     );
+    // Compared with the run that judged nothing: no comparison, not "no
+    // detectable change", and exit 3.
+    let right = json_runs(dir.path())[0]["id"].to_string();
+    let out = probity(dir.path(), &["compare", "1", &right]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stdout));
+    let page = text(&out.stdout);
+    assert!(
+        page.contains(
+            "NO COMPARISON: no check has judged outputs in both runs (run 1 (incomplete)"
+        ),
+        "{page}"
+    );
+    assert!(!page.contains("NO DETECTABLE CHANGE"), "{page}");
 }
 
 #[test]

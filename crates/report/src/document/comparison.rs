@@ -24,10 +24,32 @@ impl ComparisonReport {
         self.comparison.regressed()
     }
 
+    /// True when no check could be compared (a run judged nothing of
+    /// it): no comparison was made, which is not "no change" (the CLI
+    /// exits 3).
+    pub fn without_data(&self) -> bool {
+        let (_, _, _, none) = self.comparison.tally();
+        none > 0 && none == self.comparison.checks.len()
+    }
+
     /// One line: `REGRESSED: 1 of 2 checks regressed (B − A, 95% intervals)`.
     pub fn conclusion(&self) -> String {
         let (imp, reg, same, none) = self.comparison.tally();
         let k = self.comparison.checks.len();
+        if self.without_data() {
+            let which = |r: &RunInfo| {
+                if r.complete {
+                    format!("run {}", r.id)
+                } else {
+                    format!("run {} (incomplete)", r.id)
+                }
+            };
+            return format!(
+                "NO COMPARISON: no check has judged outputs in both runs ({} and {}); nothing is known of a change",
+                which(&self.baseline),
+                which(&self.candidate)
+            );
+        }
         let mut parts = Vec::new();
         if reg > 0 {
             parts.push(format!("{reg} regressed"));
