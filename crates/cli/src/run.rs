@@ -139,6 +139,39 @@ pub async fn work(args: WorkArgs) -> Result<u8, Failure> {
     .await
 }
 
+/// A configuration error with `--set`s given: the text read was the file
+/// as the sets rewrote it, so a line and its snippet would point at text
+/// the user never wrote. When the file alone has an error, that one (with
+/// the file's own lines) is the message; when it has none, the sets are
+/// named instead, with the error's own words.
+fn blame_sets(error: &str, path: &Path, sets: &[Set], overrides: &Overrides) -> String {
+    if sets.is_empty() {
+        return error.to_string();
+    }
+    let Ok(alone) = text_of(path, &[]) else {
+        return error.to_string();
+    };
+    if let Err(e) = Config::from_str_with(&alone, path, overrides) {
+        return e.to_string();
+    }
+    let named: Vec<String> = sets
+        .iter()
+        .map(|s| format!("--set {}={}", s.path.join("."), s.value))
+        .collect();
+    // The message without the rewritten text's position and snippet.
+    let why: Vec<&str> = error
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            !(t.starts_with('|')
+                || t.split_once(" |")
+                    .is_some_and(|(n, _)| n.trim().parse::<u64>().is_ok())
+                || t.contains("TOML parse error at line"))
+        })
+        .collect();
+    format!("{}: {}", named.join(", "), why.join(" ").trim())
+}
+
 fn parse_set(arg: &str) -> Result<Set, String> {
     Set::parse(arg)
 }
@@ -206,8 +239,14 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             args.config.display()
         )));
     }
-    let config = Config::from_str_with(&text, &args.config, &overrides)
-        .map_err(|e| Failure::usage(e.to_string()))?;
+    let config = Config::from_str_with(&text, &args.config, &overrides).map_err(|e| {
+        Failure::usage(blame_sets(
+            &e.to_string(),
+            &args.config,
+            &args.sets,
+            &overrides,
+        ))
+    })?;
     if config.name.contains('/') {
         return Err(Failure::usage(format!(
             "{}: {}",

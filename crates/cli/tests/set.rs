@@ -87,6 +87,12 @@ fn a_bad_set_is_a_usage_error_naming_the_key() {
             "experiment.outputs_per_input=99999999999999999999",
             "99999999999999999999 is too large",
         ),
+        // Named by the --set, not by a line of the rewritten file.
+        (
+            "experiment.outputs_per_input=abc",
+            "--set experiment.outputs_per_input=\"abc\": invalid type: string \"abc\"",
+        ),
+        ("experiment=3", "--set experiment=3: invalid type"),
     ] {
         let out = probity(d, &["run", "-q", "--set", arg]);
         assert_eq!(out.status.code(), Some(2), "{arg}");

@@ -17,6 +17,9 @@ pub const MAX_KEY_DEPTH: usize = 80;
 pub fn describe(e: &toml::de::Error, text: &str) -> String {
     let msg = e.to_string();
     if let Some(span) = e.span() {
+        if let Some(better) = at_the_key(e.message(), span.start, text) {
+            return better;
+        }
         if msg.contains("line") {
             return msg.trim_end().to_string();
         }
@@ -73,6 +76,82 @@ pub fn non_finite(text: &str) -> Option<String> {
     }
     let doc = DeTable::parse(text).ok()?;
     in_table(doc.get_ref(), "", text)
+}
+
+/// A field's error that the reader placed on its table's header (the
+/// fields of a provider table, `[system]`, `[upstream]`, or of a
+/// `[[validator]]` are read as a whole, so serde knows the table, not the
+/// line), placed on the field's own line instead: for "unknown field `x`"
+/// the line whose key is `x`; for "invalid value: integer `-5`, expected
+/// u64" or "invalid type: string \"abc\", expected f64" the one line of
+/// the table whose value is that literal (named, since the message does
+/// not). `None` when the error is not on a header or no single line fits.
+fn at_the_key(message: &str, start: usize, text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let header = text[..start.min(text.len())].matches('\n').count();
+    if !lines.get(header)?.trim_start().starts_with('[') {
+        return None;
+    }
+    let unknown = message
+        .split_once("unknown field `")
+        .and_then(|(_, r)| r.split('`').next());
+    let literal = ["integer `", "floating point `", "string \"", "boolean `"]
+        .iter()
+        .find_map(|p| {
+            let rest = message.split_once(p)?.1;
+            let end = if p.ends_with('"') { '"' } else { '`' };
+            rest.split(end).next()
+        });
+    let mut found = Vec::new();
+    let mut in_multiline: Option<&str> = None;
+    for (n, line) in lines.iter().enumerate().skip(header + 1) {
+        if let Some(delim) = in_multiline {
+            if line.matches(delim).count() % 2 == 1 {
+                in_multiline = None;
+            }
+            continue;
+        }
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            break;
+        }
+        for delim in ["\"\"\"", "'''"] {
+            if line.matches(delim).count() % 2 == 1 {
+                in_multiline = Some(delim);
+            }
+        }
+        let Some((key, value)) = t.split_once('=') else {
+            continue;
+        };
+        let key = key.trim().trim_matches('"');
+        let value = value.split('#').next().unwrap_or("").trim();
+        let fits = match (unknown, literal) {
+            (Some(u), _) => key == u,
+            (None, Some(l)) => value == l || value.trim_matches('"') == l,
+            (None, None) => false,
+        };
+        if fits {
+            found.push((n, key, line));
+        }
+    }
+    let [(n, key, line)] = found[..] else {
+        return None;
+    };
+    let col = line.len() - line.trim_start().len() + 1;
+    let width = n.to_string().len();
+    let pad = " ".repeat(width);
+    let carets = "^".repeat(key.chars().count().max(1));
+    let what = if unknown.is_some() {
+        message.trim_end().to_string()
+    } else {
+        format!("`{key}`: {}", message.trim_end())
+    };
+    Some(format!(
+        "TOML parse error at line {}, column {col}\n{pad} |\n{} | {line}\n{pad} | {}{carets}\n{what}",
+        n + 1,
+        n + 1,
+        " ".repeat(col - 1)
+    ))
 }
 
 /// The first line (1-based) whose key — a `[table]` or `[[array]]` header,
@@ -152,6 +231,45 @@ fn key_depth(s: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fields_error_is_placed_on_its_line_not_its_tables_header() {
+        #[derive(serde::Deserialize, Debug)]
+        #[serde(tag = "provider", rename_all = "lowercase", deny_unknown_fields)]
+        #[allow(dead_code)]
+        enum P {
+            Sim {
+                contractions: Option<f64>,
+                latency_ms: Option<u64>,
+            },
+        }
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct F {
+            system: P,
+        }
+        let describe_of = |text: &str| describe(&toml::from_str::<F>(text).unwrap_err(), text);
+        let text = "[system]\nprovider = \"sim\"\ncontractoins = 0.1\n";
+        let e = describe_of(text);
+        assert!(e.starts_with("TOML parse error at line 3, column 1"), "{e}");
+        assert!(
+            e.contains("3 | contractoins = 0.1") && e.contains("unknown field `contractoins`"),
+            "{e}"
+        );
+        let text = "[system]\nprovider = \"sim\"\n  latency_ms = -5 # ms\n";
+        let e = describe_of(text);
+        assert!(e.starts_with("TOML parse error at line 3, column 3"), "{e}");
+        assert!(
+            e.contains("`latency_ms`: invalid value: integer `-5`"),
+            "{e}"
+        );
+        let text = "[system]\nprovider = \"sim\"\ncontractions = \"lots\"\n";
+        let e = describe_of(text);
+        assert!(
+            e.contains("line 3") && e.contains("`contractions`: invalid type: string"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn non_finite_numbers_are_named_with_their_line() {
