@@ -196,6 +196,18 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     if args.concurrency == Some(0) {
         return Err(Failure::usage("--concurrency must be at least 1"));
     }
+    // Flags are named as flags, not as the file's fields they replace.
+    use probity_engine::config::bounds::{MAX_CONCURRENCY, MAX_OUTPUTS_PER_INPUT};
+    if let Some(m) = args.outputs.filter(|&m| m > MAX_OUTPUTS_PER_INPUT) {
+        return Err(Failure::usage(format!(
+            "--outputs {m} is more than {MAX_OUTPUTS_PER_INPUT}"
+        )));
+    }
+    if let Some(c) = args.concurrency.filter(|&c| c > MAX_CONCURRENCY) {
+        return Err(Failure::usage(format!(
+            "--concurrency {c} is more than {MAX_CONCURRENCY}"
+        )));
+    }
     // The flags replace the file's settings before any check of its size.
     let overrides = Overrides {
         outputs_per_input: args.outputs,
