@@ -50,6 +50,19 @@ pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
         Some(_) => Failure::usage(format!("run {id} ({}): {e}", record.name)),
         None => Failure::usage(e.to_string()),
     })?;
+    // Another configuration's checks may be applied on purpose (a looser
+    // rule, a new check); another system's or name's file is more likely
+    // the wrong file, and its run would be filed under that name.
+    let base = |n: &str| n.split('/').next().unwrap_or(n).to_string();
+    if base(&config.name) != base(&record.name) {
+        eprintln!(
+            "warning: {} is named {:?}, run {id} {:?}: the re-check is stored as a run of {:?}, and compares with its runs",
+            args.config.display(),
+            config.name,
+            record.name,
+            config.name
+        );
+    }
     let done = crate::failure::runtime()?
         .block_on(revalidate(
             &mut store,

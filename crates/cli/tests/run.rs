@@ -129,9 +129,28 @@ fn init_then_run_reports_the_papers_validators_and_exits_on_the_verdict() {
     );
     let report: Value = serde_json::from_str(&text(&out.stdout)).expect("JSON report");
     assert_eq!(report["checks"][0]["rate"]["estimate"], 1.0);
+    // The same name: no warning.
+    assert!(
+        !text(&out.stderr).contains("warning"),
+        "{}",
+        text(&out.stderr)
+    );
     let runs = json_runs(dir.path());
     assert_eq!(runs[0]["model_calls"], 0);
     assert_eq!(runs[0]["parent_run"], 1);
+    // Another name's file: done, with a warning of where it is filed.
+    std::fs::write(
+        dir.path().join("other.toml"),
+        cfg.replacen("name = \"polite-assistant\"", "name = \"other\"", 1),
+    )
+    .unwrap();
+    let out = probity(dir.path(), &["revalidate", "1", "--config", "other.toml"]);
+    assert!(
+        text(&out.stderr)
+            .contains("warning: other.toml is named \"other\", run 1 \"polite-assistant\""),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
