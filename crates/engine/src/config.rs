@@ -646,13 +646,10 @@ fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
             bounds::MAX_ATTEMPTS
         ));
     }
-    if let Some(k) = e
-        .pass_k
-        .filter(|&k| k as usize > bounds::MAX_OUTPUTS_PER_INPUT)
-    {
+    if let Some(k) = e.pass_k.filter(|&k| k as usize > e.outputs_per_input) {
         return Err(format!(
-            "pass_k = {k} is more than {}",
-            bounds::MAX_OUTPUTS_PER_INPUT
+            "pass_k = {k} is more than outputs_per_input = {}: pass^k and pass@k need k outputs of an input",
+            e.outputs_per_input
         ));
     }
     if !(e.confidence > 0.0 && e.confidence < 1.0) {

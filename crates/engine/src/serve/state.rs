@@ -155,9 +155,12 @@ impl Default for Metrics {
             latency.clone(),
         );
         let pass_rate = Gauge::<f64, AtomicU64>::default();
+        // NaN until a request finishes: no share is known, and 0 would read
+        // as "nothing published".
+        pass_rate.set(f64::NAN);
         registry.register(
             "probity_pass_rate",
-            "Share of finished requests that published an output.",
+            "Share of finished requests that published an output (NaN before the first).",
             pass_rate.clone(),
         );
         let gauges = |registry: &mut Registry, name: &str, help: &str| {

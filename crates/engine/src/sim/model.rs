@@ -97,9 +97,25 @@ impl Default for SimConfig {
     }
 }
 
+/// The longest simulated latency, per call or per token, in milliseconds.
+pub const MAX_SIM_MS: u64 = 3_600_000;
+
 impl SimConfig {
-    /// Checks that probabilities lie in [0, 1] and `input_spread` in [0, 1).
+    /// Checks that probabilities lie in [0, 1], `input_spread` in [0, 1),
+    /// and the latencies are at most [`MAX_SIM_MS`] (an hour: a larger one
+    /// is a mistake that would hang every call).
     pub fn validate(&self) -> Result<(), ConfigError> {
+        for (name, ms) in [
+            ("latency_ms", self.latency_ms),
+            ("latency_jitter_ms", self.latency_jitter_ms),
+            ("token_ms", self.token_ms),
+        ] {
+            if ms > MAX_SIM_MS {
+                return Err(ConfigError::Invalid(format!(
+                    "sim {name} = {ms} is more than {MAX_SIM_MS} (an hour)"
+                )));
+            }
+        }
         for (name, p) in [
             ("contractions", self.contractions),
             ("omit_welcome", self.omit_welcome),

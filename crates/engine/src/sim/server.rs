@@ -116,6 +116,13 @@ impl FaultConfig {
                 )));
             }
         }
+        if self.timeout_ms > super::model::MAX_SIM_MS {
+            return Err(ConfigError::Invalid(format!(
+                "fault timeout_ms = {} is more than {} (an hour)",
+                self.timeout_ms,
+                super::model::MAX_SIM_MS
+            )));
+        }
         let total: f64 = ps.iter().map(|(_, p)| p).sum();
         if total > 1.0 + 1e-12 {
             return Err(ConfigError::Invalid(format!(
