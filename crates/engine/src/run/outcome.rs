@@ -75,7 +75,8 @@ impl std::fmt::Display for Halt {
                 cause,
             } => write!(
                 f,
-                "{errors} calls failed, more than the error budget of {:.0}% of {samples} samples (error_budget = {share}); most common cause: {cause}",
+                "{errors} call{} failed, more than the error budget of {:.0}% of {samples} samples (error_budget = {share}); most common cause: {cause}",
+                if *errors == 1 { "" } else { "s" },
                 share * 100.0
             ),
             Halt::BrokenChecks { outputs, checks } => {
