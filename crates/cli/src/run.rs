@@ -139,6 +139,25 @@ pub async fn work(args: WorkArgs) -> Result<u8, Failure> {
     .await
 }
 
+/// The report of the run `outcome` just stored as `record`: from the
+/// tensor and summary the run built, the rest read from the store.
+fn outcome_report(
+    store: &probity_engine::store::Store,
+    record: probity_engine::store::RunRecord,
+    outcome: probity_engine::RunOutcome,
+) -> Result<probity_report::RunReport, Failure> {
+    report_for(
+        store,
+        StoredRun {
+            record,
+            tensor: outcome.tensor,
+            summary: outcome.summary,
+            causes: Some(outcome.causes),
+            live: None,
+        },
+    )
+}
+
 /// A configuration error with `--set`s given: the text read was the file
 /// as the sets rewrote it, so a line and its snippet would point at text
 /// the user never wrote. When the file alone has an error, that one (with
@@ -406,17 +425,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             let record = store
                 .run(run_id)
                 .map_err(|e| Failure::incomplete(e.to_string()))?;
-            let report = report_for(
-                &store,
-                StoredRun {
-                    record,
-                    tensor: outcome.tensor,
-                    summary: outcome.summary,
-                    causes: Some(outcome.causes),
-                    live: None,
-                },
-            )?;
-            args.out.emit(&report)?;
+            args.out.emit(&outcome_report(&store, record, outcome)?)?;
         }
         if halt.is_configuration() {
             // A broken check: fixing it changes the configuration, so the
@@ -449,16 +458,8 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let taken = store.sample_count(run_id).map_err(fail)?;
     let broken = outcome.broken();
     print_causes(&outcome);
-    let mut report = report_for(
-        &store,
-        StoredRun {
-            record,
-            tensor: outcome.tensor,
-            summary: outcome.summary,
-            causes: Some(outcome.causes),
-            live: None,
-        },
-    )?;
+    let status = outcome.status;
+    let mut report = outcome_report(&store, record, outcome)?;
     let passed = report.passed();
     report.baseline = comparison;
     args.out.emit(&report)?;
@@ -476,7 +477,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             lines.join("\n")
         )));
     }
-    if outcome.status != RunStatus::Complete {
+    if status != RunStatus::Complete {
         return Err(Failure::incomplete(format!(
             "run {run_id} stopped before every sample was taken ({taken} of {total}); `probity run --resume {}` continues it",
             args.config.display()

@@ -350,7 +350,7 @@ async fn a_broken_check_is_a_guard_error_not_a_rejection() {
         "{message}"
     );
     let _ = ask("Hello").await.unwrap();
-    let log = stop_with_log(guard);
+    let log = guard.stop_with_log();
     // 4 attempts erred: told at the 1st, 2nd and 4th.
     let told: Vec<&str> = log
         .lines()
@@ -368,14 +368,15 @@ async fn a_broken_check_is_a_guard_error_not_a_rejection() {
         ),
     )
     .unwrap();
+    let hello = |guard: &Server| {
+        client
+            .post(format!("http://{}/v1/chat/completions", guard.1))
+            .bearer_auth("s3cret-token")
+            .json(&body("Hello"))
+            .send()
+    };
     let guard = serve(dir.path(), &config);
-    let r = client
-        .post(format!("http://{}/v1/chat/completions", guard.1))
-        .bearer_auth("s3cret-token")
-        .json(&body("Hello"))
-        .send()
-        .await
-        .unwrap();
+    let r = hello(&guard).await.unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["x-probity-outcome"], "check-error");
     drop(guard);
@@ -384,26 +385,7 @@ async fn a_broken_check_is_a_guard_error_not_a_rejection() {
     drop(upstream);
     let dead = guard_config(dir.path(), "127.0.0.1:1", "");
     let guard = serve(dir.path(), &dead);
-    let r = client
-        .post(format!("http://{}/v1/chat/completions", guard.1))
-        .bearer_auth("s3cret-token")
-        .json(&body("Hello"))
-        .send()
-        .await
-        .unwrap();
+    let r = hello(&guard).await.unwrap();
     assert_eq!(r.status(), 502);
     assert_eq!(r.headers()["x-probity-outcome"], "upstream-error");
-}
-
-/// Stop a server with SIGTERM; its standard error.
-fn stop_with_log(mut server: Server) -> String {
-    use std::io::Read;
-    let mut stderr = server.0.stderr.take().unwrap();
-    let _ = std::process::Command::new("kill")
-        .args(["-TERM", &server.0.id().to_string()])
-        .status();
-    let _ = server.0.wait();
-    let mut log = String::new();
-    stderr.read_to_string(&mut log).unwrap();
-    log
 }

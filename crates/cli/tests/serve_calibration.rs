@@ -11,9 +11,8 @@ mod common;
 #[path = "../../engine/tests/labels/mod.rs"]
 mod labels;
 
-use common::{serve_cmd, start, text, Server};
+use common::{serve_cmd, start, text};
 use serde_json::{json, Value};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// A guard over a simulated upstream that omits "You're welcome" 30 % of
@@ -67,17 +66,6 @@ false_fail = 0.3
     path
 }
 
-fn stop(mut server: Server) -> String {
-    let mut stderr = server.0.stderr.take().unwrap();
-    let _ = std::process::Command::new("kill")
-        .args(["-TERM", &server.0.id().to_string()])
-        .status();
-    let _ = server.0.wait();
-    let mut log = Vec::new();
-    stderr.read_to_end(&mut log).unwrap();
-    text(&log)
-}
-
 /// `name{labels} value` of `metric` whose labels contain `needle`.
 fn gauge(metrics: &str, metric: &str, needle: &str) -> Option<f64> {
     metrics
@@ -114,7 +102,7 @@ async fn a_calibrated_verifier_is_corrected_in_the_live_run_and_its_report() {
         .text()
         .await
         .unwrap();
-    let log = stop(server);
+    let log = server.stop_with_log();
     assert!(!log.contains("warning"), "{log}");
 
     // /metrics: the judge's own rate, its corrected rate with its bounds,
@@ -237,7 +225,7 @@ async fn a_calibrated_verifier_is_corrected_in_the_live_run_and_its_report() {
     // verdicts on its labels back: no judge call before it listens.
     let mut cmd = serve_cmd(dir.path(), &config);
     cmd.stderr(std::process::Stdio::piped());
-    let log = stop(start(cmd));
+    let log = start(cmd).stop_with_log();
     assert!(!log.contains("warning"), "{log}");
     let runs = common::probity_cmd()
         .args(["runs", "--json", "--store"])
@@ -256,7 +244,7 @@ async fn a_calibrated_verifier_is_corrected_in_the_live_run_and_its_report() {
     let mut cmd = serve_cmd(dir.path(), &config);
     cmd.arg("--fresh-labels")
         .stderr(std::process::Stdio::piped());
-    let log = stop(start(cmd));
+    let log = start(cmd).stop_with_log();
     assert!(!log.contains("warning"), "{log}");
     let runs = common::probity_cmd()
         .args(["runs", "--json", "--store"])
@@ -312,7 +300,7 @@ fn a_judge_that_misses_some_labels_is_a_warning() {
     let mut cmd = serve_cmd(dir.path(), &config);
     cmd.stderr(std::process::Stdio::piped());
     let server = start(cmd);
-    let log = stop(server);
+    let log = server.stop_with_log();
     let warning = log
         .lines()
         .find(|l| l.starts_with("warning: [[verifier]] noisy"))

@@ -85,6 +85,22 @@ fn timeout(seconds: f64) -> Duration {
 /// process holds the store, `StoreError` for other store failures,
 /// `RunError` when the run cannot complete; `KeyboardInterrupt` on Ctrl-C
 /// (the run stops first; a stored run is kept, interrupted).
+/// The package writes SQLite run stores: a PostgreSQL URL (or a mistyped
+/// one) is a `ConfigError` naming what to do, never a file named after it.
+fn sqlite_only(path: &std::path::Path) -> PyResult<()> {
+    use probity_engine::store::StoreLocation;
+    match StoreLocation::parse(&path.to_string_lossy()) {
+        Ok(StoreLocation::Sqlite(_)) => Ok(()),
+        Ok(StoreLocation::Postgres(url)) => Err(errors::raise(
+            Kind::Config,
+            format!(
+                "store = {url}: the Python package writes a SQLite file; run against a PostgreSQL store with the CLI (`probity run --store postgres://…`), or give a file path"
+            ),
+        )),
+        Err(e) => Err(errors::raise(Kind::Config, e)),
+    }
+}
+
 #[pyfunction]
 #[pyo3(signature = (spec, cwd, origin, system, validators, make_input, store=None))]
 #[allow(clippy::too_many_arguments)]
@@ -122,6 +138,9 @@ fn run(
         inputs.clone(),
         workers.clone(),
     );
+    if let Some(path) = &store {
+        sqlite_only(path)?;
+    }
     let config = assemble::config(spec, &cwd, code).map_err(|m| errors::raise(Kind::Config, m))?;
     let mut experiment = config
         .experiment()

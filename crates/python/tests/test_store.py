@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import probity
+import pytest
 from conftest import SIM, paper_inputs, paper_validators, probity_binary
 
 
@@ -32,3 +33,17 @@ def test_a_stored_run_is_read_by_the_cli(tmp_path: Path) -> None:
     )
     assert report.returncode == 0, report.stderr
     assert "contraction_validator" in report.stdout
+
+
+def test_a_url_is_refused_not_taken_for_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for url, says in [
+        ("postgres://ci:s3cret-pw@127.0.0.1/probity", "writes a SQLite file"),
+        ("postgress://ci:s3cret-pw@127.0.0.1/probity", "not a store this knows"),
+    ]:
+        with pytest.raises(probity.ConfigError) as e:
+            probity.Experiment("stored", SIM, paper_inputs(5), paper_validators()).run(store=url)
+        assert says in str(e.value), str(e.value)
+        assert "s3cret-pw" not in str(e.value)
+    # Nothing was created under the URL's name.
+    assert list(tmp_path.iterdir()) == []

@@ -53,6 +53,21 @@ impl Server {
         assert!(status.success());
         self.0.wait().unwrap().code()
     }
+
+    /// Stop with SIGTERM; what the server wrote on standard error (which
+    /// must have been piped).
+    #[allow(dead_code)]
+    pub fn stop_with_log(mut self) -> String {
+        use std::io::Read;
+        let mut stderr = self.0.stderr.take().expect("stderr piped");
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+        let mut log = String::new();
+        stderr.read_to_string(&mut log).unwrap();
+        log
+    }
 }
 
 /// The `probity` binary as a command, without colour.
