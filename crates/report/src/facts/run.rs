@@ -104,7 +104,7 @@ pub fn why_not(why: &NotEstablished, c: &CheckSummary) -> String {
     };
     match *why {
         NotEstablished::NothingObserved => format!(
-            "nothing was judged; run it on at least {MIN_INPUTS} inputs"
+            "nothing was judged (no output, or every judgement erred: the errors say why); judged outputs of at least {MIN_INPUTS} inputs would settle it"
         ),
         NotEstablished::TooFewInputs {
             inputs,
