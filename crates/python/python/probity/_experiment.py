@@ -235,8 +235,9 @@ class Experiment:
         caller = Caller(self.system) if callable(self.system) else None
         path: Optional[str] = None
         if store is not None:
+            # The engine checks the text (a URL is refused, not made a
+            # file) and creates the file's folder.
             path = os.fspath(store)
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         doc, cells = _probity.run(
             text,
             os.getcwd(),
