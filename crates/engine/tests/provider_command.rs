@@ -91,6 +91,34 @@ async fn non_zero_exit_reports_status_and_stderr_tail() {
     assert!(err.to_string().contains("probity-prog"), "{err}");
 }
 
+/// A program that writes more than an output may be is stopped, the call
+/// failing with that cause (not a timeout, not a 100 MB output kept),
+/// even while it also fills stderr; one just under the limit is read whole.
+#[tokio::test]
+async fn an_output_over_the_limit_is_stopped_and_named() {
+    use probity_engine::provider::MAX_OUTPUT_BYTES;
+    let mut c = sh("cat >/dev/null; yes 'spam spam spam' >&2 & head -c 100000000 /dev/zero | tr '\\0' x");
+    c.timeout_s = 60.0;
+    let err = CommandProvider::new(c)
+        .unwrap()
+        .complete(&request("x"))
+        .await
+        .unwrap_err();
+    let ProviderError::Command(msg) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(msg.contains("more than 16 MiB to stdout"), "{msg}");
+    let just_under = MAX_OUTPUT_BYTES - 1;
+    let out = CommandProvider::new(sh(&format!(
+        "cat >/dev/null; head -c {just_under} /dev/zero | tr '\\0' y"
+    )))
+    .unwrap()
+    .complete(&request("x"))
+    .await
+    .unwrap();
+    assert_eq!(out.text.len() as u64, just_under);
+}
+
 #[tokio::test]
 async fn timeout_kills_the_child() {
     let mut c = sh("sleep 5; echo late");

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 /// What the command receives on stdin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -111,6 +111,43 @@ pub struct CommandProvider {
 /// How much of stderr a failure quotes (the end of it).
 const STDERR_TAIL: usize = 1000;
 
+/// The most stdout one call may write: an output, stored with the run and
+/// checked by every check, not a stream of data. A program that writes
+/// more is stopped and the call fails (the run's database would otherwise
+/// grow by whatever it wrote: 4 × 50 MB outputs made a 200 MB store).
+pub const MAX_OUTPUT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Up to `limit` bytes of `pipe` (empty without one); reading stops there.
+async fn read_at_most(pipe: Option<impl AsyncRead + Unpin>, limit: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Some(pipe) = pipe {
+        let _ = pipe.take(limit).read_to_end(&mut out).await;
+    }
+    out
+}
+
+/// All of `pipe` read, the last `4 × STDERR_TAIL` bytes kept: a program
+/// that writes much to stderr is never blocked on a full pipe, and memory
+/// stays bounded.
+async fn read_tail(pipe: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
+    let keep = 4 * STDERR_TAIL;
+    let mut tail = Vec::new();
+    let Some(mut pipe) = pipe else {
+        return tail;
+    };
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = pipe.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > 2 * keep {
+            tail.drain(..tail.len() - keep);
+        }
+    }
+    tail
+}
+
 impl CommandProvider {
     /// Validates the configuration (a non-empty argv, a positive timeout).
     pub fn new(config: CommandConfig) -> Result<Self, ConfigError> {
@@ -172,9 +209,30 @@ impl CommandProvider {
             }
             drop(stdin);
         };
-        let (_, output) = tokio::join!(writer, child.wait_with_output());
-        let output =
-            output.map_err(|e| ProviderError::Command(format!("waiting for {program:?}: {e}")))?;
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        // stderr is drained on a task of its own (a child blocked on a
+        // full stderr pipe would never finish its stdout); past the stdout
+        // limit the child is killed and stderr abandoned, whoever else
+        // holds it open (a child's own children).
+        let stderr = tokio::spawn(read_tail(stderr));
+        let (_, stdout) = tokio::join!(writer, read_at_most(stdout, MAX_OUTPUT_BYTES + 1));
+        if stdout.len() as u64 > MAX_OUTPUT_BYTES {
+            stderr.abort();
+            let _ = child.kill().await;
+            return Err(ProviderError::Command(format!(
+                "{program:?} wrote more than {} MiB to stdout; an output is at most that (it was stopped)",
+                MAX_OUTPUT_BYTES / (1024 * 1024)
+            )));
+        }
+        let status = child
+            .wait()
+            .await
+            .map_err(|e| ProviderError::Command(format!("waiting for {program:?}: {e}")))?;
+        let output = std::process::Output {
+            status,
+            stdout,
+            stderr: stderr.await.unwrap_or_default(),
+        };
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let stderr = stderr.trim_end();

@@ -25,7 +25,7 @@ pub(crate) mod types;
 pub(crate) mod util;
 
 pub use anthropic::{parse_message as parse_anthropic_message, AnthropicConfig, AnthropicProvider};
-pub use command::{CommandConfig, CommandProvider, StdinMode};
+pub use command::{CommandConfig, CommandProvider, StdinMode, MAX_OUTPUT_BYTES};
 pub use config::ProviderConfig;
 pub use error::ConfigError;
 pub use func::FnProvider;
