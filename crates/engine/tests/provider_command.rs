@@ -97,7 +97,8 @@ async fn non_zero_exit_reports_status_and_stderr_tail() {
 #[tokio::test]
 async fn an_output_over_the_limit_is_stopped_and_named() {
     use probity_engine::provider::MAX_OUTPUT_BYTES;
-    let mut c = sh("cat >/dev/null; yes 'spam spam spam' >&2 & head -c 100000000 /dev/zero | tr '\\0' x");
+    let mut c =
+        sh("cat >/dev/null; yes 'spam spam spam' >&2 & head -c 100000000 /dev/zero | tr '\\0' x");
     c.timeout_s = 60.0;
     let err = CommandProvider::new(c)
         .unwrap()

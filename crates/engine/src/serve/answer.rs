@@ -19,6 +19,28 @@ use axum::http::StatusCode;
 use probity_core::Cell;
 use serde_json::{json, Value};
 
+/// How a request's answer came about (module docs): its
+/// `x-probity-outcome` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Published,
+    NothingPassed,
+    CheckError,
+    UpstreamError,
+}
+
+impl Outcome {
+    /// The header's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Published => "published",
+            Outcome::NothingPassed => "nothing-passed",
+            Outcome::CheckError => "check-error",
+            Outcome::UpstreamError => "upstream-error",
+        }
+    }
+}
+
 /// The output to send, and how it came about.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Publish {
@@ -29,9 +51,9 @@ pub struct Publish {
     pub model: Option<String>,
     pub logprobs: Option<Value>,
     pub system_fingerprint: Option<String>,
-    /// `published`, or by policy the last output: `nothing-passed` or
-    /// `check-error` (module docs).
-    pub outcome: &'static str,
+    /// `Published`, or by policy the last output: `NothingPassed` or
+    /// `CheckError`.
+    pub outcome: Outcome,
 }
 
 /// What to answer.
@@ -42,7 +64,7 @@ pub enum Verdict {
     Refuse {
         status: StatusCode,
         body: Value,
-        outcome: &'static str,
+        outcome: Outcome,
     },
 }
 
@@ -86,7 +108,7 @@ impl Deciding<'_> {
 pub fn decide(outcome: &GuardOutcome, policy: NothingPassed, checks: &Deciding<'_>) -> Verdict {
     match outcome {
         GuardOutcome::Published { output, attempts } => {
-            Verdict::Publish(publish(output, attempts.last(), "published"))
+            Verdict::Publish(publish(output, attempts.last(), Outcome::Published))
         }
         GuardOutcome::NothingPassed { attempts, stop } => {
             let last = attempts.iter().rev().find(|a| a.output.is_some());
@@ -96,9 +118,9 @@ pub fn decide(outcome: &GuardOutcome, policy: NothingPassed, checks: &Deciding<'
                     a.output.as_deref().unwrap_or_default(),
                     Some(a),
                     if unjudged.is_empty() {
-                        "nothing-passed"
+                        Outcome::NothingPassed
                     } else {
-                        "check-error"
+                        Outcome::CheckError
                     },
                 )),
                 (_, Some(_)) if !unjudged.is_empty() => {
@@ -120,7 +142,7 @@ pub fn decide(outcome: &GuardOutcome, policy: NothingPassed, checks: &Deciding<'
                     Verdict::Refuse {
                         status,
                         body,
-                        outcome: "check-error",
+                        outcome: Outcome::CheckError,
                     }
                 }
                 (_, Some(_)) => {
@@ -136,7 +158,7 @@ pub fn decide(outcome: &GuardOutcome, policy: NothingPassed, checks: &Deciding<'
                     Verdict::Refuse {
                         status: StatusCode::UNPROCESSABLE_ENTITY,
                         body,
-                        outcome: "nothing-passed",
+                        outcome: Outcome::NothingPassed,
                     }
                 }
                 (_, None) => upstream_failure(attempts, *stop),
@@ -178,7 +200,7 @@ fn upstream_failure(attempts: &[Attempt], stop: Stop) -> Verdict {
     Verdict::Refuse {
         status,
         body: refusal(status, kind, message, attempts),
-        outcome: "upstream-error",
+        outcome: Outcome::UpstreamError,
     }
 }
 
@@ -210,7 +232,7 @@ fn attempt_json(a: &Attempt) -> Value {
     })
 }
 
-fn publish(output: &str, attempt: Option<&Attempt>, outcome: &'static str) -> Publish {
+fn publish(output: &str, attempt: Option<&Attempt>, outcome: Outcome) -> Publish {
     let meta = attempt.and_then(|a| a.meta.as_deref());
     match meta {
         Some(m) => Publish {
@@ -468,7 +490,7 @@ mod tests {
             model: Some("up".into()),
             logprobs: None,
             system_fingerprint: None,
-            outcome: "published",
+            outcome: Outcome::Published,
         };
         let c = chunks(&h, &p, Usage::of(3, 2), true);
         assert_eq!(c[0]["choices"][0]["delta"]["role"], "assistant");

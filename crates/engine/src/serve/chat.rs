@@ -5,7 +5,7 @@
 //! answer is held until every check has passed: not one byte of a failing
 //! attempt is ever sent.
 
-use super::answer::{self, Cost, Header, Publish, Verdict, DONE, KEEPALIVE};
+use super::answer::{self, Cost, Header, Outcome, Publish, Verdict, DONE, KEEPALIVE};
 use super::request::{self, ClientRequest};
 use super::state::{AttemptLabel, ServeState};
 use crate::provider::openai_wire::error_body;
@@ -343,14 +343,17 @@ fn finish(
     (verdict, answer::usage(attempts))
 }
 
-fn set_headers(resp: &mut Response, cost: &Cost, outcome: &'static str, pinned: &[String]) {
+fn set_headers(resp: &mut Response, cost: &Cost, outcome: Outcome, pinned: &[String]) {
     let h = resp.headers_mut();
     for (name, value) in cost.headers() {
         if let Ok(v) = HeaderValue::from_str(&value) {
             h.insert(name, v);
         }
     }
-    h.insert("x-probity-outcome", HeaderValue::from_static(outcome));
+    h.insert(
+        "x-probity-outcome",
+        HeaderValue::from_static(outcome.as_str()),
+    );
     if !pinned.is_empty() {
         if let Ok(v) = HeaderValue::from_str(&pinned.join(", ")) {
             h.insert("x-probity-pinned", v);
