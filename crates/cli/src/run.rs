@@ -208,30 +208,63 @@ fn text_of(path: &Path, sets: &[Set]) -> Result<String, Failure> {
     set::apply(text, sets).map_err(Failure::usage)
 }
 
-pub async fn run(args: RunArgs) -> Result<u8, Failure> {
-    if args.outputs == Some(0) {
-        return Err(Failure::usage("--outputs must be at least 1"));
-    }
-    if args.concurrency == Some(0) {
-        return Err(Failure::usage("--concurrency must be at least 1"));
-    }
-    // Flags are named as flags, not as the file's fields they replace.
+/// `--outputs` and `--concurrency` as the settings they replace, checked
+/// and named as the flags, not as the file's fields.
+fn overrides(args: &RunArgs) -> Result<Overrides, Failure> {
     use probity_engine::config::bounds::{MAX_CONCURRENCY, MAX_OUTPUTS_PER_INPUT};
-    if let Some(m) = args.outputs.filter(|&m| m > MAX_OUTPUTS_PER_INPUT) {
-        return Err(Failure::usage(format!(
-            "--outputs {m} is more than {MAX_OUTPUTS_PER_INPUT}"
-        )));
+    match args.outputs {
+        Some(0) => return Err(Failure::usage("--outputs must be at least 1")),
+        Some(m) if m > MAX_OUTPUTS_PER_INPUT => {
+            return Err(Failure::usage(format!(
+                "--outputs {m} is more than {MAX_OUTPUTS_PER_INPUT}"
+            )))
+        }
+        _ => {}
     }
-    if let Some(c) = args.concurrency.filter(|&c| c > MAX_CONCURRENCY) {
-        return Err(Failure::usage(format!(
-            "--concurrency {c} is more than {MAX_CONCURRENCY}"
-        )));
+    match args.concurrency {
+        Some(0) => return Err(Failure::usage("--concurrency must be at least 1")),
+        Some(c) if c > MAX_CONCURRENCY => {
+            return Err(Failure::usage(format!(
+                "--concurrency {c} is more than {MAX_CONCURRENCY}"
+            )))
+        }
+        _ => {}
     }
     // The flags replace the file's settings before any check of its size.
-    let overrides = Overrides {
+    Ok(Overrides {
         outputs_per_input: args.outputs,
         concurrency: args.concurrency,
-    };
+    })
+}
+
+/// The configuration of a run of one system (no `[[variant]]` tables),
+/// `text` being the file with its `--set`s applied; the file and its
+/// inputs are protected from the run's outputs.
+fn load(args: &RunArgs, text: &str, overrides: &Overrides) -> Result<Config, Failure> {
+    let config = Config::from_str_with(text, &args.config, overrides).map_err(|e| {
+        Failure::usage(blame_sets(
+            &e.to_string(),
+            &args.config,
+            &args.sets,
+            overrides,
+        ))
+    })?;
+    if config.name.contains('/') {
+        return Err(Failure::usage(format!(
+            "{}: {}",
+            args.config.display(),
+            variant::slash_in_name(&config.name)
+        )));
+    }
+    if let Some(inputs) = &config.file.experiment.inputs {
+        let base = args.config.parent().unwrap_or(Path::new("."));
+        crate::protected::protect("the inputs file", &base.join(inputs));
+    }
+    Ok(config)
+}
+
+pub async fn run(args: RunArgs) -> Result<u8, Failure> {
+    let overrides = overrides(&args)?;
     let text = text_of(&args.config, &args.sets)?;
     if let Some(variants) =
         variant::parse(&text, &args.config).map_err(|e| Failure::usage(e.to_string()))?
@@ -270,25 +303,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             args.config.display()
         )));
     }
-    let config = Config::from_str_with(&text, &args.config, &overrides).map_err(|e| {
-        Failure::usage(blame_sets(
-            &e.to_string(),
-            &args.config,
-            &args.sets,
-            &overrides,
-        ))
-    })?;
-    if config.name.contains('/') {
-        return Err(Failure::usage(format!(
-            "{}: {}",
-            args.config.display(),
-            variant::slash_in_name(&config.name)
-        )));
-    }
-    if let Some(inputs) = &config.file.experiment.inputs {
-        let base = args.config.parent().unwrap_or(Path::new("."));
-        crate::protected::protect("the inputs file", &base.join(inputs));
-    }
+    let config = load(&args, &text, &overrides)?;
     // The configuration's hash and store are all that is needed of it
     // after this.
     let hash = config.hash.clone();
@@ -300,7 +315,6 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         experiment = experiment.sequential();
     }
     let total = (experiment.inputs.len() * experiment.outputs_per_input) as u64;
-    let mut left = total;
     let mut store = args.store.open_for(store_table.as_ref())?;
     // Before any call: a report aimed at the store, the file or its inputs
     // is refused now, not after the run was paid for.
@@ -309,72 +323,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         Some(spec) => Some(args.store.resolve(&store, spec)?),
         None => None,
     };
-    let join = match &args.join {
-        None => None,
-        Some(Some(spec)) => Some(args.store.resolve(&store, spec)?),
-        Some(None) => Some(
-            store
-                .resumable_run(&hash)
-                .map_err(|e| Failure::incomplete(e.to_string()))?
-                .ok_or_else(|| {
-                    Failure::usage(format!(
-                        "nothing to work on: {} holds no unfinished run of {} (start one with `probity run --shared`)",
-                        store.location(),
-                        args.config.display()
-                    ))
-                })?,
-        ),
-    };
-    if let Some(id) = join {
-        let stored = store
-            .sample_count(id)
-            .map_err(|e| Failure::incomplete(e.to_string()))?;
-        eprintln!("working on run {id}: {stored} of {total} samples stored");
-        left = total.saturating_sub(stored as u64);
-    }
-    if args.resume {
-        match store
-            .resumable_run(&hash)
-            .map_err(|e| Failure::incomplete(e.to_string()))?
-        {
-            Some(id) => {
-                let stored = store
-                    .sample_count(id)
-                    .map_err(|e| Failure::incomplete(e.to_string()))?;
-                eprintln!("resuming run {id}: {stored} of {total} samples stored");
-                left = total.saturating_sub(stored as u64);
-            }
-            None => {
-                // The configuration as overridden is what is hashed: an
-                // unfinished run of this name with another hash was made
-                // with other settings (a changed file, other --set flags).
-                let other = store
-                    .latest_named(&experiment.name)
-                    .ok()
-                    .flatten()
-                    .and_then(|id| store.run(id).ok())
-                    .filter(|r| r.status != RunStatus::Complete);
-                let what = match other {
-                    Some(r) => format!(
-                        "holds no unfinished run of {} as configured now; run {} of {:?} is unfinished but was started with another configuration (config {}): resume it with the file and --set flags it was started with, or run without --resume to start a new one",
-                        args.config.display(),
-                        r.id,
-                        experiment.name,
-                        r.config_hash.chars().take(12).collect::<String>()
-                    ),
-                    None => format!(
-                        "holds no unfinished run of {} (run without --resume to start one)",
-                        args.config.display()
-                    ),
-                };
-                return Err(Failure::usage(format!(
-                    "nothing to resume: {} {what}",
-                    store.location()
-                )));
-            }
-        }
-    }
-
+    let (join, left) = samples_left(&args, &store, &hash, &experiment.name, total)?;
     check_pace(&args.config, &experiment, left)?;
 
     let (cancel_tx, cancel) = tokio::sync::watch::channel(false);
@@ -414,6 +363,98 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     // (hundreds of megabytes for a million) are not needed beside it.
     drop(display);
     drop(experiment);
+    conclude(&args, &store, outcome, total)
+}
+
+/// For `probity work` (`join`) and `--resume`: the run to continue and the
+/// samples of `total` still to take; a usage error when there is none.
+/// `hash` is the configuration's as overridden, `name` the experiment's.
+fn samples_left(
+    args: &RunArgs,
+    store: &probity_engine::store::Store,
+    hash: &str,
+    name: &str,
+    total: u64,
+) -> Result<(Option<i64>, u64), Failure> {
+    let mut left = total;
+    let join = match &args.join {
+        None => None,
+        Some(Some(spec)) => Some(args.store.resolve(store, spec)?),
+        Some(None) => Some(
+            store
+                .resumable_run(hash)
+                .map_err(|e| Failure::incomplete(e.to_string()))?
+                .ok_or_else(|| {
+                    Failure::usage(format!(
+                        "nothing to work on: {} holds no unfinished run of {} (start one with `probity run --shared`)",
+                        store.location(),
+                        args.config.display()
+                    ))
+                })?,
+        ),
+    };
+    if let Some(id) = join {
+        let stored = store
+            .sample_count(id)
+            .map_err(|e| Failure::incomplete(e.to_string()))?;
+        eprintln!("working on run {id}: {stored} of {total} samples stored");
+        left = total.saturating_sub(stored as u64);
+    }
+    if args.resume {
+        match store
+            .resumable_run(hash)
+            .map_err(|e| Failure::incomplete(e.to_string()))?
+        {
+            Some(id) => {
+                let stored = store
+                    .sample_count(id)
+                    .map_err(|e| Failure::incomplete(e.to_string()))?;
+                eprintln!("resuming run {id}: {stored} of {total} samples stored");
+                left = total.saturating_sub(stored as u64);
+            }
+            None => {
+                // The configuration as overridden is what is hashed: an
+                // unfinished run of this name with another hash was made
+                // with other settings (a changed file, other --set flags).
+                let other = store
+                    .latest_named(name)
+                    .ok()
+                    .flatten()
+                    .and_then(|id| store.run(id).ok())
+                    .filter(|r| r.status != RunStatus::Complete);
+                let what = match other {
+                    Some(r) => format!(
+                        "holds no unfinished run of {} as configured now; run {} of {:?} is unfinished but was started with another configuration (config {}): resume it with the file and --set flags it was started with, or run without --resume to start a new one",
+                        args.config.display(),
+                        r.id,
+                        name,
+                        r.config_hash.chars().take(12).collect::<String>()
+                    ),
+                    None => format!(
+                        "holds no unfinished run of {} (run without --resume to start one)",
+                        args.config.display()
+                    ),
+                };
+                return Err(Failure::usage(format!(
+                    "nothing to resume: {} {what}",
+                    store.location()
+                )));
+            }
+        }
+    }
+
+    Ok((join, left))
+}
+
+/// The run's report and exit once it ended: a stopped run's error (with the
+/// documents CI asked for), else the report with its comparison, and the
+/// verdict's code, or the error of a broken check or an incomplete run.
+fn conclude(
+    args: &RunArgs,
+    store: &probity_engine::store::Store,
+    outcome: probity_engine::RunOutcome,
+    total: u64,
+) -> Result<u8, Failure> {
     let run_id = outcome.stored_id();
     if let Some(halt) = outcome.halt.clone() {
         print_causes(&outcome);
@@ -425,7 +466,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             let record = store
                 .run(run_id)
                 .map_err(|e| Failure::incomplete(e.to_string()))?;
-            args.out.emit(&outcome_report(&store, record, outcome)?)?;
+            args.out.emit(&outcome_report(store, record, outcome)?)?;
         }
         if halt.is_configuration() {
             // A broken check: fixing it changes the configuration, so the
@@ -446,7 +487,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let record = store.run(run_id).map_err(fail)?;
     let comparison = match &args.baseline {
         Some(spec) => crate::compare::against_baseline(
-            &store,
+            store,
             spec,
             RunTensor {
                 record: &record,
@@ -459,7 +500,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let broken = outcome.broken();
     print_causes(&outcome);
     let status = outcome.status;
-    let mut report = outcome_report(&store, record, outcome)?;
+    let mut report = outcome_report(store, record, outcome)?;
     let passed = report.passed();
     report.baseline = comparison;
     args.out.emit(&report)?;
