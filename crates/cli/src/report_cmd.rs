@@ -156,12 +156,18 @@ pub fn runs(args: &RunsArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// How many of run `r`'s checks pass, from the decisions stored when it
-/// finished; a run without them (being written, from `probity serve`, or
+/// How many of run `r`'s checks pass (`no verdict` when every one is
+/// open), from the decisions stored when it finished; a run without them (being written, from `probity serve`, or
 /// stored before they were) is rebuilt from its samples.
 fn tally(store: &probity_engine::store::Store, r: &RunRecord) -> String {
+    // A run whose every check is open (nothing judged, no traffic yet)
+    // has no verdict: "0/2 pass" would read as two failures.
     let count = |decisions: &mut dyn Iterator<Item = Decision>, of: usize| {
-        let passed = decisions.filter(|d| *d == Decision::Pass).count();
+        let decisions: Vec<Decision> = decisions.collect();
+        if of > 0 && decisions.iter().all(|d| *d == Decision::Inconclusive) {
+            return "no verdict".to_string();
+        }
+        let passed = decisions.iter().filter(|d| **d == Decision::Pass).count();
         format!("{passed}/{of} pass")
     };
     if let Some(v) = &r.verdicts {

@@ -106,6 +106,12 @@ fn a_wrong_key_stops_the_run_with_its_cause_not_a_verdict() {
     let out = probity(dir.path(), &["report", "1", "--check"]);
     assert_eq!(out.status.code(), Some(3));
     assert!(!text(&out.stdout).contains("sk-wrong"));
+    let runs = text(&probity(dir.path(), &["runs"]).stdout);
+    assert!(
+        runs.lines()
+            .any(|l| l.trim_start().starts_with("1 ") && l.ends_with("no verdict")),
+        "{runs}"
+    );
     let report = text(&out.stdout);
     assert!(
         report.contains("NO VERDICT: no output was judged"),

@@ -219,7 +219,8 @@ impl Summary {
 
 /// A verdict from an anytime-valid interval: established pass iff lower ≥
 /// `threshold`, fail iff upper < it; otherwise open, by the verdict `mode`
-/// at `estimate`.
+/// at `estimate`. Before any request: inconclusive in every mode (no
+/// traffic is not a failure).
 fn decide(
     requests: u64,
     estimate: f64,
@@ -227,9 +228,12 @@ fn decide(
     threshold: f64,
     mode: VerdictMode,
 ) -> (Decision, bool) {
-    if requests > 0 && interval.lower >= threshold {
+    if requests == 0 {
+        return (Decision::Inconclusive, false);
+    }
+    if interval.lower >= threshold {
         (Decision::Pass, true)
-    } else if requests > 0 && interval.upper < threshold {
+    } else if interval.upper < threshold {
         (Decision::Fail, true)
     } else {
         let open = match mode {
