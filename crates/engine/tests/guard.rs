@@ -300,6 +300,54 @@ async fn a_checks_error_is_never_fed_back_to_the_model() {
     );
 }
 
+/// An output no check failed but one could not judge is not retried:
+/// another output would not mend the check (a judge that is down, a broken
+/// expression), and each retry would cost a call for nothing.
+#[tokio::test]
+async fn an_output_a_check_cannot_judge_is_not_retried() {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    let provider: Arc<dyn Provider> = Arc::new(FnProvider::new(move |req| {
+        log.lock()
+            .unwrap()
+            .push(req.messages.last().unwrap().content.clone());
+        Ok(Completion {
+            text: "fine".into(),
+            ..Default::default()
+        })
+    }));
+    let checks = Checks {
+        validators: vec![
+            Validator::new("ok").check(|_: &str| true),
+            Validator::new("broken").check_verdict(|_, _| probity_core::Verdict::Error {
+                reason: "judge down".into(),
+            }),
+        ],
+        verifiers: vec![],
+        ..Checks::default()
+    };
+    let guard = Guard::new(
+        provider,
+        Arc::new(checks),
+        RetryPolicy {
+            attempts: 5,
+            ..RetryPolicy::default()
+        },
+        Arc::new(Caller::default()),
+    )
+    .unwrap();
+    let msgs = [Message {
+        role: Role::User,
+        content: "Hi".into(),
+    }];
+    let out = guard.run(&msgs, &Input::text("1", "Hi"), 0).await;
+    let GuardOutcome::NothingPassed { attempts, stop } = out else {
+        panic!("nothing should pass")
+    };
+    assert_eq!((attempts.len(), stop), (1, Stop::Unjudged));
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
 /// A guard on the simulator (`latency_ms` per call) whose only check never
 /// passes, asked "Hi" once under `policy`.
 async fn never_passing(latency_ms: u64, policy: RetryPolicy) -> GuardOutcome {

@@ -145,6 +145,10 @@ pub enum Stop {
     /// 429): the same request would be refused again, so no attempt
     /// follows.
     Refused,
+    /// No check failed the output, but one could not judge it (a broken
+    /// expression, a judge that did not answer): another output would not
+    /// mend the check, so no attempt follows.
+    Unjudged,
 }
 
 /// The guard's answer.
@@ -473,9 +477,18 @@ impl Guard {
                     attempts,
                 };
             }
+            if self.unjudged(&attempts[attempts.len() - 1]) {
+                return GuardOutcome::NothingPassed {
+                    attempts,
+                    stop: Stop::Unjudged,
+                };
+            }
             if self.policy.feedback && number < max_attempts {
-                if let Some(prev) = &output {
-                    let reasons = &attempts[attempts.len() - 1].feedback;
+                let reasons = &attempts[attempts.len() - 1].feedback;
+                // No reason (only checks that could not judge, or cells
+                // never reached): a plain retry, never "rejected for these
+                // reasons:" with none.
+                if let (Some(prev), false) = (&output, reasons.is_empty()) {
                     // A feedback template that cannot render for this input
                     // leaves the messages as they were: a plain retry.
                     if let Ok(next) = self.feedback.apply(messages, input.input(), prev, reasons) {
@@ -488,6 +501,15 @@ impl Guard {
             attempts,
             stop: Stop::Exhausted,
         }
+    }
+
+    /// Whether `a` has an output that no deciding check failed but one
+    /// could not judge.
+    fn unjudged(&self, a: &Attempt) -> bool {
+        let cell = |k: usize| a.cells.get(k).copied().unwrap_or(Cell::Missing);
+        a.output.is_some()
+            && !self.columns.iter().any(|&k| cell(k) == Cell::Fail)
+            && self.columns.iter().any(|&k| cell(k) == Cell::Error)
     }
 
     fn timed_out(&self, number: u32) -> Attempt {

@@ -213,6 +213,7 @@ fn tally(attempts: &[Attempt], stop: Stop) -> String {
             Stop::Exhausted => "attempts exhausted",
             Stop::Deadline => "deadline",
             Stop::Refused => "the upstream refused the request",
+            Stop::Unjudged => "a check could not judge the output",
         }
     )
 }
