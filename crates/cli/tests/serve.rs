@@ -396,4 +396,32 @@ async fn a_broken_check_is_a_guard_error_not_a_rejection() {
     let r = hello(&guard).await.unwrap();
     assert_eq!(r.status(), 502);
     assert_eq!(r.headers()["x-probity-outcome"], "upstream-error");
+    // Counted as what it was: an upstream failure, not a check's error nor
+    // a rejection by the checks.
+    let metrics = client
+        .get(format!("http://{}/metrics", guard.1))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let count = |name: &str| {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .map(str::to_string)
+    };
+    assert_eq!(
+        count("probity_upstream_failed_total ").as_deref(),
+        Some("1"),
+        "{metrics}"
+    );
+    assert_eq!(
+        count("probity_nothing_passed_total ").as_deref(),
+        Some("0"),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("cell=\"error\""), "{metrics}");
 }

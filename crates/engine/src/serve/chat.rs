@@ -311,14 +311,16 @@ fn finish(
             })
             .inc_by(used);
     }
-    if let Some(first) = attempts.first() {
+    // An attempt without an output (the upstream failed) is no verdict of
+    // any check: its Error cells are the upstream's, not the checks'.
+    if let Some(first) = attempts.first().filter(|a| a.output.is_some()) {
         m.count_cells(&st.check_names, "first", &first.cells);
         st.live.announce(st.live.observe(0, &first.cells));
     }
     // The final attempt: published, or the last tried when none passed (a
     // request that got no passing answer counts against the checks its
     // last attempt failed).
-    if let Some(last) = attempts.last() {
+    if let Some(last) = attempts.last().filter(|a| a.output.is_some()) {
         m.count_cells(&st.check_names, "published", &last.cells);
         st.live.announce(st.live.observe(1, &last.cells));
     }
@@ -327,17 +329,18 @@ fn finish(
         columns: st.guard.columns(),
     };
     let verdict = answer::decide(outcome, st.policy, &deciding);
-    match (&verdict, outcome) {
-        (_, GuardOutcome::Published { .. }) => {
-            m.published.inc();
-        }
-        (Verdict::Publish(_), _) => {
-            m.nothing_passed.inc();
-        }
-        (Verdict::Refuse { .. }, _) => {
+    let answered = match &verdict {
+        Verdict::Publish(p) => p.outcome,
+        Verdict::Refuse { outcome, .. } => {
             m.rejected.inc();
-            m.nothing_passed.inc();
+            *outcome
         }
+    };
+    match answered {
+        Outcome::Published => m.published.inc(),
+        Outcome::NothingPassed => m.nothing_passed.inc(),
+        Outcome::CheckError => m.unjudged.inc(),
+        Outcome::UpstreamError => m.upstream_failed.inc(),
     };
     m.update_pass_rate();
     (verdict, answer::usage(attempts))

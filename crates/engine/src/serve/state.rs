@@ -46,7 +46,12 @@ pub struct Metrics {
     pub registry: Registry,
     pub requests: Counter,
     pub published: Counter,
+    /// Outcome `nothing-passed`: the checks failed every output.
     pub nothing_passed: Counter,
+    /// Outcome `check-error`: a check could not judge the output.
+    pub unjudged: Counter,
+    /// Outcome `upstream-error`: no attempt produced an output.
+    pub upstream_failed: Counter,
     pub rejected: Counter,
     pub attempts: Counter,
     pub attempt_errors: Counter,
@@ -112,7 +117,15 @@ impl Default for Metrics {
         );
         let nothing_passed = counter(
             "probity_nothing_passed",
-            "Requests where no attempt passed.",
+            "Requests whose every output a check failed (outcome nothing-passed).",
+        );
+        let unjudged = counter(
+            "probity_unjudged",
+            "Requests whose output no check failed but one could not judge (outcome check-error).",
+        );
+        let upstream_failed = counter(
+            "probity_upstream_failed",
+            "Requests for which the upstream produced no output (outcome upstream-error).",
         );
         let rejected = counter(
             "probity_rejected",
@@ -239,6 +252,8 @@ impl Default for Metrics {
             requests,
             published,
             nothing_passed,
+            unjudged,
+            upstream_failed,
             rejected,
             attempts,
             attempt_errors,
@@ -343,7 +358,10 @@ impl Metrics {
     /// Refresh the pass-rate gauge from the counters.
     pub fn update_pass_rate(&self) {
         let published = self.published.get();
-        let done = published + self.nothing_passed.get();
+        let done = published
+            + self.nothing_passed.get()
+            + self.unjudged.get()
+            + self.upstream_failed.get();
         if done > 0 {
             self.pass_rate.set(published as f64 / done as f64);
         }
