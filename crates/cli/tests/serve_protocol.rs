@@ -429,6 +429,58 @@ async fn a_streamed_upstream_answer_is_abandoned_once_its_prefix_fails() {
     assert!(attempts[1].published);
 }
 
+/// Under `on_nothing_passed = "last"` the published output is a whole
+/// answer: attempts are cut short on a failing prefix, but not the final
+/// one, which may be published (before, its prefix went out as a complete
+/// answer, `finish_reason: "stop"`, usage 0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_output_published_is_whole_never_a_cut_prefix() {
+    let (up, _, written) = fake_streaming_upstream(Box::new(|_, _| {
+        let mut events = vec![chunk("Well, "), chunk("the "), chunk("CANARY ")];
+        events.extend((0..40).map(|_| chunk("filler ")));
+        events.push(json!({"id": "s", "object": "chat.completion.chunk", "created": 1, "model": "up-model-s",
+            "choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 43, "total_tokens": 47}}));
+        (200, json!({ SSE: events }))
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("guard.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "name = \"proto\"\ncall_attempts = 1\non_nothing_passed = \"last\"\n[upstream]\nprovider = \"openai\"\nbase_url = \"http://{up}/v1\"\nmodel = \"up-model\"\n[retry]\nattempts = 3\n[[validator]]\nname = \"c\"\nmessage = \"no canary\"\nkind = \"not-contains\"\nvalue = \"CANARY\"\n"
+        ),
+    )
+    .unwrap();
+    let g = start(serve_cmd(dir.path(), &config));
+    let (status, headers, text) = post(
+        &g.1,
+        &json!({"messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(headers["x-probity-outcome"], "nothing-passed");
+    assert_eq!(headers["x-probity-attempts"], "3");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let content = v["choices"][0]["message"]["content"].as_str().unwrap();
+    assert_eq!(
+        content,
+        format!("Well, the CANARY {}", "filler ".repeat(40)),
+        "{text}"
+    );
+    assert_eq!(v["usage"]["completion_tokens"], 43, "{text}");
+    for _ in 0..100 {
+        if written.lock().unwrap().len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // The first two were cut short; the final one was read to its end.
+    let written = written.lock().unwrap().clone();
+    assert_eq!(written.len(), 3, "{written:?}");
+    assert!(written[0] < 12 && written[1] < 12, "{written:?}");
+    assert_eq!(written[2], 45, "{written:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_goes_away_cancels_the_upstream_call() {
     // Each answer streams 45 events over about a second.

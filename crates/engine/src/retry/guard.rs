@@ -76,6 +76,10 @@ pub struct Attempt {
     /// 4xx, 5xx), so a client can be told the upstream refused it.
     #[serde(skip)]
     pub upstream_status: Option<u16>,
+    /// Abandoned on a prefix that settled a failure
+    /// ([`Guard::cutting_streams`]): `output` is that prefix, not an answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
 }
 
 impl Attempt {
@@ -131,6 +135,14 @@ impl Attempt {
             reasons: self.reasons.clone(),
         }
     }
+}
+
+/// Which attempt is made, and whether a failing prefix may cut it short
+/// ([`Guard::keeping_the_last_attempt_whole`]).
+#[derive(Debug, Clone, Copy)]
+struct Turn {
+    number: u32,
+    may_cut: bool,
 }
 
 /// Why a guard stopped without publishing.
@@ -199,6 +211,9 @@ pub struct Guard {
     /// them and abandon one as soon as its prefix fails a deciding
     /// validator ([`Guard::cutting_streams`]).
     cut_streams: bool,
+    /// The final attempt is asked for whole even when streams are cut
+    /// ([`Guard::keeping_the_last_attempt_whole`]).
+    whole_last: bool,
 }
 
 impl Guard {
@@ -217,6 +232,7 @@ impl Guard {
             fingerprint,
             keyed: false,
             cut_streams: false,
+            whole_last: false,
             outputs: None,
             provider,
             checks,
@@ -270,6 +286,14 @@ impl Guard {
         self
     }
 
+    /// With [`Guard::cutting_streams`]: never cut the final attempt, so
+    /// that when nothing passes the last output is a whole answer — for a
+    /// guard that then publishes it (`on_nothing_passed = "last"`).
+    pub fn keeping_the_last_attempt_whole(mut self) -> Self {
+        self.whole_last = true;
+        self
+    }
+
     /// Whether the prefix `text` settles a deciding validator's failure.
     fn settled(&self, text: &str) -> bool {
         let validators = &self.checks.validators;
@@ -315,6 +339,7 @@ impl Guard {
             cache_key: key,
             meta: a.meta,
             upstream_status: None,
+            cut: true,
         }
     }
 
@@ -428,7 +453,11 @@ impl Guard {
                 };
             }
             let known = first.take();
-            let work = self.attempt(&current, input, repetition, number, known, wire);
+            let turn = Turn {
+                number,
+                may_cut: !(self.whole_last && number == max_attempts),
+            };
+            let work = self.attempt(&current, input, repetition, turn, known, wire);
             let limit = match (attempt_timeout, deadline) {
                 (Some(t), Some(d)) => Some((tokio::time::Instant::now() + t).min(d)),
                 (Some(t), None) => Some(tokio::time::Instant::now() + t),
@@ -530,6 +559,7 @@ impl Guard {
             cache_key: None,
             meta: None,
             upstream_status: None,
+            cut: false,
         }
     }
 
@@ -538,10 +568,11 @@ impl Guard {
         messages: &[Message],
         input: &PreparedInput<'_>,
         repetition: u32,
-        number: u32,
+        turn: Turn,
         known: Option<Result<Answer, CallFailure>>,
         wire: Option<&WireRequest>,
     ) -> Attempt {
+        let Turn { number, may_cut } = turn;
         let key = (self.keyed || self.outputs.is_some())
             .then(|| attempt_key(&self.fingerprint, messages, repetition as usize, number - 1));
         let hit = match (&self.outputs, &key, &known) {
@@ -562,7 +593,14 @@ impl Guard {
                     input: input.input().clone(),
                 };
                 let settled = |text: &str| self.settled(text);
-                let cut: Option<CutWhen<'_>> = self.cut_streams.then_some(&settled);
+                // The final attempt kept whole is still streamed (the same
+                // request as the others), only never cut.
+                let never = |_: &str| false;
+                let cut: Option<CutWhen<'_>> = match (self.cut_streams, may_cut) {
+                    (false, _) => None,
+                    (true, true) => Some(&settled),
+                    (true, false) => Some(&never),
+                };
                 let answer = match wire {
                     Some(wire) => {
                         self.caller
@@ -618,6 +656,7 @@ impl Guard {
                     cache_key: key,
                     meta: a.meta,
                     upstream_status: None,
+                    cut: false,
                 }
             }
             Err((e, tries)) => Attempt {
@@ -636,6 +675,7 @@ impl Guard {
                 feedback: Vec::new(),
                 cache_key: None,
                 meta: None,
+                cut: false,
             },
         }
     }

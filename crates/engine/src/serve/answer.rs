@@ -112,9 +112,16 @@ pub fn decide(outcome: &GuardOutcome, policy: NothingPassed, checks: &Deciding<'
         }
         GuardOutcome::NothingPassed { attempts, stop } => {
             let last = attempts.iter().rev().find(|a| a.output.is_some());
+            // What "last" publishes: the last whole output. A cut attempt's
+            // is a prefix, not an answer (the final attempt is kept whole
+            // under "last", but a deadline may stop the attempts first).
+            let publishable = match policy {
+                NothingPassed::Last => attempts.iter().rev().find(|a| a.output.is_some() && !a.cut),
+                NothingPassed::Error => None,
+            };
             let unjudged = last.map(|a| checks.unjudged(a)).unwrap_or_default();
-            match (policy, last) {
-                (NothingPassed::Last, Some(a)) => Verdict::Publish(publish(
+            match (publishable, last) {
+                (Some(a), _) => Verdict::Publish(publish(
                     a.output.as_deref().unwrap_or_default(),
                     Some(a),
                     if unjudged.is_empty() {
@@ -123,7 +130,7 @@ pub fn decide(outcome: &GuardOutcome, policy: NothingPassed, checks: &Deciding<'
                         Outcome::CheckError
                     },
                 )),
-                (_, Some(_)) if !unjudged.is_empty() => {
+                (None, Some(_)) if !unjudged.is_empty() => {
                     let status = StatusCode::INTERNAL_SERVER_ERROR;
                     let which: Vec<String> = unjudged
                         .iter()
@@ -145,7 +152,7 @@ pub fn decide(outcome: &GuardOutcome, policy: NothingPassed, checks: &Deciding<'
                         outcome: Outcome::CheckError,
                     }
                 }
-                (_, Some(_)) => {
+                (None, Some(_)) => {
                     let body = refusal(
                         StatusCode::UNPROCESSABLE_ENTITY,
                         "guard_rejected",
@@ -161,7 +168,7 @@ pub fn decide(outcome: &GuardOutcome, policy: NothingPassed, checks: &Deciding<'
                         outcome: Outcome::NothingPassed,
                     }
                 }
-                (_, None) => upstream_failure(attempts, *stop),
+                (None, None) => upstream_failure(attempts, *stop),
             }
         }
     }

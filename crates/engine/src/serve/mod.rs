@@ -217,6 +217,10 @@ pub async fn open(
         .with_judging(recording.judging(true, true));
     if c.stream_upstream {
         guard = guard.cutting_streams();
+        if c.on_nothing_passed == NothingPassed::Last {
+            // The last output may be published: it must be whole.
+            guard = guard.keeping_the_last_attempt_whole();
+        }
     }
     let state = Arc::new(ServeState {
         guard,
