@@ -108,6 +108,16 @@ pub(crate) fn endpoint(base: &str, path: &str, field: &str) -> Result<String, Co
     Ok(url.to_string())
 }
 
+/// Whether a header carries a credential by its name (`Authorization`,
+/// `x-api-key`, `Cookie`, a `…-Token`): its value must come from the
+/// environment.
+fn credential_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["auth", "key", "token", "secret", "cookie", "password"]
+        .iter()
+        .any(|s| name.contains(s))
+}
+
 /// Whether a URL query key names a credential (`key`, `api_key`, `token`,
 /// `sig`, `password`, …), whose value is then never shown; others
 /// (`api-version`) are.
@@ -157,10 +167,20 @@ pub(crate) fn shown_url(url: &str) -> String {
 }
 
 /// Configured headers with their `${ENV:NAME}` references substituted,
-/// kept as secrets (they often carry credentials).
+/// kept as secrets (they often carry credentials). A credential header
+/// ([`credential_header`]) written as a literal value is refused: the
+/// configuration is stored with every run, so the key would be too.
 pub(crate) fn headers(
     configured: &std::collections::BTreeMap<String, String>,
 ) -> Result<Vec<(String, Secret)>, ConfigError> {
+    if let Some((k, _)) = configured
+        .iter()
+        .find(|(k, v)| credential_header(k) && !v.contains("${ENV:"))
+    {
+        return Err(ConfigError::Invalid(format!(
+            "header {k:?} holds a literal value, and the configuration is stored with every run: write it as \"${{ENV:NAME}}\" (\"Bearer ${{ENV:MY_KEY}}\") and set NAME in the environment"
+        )));
+    }
     configured
         .iter()
         .map(|(k, v)| {
@@ -323,6 +343,25 @@ pub(crate) fn tokens(v: &serde_json::Value, pointer: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_credential_header_must_come_from_the_environment() {
+        let h =
+            |k: &str, v: &str| std::collections::BTreeMap::from([(k.to_string(), v.to_string())]);
+        let e = headers(&h("Authorization", "Bearer sk-LITERAL-999")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("\"Authorization\" holds a literal value"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("sk-LITERAL"), "{e}");
+        assert!(headers(&h("x-api-key", "abc")).is_err());
+        std::env::set_var("PROBITY_TEST_HEADER_KEY", "sk-from-env-123");
+        let ok = headers(&h("Authorization", "Bearer ${ENV:PROBITY_TEST_HEADER_KEY}")).unwrap();
+        assert_eq!(ok.len(), 1);
+        // Other headers may be literal.
+        assert!(headers(&h("OpenAI-Organization", "org-1")).is_ok());
+    }
 
     #[test]
     fn endpoints_keep_the_query_and_shown_urls_hide_credentials() {
