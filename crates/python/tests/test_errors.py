@@ -165,3 +165,38 @@ def test_assert_reliable_raises_not_reliable_with_the_failing_lines() -> None:
         probity.assert_reliable(result)
     assert str(e.value) == result.failure_message
     assert any(line.startswith("FAIL contraction_validator") for line in result.failure_lines)
+
+
+def test_bad_arguments_name_themselves_before_anything_runs(tmp_path: Path) -> None:
+    def experiment(**kw: object) -> probity.Experiment:
+        return probity.Experiment("args", SIM, paper_inputs(5), [ok()], **kw)  # type: ignore[arg-type]
+
+    for kw, says in [
+        ({"confidence": float("nan")}, "experiment.confidence = nan: not a finite number"),
+        ({"timeout_s": float("inf")}, "experiment.timeout_s = inf: not a finite number"),
+    ]:
+        with pytest.raises(probity.ConfigError, match=says):
+            experiment(**kw).run()
+    for bad in (0, -1, 2**70):
+        with pytest.raises(ValueError, match="outputs_per_input must be from 1 to 1,000,000"):
+            experiment(outputs_per_input=bad)
+    with pytest.raises(ValueError, match="attempts must be at least 1"):
+        probity.Retry(0)
+    with pytest.raises(TypeError, match="rates must be a sequence of numbers"):
+        probity.retry_plan("0.5")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not an empty string"):
+        experiment().run(store="")
+
+
+def test_outputs_a_check_could_not_judge_are_counted_and_shown() -> None:
+    mixed = probity.Validator(
+        "mixed",
+        check=lambda i, o: None if i.text == "q0" else True,
+    )
+    result = probity.Experiment(
+        "mixed", SIM, [{"id": f"i{k}", "text": f"q{k}"} for k in range(3)], [mixed], outputs_per_input=3
+    ).run()
+    check = result.checks[0]
+    assert (check.n, check.errors) == (6, 3)
+    assert "(n=6, 3 not judged)" in repr(check), repr(check)
+    assert check.to_dict()["errors"] == 3

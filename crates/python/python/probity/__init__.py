@@ -20,7 +20,7 @@ the check's minimum success percentage. In pytest::
         ).run()
         probity.assert_reliable(result)
 
-The pytest plugin (installed with the package) adds the ``probity``
+The pytest plugin (installed with the package) adds the ``probity_run``
 fixture and the ``--probity-store`` and ``--probity-outputs`` options.
 :func:`compare` compares two results check by check (prompt A's run with
 prompt B's): the change, its interval and whether it is established.

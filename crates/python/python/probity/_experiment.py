@@ -2,6 +2,7 @@
 outputs × K checks of one system) and its :meth:`Experiment.run`."""
 
 import json
+import math
 import os
 import sys
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -19,6 +20,29 @@ PathLike = Union[str, "os.PathLike[str]"]
 System = Union[Callable[..., Any], Mapping[str, Any]]
 #: An input: its text, or a table of fields (``text``, ``id``, ...).
 InputRow = Union[str, Mapping[str, Any]]
+
+
+# The engine's bound on M (probity_engine::config::bounds).
+_MAX_OUTPUTS_PER_INPUT = 1_000_000
+
+
+def _non_finite(value: Any, path: str = "") -> Optional[str]:
+    """``path = value`` of the first NaN or infinite float in ``value``
+    (nested dicts and lists), or None: JSON has no such number, and the
+    engine would see a parse error instead of the key."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{path} = {value}"
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            found = _non_finite(v, f"{path}.{k}" if path else str(k))
+            if found is not None:
+                return found
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = _non_finite(v, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _inputs(inputs: Any) -> Dict[str, Any]:
@@ -134,6 +158,10 @@ class Experiment:
             )
         if isinstance(outputs_per_input, bool) or not isinstance(outputs_per_input, int):
             raise TypeError(f"outputs_per_input must be an int, got {outputs_per_input!r}")
+        if not 1 <= outputs_per_input <= _MAX_OUTPUTS_PER_INPUT:
+            raise ValueError(
+                f"outputs_per_input must be from 1 to {_MAX_OUTPUTS_PER_INPUT:,}, got {outputs_per_input}"
+            )
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency must be an int >= 1, got {concurrency!r}")
         self.name = name
@@ -185,6 +213,9 @@ class Experiment:
         described["validators"] = [v.to_dict() if isinstance(v, Validator) else v for v in self.validators]
         if callable(self.system):
             described["system"] = {"python": fingerprint(self.system)}
+        where = _non_finite(spec)
+        if where is not None:
+            raise ConfigError(f"{where}: not a finite number (every number here must be one)")
         spec["text"] = json.dumps(described, indent=2, default=repr)
         return spec
 
@@ -238,6 +269,8 @@ class Experiment:
             # The engine checks the text (a URL is refused, not made a
             # file) and creates the file's folder.
             path = os.fspath(store)
+            if not path.strip():
+                raise ValueError("store must be a SQLite file's path, not an empty string")
         doc, cells = _probity.run(
             text,
             os.getcwd(),

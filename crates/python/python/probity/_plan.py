@@ -48,6 +48,8 @@ def retry_plan(rates: Sequence[float], target: float = 0.99) -> RetryPlan:
     (0, 1) is a :class:`probity.ConfigError`."""
     from ._errors import ConfigError
 
+    if isinstance(rates, (str, bytes)):
+        raise TypeError(f"retry_plan: rates must be a sequence of numbers such as [0.95, 0.9], not {rates!r}")
     try:
         p, e_r, e_retries, exact, m, within = _probity.retry_plan([float(r) for r in rates], float(target))
     except ValueError as e:

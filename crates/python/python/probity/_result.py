@@ -125,7 +125,9 @@ class CheckResult:
 
     * ``name``, ``message``, ``kind`` (``"validator"`` or ``"verifier"``),
       ``weight``.
-    * ``rate``: its success rate over every output judged; ``n``: how many.
+    * ``rate``: its success rate over every output judged; ``n``: how many;
+      ``errors``: outputs it could not judge (its Error cells: the check
+      raised, timed out or returned no verdict), left out of ``rate``.
     * ``interval``: (lower, upper) at the run's confidence, clustered by
       input (outputs of one input are correlated).
     * ``minimum_success_percentage``: the threshold it is judged against;
@@ -151,6 +153,7 @@ class CheckResult:
     rate: float
     interval: Tuple[float, float]
     n: int
+    errors: int
     verdict: str
     established: bool
     summary: Dict[str, Any]
@@ -175,6 +178,7 @@ class CheckResult:
         self.judged_interval = (rate["interval"]["lower"], rate["interval"]["upper"])
         self.rate, self.interval = self.judged_rate, self.judged_interval
         self.n = rate["n"]
+        self.errors = int(rate.get("counts", {}).get("error", 0))
         self.verdict = str(verdict["decision"]).lower()
         self.established = bool(verdict["established"])
         cal = summary.get("calibration")
@@ -201,6 +205,7 @@ class CheckResult:
             "lower": self.interval[0],
             "upper": self.interval[1],
             "n": self.n,
+            "errors": self.errors,
             "minimum_success_percentage": self.minimum_success_percentage,
             "verdict": self.verdict,
             "established": self.established,
@@ -213,9 +218,10 @@ class CheckResult:
 
     def __repr__(self) -> str:
         lo, hi = self.interval
+        errors = f", {self.errors} not judged" if self.errors else ""
         return (
             f"<{self.verdict.upper()} {self.name} {self.rate:.1%} [{lo:.1%}, {hi:.1%}] "
-            f">= {self.minimum_success_percentage:.0%} (n={self.n})>"
+            f">= {self.minimum_success_percentage:.0%} (n={self.n}{errors})>"
         )
 
 

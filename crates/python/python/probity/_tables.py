@@ -112,6 +112,8 @@ class Retry:
     ) -> None:
         if isinstance(attempts, bool) or not isinstance(attempts, int):
             raise TypeError(f"Retry: attempts must be an int, got {attempts!r}")
+        if attempts < 1:
+            raise ValueError(f"Retry: attempts must be at least 1, got {attempts}")
         self.attempts = attempts
         self.on = on
         self.feedback = feedback
