@@ -132,6 +132,11 @@ fn requests_are_read_strictly_and_the_scheme_case_insensitively() {
         r.starts_with("HTTP/1.1 404") && r.contains("\"error\""),
         "{r}"
     );
+    let r = request(&g.1, "GET", "/v1/chat/completions", "", "");
+    assert!(
+        r.starts_with("HTTP/1.1 405") && r.contains("use POST"),
+        "{r}"
+    );
 }
 
 #[test]

@@ -71,6 +71,16 @@ pub async fn not_found(uri: axum::http::Uri) -> Response {
     )
 }
 
+/// A known path asked with another method (`GET /v1/chat/completions`): a
+/// 405 in OpenAI's error shape.
+pub async fn wrong_method(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    super::chat::error_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "invalid_request_error",
+        &format!("{method} {} is not served: use POST for chat completions, GET for models, health and metrics", uri.path()),
+    )
+}
+
 /// `GET /metrics`: the registry in the OpenMetrics text format, which
 /// Prometheus scrapes as is.
 pub async fn metrics(State(st): State<Arc<ServeState>>) -> Response {

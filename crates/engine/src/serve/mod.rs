@@ -297,6 +297,7 @@ impl Server {
             .route("/health", get(metrics::health))
             .route("/metrics", get(metrics::metrics))
             .fallback(metrics::not_found)
+            .method_not_allowed_fallback(metrics::wrong_method)
             .with_state(state.clone());
         let result = axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
