@@ -74,15 +74,26 @@ pub fn verdict(plain: &Arc<Plain>, p: usize, input: &Input, output: &str) -> Ver
         p - current.first,
         predicate.timeout,
         &predicate.workers.abandoned,
+        &predicate.workers.stop,
     );
     if matches!(waited, Waited::GivenUp) {
         current = hand_over(plain, p, input, output);
-        waited = current
-            .handle
-            .wait(0, predicate.timeout, &predicate.workers.abandoned);
+        waited = current.handle.wait(
+            0,
+            predicate.timeout,
+            &predicate.workers.abandoned,
+            &predicate.workers.stop,
+        );
     }
     let verdict = match waited {
         Waited::Done(v) => v,
+        _ if predicate
+            .workers
+            .stop
+            .load(std::sync::atomic::Ordering::Relaxed) =>
+        {
+            return Verdict::error("not judged: the run was interrupted".to_string())
+        }
         Waited::TimedOut | Waited::GivenUp => return Verdict::error(predicate.timed_out()),
     };
     current.next = p + 1;

@@ -290,13 +290,24 @@ pub fn submit(work: Work, n: usize) -> Handle {
     }
 }
 
+/// How often a wait looks at the run's stop flag.
+const STOP_POLL: Duration = Duration::from_millis(100);
+
 impl Handle {
     /// Wait for call `i` at most `timeout` from when it began (or, while
     /// its hand-over waits in the queue, from when it was handed over);
     /// abandon it after, with the calls after it. `abandoned` is the
     /// exception raised in a call abandoned while it runs
-    /// (`probity.CallAbandoned`). Call without the GIL.
-    pub fn wait(&self, i: usize, timeout: Duration, abandoned: &Py<PyAny>) -> Waited {
+    /// (`probity.CallAbandoned`). Once `stop` is set (the run was
+    /// interrupted) it is abandoned as at its timeout, within
+    /// [`STOP_POLL`]. Call without the GIL.
+    pub fn wait(
+        &self,
+        i: usize,
+        timeout: Duration,
+        abandoned: &Py<PyAny>,
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> Waited {
         let callers = callers();
         let waiting_since = Instant::now();
         let mut queued_since = self.submitted;
@@ -315,7 +326,7 @@ impl Handle {
                 _ => waiting_since,
             };
             let deadline = began + timeout;
-            if now >= deadline {
+            if now >= deadline || stop.load(std::sync::atomic::Ordering::Relaxed) {
                 if matches!(stage.running, Some((r, _, _)) if r == i) {
                     drop(stage);
                     self.interrupt(i, abandoned);
@@ -335,6 +346,7 @@ impl Handle {
             } else {
                 drop(stage);
             }
+            wake = wake.min(now + STOP_POLL);
             std::thread::park_timeout(wake.saturating_duration_since(now));
         }
     }

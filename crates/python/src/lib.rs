@@ -116,6 +116,7 @@ fn run(
 ) -> PyResult<(String, Py<PyBytes>)> {
     let inputs = Arc::new(PyInputs::new(py, make_input));
     let workers = Workers::import(py)?;
+    let stop = workers.stop.clone();
     let code = validators::validators(
         validators
             .into_iter()
@@ -188,6 +189,8 @@ fn run(
                             if let Err(e) = Python::attach(|py| py.check_signals()) {
                                 interrupted = Some(e);
                                 let _ = cancel.send(true);
+                                // Predicates being waited for are abandoned now.
+                                stop.store(true, std::sync::atomic::Ordering::Relaxed);
                             }
                         }
                     }

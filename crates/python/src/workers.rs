@@ -16,6 +16,9 @@ pub struct Workers {
     describe: Arc<Py<PyAny>>,
     settle: Arc<Py<PyAny>>,
     pub abandoned: Arc<Py<PyAny>>,
+    /// Set when the run is interrupted (Ctrl-C): a predicate being waited
+    /// for is abandoned at once, not at its timeout.
+    pub stop: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Workers {
@@ -29,6 +32,7 @@ impl Workers {
             describe: get("describe")?,
             settle: get("settle")?,
             abandoned: get("CallAbandoned")?,
+            stop: Arc::default(),
         })
     }
 

@@ -48,3 +48,46 @@ def test_ctrl_c_raises_keyboard_interrupt_and_keeps_the_stored_run_interrupted(t
     assert "KeyboardInterrupt" in err, err
     rows = sqlite3.connect(str(store)).execute("SELECT name, status FROM runs").fetchall()
     assert rows == [("slow", "interrupted")]
+
+
+VALIDATOR_SCRIPT = r'''
+import sys, time
+import probity
+
+def slow(o):
+    open(sys.argv[1], "a").close()   # a predicate is running
+    time.sleep(600)                  # far longer than the test waits
+    return True
+
+probity.Experiment(
+    "slow-check", lambda i: "out", ["a"], [probity.Validator("slow", check=slow, timeout_s=900)],
+    outputs_per_input=2,
+).run()
+print("finished")
+'''
+
+
+def test_ctrl_c_stops_a_run_waiting_on_a_python_validator(tmp_path: Path) -> None:
+    # Before, the run waited for the predicate to return or reach its
+    # timeout (here 900 s) before the KeyboardInterrupt came through.
+    script = tmp_path / "slow_check.py"
+    script.write_text(VALIDATOR_SCRIPT)
+    started = tmp_path / "started"
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(started)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert child.poll() is None, child.communicate()
+            assert time.monotonic() < deadline, "the predicate never started"
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        # Well before the predicate's 600 s sleep or its 900 s timeout.
+        out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert "finished" not in out
+    assert "KeyboardInterrupt" in err, err
