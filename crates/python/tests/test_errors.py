@@ -200,3 +200,10 @@ def test_outputs_a_check_could_not_judge_are_counted_and_shown() -> None:
     assert (check.n, check.errors) == (6, 3)
     assert "(n=6, 3 not judged)" in repr(check), repr(check)
     assert check.to_dict()["errors"] == 3
+
+
+def test_a_system_or_inputs_that_cannot_work_is_refused_at_once() -> None:
+    with pytest.raises(TypeError, match="first positional argument"):
+        probity.Experiment("kw", lambda *, x: "o", paper_inputs(5), [ok()])
+    with pytest.raises(ValueError, match=r"inputs given inline are a list: \['hello world'\]"):
+        probity.Experiment("inline", SIM, "hello world", [ok()])

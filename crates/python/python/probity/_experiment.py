@@ -11,7 +11,7 @@ from . import _probity
 from ._errors import BrokenCheckError, ConfigError, ErrorBudgetExceededError, SystemUnreachableError
 from ._input import Input
 from ._result import Result
-from ._system import Caller, fingerprint
+from ._system import Caller, _arity, fingerprint
 from ._tables import Prompt, Retry, Verifier, table
 from ._validator import Validator
 
@@ -48,7 +48,13 @@ def _non_finite(value: Any, path: str = "") -> Optional[str]:
 def _inputs(inputs: Any) -> Dict[str, Any]:
     """The inputs as tables: ``{"inputs": [...]}`` or ``{"file": path}``."""
     if isinstance(inputs, (str, os.PathLike)):
-        return {"file": os.fspath(inputs)}
+        path = os.fspath(inputs)
+        if not str(path).lower().endswith((".jsonl", ".json", ".csv")):
+            raise ValueError(
+                f"inputs = {str(path)!r} is not a .jsonl, .json or .csv file's path; "
+                f"inputs given inline are a list: [{str(path)!r}]"
+            )
+        return {"file": path}
     if isinstance(inputs, Mapping) or not isinstance(inputs, Iterable):
         raise TypeError(
             "inputs must be a list of dicts (input fields: text, id, ...) or of str, "
@@ -156,6 +162,8 @@ class Experiment:
                 "system must be a callable (system(input) -> str, sync or async) or a "
                 f"provider table such as {{'provider': 'sim'}}; got {type(system).__name__}"
             )
+        if callable(system):
+            _arity(system)  # a signature that cannot take the input is refused now
         if isinstance(outputs_per_input, bool) or not isinstance(outputs_per_input, int):
             raise TypeError(f"outputs_per_input must be an int, got {outputs_per_input!r}")
         if not 1 <= outputs_per_input <= _MAX_OUTPUTS_PER_INPUT:

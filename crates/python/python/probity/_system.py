@@ -17,11 +17,23 @@ def _arity(fn: Callable[..., Any]) -> int:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return 1
+    params = list(sig.parameters.values())
     required = [
         p
-        for p in sig.parameters.values()
+        for p in params
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
     ]
+    positional = any(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
+    )
+    required_keywords = [p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    if not positional or required_keywords:
+        # The input is passed by position: a system that cannot take it so
+        # (only keyword arguments, or ones it requires) would fail every call.
+        raise TypeError(
+            f"system must take the input as its first positional argument (and may take the chat "
+            f"messages as a second); it takes {sig}"
+        )
     if len(required) == 2:
         return 2
     if len(required) <= 1:
