@@ -187,63 +187,14 @@ async fn retry_policy_is_measured_against_its_prediction() {
     assert!(check.measured.success.estimate > 0.9);
 }
 
-/// The guard as a library: feedback carries the failing checks' messages,
-/// and when nothing passes the outcome holds every attempt's reasons.
-#[tokio::test]
-async fn guard_feeds_reasons_back_and_reports_nothing_passed() {
-    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let log = seen.clone();
-    let provider: Arc<dyn Provider> = Arc::new(FnProvider::new(move |req| {
-        let last = req.messages.last().unwrap().content.clone();
-        log.lock().unwrap().push(last);
-        Ok(Completion {
-            text: format!("answer {}", req.attempt),
-            ..Default::default()
-        })
-    }));
-    let checks = Checks {
-        validators: vec![Validator::new("never")
-            .message("Mention the moon")
-            .check(|o: &str| o.contains("moon"))],
-        verifiers: vec![],
-        ..Checks::default()
-    };
-    let guard = Guard::new(
-        provider,
-        Arc::new(checks),
-        RetryPolicy {
-            attempts: 3,
-            ..RetryPolicy::default()
-        },
-        Arc::new(Caller::default()),
-    )
-    .unwrap();
-    let msgs = [Message {
-        role: Role::User,
-        content: "Tell me about space".into(),
-    }];
-    let out = guard
-        .run(&msgs, &Input::text("1", "Tell me about space"), 0)
-        .await;
-    let GuardOutcome::NothingPassed { attempts, stop } = out else {
-        panic!("nothing should pass")
-    };
-    assert_eq!(stop, Stop::Exhausted);
-    assert_eq!(attempts.len(), 3);
-    assert!(attempts
-        .iter()
-        .all(|a| a.feedback == vec!["Mention the moon".to_string()]));
-    let seen = seen.lock().unwrap();
-    assert_eq!(seen[0], "Tell me about space");
-    assert!(seen[1].contains("answer 0") && seen[1].contains("Mention the moon"));
-    assert!(seen[2].contains("answer 1") && !seen[2].contains("answer 0"));
-}
-
-/// A check that cannot judge an output (its error) is not a reason the
-/// model is told: the retry prompt carries the failing check's message and
-/// nothing of the error, whose text is the guard's own.
-#[tokio::test]
-async fn a_checks_error_is_never_fed_back_to_the_model() {
+/// `validators` guarding a system that answers `answer {attempt}`, with
+/// `attempts` attempts, asked `question` once: the outcome, and the last
+/// message of every request the system saw (the feedback, on a retry).
+async fn guarded(
+    validators: Vec<Validator>,
+    attempts: u32,
+    question: &str,
+) -> (GuardOutcome, Vec<String>) {
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let log = seen.clone();
     let provider: Arc<dyn Provider> = Arc::new(FnProvider::new(move |req| {
@@ -256,16 +207,7 @@ async fn a_checks_error_is_never_fed_back_to_the_model() {
         })
     }));
     let checks = Checks {
-        validators: vec![
-            Validator::new("broken")
-                .message("Be broken")
-                .check_verdict(|_, _| probity_core::Verdict::Error {
-                    reason: "Too many operations: 1000000".into(),
-                }),
-            Validator::new("never")
-                .message("Mention the moon")
-                .check(|o: &str| o.contains("moon")),
-        ],
+        validators,
         verifiers: vec![],
         ..Checks::default()
     };
@@ -273,7 +215,7 @@ async fn a_checks_error_is_never_fed_back_to_the_model() {
         provider,
         Arc::new(checks),
         RetryPolicy {
-            attempts: 2,
+            attempts,
             ..RetryPolicy::default()
         },
         Arc::new(Caller::default()),
@@ -281,17 +223,53 @@ async fn a_checks_error_is_never_fed_back_to_the_model() {
     .unwrap();
     let msgs = [Message {
         role: Role::User,
-        content: "Tell me about space".into(),
+        content: question.into(),
     }];
-    let out = guard
-        .run(&msgs, &Input::text("1", "Tell me about space"), 0)
-        .await;
+    let out = guard.run(&msgs, &Input::text("1", question), 0).await;
+    let seen = seen.lock().unwrap().clone();
+    (out, seen)
+}
+
+/// The guard as a library: feedback carries the failing checks' messages,
+/// and when nothing passes the outcome holds every attempt's reasons.
+#[tokio::test]
+async fn guard_feeds_reasons_back_and_reports_nothing_passed() {
+    let never = Validator::new("never")
+        .message("Mention the moon")
+        .check(|o: &str| o.contains("moon"));
+    let (out, seen) = guarded(vec![never], 3, "Tell me about space").await;
+    let GuardOutcome::NothingPassed { attempts, stop } = out else {
+        panic!("nothing should pass")
+    };
+    assert_eq!(stop, Stop::Exhausted);
+    assert_eq!(attempts.len(), 3);
+    assert!(attempts
+        .iter()
+        .all(|a| a.feedback == vec!["Mention the moon".to_string()]));
+    assert_eq!(seen[0], "Tell me about space");
+    assert!(seen[1].contains("answer 0") && seen[1].contains("Mention the moon"));
+    assert!(seen[2].contains("answer 1") && !seen[2].contains("answer 0"));
+}
+
+/// A check that cannot judge an output (its error) is not a reason the
+/// model is told: the retry prompt carries the failing check's message and
+/// nothing of the error, whose text is the guard's own.
+#[tokio::test]
+async fn a_checks_error_is_never_fed_back_to_the_model() {
+    let broken = Validator::new("broken")
+        .message("Be broken")
+        .check_verdict(|_, _| probity_core::Verdict::Error {
+            reason: "Too many operations: 1000000".into(),
+        });
+    let never = Validator::new("never")
+        .message("Mention the moon")
+        .check(|o: &str| o.contains("moon"));
+    let (out, seen) = guarded(vec![broken, never], 2, "Tell me about space").await;
     let GuardOutcome::NothingPassed { attempts, .. } = out else {
         panic!("nothing should pass")
     };
     assert_eq!(attempts[0].cells, vec![Cell::Error, Cell::Fail]);
     assert_eq!(attempts[0].feedback, vec!["Mention the moon".to_string()]);
-    let seen = seen.lock().unwrap();
     assert!(seen[1].contains("Mention the moon"), "{}", seen[1]);
     assert!(
         !seen[1].contains("Too many operations") && !seen[1].contains("Be broken"),
@@ -305,47 +283,16 @@ async fn a_checks_error_is_never_fed_back_to_the_model() {
 /// expression), and each retry would cost a call for nothing.
 #[tokio::test]
 async fn an_output_a_check_cannot_judge_is_not_retried() {
-    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let log = seen.clone();
-    let provider: Arc<dyn Provider> = Arc::new(FnProvider::new(move |req| {
-        log.lock()
-            .unwrap()
-            .push(req.messages.last().unwrap().content.clone());
-        Ok(Completion {
-            text: "fine".into(),
-            ..Default::default()
-        })
-    }));
-    let checks = Checks {
-        validators: vec![
-            Validator::new("ok").check(|_: &str| true),
-            Validator::new("broken").check_verdict(|_, _| probity_core::Verdict::Error {
-                reason: "judge down".into(),
-            }),
-        ],
-        verifiers: vec![],
-        ..Checks::default()
-    };
-    let guard = Guard::new(
-        provider,
-        Arc::new(checks),
-        RetryPolicy {
-            attempts: 5,
-            ..RetryPolicy::default()
-        },
-        Arc::new(Caller::default()),
-    )
-    .unwrap();
-    let msgs = [Message {
-        role: Role::User,
-        content: "Hi".into(),
-    }];
-    let out = guard.run(&msgs, &Input::text("1", "Hi"), 0).await;
+    let ok = Validator::new("ok").check(|_: &str| true);
+    let broken = Validator::new("broken").check_verdict(|_, _| probity_core::Verdict::Error {
+        reason: "judge down".into(),
+    });
+    let (out, seen) = guarded(vec![ok, broken], 5, "Hi").await;
     let GuardOutcome::NothingPassed { attempts, stop } = out else {
         panic!("nothing should pass")
     };
     assert_eq!((attempts.len(), stop), (1, Stop::Unjudged));
-    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(seen.len(), 1);
 }
 
 /// A guard on the simulator (`latency_ms` per call) whose only check never

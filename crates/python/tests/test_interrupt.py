@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Tuple
 
 SCRIPT = r'''
 import os, sys, time
@@ -25,25 +26,31 @@ print("finished")
 '''
 
 
-def test_ctrl_c_raises_keyboard_interrupt_and_keeps_the_stored_run_interrupted(tmp_path: Path) -> None:
-    script = tmp_path / "slow.py"
-    script.write_text(SCRIPT)
-    started, store = tmp_path / "started", tmp_path / "runs.db"
+def interrupt_once_started(script: Path, started: Path, *args: str, wait_s: float = 60) -> Tuple[str, str]:
+    """Run ``script`` (its first argument: the file it creates once it has
+    got going), send SIGINT then, and return its stdout and stderr."""
     child = subprocess.Popen(
-        [sys.executable, str(script), str(started), str(store)],
+        [sys.executable, str(script), str(started), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
         deadline = time.monotonic() + 60
         while not started.exists():
             assert child.poll() is None, child.communicate()
-            assert time.monotonic() < deadline, "the run never started"
+            assert time.monotonic() < deadline, "the script never got going"
             time.sleep(0.05)
         child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=60)
+        return child.communicate(timeout=wait_s)
     finally:
         if child.poll() is None:
             child.kill()
+
+
+def test_ctrl_c_raises_keyboard_interrupt_and_keeps_the_stored_run_interrupted(tmp_path: Path) -> None:
+    script = tmp_path / "slow.py"
+    script.write_text(SCRIPT)
+    started, store = tmp_path / "started", tmp_path / "runs.db"
+    out, err = interrupt_once_started(script, started, str(store))
     assert "finished" not in out
     assert "KeyboardInterrupt" in err, err
     rows = sqlite3.connect(str(store)).execute("SELECT name, status FROM runs").fetchall()
@@ -72,22 +79,7 @@ def test_ctrl_c_stops_a_run_waiting_on_a_python_validator(tmp_path: Path) -> Non
     # timeout (here 900 s) before the KeyboardInterrupt came through.
     script = tmp_path / "slow_check.py"
     script.write_text(VALIDATOR_SCRIPT)
-    started = tmp_path / "started"
-    child = subprocess.Popen(
-        [sys.executable, str(script), str(started)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not started.exists():
-            assert child.poll() is None, child.communicate()
-            assert time.monotonic() < deadline, "the predicate never started"
-            time.sleep(0.05)
-        child.send_signal(signal.SIGINT)
-        # Well before the predicate's 600 s sleep or its 900 s timeout.
-        out, err = child.communicate(timeout=120)
-    finally:
-        if child.poll() is None:
-            child.kill()
+    # Well before the predicate's 600 s sleep or its 900 s timeout.
+    out, err = interrupt_once_started(script, tmp_path / "started", wait_s=120)
     assert "finished" not in out
     assert "KeyboardInterrupt" in err, err
