@@ -222,41 +222,34 @@ async fn a_calibrated_verifier_is_corrected_in_the_live_run_and_its_report() {
     println!("{text_report}");
 
     // Started again on the same store, the guard reads the judge's kept
-    // verdicts on its labels back: no judge call before it listens.
-    let mut cmd = serve_cmd(dir.path(), &config);
-    cmd.stderr(std::process::Stdio::piped());
-    let log = start(cmd).stop_with_log();
-    assert!(!log.contains("warning"), "{log}");
-    let runs = common::probity_cmd()
-        .args(["runs", "--json", "--store"])
-        .arg(&store)
-        .output()
-        .unwrap();
-    let lines: Vec<Value> = text(&runs.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(lines.len(), 2, "{lines:?}");
-    let again = lines.iter().max_by_key(|l| l["id"].as_i64()).unwrap();
+    // verdicts on its labels back: no judge call before it listens; with
+    // --fresh-labels it asks the judge every labelled pair again.
+    let restart = |extra: &[&str]| {
+        let mut cmd = serve_cmd(dir.path(), &config);
+        cmd.args(extra).stderr(std::process::Stdio::piped());
+        let log = start(cmd).stop_with_log();
+        assert!(!log.contains("warning"), "{log}");
+        let runs = common::probity_cmd()
+            .args(["runs", "--json", "--store"])
+            .arg(&store)
+            .output()
+            .unwrap();
+        let lines: Vec<Value> = text(&runs.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let newest = lines
+            .iter()
+            .max_by_key(|l| l["id"].as_i64())
+            .unwrap()
+            .clone();
+        (lines.len(), newest)
+    };
+    let (runs, again) = restart(&[]);
+    assert_eq!(runs, 2);
     assert_eq!(again["judge_calls_by_check"], json!([0, 0]), "{again}");
-
-    // With --fresh-labels it asks the judge every labelled pair again.
-    let mut cmd = serve_cmd(dir.path(), &config);
-    cmd.arg("--fresh-labels")
-        .stderr(std::process::Stdio::piped());
-    let log = start(cmd).stop_with_log();
-    assert!(!log.contains("warning"), "{log}");
-    let runs = common::probity_cmd()
-        .args(["runs", "--json", "--store"])
-        .arg(&store)
-        .output()
-        .unwrap();
-    let fresh: Value = text(&runs.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .max_by_key(|l| l["id"].as_i64())
-        .unwrap();
-    assert_ne!(fresh["id"], again["id"]);
+    let (runs, fresh) = restart(&["--fresh-labels"]);
+    assert_eq!(runs, 3);
     assert_eq!(fresh["judge_calls_by_check"], json!([0, 400]), "{fresh}");
 }
 
