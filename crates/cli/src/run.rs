@@ -212,24 +212,13 @@ fn text_of(path: &Path, sets: &[Set]) -> Result<String, Failure> {
 /// and named as the flags, not as the file's fields.
 fn overrides(args: &RunArgs) -> Result<Overrides, Failure> {
     use probity_engine::config::bounds::{MAX_CONCURRENCY, MAX_OUTPUTS_PER_INPUT};
-    match args.outputs {
-        Some(0) => return Err(Failure::usage("--outputs must be at least 1")),
-        Some(m) if m > MAX_OUTPUTS_PER_INPUT => {
-            return Err(Failure::usage(format!(
-                "--outputs {m} is more than {MAX_OUTPUTS_PER_INPUT}"
-            )))
-        }
-        _ => {}
-    }
-    match args.concurrency {
-        Some(0) => return Err(Failure::usage("--concurrency must be at least 1")),
-        Some(c) if c > MAX_CONCURRENCY => {
-            return Err(Failure::usage(format!(
-                "--concurrency {c} is more than {MAX_CONCURRENCY}"
-            )))
-        }
-        _ => {}
-    }
+    let within = |flag: &str, value: Option<usize>, most: usize| match value {
+        Some(0) => Err(Failure::usage(format!("{flag} must be at least 1"))),
+        Some(v) if v > most => Err(Failure::usage(format!("{flag} {v} is more than {most}"))),
+        _ => Ok(()),
+    };
+    within("--outputs", args.outputs, MAX_OUTPUTS_PER_INPUT)?;
+    within("--concurrency", args.concurrency, MAX_CONCURRENCY)?;
     // The flags replace the file's settings before any check of its size.
     Ok(Overrides {
         outputs_per_input: args.outputs,

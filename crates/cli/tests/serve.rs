@@ -178,15 +178,7 @@ async fn guard_publishes_passing_outputs_through_faults_and_records_attempts() {
     // P(pass) per attempt is 0.7 or 0.42: within 4 attempts nearly all pass.
     assert!(published >= n - 4, "{published}");
 
-    let metrics = client
-        .get(format!("{base}/metrics"))
-        .bearer_auth("s3cret-token")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = common::metrics(&guard.1).await;
     assert!(
         // The n requests and the streamed one.
         metrics.contains(&format!("probity_requests_total {}", n + 1)),
@@ -398,14 +390,7 @@ async fn a_broken_check_is_a_guard_error_not_a_rejection() {
     assert_eq!(r.headers()["x-probity-outcome"], "upstream-error");
     // Counted as what it was: an upstream failure, not a check's error nor
     // a rejection by the checks.
-    let metrics = client
-        .get(format!("http://{}/metrics", guard.1))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = common::metrics(&guard.1).await;
     let count = |name: &str| {
         metrics
             .lines()

@@ -94,14 +94,7 @@ async fn a_calibrated_verifier_is_corrected_in_the_live_run_and_its_report() {
             .unwrap();
         assert!(r.status().is_success(), "{}", r.status());
     }
-    let metrics = client
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = common::metrics(&server.1).await;
     let log = server.stop_with_log();
     assert!(!log.contains("warning"), "{log}");
 

@@ -123,14 +123,7 @@ minimum_success_percentage = 0.5
         event["interval"]["upper"].as_f64().unwrap() < 0.95,
         "{event}"
     );
-    let metrics = client
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = common::metrics(&server.1).await;
     let alarm_lines: Vec<&str> = metrics
         .lines()
         .filter(|l| l.starts_with("probity_alarm{"))

@@ -144,3 +144,14 @@ pub fn pin_seed(dir: &Path, seed: u64) {
     assert_ne!(pinned, cfg, "no simulator to pin in {}", path.display());
     std::fs::write(&path, pinned).unwrap();
 }
+
+/// `GET /metrics` of the server at `addr` (`host:port`), as text.
+#[allow(dead_code)]
+pub async fn metrics(addr: &str) -> String {
+    reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
