@@ -146,7 +146,7 @@ impl Default for Metrics {
         );
         let streamed = counter(
             "probity_streamed",
-            "Requests answered as server-sent events.",
+            "Requests that asked for server-sent events (`stream: true`), counted on arrival: answered, refused or cancelled.",
         );
         let tokens = Family::<AttemptLabel, Counter>::default();
         registry.register(

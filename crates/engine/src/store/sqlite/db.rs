@@ -68,6 +68,31 @@ impl RowRead for rusqlite::Row<'_> {
     }
 }
 
+/// How long a statement waits for another connection's lock before the
+/// store reports it locked.
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Put the file in WAL mode. Turning a new file to WAL takes its
+/// exclusive lock, and SQLite answers "busy" at once, without its busy
+/// wait, when two connections ask for that together (deadlock
+/// avoidance), as processes creating the same store at one moment do
+/// (pytest-xdist workers, parallel CI jobs). So the ask is retried here
+/// for up to [`BUSY_WAIT`]; once the file is WAL it is a read and never busy.
+fn wal(conn: &Connection) -> rusqlite::Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        match conn.execute_batch("PRAGMA journal_mode = WAL") {
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && start.elapsed() < BUSY_WAIT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            done => return done,
+        }
+    }
+}
+
 pub(super) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     let err = |source| err_at(path, source);
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -77,11 +102,11 @@ pub(super) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
         })?;
     }
     let conn = Connection::open(path).map_err(err)?;
+    conn.busy_timeout(BUSY_WAIT).map_err(err)?;
     // WAL: readers never block the writer; NORMAL sync: a committed
     // transaction survives the process being killed (not a power cut).
-    conn.execute_batch(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;",
-    )
-    .map_err(err)?;
+    wal(&conn).map_err(err)?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+        .map_err(err)?;
     Ok(conn)
 }

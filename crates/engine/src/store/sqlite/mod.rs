@@ -42,13 +42,11 @@ impl Sqlite {
             });
         }
         if version < 9 {
-            store.conn.execute_batch(SCHEMA).map_err(|e| store.err(e))?;
-            store.add_missing_columns().map_err(|e| store.err(e))?;
-            store
-                .conn
-                .execute_batch(LATE_INDEXES)
-                .map_err(|e| store.err(e))?;
-            store.set_version(9)?;
+            store.migrate(9, |conn| {
+                conn.execute_batch(SCHEMA)?;
+                add_missing_columns(conn)?;
+                conn.execute_batch(LATE_INDEXES)
+            })?;
         }
         if version < 10 {
             store.migrate(10, |conn| {
@@ -100,41 +98,26 @@ impl Sqlite {
             self.err(e)
         })
     }
+}
 
-    fn set_version(&self, number: i64) -> Result<(), StoreError> {
-        self.conn
-            .execute_batch(&format!("PRAGMA user_version = {number}"))
-            .map_err(|e| self.err(e))
-    }
-
-    /// Add the columns a store older than the baseline lacks (schema 4:
-    /// `attempts.cache_key`; 5: the runs' judge calls, tokens and the run
-    /// outputs were reused from; 7: the runs' verdicts; 8: the run whose
-    /// outputs a revalidated run re-checks; 9: a sequential run's outcome).
-    fn add_missing_columns(&self) -> rusqlite::Result<()> {
-        for (table, column, ty) in [
-            ("attempts", "cache_key", "TEXT"),
-            ("runs", "judge_calls", "INTEGER NOT NULL DEFAULT 0"),
-            ("runs", "tokens", "INTEGER NOT NULL DEFAULT 0"),
-            ("runs", "reused_from", "INTEGER"),
-            ("runs", "judge_calls_by_check", "TEXT"),
-            ("runs", "verdicts", "TEXT"),
-            ("runs", "outputs_from", "INTEGER"),
-            ("runs", "sequential", "TEXT"),
-        ] {
-            if has_column(&self.conn, table, column)? {
-                continue;
-            }
-            match self
-                .conn
-                .execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {ty}"))
-            {
-                Ok(()) => {}
-                // Another process opening the same store added it first.
-                Err(_) if has_column(&self.conn, table, column)? => {}
-                Err(e) => return Err(e),
-            }
+/// Add the columns a store older than the baseline lacks (schema 4:
+/// `attempts.cache_key`; 5: the runs' judge calls, tokens and the run
+/// outputs were reused from; 7: the runs' verdicts; 8: the run whose
+/// outputs a revalidated run re-checks; 9: a sequential run's outcome).
+fn add_missing_columns(conn: &Connection) -> rusqlite::Result<()> {
+    for (table, column, ty) in [
+        ("attempts", "cache_key", "TEXT"),
+        ("runs", "judge_calls", "INTEGER NOT NULL DEFAULT 0"),
+        ("runs", "tokens", "INTEGER NOT NULL DEFAULT 0"),
+        ("runs", "reused_from", "INTEGER"),
+        ("runs", "judge_calls_by_check", "TEXT"),
+        ("runs", "verdicts", "TEXT"),
+        ("runs", "outputs_from", "INTEGER"),
+        ("runs", "sequential", "TEXT"),
+    ] {
+        if !has_column(conn, table, column)? {
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {ty}"))?;
         }
-        Ok(())
     }
+    Ok(())
 }
