@@ -96,3 +96,71 @@ def test_under_xdist_the_summary_and_the_store_have_every_run(suite: pytest.Pyte
         result.stdout.fnmatch_lines([f"  {name}: * 20 inputs x 20 outputs"])
     rows = sqlite3.connect(str(Path(suite.path) / "runs.db")).execute("SELECT name FROM runs").fetchall()
     assert sorted(r[0] for r in rows) == ["contractions", "marked", "short"]
+
+
+ASYNC_TESTS = '''
+import asyncio
+import pytest
+import pytest_asyncio
+import probity
+
+SIM = {"provider": "sim", "seed": 0, "contractions": 0.10, "omit_welcome": 0.15}
+INPUTS = [f"How deep, question {i}?" for i in range(20)]
+
+@probity.validator(name="short", minimum=0.9)
+def short(o):
+    return len(o) < 2000
+
+@probity.validator(name="no_contractions", minimum=0.99)
+def no_contractions(o):
+    return "'" not in o
+
+@pytest_asyncio.fixture
+async def outputs():
+    await asyncio.sleep(0)
+    return 4
+
+@pytest.mark.asyncio
+@pytest.mark.probity
+async def test_async_marker_passes(outputs):
+    await asyncio.sleep(0)
+    return probity.Experiment("async_short", SIM, INPUTS, [short], outputs_per_input=outputs)
+
+@pytest.mark.asyncio
+@pytest.mark.probity
+async def test_async_marker_fails():
+    return probity.Experiment("async_strict", SIM, INPUTS, [no_contractions], outputs_per_input=10)
+
+@pytest.mark.asyncio
+@pytest.mark.probity
+async def test_async_marker_returns_nothing():
+    await asyncio.sleep(0)
+
+class TestInAClass:
+    @pytest.mark.probity
+    def test_method_marker_passes(self):
+        return probity.Experiment("method_short", SIM, INPUTS, [short], outputs_per_input=2)
+'''
+
+
+def test_an_async_marked_test_is_awaited_then_its_experiment_run(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_asyncio")
+    pytester.makepyfile(test_async=ASYNC_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-o", "asyncio_mode=strict", "-o", "asyncio_default_fixture_loop_scope=function")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(["FAILED test_async.py::test_async_marker_fails - *NotReliableEr*"])
+    result.stdout.fnmatch_lines(["  async_strict:no_contractions: FAIL *"])
+    result.stdout.fnmatch_lines(["*TypeError: a test marked probity must return a probity.Experiment, got NoneType"])
+    # The fixture's value (an async fixture on the test's loop) was used.
+    result.stdout.fnmatch_lines(["test_async.py::test_async_marker_passes", "  async_short: PASS: 20 inputs x 4 outputs"])
+    result.stdout.fnmatch_lines(["test_async.py::TestInAClass::test_method_marker_passes", "  method_short: PASS: *"])
+
+
+def test_an_async_marked_test_without_an_async_plugin_gets_pytests_message(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_asyncio")  # imported by the file under test
+    pytester.makepyfile(test_async=ASYNC_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:asyncio", "-k", "async_marker_fails")
+    assert result.ret != pytest.ExitCode.OK
+    out = result.stdout.str()
+    assert "async def functions are not natively supported" in out
+    assert "got coroutine" not in out

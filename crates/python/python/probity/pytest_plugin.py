@@ -7,7 +7,8 @@ report's failing lines when the run does not pass:
 * the ``probity_run`` fixture: ``probity_run(experiment)`` runs it and
   returns the :class:`probity.Result`;
 * the ``probity`` marker: a test marked ``@pytest.mark.probity`` returns an
-  :class:`probity.Experiment`, which the plugin runs.
+  :class:`probity.Experiment`, which the plugin runs (an ``async def``
+  test is awaited by its async plugin, pytest-asyncio or anyio, first).
 
 Options: ``--probity-store PATH`` writes every run to that run store
 (``probity runs``/``report``/``compare`` read it); ``--probity-outputs N``
@@ -17,6 +18,8 @@ XML ``<property>``: ``record_property``) and listed in the terminal
 summary, also under pytest-xdist (properties travel with the reports).
 """
 
+import functools
+import inspect
 import os
 from typing import Any, Callable, Dict, Generator, List, Optional, Tuple
 
@@ -105,26 +108,47 @@ def probity_run(
     return run
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Optional[bool]:
-    """A test marked ``probity``: call it, then run the experiment it
-    returns."""
-    if pyfuncitem.get_closest_marker("probity") is None:
-        return None
-    __tracebackhide__ = True
-    names = pyfuncitem._fixtureinfo.argnames
-    args = {name: pyfuncitem.funcargs[name] for name in names}
-    experiment = pyfuncitem.obj(**args)
-    if not isinstance(experiment, Experiment):
-        raise TypeError(
-            f"a test marked probity must return a probity.Experiment, got {type(experiment).__name__}"
-        )
+def pytest_collection_modifyitems(items: "List[pytest.Item]") -> None:
+    """Each test marked ``probity`` is wrapped so that the experiment it
+    returns is run when the test is called. pytest (or an async plugin:
+    pytest-asyncio, anyio) still calls the test its own way, with its
+    fixtures and its event loop; an ``async def`` test without such a
+    plugin gets pytest's own message naming the plugin it lacks."""
+    for item in items:
+        if isinstance(item, pytest.Function) and item.get_closest_marker("probity") is not None:
+            item.obj = _running_what_it_returns(item)
 
-    def record(name: str, value: object) -> None:
-        pyfuncitem.user_properties.append((name, value))
 
-    _run(pyfuncitem.config, experiment, record)
-    return True
+def _running_what_it_returns(item: pytest.Function) -> Callable[..., Any]:
+    """``item``'s test function, wrapped: call it, then run the
+    :class:`probity.Experiment` it returns (an ``async def`` test is
+    awaited first; the run then holds the test's loop, as a synchronous
+    call in it would: probity's own coroutines run on its own loop)."""
+    test = item.obj
+
+    def run(returned: object) -> None:
+        __tracebackhide__ = True
+        if not isinstance(returned, Experiment):
+            raise TypeError(
+                f"a test marked probity must return a probity.Experiment, got {type(returned).__name__}"
+            )
+        _run(item.config, returned, lambda name, value: item.user_properties.append((name, value)))
+
+    if inspect.iscoroutinefunction(test):
+
+        @functools.wraps(test)
+        async def awaited_then_run(*args: Any, **kwargs: Any) -> None:
+            __tracebackhide__ = True
+            run(await test(*args, **kwargs))
+
+        return awaited_then_run
+
+    @functools.wraps(test)
+    def called_then_run(*args: Any, **kwargs: Any) -> None:
+        __tracebackhide__ = True
+        run(test(*args, **kwargs))
+
+    return called_then_run
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
