@@ -111,3 +111,44 @@ fn feedback_appends_reasons_to_the_user_message() {
         "Thank you! What is Rust? [retry: Output contains too many contractions; Too long after 3 chars]"
     );
 }
+
+#[test]
+fn the_input_written_whole_renders_as_its_text() {
+    let t = PromptTemplate::new(Some("About: {{ input }}"), "Q: {{ input }}").unwrap();
+    let m = t.render(&Input::text("a", "What is Rust?")).unwrap();
+    assert_eq!(m[0].content, "About: What is Rust?");
+    assert_eq!(m[1].content, "Q: What is Rust?");
+    // A row without `text`: its fields joined, as `input.text` gives.
+    let mut i = Input {
+        id: "x".into(),
+        ..Input::default()
+    };
+    i.fields.insert("question".into(), json!("Why?"));
+    i.fields.insert("n".into(), json!(2));
+    let whole = t.render(&i).unwrap()[1].content.clone();
+    let text = PromptTemplate::new(None, "Q: {{ input.text }}")
+        .unwrap()
+        .render(&i)
+        .unwrap()[0]
+        .content
+        .clone();
+    assert_eq!(whole, text);
+    // Still a map: its fields and its keys.
+    let t = PromptTemplate::new(
+        None,
+        "{{ input.lang }} {{ input['n'] }} {{ input | length > 3 }} {{ 'lang' in input }} {% for k in input | sort %}{{ k }},{% endfor %}",
+    )
+    .unwrap();
+    assert_eq!(
+        t.render(&row()).unwrap()[0].content,
+        "French 3 True True fields,id,lang,n,text,"
+    );
+    // And in the feedback template.
+    let t = t.with_feedback(" (for {{ input }})").unwrap();
+    let m = t.render_feedback(&row(), "x", &[]).unwrap();
+    assert!(
+        m[0].content.ends_with(" (for Thank you! What is Rust?)"),
+        "{}",
+        m[0].content
+    );
+}

@@ -132,6 +132,12 @@ def test_a_system_taking_messages_gets_the_rendered_prompt() -> None:
         prompt=probity.Prompt("Q: {{ input.text }}", system="Be polite."),
     ).run()
     assert got == [[{"role": "system", "content": "Be polite."}, {"role": "user", "content": "Q: hi"}]]
+    # `{{ input }}` alone is the input's text, not its map.
+    got.clear()
+    probity.Experiment(
+        "messages", system, ["hi"], [contraction()], outputs_per_input=1, prompt=probity.Prompt("Q: {{ input }}"),
+    ).run()
+    assert got == [[{"role": "user", "content": "Q: hi"}]]
 
 
 def test_a_system_returning_something_else_than_a_str_is_a_failed_call() -> None:

@@ -10,15 +10,18 @@
 //!   plus `input.id`, `input.fields` (the raw map) and `input.text` (the
 //!   `text` field, or when the row has none, all fields joined as
 //!   [`Input::as_text`] does). A field named `id`, `fields` or `text` wins
-//!   over the built-in of the same name.
+//!   over the built-in of the same name. `{{ input }}` alone renders as
+//!   the text, as a user writing it means (not as the map).
 //!
 //! Feedback templates (for retries that feed validator reasons back, paper
 //! §4.1) additionally see `previous_output` and `reasons` (a list of strings).
 
 use crate::provider::types::{Message, Role};
+use minijinja::value::{Enumerator, Object, ObjectRepr};
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use probity_core::Input;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 use thiserror::Error;
 
 /// Why a template could not be compiled or rendered.
@@ -95,7 +98,7 @@ impl PromptTemplate {
     /// Renders the messages for one input: a system message when a system
     /// template was given, then one user message.
     pub fn render(&self, input: &Input) -> Result<Vec<Message>, TemplateError> {
-        let ctx = Value::Object(Map::from_iter([("input".to_string(), input_value(input))]));
+        let ctx = minijinja::context! { input => input_object(input) };
         self.render_with(&ctx, input)
     }
 
@@ -109,17 +112,7 @@ impl PromptTemplate {
         previous_output: &str,
         reasons: &[String],
     ) -> Result<Vec<Message>, TemplateError> {
-        let ctx = Value::Object(Map::from_iter([
-            ("input".to_string(), input_value(input)),
-            (
-                "previous_output".to_string(),
-                Value::String(previous_output.to_string()),
-            ),
-            (
-                "reasons".to_string(),
-                Value::Array(reasons.iter().cloned().map(Value::String).collect()),
-            ),
-        ]));
+        let ctx = feedback_context(input, previous_output, reasons);
         let mut messages = self.render_with(&ctx, input)?;
         let feedback = render_one(&self.env, FEEDBACK, &ctx, input)?;
         if let Some(last) = messages.last_mut() {
@@ -128,7 +121,11 @@ impl PromptTemplate {
         Ok(messages)
     }
 
-    fn render_with(&self, ctx: &Value, input: &Input) -> Result<Vec<Message>, TemplateError> {
+    fn render_with(
+        &self,
+        ctx: &minijinja::Value,
+        input: &Input,
+    ) -> Result<Vec<Message>, TemplateError> {
         let mut messages = Vec::with_capacity(2);
         if self.has_system {
             messages.push(Message {
@@ -147,6 +144,10 @@ impl PromptTemplate {
 /// The value `input` has in templates: fields flattened, plus `id`,
 /// `fields` and `text` unless a field of that name exists.
 pub fn input_value(input: &Input) -> Value {
+    Value::Object(input_map(input))
+}
+
+fn input_map(input: &Input) -> Map<String, Value> {
     let fields = input.fields.to_map();
     let mut map = fields.clone();
     map.entry("id")
@@ -157,7 +158,62 @@ pub fn input_value(input: &Input) -> Value {
     if !map.contains_key("text") {
         map.insert("text".into(), Value::String(input.as_text()));
     }
-    Value::Object(map)
+    map
+}
+
+/// The context of a feedback template (paper §4.1): `input`,
+/// `previous_output` and `reasons`.
+pub(crate) fn feedback_context(
+    input: &Input,
+    previous_output: &str,
+    reasons: &[String],
+) -> minijinja::Value {
+    minijinja::context! {
+        input => input_object(input),
+        previous_output => previous_output,
+        reasons => reasons,
+    }
+}
+
+/// `input` in a prompt or feedback template: [`input_value`]'s map, which
+/// renders as [`Input::as_text`] when written whole (`{{ input }}`).
+fn input_object(input: &Input) -> minijinja::Value {
+    minijinja::Value::from_object(InputObject {
+        map: input_map(input),
+        text: input.as_text(),
+    })
+}
+
+#[derive(Debug)]
+struct InputObject {
+    map: Map<String, Value>,
+    text: String,
+}
+
+impl Object for InputObject {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Map
+    }
+
+    /// A key the row lacks is undefined (an error under strict undefined).
+    fn get_value(self: &Arc<Self>, key: &minijinja::Value) -> Option<minijinja::Value> {
+        self.map
+            .get(key.as_str()?)
+            .map(minijinja::Value::from_serialize)
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Values(
+            self.map
+                .keys()
+                .map(|k| minijinja::Value::from(k.as_str()))
+                .collect(),
+        )
+    }
+
+    fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
 }
 
 /// A minijinja environment configured the way probity uses it: strict
@@ -193,7 +249,7 @@ pub(crate) fn add(
 pub(crate) fn render_one(
     env: &Environment<'static>,
     name: &str,
-    ctx: &Value,
+    ctx: &impl serde::Serialize,
     input: &Input,
 ) -> Result<String, TemplateError> {
     let tmpl = env.get_template(name).map_err(|e| TemplateError::Render {

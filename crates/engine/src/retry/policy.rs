@@ -6,7 +6,6 @@ use crate::provider::types::{Message, Role};
 use minijinja::Environment;
 use probity_core::Input;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 /// Which checks decide whether an attempt passes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -140,17 +139,7 @@ impl Feedback {
         previous_output: &str,
         reasons: &[String],
     ) -> Result<Vec<Message>, TemplateError> {
-        let ctx = Value::Object(Map::from_iter([
-            ("input".to_string(), template::input_value(input)),
-            (
-                "previous_output".to_string(),
-                Value::String(previous_output.to_string()),
-            ),
-            (
-                "reasons".to_string(),
-                Value::Array(reasons.iter().cloned().map(Value::String).collect()),
-            ),
-        ]));
+        let ctx = template::feedback_context(input, previous_output, reasons);
         let text = template::render_one(&self.env, "feedback", &ctx, input)?;
         let mut messages = base.to_vec();
         match messages.iter_mut().rev().find(|m| m.role == Role::User) {

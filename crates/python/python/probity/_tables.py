@@ -140,8 +140,9 @@ class Retry:
 
 class Prompt:
     """The chat messages the system is sent for an input: ``system`` and
-    ``user`` minijinja templates over ``input`` (its fields; ``{{
-    input.text }}`` by default)."""
+    ``user`` minijinja templates over ``input`` (its fields, as
+    ``input.question``; ``{{ input }}`` alone is its text, which is the
+    default ``user``)."""
 
     def __init__(self, user: Optional[str] = None, *, system: Optional[str] = None) -> None:
         self.user = user
