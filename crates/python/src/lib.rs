@@ -24,7 +24,7 @@ mod workers;
 use errors::Kind;
 use inputs::PyInputs;
 use probity_engine::config::ExperimentConfig;
-use probity_engine::store::Store;
+use probity_engine::store::{Store, StoreLocation};
 use probity_engine::{run_with, Control, Sink};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -78,27 +78,18 @@ fn timeout(seconds: f64) -> Duration {
 /// * `validators`: the Python validators.
 /// * `make_input(id, text, fields_json)`: the Python object an input is given
 ///   to Python code as.
-/// * `store`: the run store's path (`None`: memory only).
+/// * `store`: the run store: a SQLite file's path or a PostgreSQL URL
+///   (`None`: memory only).
 ///
 /// Errors (`probity._errors`): `ConfigError` for a table or setting the
 /// engine refuses (the message names it), `StoreLockedError` when another
 /// process holds the store, `StoreError` for other store failures,
 /// `RunError` when the run cannot complete; `KeyboardInterrupt` on Ctrl-C
 /// (the run stops first; a stored run is kept, interrupted).
-/// The package writes SQLite run stores: a PostgreSQL URL (or a mistyped
-/// one) is a `ConfigError` naming what to do, never a file named after it.
-fn sqlite_only(path: &std::path::Path) -> PyResult<()> {
-    use probity_engine::store::StoreLocation;
-    match StoreLocation::parse(&path.to_string_lossy()) {
-        Ok(StoreLocation::Sqlite(_)) => Ok(()),
-        Ok(StoreLocation::Postgres(url)) => Err(errors::raise(
-            Kind::Config,
-            format!(
-                "store = {url}: the Python package writes a SQLite file; run against a PostgreSQL store with the CLI (`probity run --store postgres://…`), or give a file path"
-            ),
-        )),
-        Err(e) => Err(errors::raise(Kind::Config, e)),
-    }
+/// Where `store` is: a SQLite file's path or a PostgreSQL URL (a
+/// mistyped URL is a `ConfigError` naming it, never a file named after it).
+fn store_location(store: &str) -> PyResult<StoreLocation> {
+    StoreLocation::parse(store).map_err(|e| errors::raise(Kind::Config, e))
 }
 
 #[pyfunction]
@@ -112,7 +103,7 @@ fn run(
     system: Option<(Py<PyAny>, String)>,
     validators: Vec<ValidatorArg>,
     make_input: Py<PyAny>,
-    store: Option<PathBuf>,
+    store: Option<String>,
 ) -> PyResult<(String, Py<PyBytes>)> {
     let inputs = Arc::new(PyInputs::new(py, make_input));
     let workers = Workers::import(py)?;
@@ -139,9 +130,7 @@ fn run(
         inputs.clone(),
         workers.clone(),
     );
-    if let Some(path) = &store {
-        sqlite_only(path)?;
-    }
+    let store = store.as_deref().map(store_location).transpose()?;
     let config = assemble::config(spec, &cwd, code).map_err(|m| errors::raise(Kind::Config, m))?;
     let mut experiment = config
         .experiment()
@@ -162,8 +151,9 @@ fn run(
     let (outcome, interrupted) = py.detach(|| {
         rt.block_on(async {
             let mut opened = match &store {
-                Some(path) => Some(
-                    Store::open(path).map_err(|e| (errors::store_kind(&e), e.to_string()))?,
+                Some(location) => Some(
+                    Store::connect(location)
+                        .map_err(|e| (errors::store_kind(&e), e.to_string()))?,
                 ),
                 None => None,
             };

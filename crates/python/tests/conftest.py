@@ -3,8 +3,11 @@
 
 import os
 import shutil
+import subprocess
+import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -70,3 +73,26 @@ def probity_binary() -> Optional[str]:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c
     return None
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database's URL, dropped afterwards: made with
+    ``psql`` as the role in PROBITY_TEST_PG (``scripts/postgres.sh``). In
+    CI (``CI`` set) a missing server fails the test; elsewhere it skips."""
+    admin = os.environ.get("PROBITY_TEST_PG")
+    psql = shutil.which("psql")
+    if not admin or psql is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs the PostgreSQL tests: set PROBITY_TEST_PG (scripts/postgres.sh) and install psql")
+        pytest.skip("no PostgreSQL here (set PROBITY_TEST_PG: scripts/postgres.sh)")
+    name = f"probity_py_{uuid.uuid4().hex[:12]}"
+
+    def sql(statement: str) -> None:
+        subprocess.run([psql, admin, "-q", "-v", "ON_ERROR_STOP=1", "-c", statement], check=True, timeout=60)
+
+    sql(f"CREATE DATABASE {name}")
+    try:
+        yield urlunsplit(urlsplit(admin)._replace(path=f"/{name}"))
+    finally:
+        sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -164,3 +164,12 @@ def test_an_async_marked_test_without_an_async_plugin_gets_pytests_message(pytes
     out = result.stdout.str()
     assert "async def functions are not natively supported" in out
     assert "got coroutine" not in out
+
+
+def test_the_store_option_takes_a_postgresql_url(suite: pytest.Pytester, postgres_url: str) -> None:
+    pytest.importorskip("xdist")
+    result = suite.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--probity-store", postgres_url)
+    result.assert_outcomes(passed=2, failed=1)
+    # Nothing was made as a file under the URL's name.
+    assert not any("postgres" in p.name for p in Path(suite.path).rglob("*"))
+    result.stdout.fnmatch_lines(["  marked: PASS run *: 20 inputs x 5 outputs"])

@@ -230,10 +230,13 @@ class Experiment:
     def run(self, store: Optional[PathLike] = None) -> Result:
         """Run the experiment and return its :class:`Result`.
 
-        With ``store``, the run is written to that SQLite run store
-        (created if needed; ``.probity/runs.db`` is the CLI's default), so
-        ``probity runs``, ``report`` and ``compare`` read it; without, it
-        is kept in memory only. The GIL is released while the run goes on;
+        With ``store``, the run is written to that run store, so
+        ``probity runs``, ``report`` and ``compare`` read it: a SQLite
+        file's path (created if needed; ``.probity/runs.db`` is the CLI's
+        default) or a team's PostgreSQL database,
+        ``postgres://user@host/db`` (which must exist; its tables are
+        created; the password from the URL or ``PGPASSWORD``, never
+        printed). Without, it is kept in memory only. The GIL is released while the run goes on;
         Ctrl-C stops it (KeyboardInterrupt).
 
         Raises (every one a :class:`probity.ProbityError`, with the engine's
@@ -274,11 +277,11 @@ class Experiment:
         caller = Caller(self.system) if callable(self.system) else None
         path: Optional[str] = None
         if store is not None:
-            # The engine checks the text (a URL is refused, not made a
-            # file) and creates the file's folder.
+            # The engine reads the text (a mistyped URL is refused, not
+            # made a file) and creates a file's folder.
             path = os.fspath(store)
             if not path.strip():
-                raise ValueError("store must be a SQLite file's path, not an empty string")
+                raise ValueError("store must be a SQLite file's path or a postgres:// URL, not an empty string")
         doc, cells = _probity.run(
             text,
             os.getcwd(),

@@ -10,7 +10,8 @@ report's failing lines when the run does not pass:
   :class:`probity.Experiment`, which the plugin runs (an ``async def``
   test is awaited by its async plugin, pytest-asyncio or anyio, first).
 
-Options: ``--probity-store PATH`` writes every run to that run store
+Options: ``--probity-store STORE`` writes every run to that run store, a
+SQLite file or a team's PostgreSQL database as a ``postgres://`` URL
 (``probity runs``/``report``/``compare`` read it); ``--probity-outputs N``
 sets every experiment's outputs per input (M), e.g. small on a laptop and
 large in CI. Each check's verdict is recorded as a test property (JUnit
@@ -41,8 +42,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--probity-store",
         action="store",
         default=None,
-        metavar="PATH",
-        help="write every probity run to this SQLite run store (default: runs kept in memory)",
+        metavar="STORE",
+        help="write every probity run to this run store: a SQLite file or a postgres:// URL "
+        "(default: runs kept in memory)",
     )
     group.addoption(
         "--probity-outputs",
@@ -75,7 +77,8 @@ def _run(config: pytest.Config, experiment: Experiment, record: Callable[[str, o
     if outputs is not None:
         experiment.outputs_per_input = outputs
     store: Optional[str] = config.getoption("--probity-store")
-    if store is not None:
+    if store is not None and "://" not in store:
+        # A file is where pytest was started (xdist workers run elsewhere).
         store = os.path.join(str(config.invocation_params.dir), store)
     result = experiment.run(store=store)
     n, m, k = result.shape
