@@ -181,3 +181,32 @@ async fn closure_provider() {
     let dynp: std::sync::Arc<dyn Provider> = std::sync::Arc::new(p);
     assert_eq!(dynp.complete(&request("a")).await.unwrap().text, "a #2");
 }
+
+/// A program that leaves a child of its own behind, holding its stdout and
+/// stderr open, is answered when it exits, not when that child does (or
+/// at the timeout): its output, or its exit status with its stderr.
+#[tokio::test]
+async fn a_background_grandchild_holding_the_pipes_does_not_hold_the_call() {
+    let mut ok = sh("cat >/dev/null; echo answer; sleep 3 &");
+    ok.timeout_s = 2.0;
+    let out = CommandProvider::new(ok)
+        .unwrap()
+        .complete(&request("x"))
+        .await
+        .unwrap();
+    assert_eq!(out.text, "answer");
+    let mut failing = sh("cat >/dev/null; echo 'bad things' >&2; sleep 3 & exit 3");
+    failing.timeout_s = 2.0;
+    let err = CommandProvider::new(failing)
+        .unwrap()
+        .complete(&request("x"))
+        .await
+        .unwrap_err();
+    let ProviderError::Command(msg) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        msg.contains("exit status: 3") && msg.contains("bad things"),
+        "{msg}"
+    );
+}

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::watch;
 
 /// What the command receives on stdin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -117,35 +118,74 @@ const STDERR_TAIL: usize = 1000;
 /// grow by whatever it wrote: 4 × 50 MB outputs made a 200 MB store).
 pub const MAX_OUTPUT_BYTES: u64 = 16 * 1024 * 1024;
 
-/// Up to `limit` bytes of `pipe` (empty without one); reading stops there.
-async fn read_at_most(pipe: Option<impl AsyncRead + Unpin>, limit: u64) -> Vec<u8> {
+/// How long the pipes are still read once the program has exited: what
+/// it wrote is already in them, so they end at once unless a child it left
+/// behind holds them open; that child's later writing is not the answer.
+const PIPE_GRACE: Duration = Duration::from_millis(250);
+
+/// Read `pipe` into `keep` until it ends, `stop` is set, or `keep` says it
+/// has had enough (returns false); empty without a pipe.
+async fn read_pipe(
+    pipe: Option<impl AsyncRead + Unpin>,
+    mut stop: watch::Receiver<bool>,
+    mut keep: impl FnMut(&mut Vec<u8>, &[u8]) -> bool,
+) -> Vec<u8> {
     let mut out = Vec::new();
-    if let Some(pipe) = pipe {
-        let _ = pipe.take(limit).read_to_end(&mut out).await;
+    let Some(mut pipe) = pipe else {
+        return out;
+    };
+    let mut buf = [0u8; 8192];
+    loop {
+        tokio::select! {
+            read = pipe.read(&mut buf) => match read {
+                Ok(n) if n > 0 => {
+                    if !keep(&mut out, &buf[..n]) {
+                        break;
+                    }
+                }
+                _ => break,
+            },
+            _ = stop.wait_for(|s| *s) => break,
+        }
     }
     out
+}
+
+/// Up to `limit` bytes of `pipe`; reading stops there.
+async fn read_at_most(
+    pipe: Option<impl AsyncRead + Unpin>,
+    stop: watch::Receiver<bool>,
+    limit: u64,
+) -> Vec<u8> {
+    read_pipe(pipe, stop, |out, bytes| {
+        let room = (limit as usize).saturating_sub(out.len());
+        out.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        out.len() < limit as usize
+    })
+    .await
 }
 
 /// All of `pipe` read, the last `4 × STDERR_TAIL` bytes kept: a program
 /// that writes much to stderr is never blocked on a full pipe, and memory
 /// stays bounded.
-async fn read_tail(pipe: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
+async fn read_tail(pipe: Option<impl AsyncRead + Unpin>, stop: watch::Receiver<bool>) -> Vec<u8> {
     let keep = 4 * STDERR_TAIL;
-    let mut tail = Vec::new();
-    let Some(mut pipe) = pipe else {
-        return tail;
-    };
-    let mut buf = [0u8; 8192];
-    while let Ok(n) = pipe.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        tail.extend_from_slice(&buf[..n]);
+    read_pipe(pipe, stop, |tail, bytes| {
+        tail.extend_from_slice(bytes);
         if tail.len() > 2 * keep {
             tail.drain(..tail.len() - keep);
         }
-    }
-    tail
+        true
+    })
+    .await
+}
+
+/// The error of a program that wrote more than [`MAX_OUTPUT_BYTES`].
+fn too_much(program: &Path) -> ProviderError {
+    ProviderError::Command(format!(
+        "{program:?} wrote more than {} MiB to stdout; an output is at most that (it was stopped)",
+        MAX_OUTPUT_BYTES / (1024 * 1024)
+    ))
 }
 
 impl CommandProvider {
@@ -209,25 +249,49 @@ impl CommandProvider {
             }
             drop(stdin);
         };
-        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-        // stderr is drained on a task of its own (a child blocked on a
-        // full stderr pipe would never finish its stdout); past the stdout
-        // limit the child is killed and stderr abandoned, whoever else
-        // holds it open (a child's own children).
-        let stderr = tokio::spawn(read_tail(stderr));
-        let (_, stdout) = tokio::join!(writer, read_at_most(stdout, MAX_OUTPUT_BYTES + 1));
-        if stdout.len() as u64 > MAX_OUTPUT_BYTES {
-            stderr.abort();
-            let _ = child.kill().await;
-            return Err(ProviderError::Command(format!(
-                "{program:?} wrote more than {} MiB to stdout; an output is at most that (it was stopped)",
-                MAX_OUTPUT_BYTES / (1024 * 1024)
-            )));
+        // Both pipes are drained on tasks of their own (a child blocked on
+        // a full stderr pipe would never finish its stdout) while the
+        // child is awaited; once it has exited they are read for
+        // `PIPE_GRACE` more, not for as long as a child it left behind
+        // holds them open.
+        let (stop, stopped) = watch::channel(false);
+        let mut stdout = tokio::spawn(read_at_most(
+            child.stdout.take(),
+            stopped.clone(),
+            MAX_OUTPUT_BYTES + 1,
+        ));
+        let stderr = tokio::spawn(read_tail(child.stderr.take(), stopped));
+        let writer = tokio::spawn(writer);
+        let mut early = None;
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status,
+                read = &mut stdout, if early.is_none() => {
+                    let read = read.unwrap_or_default();
+                    if read.len() as u64 > MAX_OUTPUT_BYTES {
+                        stderr.abort();
+                        let _ = child.kill().await;
+                        return Err(too_much(program));
+                    }
+                    early = Some(read);
+                }
+            }
         }
-        let status = child
-            .wait()
-            .await
-            .map_err(|e| ProviderError::Command(format!("waiting for {program:?}: {e}")))?;
+        .map_err(|e| ProviderError::Command(format!("waiting for {program:?}: {e}")))?;
+        // It has exited: it reads no more input (a child it left behind
+        // may hold stdin open, and would hold the write forever).
+        writer.abort();
+        tokio::spawn(async move {
+            tokio::time::sleep(PIPE_GRACE).await;
+            let _ = stop.send(true);
+        });
+        let stdout = match early {
+            Some(read) => read,
+            None => stdout.await.unwrap_or_default(),
+        };
+        if stdout.len() as u64 > MAX_OUTPUT_BYTES {
+            return Err(too_much(program));
+        }
         let output = std::process::Output {
             status,
             stdout,
