@@ -93,7 +93,7 @@ pub fn against_baseline(
     let baseline = probity_engine::compare::resolve_baseline(store, spec, current.record.id)
         .map_err(|e| Failure::usage(format!("--baseline {spec}: {e}")))?;
     let Some(a) = baseline else {
-        eprintln!(
+        probity_engine::stderr_line!(
             "notice: no earlier complete run named {:?}: nothing to compare with (this run can be the baseline of the next)",
             probity_report::sanitize::terminal_line(spec, 80)
         );

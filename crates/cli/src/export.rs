@@ -69,7 +69,7 @@ pub fn run(args: &ExportArgs) -> Result<u8, Failure> {
             std::fs::write(path, &text).map_err(|e| {
                 Failure::incomplete(format!("cannot write {}: {e}", path.display()))
             })?;
-            eprintln!(
+            probity_engine::stderr_line!(
                 "wrote {} input{} of {} {id} to {} (use it as [experiment] inputs)",
                 rows.len(),
                 if rows.len() == 1 { "" } else { "s" },

@@ -66,15 +66,15 @@ pub fn run(args: &InitArgs) -> Result<u8, Failure> {
         if f.executable {
             make_executable(&path)?;
         }
-        eprintln!("wrote {}", path.display());
+        probity_engine::stderr_line!("wrote {}", path.display());
     }
     let config = args.dir.join("probity.toml");
     match ex.key_env {
-        Some(var) => eprintln!(
+        Some(var) => probity_engine::stderr_line!(
             "next: set {var} (the key is read from it at run time, never stored), then: probity run {}",
             config.display()
         ),
-        None => eprintln!("next: probity run {}", config.display()),
+        None => probity_engine::stderr_line!("next: probity run {}", config.display()),
     }
     Ok(0)
 }

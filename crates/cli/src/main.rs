@@ -95,7 +95,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("error: {}", f.message);
+            probity_engine::stderr_line!("error: {}", f.message);
             ExitCode::from(f.code)
         }
     }

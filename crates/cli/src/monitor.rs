@@ -93,7 +93,7 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
             show(&page, terminal && !args.once);
         }
         for a in alarms {
-            eprintln!("alarm: {}", alarm_line(&a.check, a.kind, &a.alarm));
+            probity_engine::stderr_line!("alarm: {}", alarm_line(&a.check, a.kind, &a.alarm));
         }
         if args.once {
             return match follow.snapshot() {

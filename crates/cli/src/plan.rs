@@ -441,7 +441,7 @@ fn by_class(
             100.0 * target
         );
         crate::output::write(path, &text)?;
-        eprintln!(
+        probity_engine::stderr_line!(
             "wrote {} (use it as `classes` in a probity serve file)",
             path.display()
         );

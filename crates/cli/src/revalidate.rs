@@ -55,7 +55,7 @@ pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
     // the wrong file, and its run would be filed under that name.
     let base = |n: &str| n.split('/').next().unwrap_or(n).to_string();
     if base(&config.name) != base(&record.name) {
-        eprintln!(
+        probity_engine::stderr_line!(
             "warning: {} is named {:?}, run {id} {:?}: the re-check is stored as a run of {:?}, and compares with its runs",
             args.config.display(),
             config.name,
@@ -72,12 +72,12 @@ pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
         ))
         .map_err(|e| Failure::usage(e.to_string()))?;
     if config.checks.verifiers.is_empty() {
-        eprintln!(
+        probity_engine::stderr_line!(
             "revalidated run {id} as run {} (no model calls)",
             done.run_id
         );
     } else {
-        eprintln!(
+        probity_engine::stderr_line!(
             "revalidated run {id} as run {} (no calls to the system; judges: {} call{}, {} judgement{} from the cache{})",
             done.run_id,
             done.judge_calls,
@@ -92,7 +92,7 @@ pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
         );
     }
     for name in &done.uncalibrated {
-        eprintln!(
+        probity_engine::stderr_line!(
             "warning: verifier {name:?} has a labelled set, but with --no-calls its judge cannot be asked and the store does not keep its verdict on every labelled pair: its verdict is the judge's own rate, not corrected for the judge's errors"
         );
     }

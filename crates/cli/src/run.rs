@@ -318,7 +318,9 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let (cancel_tx, cancel) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\ninterrupted: stopping; what is stored is kept (resume with --resume)");
+            probity_engine::stderr_line!(
+                "\ninterrupted: stopping; what is stored is kept (resume with --resume)"
+            );
             let _ = cancel_tx.send(true);
         }
     });
@@ -386,7 +388,7 @@ fn samples_left(
         let stored = store
             .sample_count(id)
             .map_err(|e| Failure::incomplete(e.to_string()))?;
-        eprintln!("working on run {id}: {stored} of {total} samples stored");
+        probity_engine::stderr_line!("working on run {id}: {stored} of {total} samples stored");
         left = total.saturating_sub(stored as u64);
     }
     if args.resume {
@@ -398,7 +400,9 @@ fn samples_left(
                 let stored = store
                     .sample_count(id)
                     .map_err(|e| Failure::incomplete(e.to_string()))?;
-                eprintln!("resuming run {id}: {stored} of {total} samples stored");
+                probity_engine::stderr_line!(
+                    "resuming run {id}: {stored} of {total} samples stored"
+                );
                 left = total.saturating_sub(stored as u64);
             }
             None => {

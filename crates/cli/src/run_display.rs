@@ -28,7 +28,7 @@ pub(crate) fn check_pace(
     let file = config.display();
     if experiment.sequential.is_some() {
         if slow.seconds > LONG_RUN_S {
-            eprintln!(
+            probity_engine::stderr_line!(
                 "rate limits: the whole sequential budget, {what} (the run may stop earlier)"
             );
         }
@@ -51,7 +51,7 @@ pub(crate) fn check_pace(
         )));
     }
     if slow.seconds > LONG_RUN_S {
-        eprintln!("rate limits: {what}");
+        probity_engine::stderr_line!("rate limits: {what}");
     }
     Ok(())
 }
@@ -62,14 +62,14 @@ pub(crate) fn print_causes(outcome: &probity_engine::RunOutcome) {
     const SHOWN: usize = 3;
     let c = &outcome.causes;
     let print = |heading: String, group: &probity_core::causes::CauseGroup| {
-        eprintln!("{heading}");
+        probity_engine::stderr_line!("{heading}");
         for cause in group.causes.iter().take(SHOWN) {
             let input = outcome
                 .input_ids
                 .get(cause.first.0)
                 .cloned()
                 .unwrap_or_else(|| format!("#{}", cause.first.0));
-            eprintln!(
+            probity_engine::stderr_line!(
                 "  {:>5} × {} (first: input {} · output #{})",
                 cause.count,
                 terminal_line(&cause.message, 200),
@@ -182,7 +182,7 @@ impl Display {
             && (self.last_line.elapsed() >= Duration::from_secs(5) || p.done == p.total)
         {
             self.last_line = Instant::now();
-            eprintln!(
+            probity_engine::stderr_line!(
                 "{}/{} samples, {} calls, {} reused, {} errors · {}",
                 p.done,
                 p.total,

@@ -49,7 +49,7 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
                 args.config.display()
             )));
         }
-        eprintln!("warning: listening on {addr} without a token (set token_env): anyone who can reach it can spend your upstream quota");
+        probity_engine::stderr_line!("warning: listening on {addr} without a token (set token_env): anyone who can reach it can spend your upstream quota");
     }
     let name = loaded.name.clone();
     let location = args.store.location(loaded.config.store.as_ref())?;
@@ -63,7 +63,7 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
     .await
     .map_err(Failure::incomplete)?;
     for w in server.warnings() {
-        eprintln!("warning: {w}");
+        probity_engine::stderr_line!("warning: {w}");
     }
     // Ctrl-C or SIGTERM: stop taking requests, finish those in flight,
     // flush the store and mark the run complete. Handled from before the
@@ -76,12 +76,13 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
         .await
         .map_err(Failure::incomplete)?;
     if served.stale_interrupted > 0 {
-        eprintln!(
+        probity_engine::stderr_line!(
             "marked {} earlier run(s) named {:?} left running by a stopped server as interrupted",
-            served.stale_interrupted, name
+            served.stale_interrupted,
+            name
         );
     }
-    eprintln!(
+    probity_engine::stderr_line!(
         "stopped: {} request{} recorded as run {} (complete; probity report {} / probity plan {})",
         served.requests,
         if served.requests == 1 { "" } else { "s" },

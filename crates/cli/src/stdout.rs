@@ -13,7 +13,7 @@ pub fn out(text: &str) {
         .and_then(|()| stdout.flush())
     {
         if e.kind() != ErrorKind::BrokenPipe {
-            eprintln!("warning: cannot write to standard output: {e}");
+            probity_engine::stderr_line!("warning: cannot write to standard output: {e}");
         }
     }
 }
@@ -25,7 +25,7 @@ pub fn stream(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
     if let Err(e) = write(&mut w).and_then(|()| w.flush()) {
         if e.kind() != ErrorKind::BrokenPipe {
-            eprintln!("warning: cannot write to standard output: {e}");
+            probity_engine::stderr_line!("warning: cannot write to standard output: {e}");
         }
     }
 }

@@ -105,7 +105,9 @@ pub async fn run(
     let (cancel_tx, cancel) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\ninterrupted: stopping; what is stored is kept (resume with --resume)");
+            probity_engine::stderr_line!(
+                "\ninterrupted: stopping; what is stored is kept (resume with --resume)"
+            );
             let _ = cancel_tx.send(true);
         }
     });
@@ -127,7 +129,7 @@ pub async fn run(
             Step::Start
         };
         if let Step::Done(id) = step {
-            eprintln!(
+            probity_engine::stderr_line!(
                 "variant {:?} ({} of {total}): run {id} is complete",
                 spec.name,
                 at + 1
@@ -151,7 +153,7 @@ pub async fn run(
             }
             _ => n,
         };
-        eprintln!(
+        probity_engine::stderr_line!(
             "variant {:?} ({} of {total}){}",
             spec.name,
             at + 1,

@@ -388,3 +388,42 @@ fn no_output_replaces_the_store_the_configuration_or_its_inputs() {
         .contains("[[validator]]"));
     assert_eq!(json_runs(d).len(), 1);
 }
+
+/// Standard error closed by its reader (`probity … 2>&1 | head`, a log
+/// collector gone): the lines for a person are dropped, the command does
+/// its work and keeps its exit code (a panic was 101).
+#[test]
+fn a_closed_standard_error_drops_lines_never_the_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = || {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader); // every write now fails: a broken pipe
+        writer
+    };
+    let init = probity_cmd()
+        .current_dir(dir.path())
+        .args(["init", "demo"])
+        .stderr(closed())
+        .output()
+        .unwrap();
+    assert_eq!(init.status.code(), Some(0));
+    assert!(dir.path().join("demo/probity.toml").is_file());
+    let run = probity_cmd()
+        .current_dir(dir.path())
+        .args(["run", "demo/probity.toml", "--outputs", "5"])
+        .env("PROBITY_STORE", dir.path().join("runs.db"))
+        .stderr(closed())
+        .output()
+        .unwrap();
+    // The verdict is the demo's (exit 0 or 1), its report on stdout.
+    assert!(matches!(run.status.code(), Some(0 | 1)), "{:?}", run.status);
+    assert!(text(&run.stdout).contains("contraction_validator"));
+    // An error goes to standard error too: its exit code is kept.
+    let missing = probity_cmd()
+        .current_dir(dir.path())
+        .args(["run", "nothing-here.toml"])
+        .stderr(closed())
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+}

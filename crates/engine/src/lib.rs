@@ -23,6 +23,7 @@ pub mod run;
 #[cfg(feature = "server")]
 pub mod serve;
 pub mod sim;
+pub mod stderr;
 pub mod store;
 #[cfg(feature = "server")]
 pub mod view;

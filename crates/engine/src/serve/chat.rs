@@ -301,7 +301,7 @@ fn finish(
     m.latency.observe(started.elapsed().as_secs_f64());
     for a in attempts {
         for line in st.check_errors.note(&st.check_names, a) {
-            eprintln!("warning: {line}");
+            crate::stderr_line!("warning: {line}");
         }
         let used = a.input_tokens.unwrap_or(0) + a.output_tokens.unwrap_or(0);
         let attempt = if a.number == 1 { "first" } else { "retry" };

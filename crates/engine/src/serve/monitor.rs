@@ -214,7 +214,7 @@ impl Monitor {
     /// (on a task of its own; three tries, 1 s then 2 s apart).
     pub fn announce(&self, events: Vec<AlarmEvent>) {
         for e in events {
-            eprintln!("warning: {}", e.line());
+            crate::stderr_line!("warning: {}", e.line());
             if let Some(url) = self.webhook.clone() {
                 tokio::spawn(post_alarm(url, e));
             }
@@ -236,11 +236,11 @@ async fn post_alarm(url: String, event: AlarmEvent) {
         match sent {
             Ok(r) if r.status().is_success() => return,
             Ok(r) if attempt == 3 => {
-                eprintln!("warning: alarm webhook answered {} (gave up)", r.status())
+                crate::stderr_line!("warning: alarm webhook answered {} (gave up)", r.status())
             }
             // Without the URL: it may hold a token.
             Err(e) if attempt == 3 => {
-                eprintln!(
+                crate::stderr_line!(
                     "warning: alarm webhook unreachable: {} (gave up)",
                     e.without_url()
                 )
