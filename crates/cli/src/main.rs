@@ -3,6 +3,10 @@
 //! Exit codes: 0 every verdict passes, 1 a verdict fails, 2 bad usage or
 //! configuration, 3 the run could not complete.
 
+// A line for a person goes through `stderr_line!` (a closed standard
+// error cannot turn it into a panic); stdout through `stdout`.
+#![deny(clippy::print_stderr, clippy::print_stdout)]
+
 mod compare;
 mod export;
 mod failure;

@@ -70,7 +70,7 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
     // address is printed: a signal right after it is not fatal.
     let shutdown = crate::signals::stop_signal();
     // On stdout, alone on its line, so scripts can read the port.
-    println!("listening on http://{addr}/v1");
+    crate::stdout::line(&format!("listening on http://{addr}/v1"));
     let served = server
         .run(listener, shutdown)
         .await

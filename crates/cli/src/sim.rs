@@ -93,7 +93,7 @@ pub async fn run(cmd: SimCommand) -> Result<u8, Failure> {
         .map_err(|e| Failure::incomplete(e.to_string()))?;
     let shutdown = crate::signals::stop_signal();
     // On stdout, alone on its line, so scripts can read the port.
-    println!("listening on http://{addr}/v1");
+    crate::stdout::line(&format!("listening on http://{addr}/v1"));
     serve(listener, model, file.faults, shutdown)
         .await
         .map_err(|e| Failure::incomplete(format!("simulator server: {e}")))?;

@@ -57,8 +57,8 @@ pub async fn run(args: ViewArgs) -> Result<u8, Failure> {
     let shutdown = crate::signals::stop_signal();
     // On stdout, alone on its line, so scripts (and tests) can read it.
     match &token {
-        Some(t) => println!("probity view on http://{addr}/?token={t}"),
-        None => println!("probity view on http://{addr}/"),
+        Some(t) => crate::stdout::line(&format!("probity view on http://{addr}/?token={t}")),
+        None => crate::stdout::line(&format!("probity view on http://{addr}/")),
     }
     probity_engine::view::serve(listener, Arc::new(viewer), token, shutdown)
         .await

@@ -15,6 +15,10 @@
 //! # Ok(()) }
 //! ```
 
+// A line for a person goes through `stderr_line!`, which a closed
+// standard error cannot turn into a panic.
+#![deny(clippy::print_stderr)]
+
 pub mod checks;
 pub mod config;
 pub mod provider;
