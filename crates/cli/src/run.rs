@@ -10,7 +10,7 @@ use probity_engine::compare::RunTensor;
 use probity_engine::config::set::{self, Set};
 use probity_engine::config::variant;
 use probity_engine::config::{Config, Overrides};
-use probity_engine::store::RunStatus;
+use probity_engine::store::{masked_url, RunStatus};
 use probity_engine::stored::StoredRun;
 use probity_engine::{run_with, Control, Progress, RunError, Sink};
 use std::path::{Path, PathBuf};
@@ -175,7 +175,14 @@ fn blame_sets(error: &str, path: &Path, sets: &[Set], overrides: &Overrides) -> 
     }
     let named: Vec<String> = sets
         .iter()
-        .map(|s| format!("--set {}={}", s.path.join("."), s.value))
+        // A value may be a URL with a password (`store.url`).
+        .map(|s| {
+            format!(
+                "--set {}={}",
+                s.path.join("."),
+                masked_url(&s.value.to_string())
+            )
+        })
         .collect();
     // The message without the rewritten text's position and snippet.
     let why: Vec<&str> = error

@@ -14,7 +14,13 @@ pub struct StoreArg {
     /// PostgreSQL database shared by a team (`postgres://user@host/db`;
     /// the password from the URL or PGPASSWORD, never printed). Default: the
     /// configuration's `[store] url`, else .probity/runs.db.
-    #[arg(long, env = "PROBITY_STORE", global = true, value_name = "PATH|URL")]
+    #[arg(
+        long,
+        env = "PROBITY_STORE",
+        hide_env_values = true,
+        global = true,
+        value_name = "PATH|URL"
+    )]
     pub store: Option<String>,
 }
 

@@ -35,7 +35,7 @@ pub use cache::{
 };
 pub use error::StoreError;
 pub use lease::{claim_ttl, LEASE_REFRESH_S, LEASE_STALE_S};
-pub use location::{PostgresUrl, StoreLocation};
+pub use location::{masked_url, PostgresUrl, StoreLocation};
 pub use records::{
     AttemptCounts, AttemptRow, CachedOutput, Existing, JudgementRow, LabelVerdict, NewRun,
     RunRecord, RunStatus, RunTotals, SampleRow, VariantTag,

@@ -32,7 +32,7 @@ impl PostgresUrl {
     /// The URL with the password (in the user part, or a `password=`
     /// parameter) replaced by `***`.
     pub fn redacted(&self) -> String {
-        redact_url(&self.0)
+        masked_url(&self.0)
     }
 }
 
@@ -60,10 +60,30 @@ impl StoreLocation {
     pub fn parse(text: &str) -> Result<StoreLocation, String> {
         let trimmed = text.trim();
         let lower = trimmed.to_ascii_lowercase();
+        let url_form = "give a SQLite file's path or a URL postgres://user@host/database";
         if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            let scheme = &trimmed[..trimmed.find(':').unwrap_or(0)];
+            if let Some(c) = userinfo(trimmed).and_then(|u| u.chars().find(|c| "@/#".contains(*c)))
+            {
+                return Err(format!(
+                    "store {scheme}://…: the user or password holds an unescaped `{c}`, so the URL cannot be read as meant; percent-encode it (@ as %40, / as %2F, # as %23)"
+                ));
+            }
             return Ok(StoreLocation::Postgres(PostgresUrl(trimmed.to_string())));
         }
-        let url_form = "give a SQLite file's path or a URL postgres://user@host/database";
+        for scheme in ["postgres", "postgresql"] {
+            if lower.starts_with(&format!("{scheme}//")) {
+                return Err(format!(
+                    "store {}//…: a URL needs `{scheme}://`: {url_form}",
+                    &trimmed[..scheme.len()]
+                ));
+            }
+        }
+        if lower.starts_with("file:") {
+            return Err(format!(
+                "store file:…: give the SQLite file's path itself, without `file:`, or a URL postgres://user@host/database"
+            ));
+        }
         if let Some((scheme, _)) = trimmed.split_once("://") {
             if !scheme.is_empty()
                 && scheme
@@ -133,27 +153,35 @@ impl fmt::Debug for StoreLocation {
     }
 }
 
+/// The user part of a URL: what comes between `scheme://` and the last
+/// `@` before the query (`None` without one). Taking the last `@` covers
+/// the most: a password with an unescaped `@` or `/` is masked whole.
+fn userinfo(url: &str) -> Option<&str> {
+    let rest = &url[url.find("://")? + 3..];
+    let before_query = &rest[..rest.find('?').unwrap_or(rest.len())];
+    before_query.rfind('@').map(|at| &before_query[..at])
+}
+
 /// `url` with its password masked: `scheme://user:***@host…`, and any
-/// `password=…` query parameter's value masked too.
-fn redact_url(url: &str) -> String {
+/// `password=…` query parameter's value masked too (its key compared
+/// percent-decoded and in any case: `pass%77ord` is `password` to libpq).
+/// Any text with a `scheme://` in it may be given (a quoted `--set`
+/// value); text without one is returned as it is.
+pub fn masked_url(url: &str) -> String {
     let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
         return url.to_string();
     };
-    let (head, rest) = url.split_at(scheme_end);
-    // The authority ends at the first '/', '?' or '#'; its user part at
-    // the last '@' inside it (a password may hold '@' only escaped, but
-    // take the last to be safe).
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rfind('@') {
-        Some(at) => {
-            let (user, host) = authority.split_at(at);
-            match user.find(':') {
-                Some(colon) => format!("{}:***{host}", &user[..colon]),
-                None => authority.to_string(),
-            }
+    let head = &url[..scheme_end];
+    let (authority, tail) = match userinfo(url) {
+        Some(user) => {
+            let host_and_tail = &url[scheme_end + user.len()..];
+            let shown = match user.find(':') {
+                Some(colon) => format!("{}:***", &user[..colon]),
+                None => user.to_string(),
+            };
+            (shown, host_and_tail)
         }
-        None => authority.to_string(),
+        None => (String::new(), &url[scheme_end..]),
     };
     let tail = match tail.find('?') {
         Some(q) => {
@@ -161,7 +189,13 @@ fn redact_url(url: &str) -> String {
             let params: Vec<String> = query
                 .split('&')
                 .map(|p| match p.split_once('=') {
-                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    Some((k, _))
+                        if percent_encoding::percent_decode_str(k)
+                            .decode_utf8_lossy()
+                            .eq_ignore_ascii_case("password") =>
+                    {
+                        format!("{k}=***")
+                    }
                     _ => p.to_string(),
                 })
                 .collect();
@@ -200,6 +234,17 @@ mod tests {
             ("postgres:/u:hunter2@db/x", "needs `postgres://`"),
             ("host=127.0.0.1 port=1 password=hunter2", "store \"host=…\""),
             ("  dbname=probity user=ci", "store \"dbname=…\""),
+            ("postgres//u:hunter2@db/x", "needs `postgres://`"),
+            ("PostgreSQL//u:hunter2@db/x", "needs `postgresql://`"),
+            ("file:hunter2.db", "without `file:`"),
+            // A password with an unescaped '@', '/' or '#': libpq would
+            // read another host or path than the user meant.
+            (
+                "postgres://u:p@ss:w/rd#x%y@127.0.0.1:5432/db",
+                "unescaped `@`",
+            ),
+            ("postgres://u:hunter2/x@127.0.0.1/db", "unescaped `/`"),
+            ("postgres://u:hunter2#@127.0.0.1/db", "unescaped `#`"),
         ] {
             let e = StoreLocation::parse(text).unwrap_err();
             assert!(e.contains(says), "{text}: {e}");
@@ -230,6 +275,14 @@ mod tests {
                 "postgresql://db/probity?user=ann&password=***",
             ),
             ("postgres://ann@db/probity", "postgres://ann@db/probity"),
+            (
+                "postgres://db/probity?user=ann&pass%77ord=s3cret",
+                "postgres://db/probity?user=ann&pass%77ord=***",
+            ),
+            (
+                "postgres://db/probity?PASSWORD=s3cret&application_name=a@b",
+                "postgres://db/probity?PASSWORD=***&application_name=a@b",
+            ),
         ] {
             let loc = StoreLocation::parse(url).unwrap();
             assert_eq!(loc.to_string(), shown);
