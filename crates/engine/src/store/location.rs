@@ -60,7 +60,8 @@ impl StoreLocation {
     pub fn parse(text: &str) -> Result<StoreLocation, String> {
         let trimmed = text.trim();
         let lower = trimmed.to_ascii_lowercase();
-        let url_form = "give a SQLite file's path or a URL postgres://user@host/database";
+        const URL: &str = "a URL postgres://user@host/database";
+        let url_form = format!("give a SQLite file's path or {URL}");
         if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
             let scheme = &trimmed[..trimmed.find(':').unwrap_or(0)];
             if let Some(c) = userinfo(trimmed).and_then(|u| u.chars().find(|c| "@/#".contains(*c)))
@@ -81,7 +82,7 @@ impl StoreLocation {
         }
         if lower.starts_with("file:") {
             return Err(format!(
-                "store file:…: give the SQLite file's path itself, without `file:`, or a URL postgres://user@host/database"
+                "store file:…: give the SQLite file's path itself, without `file:`, or {URL}"
             ));
         }
         if let Some((scheme, _)) = trimmed.split_once("://") {
