@@ -467,6 +467,32 @@ fn every_history_command_works_on_postgres() {
     let (c, out, _) = code(&["runs"]);
     assert_eq!(c, Some(0));
     assert_eq!(out.matches("complete").count(), 5, "{out}");
+    // A connection that may only read (a read replica, a dashboard's
+    // role) reads every history command: opening writes nothing.
+    let read_only = format!(
+        "{url}{}options=-c%20default_transaction_read_only%3Don",
+        if url.contains('?') { '&' } else { '?' }
+    );
+    let read = |args: &[&str]| -> (Option<i32>, String, String) {
+        let out = output(probity(d, &read_only, args));
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    for args in [
+        &["runs"][..],
+        &["report", "1", "--format", "json"],
+        &["compare", "1", "2"],
+        &["report", "--trend", "polite-assistant"],
+        &["plan", "1"],
+        &["export", "1", "--all"],
+    ] {
+        let (c, out, err) = read(args);
+        assert!(matches!(c, Some(0 | 1)), "{args:?}: {err}");
+        assert!(!out.is_empty(), "{args:?}");
+    }
+    // Writing through it is refused by the server, and named.
+    let (c, _, err) = read(&["run", "-q"]);
+    assert_eq!(c, Some(3), "{err}");
+    assert!(err.contains("read-only"), "{err}");
 }
 
 /// Two `probity serve` replicas on one store: each records its own run,

@@ -44,11 +44,21 @@ fn help_never_shows_the_store_variables_password() {
 #[test]
 fn a_set_store_url_with_a_password_is_refused_without_showing_it() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(probity_in(dir.path(), &["init", "demo"], None).status.success());
+    assert!(probity_in(dir.path(), &["init", "demo"], None)
+        .status
+        .success());
     let set = format!("store.url=postgres://ci:{SECRET}@127.0.0.1:9/probity");
-    let out = probity_in(dir.path(), &["run", "demo/probity.toml", "--set", &set], None);
+    let out = probity_in(
+        dir.path(),
+        &["run", "demo/probity.toml", "--set", &set],
+        None,
+    );
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("holds a password"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("holds a password"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_hidden(&out, "--set");
 }
 
@@ -56,7 +66,10 @@ fn a_set_store_url_with_a_password_is_refused_without_showing_it() {
 fn mistyped_or_unreadable_urls_are_refused_and_never_become_files() {
     let dir = tempfile::tempdir().unwrap();
     for (store, says) in [
-        (format!("postgres//ci:{SECRET}@127.0.0.1/probity"), "needs `postgres://`"),
+        (
+            format!("postgres//ci:{SECRET}@127.0.0.1/probity"),
+            "needs `postgres://`",
+        ),
         (
             "postgres://ci:p@ss:w/rd#x%y@127.0.0.1:5432/probity".to_string(),
             "unescaped `@`",
@@ -77,10 +90,16 @@ fn a_percent_encoded_password_parameter_is_masked_and_refused_in_a_file() {
     let url = "postgres://127.0.0.1:9/probity?user=ci&pass%77ord=TOPSECRETQ";
     let out = probity_in(dir.path(), &["runs", "--store", url], None);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("pass%77ord=***"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("pass%77ord=***"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_hidden(&out, "--store");
     // In `[store] url` it is a password written in the file: refused.
-    assert!(probity_in(dir.path(), &["init", "demo"], None).status.success());
+    assert!(probity_in(dir.path(), &["init", "demo"], None)
+        .status
+        .success());
     let config = dir.path().join("demo/probity.toml");
     let mut text_of = std::fs::read_to_string(&config).unwrap();
     text_of.push_str(&format!("\n[store]\nurl = \"{url}\"\n"));

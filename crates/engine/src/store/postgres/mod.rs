@@ -44,7 +44,27 @@ impl Postgres {
     /// its own transaction, all under one advisory lock (a second process
     /// opening a new database waits, then finds them applied). Refused
     /// when the database records a migration this version does not know.
+    ///
+    /// A database already at this version is only read (the recorded
+    /// version), so a role that may only read it, or a read replica,
+    /// serves every command that only reads.
     fn migrate(&self) -> Result<(), StoreError> {
+        let recorded = self.conn.call(|c| {
+            let exists: bool = c
+                .query_one("SELECT to_regclass('schema_migrations') IS NOT NULL", &[])?
+                .get(0);
+            if !exists {
+                return Ok(0);
+            }
+            c.query_one(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+                &[],
+            )
+            .map(|r| r.get::<_, i64>(0))
+        })?;
+        if recorded == SCHEMA_VERSION {
+            return Ok(());
+        }
         let found = self.conn.call(|c| {
             let mut tx = c.transaction()?;
             tx.execute(
