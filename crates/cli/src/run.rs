@@ -322,15 +322,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let (join, left) = samples_left(&args, &store, &hash, &experiment.name, total)?;
     check_pace(&args.config, &experiment, left)?;
 
-    let (cancel_tx, cancel) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            probity_engine::stderr_line!(
-                "\ninterrupted: stopping; what is stored is kept (resume with --resume)"
-            );
-            let _ = cancel_tx.send(true);
-        }
-    });
+    let cancel = crate::signals::cancel_on_stop();
 
     let mut display = Display::new(args.quiet, &experiment);
     let outcome = run_with(

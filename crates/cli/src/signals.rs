@@ -1,4 +1,5 @@
-//! The signals that stop a server (`probity serve`, `probity sim serve`).
+//! The signals that stop a server (`probity serve`, `probity sim serve`)
+//! or a run (`probity run`, `probity work`): Ctrl-C and SIGTERM.
 
 /// Resolves on Ctrl-C or SIGTERM. The handlers are installed when this is
 /// called, not when the future is first polled.
@@ -34,4 +35,20 @@ pub fn stop_signal() -> impl std::future::Future<Output = ()> {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
+}
+
+/// A run's cancel flag, set on Ctrl-C or SIGTERM (a CI job cancelled, a
+/// `timeout` run out): the run stops, keeps what is stored and writes its
+/// reports, as it does on Ctrl-C.
+pub fn cancel_on_stop() -> tokio::sync::watch::Receiver<bool> {
+    let (cancel, cancelled) = tokio::sync::watch::channel(false);
+    let stop = stop_signal();
+    tokio::spawn(async move {
+        stop.await;
+        probity_engine::stderr_line!(
+            "\ninterrupted: stopping; what is stored is kept (resume with --resume)"
+        );
+        let _ = cancel.send(true);
+    });
+    cancelled
 }

@@ -102,15 +102,7 @@ pub async fn run(
         .find_map(|r| r.settings.sequential.map(|s| s.seed))
         .unwrap_or_else(group::new_seed);
 
-    let (cancel_tx, cancel) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            probity_engine::stderr_line!(
-                "\ninterrupted: stopping; what is stored is kept (resume with --resume)"
-            );
-            let _ = cancel_tx.send(true);
-        }
-    });
+    let cancel = crate::signals::cancel_on_stop();
 
     let total = planned.len();
     let mut runs: Vec<StoredRun> = Vec::with_capacity(total);

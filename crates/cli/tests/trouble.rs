@@ -427,3 +427,54 @@ fn a_closed_standard_error_drops_lines_never_the_work() {
         .unwrap();
     assert_eq!(missing.status.code(), Some(2));
 }
+
+/// SIGTERM (a CI job cancelled, `timeout` run out) stops a run as Ctrl-C
+/// does: what is stored is kept, the reports are written, the run is
+/// listed interrupted (exit 3, no verdict), and `--resume` finishes it.
+#[test]
+fn sigterm_stops_a_run_keeps_its_samples_and_writes_its_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "provider = \"sim\"\nlatency_ms = 20", "");
+    let child = probity_cmd()
+        .current_dir(dir.path())
+        .args(["run", "-q", "--concurrency", "2"])
+        .args(["--junit", "junit.xml", "--markdown", "summary.md"])
+        .env("PROBITY_STORE", dir.path().join("runs.db"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Until 20 samples are stored (the store may not hold its tables yet).
+    let stored_so_far = || {
+        rusqlite::Connection::open(dir.path().join("runs.db"))
+            .and_then(|db| db.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0)))
+            .unwrap_or(0i64)
+    };
+    while stored_so_far() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("interrupted: stopping"), "{err}");
+    assert!(err.contains("--resume"), "{err}");
+    for report in ["junit.xml", "summary.md"] {
+        let written = std::fs::read_to_string(dir.path().join(report)).unwrap();
+        assert!(written.contains("contraction_validator"), "{report}");
+    }
+    let stored = stored_samples(dir.path());
+    assert!((20..400).contains(&stored), "{stored}");
+    assert_eq!(common::json_runs(dir.path())[0]["status"], "interrupted");
+    let resumed = probity(dir.path(), &["run", "-q", "--resume"]);
+    assert!(
+        matches!(resumed.status.code(), Some(0 | 1)),
+        "{}",
+        text(&resumed.stderr)
+    );
+    assert_eq!(stored_samples(dir.path()), 400);
+}
