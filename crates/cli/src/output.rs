@@ -81,14 +81,20 @@ impl OutputArgs {
             || self.format != Format::Text
     }
 
+    /// The files asked for (`--output`, `--junit`, `--markdown`).
+    pub fn files(&self) -> Vec<&std::path::Path> {
+        [&self.output, &self.junit, &self.markdown]
+            .into_iter()
+            .flatten()
+            .map(|p| p.as_path())
+            .collect()
+    }
+
     /// An error when `--output`, `--junit` or `--markdown` names a file the
     /// command reads and keeps (`crate::protected`): asked before a run
     /// starts, and again by [`OutputArgs::emit`].
     pub fn check_targets(&self) -> Result<(), Failure> {
-        for path in [&self.output, &self.junit, &self.markdown]
-            .into_iter()
-            .flatten()
-        {
+        for path in self.files() {
             crate::protected::check(path)?;
         }
         Ok(())

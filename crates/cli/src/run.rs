@@ -346,6 +346,8 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         | RunError::Store(probity_engine::store::StoreError::Leased { .. }) => {
             Failure::usage(e.to_string())
         }
+        // The store failed mid-run: the reports are made from it.
+        RunError::Store(e) => Failure::incomplete(store_lost(&e, &args.out.files())),
         other => Failure::incomplete(other.to_string()),
     })?;
     display.finish();
@@ -354,6 +356,23 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     drop(display);
     drop(experiment);
     conclude(&args, &store, outcome, total)
+}
+
+/// The message of a run stopped by its store: the cause, what became of
+/// the reports asked for (`files`), and how to go on.
+fn store_lost(e: &probity_engine::store::StoreError, files: &[&Path]) -> String {
+    let mut message = format!("{e}\nthe run stopped: its samples could not be stored");
+    if !files.is_empty() {
+        let named: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        message.push_str(&format!(
+            "; no report was written ({}): reports are made from the store",
+            named.join(", ")
+        ));
+    }
+    message.push_str(
+        ". What was committed before is kept: `probity run --resume` continues once the store is back",
+    );
+    message
 }
 
 /// For `probity work` (`join`) and `--resume`: the run to continue and the

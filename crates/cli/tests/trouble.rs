@@ -478,3 +478,42 @@ fn sigterm_stops_a_run_keeps_its_samples_and_writes_its_reports() {
     );
     assert_eq!(stored_samples(dir.path()), 400);
 }
+
+/// The store failing for good mid-run (here its samples table dropped by
+/// another hand): the run stops with the store's own error, says that the
+/// reports asked for were not written and why, and exits 3, no verdict.
+#[test]
+fn a_store_that_fails_mid_run_is_named_with_what_became_of_the_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "provider = \"sim\"\nlatency_ms = 20", "");
+    let child = probity_cmd()
+        .current_dir(dir.path())
+        .args(["run", "-q", "--concurrency", "2"])
+        .args(["--junit", "junit.xml", "--markdown", "summary.md"])
+        .env("PROBITY_STORE", dir.path().join("runs.db"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let db = || rusqlite::Connection::open(dir.path().join("runs.db"));
+    while db()
+        .and_then(|c| c.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0)))
+        .unwrap_or(0i64)
+        < 10
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let c = db().unwrap();
+    c.execute_batch("PRAGMA foreign_keys = OFF; DROP TABLE samples;")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("no such table: samples"), "{err}");
+    assert!(
+        err.contains("no report was written (junit.xml, summary.md)"),
+        "{err}"
+    );
+    assert!(!err.contains("see the error it reported"), "{err}");
+    assert_no_verdict(&out);
+}

@@ -123,6 +123,8 @@ pub struct Writer {
     tx: Arc<Mutex<Option<mpsc::SyncSender<WriteOp>>>>,
     handle: Mutex<Option<JoinHandle<Result<u64, StoreError>>>>,
     store: StoreLocation,
+    /// The message of the error that stopped the thread, once met.
+    stopped_by: Mutex<Option<String>>,
 }
 
 impl Writer {
@@ -170,10 +172,31 @@ impl Writer {
         }
     }
 
+    /// Queue `op`. When the writer has stopped (its store failed for
+    /// good), the error is the one that stopped it: the first caller to
+    /// meet it gets it whole, later ones its message.
     fn op(&self, op: WriteOp) -> Result<(), StoreError> {
-        send(&self.tx, op).ok_or_else(|| StoreError::Writer {
+        if send(&self.tx, op).is_some() {
+            return Ok(());
+        }
+        let why = match self.stop() {
+            Err(e) => {
+                let message = e.to_string();
+                if let Ok(mut stopped) = self.stopped_by.lock() {
+                    stopped.get_or_insert(message);
+                }
+                return Err(e);
+            }
+            Ok(_) => self
+                .stopped_by
+                .lock()
+                .ok()
+                .and_then(|s| s.clone())
+                .unwrap_or_else(|| "it was closed".into()),
+        };
+        Err(StoreError::Writer {
             store: self.store.clone(),
-            what: "the writer thread has stopped (see the error it reported)".into(),
+            what: why,
         })
     }
 
@@ -272,6 +295,7 @@ impl Writer {
             tx: Arc::new(Mutex::new(Some(tx))),
             handle: Mutex::new(Some(handle)),
             store,
+            stopped_by: Mutex::new(None),
         })
     }
 }
