@@ -535,6 +535,18 @@ fn a_variant_run_revalidates_with_its_own_variant() {
             && err.contains("its variants: base, same"),
         "{err}"
     );
+    // Nor from a file with no variants at all: its re-check would be
+    // filed as the base's run, and taken for the base's history.
+    std::fs::write(&path, &cfg[..cfg.find("[[variant]]").unwrap()]).unwrap();
+    let runs_before = probity(d, &["runs", "--json"]).stdout.len();
+    let out = probity(d, &["revalidate", "polite-assistant/sloppy"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("variant \"sloppy\"") && err.contains("this file has no [[variant]]"),
+        "{err}"
+    );
+    assert_eq!(probity(d, &["runs", "--json"]).stdout.len(), runs_before);
 }
 
 /// `probity report RUN --variants --reference NAME` compares the stored

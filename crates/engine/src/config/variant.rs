@@ -450,7 +450,8 @@ impl Variants {
 /// `[[variant]]` tables; with tables, the configuration of the run's own
 /// `variant` ([`Variants::config`]), or, for a run that is no variant, the
 /// file without its tables (the checks are the same for every variant).
-/// A run of a variant the file does not have is an error naming both.
+/// A run of a variant the file does not have, or a file with no variants,
+/// is an error naming the variant.
 pub fn load_for(path: &Path, variant: Option<&str>) -> Result<Config, ConfigError> {
     let raw = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
@@ -458,6 +459,16 @@ pub fn load_for(path: &Path, variant: Option<&str>) -> Result<Config, ConfigErro
     })?;
     let text = crate::config::inputs::strip_bom(&raw);
     let Some(variants) = parse(text, path)? else {
+        if let Some(name) = variant {
+            // Its re-check would be filed under the base's name and
+            // configuration, and taken for the base's history.
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message: format!(
+                    "the run is variant {name:?}, and this file has no [[variant]]; restore the variant or name the file that has it"
+                ),
+            });
+        }
         return Config::from_str(text, path);
     };
     let Some(name) = variant else {
