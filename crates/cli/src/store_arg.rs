@@ -49,7 +49,10 @@ impl StoreArg {
         if let Some(path) = location.sqlite_path() {
             crate::protected::protect_sqlite(path);
         }
-        Store::connect(&location).map_err(|e| Failure::incomplete(e.to_string()))
+        Store::connect(&location).map_err(|e| match e {
+            probity_engine::store::StoreError::BadUrl { .. } => Failure::usage(e.to_string()),
+            e => Failure::incomplete(e.to_string()),
+        })
     }
 
     /// Resolve a run given by id, or by name (its latest run).

@@ -109,3 +109,31 @@ fn a_percent_encoded_password_parameter_is_masked_and_refused_in_a_file() {
     assert!(text(&out.stderr).contains("holds a password"));
     assert_hidden(&out, "[store] url");
 }
+
+#[test]
+fn an_unreadable_url_is_a_usage_error_naming_the_part() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, says) in [
+        (
+            format!("postgres://ci:{SECRET}@127.0.0.1:54x2/db"),
+            "option `port`",
+        ),
+        (
+            format!("postgres://ci:{SECRET}@127.0.0.1/db?bogus=1"),
+            "unknown option `bogus`",
+        ),
+        (
+            format!("postgres://ci:{SECRET}@127.0.0.1/db?sslmode=bogus"),
+            "option `sslmode`",
+        ),
+    ] {
+        let out = probity_in(dir.path(), &["runs", "--store", &url], None);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {err}");
+        assert!(
+            err.contains(says) && err.contains("not a valid PostgreSQL URL"),
+            "{err}"
+        );
+        assert_hidden(&out, &url);
+    }
+}

@@ -61,6 +61,8 @@ fn is_locked(e: &StoreError) -> bool {
 pub fn store_kind(e: &StoreError) -> Kind {
     if is_locked(e) {
         Kind::StoreLocked
+    } else if matches!(e, StoreError::BadUrl { .. }) {
+        Kind::Config
     } else {
         Kind::Store
     }

@@ -18,8 +18,12 @@ pub enum StoreError {
         store: StoreLocation,
         source: postgres::Error,
     },
-    /// The store cannot be reached or opened at all (a wrong URL, a dead
-    /// server, a build without PostgreSQL support).
+    /// The URL cannot be read (a port that is no number, an unknown
+    /// parameter): the command's mistake, not the server's.
+    #[error("run store {store}: not a valid PostgreSQL URL: {what}")]
+    BadUrl { store: StoreLocation, what: String },
+    /// The store cannot be reached or opened at all (a dead server, a
+    /// build without PostgreSQL support).
     #[error("run store {store}: {what}")]
     Unreachable { store: StoreLocation, what: String },
     #[error("run store {store}: written by a newer probity (schema {found}, this one knows {SCHEMA_VERSION})")]

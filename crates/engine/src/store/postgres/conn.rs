@@ -32,11 +32,14 @@ const CHUNK: usize = 4096;
 pub(super) fn connect(url: &PostgresUrl) -> Result<Client, StoreError> {
     let location = StoreLocation::Postgres(url.clone());
     let (text, verify) = tls_mode(url.secret());
-    let mut config = Config::from_str(&text).map_err(|e| StoreError::Unreachable {
+    let mut config = Config::from_str(&text).map_err(|e| StoreError::BadUrl {
         store: location.clone(),
-        // The parser's message names the part it could not read, never
-        // the password's value.
-        what: format!("not a valid PostgreSQL URL: {e}"),
+        // The parser's cause names the part it could not read (`invalid
+        // value for option `port``), never the password's value.
+        what: match std::error::Error::source(&e) {
+            Some(cause) => cause.to_string(),
+            None => e.to_string(),
+        },
     })?;
     if config.get_password().is_none() {
         if let Ok(pw) = std::env::var("PGPASSWORD") {
