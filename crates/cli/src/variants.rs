@@ -70,7 +70,9 @@ pub async fn run(
             .map_err(usage)?;
         let hash = config.hash.clone();
         let table = config.file.store.clone();
-        let mut e = config.into_experiment().map_err(usage)?;
+        let mut e = config
+            .into_experiment()
+            .map_err(|e| usage(spec.named_in(e, args.config)))?;
         if args.sequential && e.sequential.is_none() {
             e = e.sequential();
         }

@@ -162,6 +162,14 @@ pub fn parse(text: &str, path: &Path) -> Result<Option<Variants>, ConfigError> {
     let Some(raw) = doc.remove("variant") else {
         return Ok(None);
     };
+    // A variant's fields reach its configuration through a TOML text made
+    // here, where a `nan` would lose its line; named now, as a file's are.
+    if let Some(message) = crate::config::toml_error::non_finite(text) {
+        return Err(ConfigError::Parse {
+            path: path.to_path_buf(),
+            message,
+        });
+    }
     let at = lines(text);
     let line = |i: usize| at.get(i).map_or(1, |(l, _)| *l);
     let key_line = |i: usize, key: &str| {
@@ -170,9 +178,19 @@ pub fn parse(text: &str, path: &Path) -> Result<Option<Variants>, ConfigError> {
             .unwrap_or_else(|| line(i))
     };
     let Value::Array(tables) = raw else {
+        // `[variant]` (one table) or `variant = …`: the line it is on.
+        let written = text
+            .lines()
+            .position(|l| {
+                let t = l.trim_start();
+                t.starts_with("[variant")
+                    || t.strip_prefix("variant")
+                        .is_some_and(|rest| rest.trim_start().starts_with(['=', '.']))
+            })
+            .map_or(1, |i| i + 1);
         return Err(invalid(
             path,
-            key_line(usize::MAX, "variant"),
+            written,
             "`variant` must be [[variant]] tables (a name and the fields of [system] and [prompt] it changes)",
         ));
     };
@@ -429,19 +447,30 @@ impl Variants {
                 None => invalid(path, spec.line, format!("{label}: {message}")),
             });
         }
-        let mut config = Config::from_str_with(&text, path, overrides).map_err(|e| match e {
-            ConfigError::Invalid { message, .. }
-            | ConfigError::Parse { message, .. }
-            | ConfigError::System { message, .. } => {
-                invalid(path, spec.line, format!("{label}: {message}"))
-            }
-            other => other,
-        })?;
+        let mut config =
+            Config::from_str_with(&text, path, overrides).map_err(|e| spec.named_in(e, path))?;
         config.hash = hex::encode(Sha256::digest(format!(
             "{}\nvariant {}",
             config.hash, spec.name
         )));
         Ok(config)
+    }
+}
+
+impl VariantSpec {
+    /// `e`, raised while this variant's configuration or system was built,
+    /// named as this variant's: the file, the line of its table, its name.
+    pub fn named_in(&self, e: ConfigError, path: &Path) -> ConfigError {
+        let label = format!("[[variant]] {:?}", self.name);
+        match e {
+            ConfigError::Invalid { message, .. } | ConfigError::Parse { message, .. } => {
+                invalid(path, self.line, format!("{label}: {message}"))
+            }
+            ConfigError::System { message, .. } => {
+                invalid(path, self.line, format!("{label}: [system] {message}"))
+            }
+            other => other,
+        }
     }
 }
 
@@ -611,6 +640,53 @@ check = "output.len() < 500"
         let e = v.select(&["b".into()], path()).unwrap_err().to_string();
         assert!(
             e.contains("--variant \"b\": no [[variant]] of that name (the file's variants: a)"),
+            "{e}"
+        );
+        // One `[variant]` table: the line it is on, not line 1.
+        let e = err(&format!(
+            "{BASE}
+[variant]
+name = \"a\"
+"
+        ));
+        assert!(
+            e.contains("line 18: `variant` must be [[variant]] tables"),
+            "{e}"
+        );
+        // A number that is none: its key and line, not serde's "null".
+        let e = err(&format!(
+            "{BASE}
+[[variant]]
+name = \"a\"
+system.contractions = nan
+"
+        ));
+        assert!(
+            e.contains("line 20: variant.system.contractions = nan: not a finite number"),
+            "{e}"
+        );
+        // A system the variant's fields make invalid: named as the variant's.
+        let v = parse(
+            &format!(
+                "{BASE}
+[[variant]]
+name = \"a\"
+system.contractions = -0.5
+"
+            ),
+            path(),
+        )
+        .unwrap()
+        .unwrap();
+        let config = v
+            .config(&v.specs[0], path(), &Overrides::default())
+            .unwrap();
+        let e = v.specs[0]
+            .named_in(config.into_experiment().err().unwrap(), path())
+            .to_string();
+        assert!(
+            e.starts_with("dir/probity.toml: line 18: [[variant]] \"a\": [system] ")
+                && e.contains("-0.5"),
             "{e}"
         );
     }
