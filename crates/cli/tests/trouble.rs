@@ -428,31 +428,38 @@ fn a_closed_standard_error_drops_lines_never_the_work() {
     assert_eq!(missing.status.code(), Some(2));
 }
 
+/// `probity run` in `dir` on a slowed simulator, asked for JUnit and
+/// Markdown reports, returned once `stored` samples are in its store.
+fn slow_run_with_reports(dir: &Path, stored: i64) -> std::process::Child {
+    write_config(dir, "provider = \"sim\"\nlatency_ms = 20", "");
+    let child = probity_cmd()
+        .current_dir(dir)
+        .args(["run", "-q", "--concurrency", "2"])
+        .args(["--junit", "junit.xml", "--markdown", "summary.md"])
+        .env("PROBITY_STORE", dir.join("runs.db"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The store may not hold its tables yet.
+    let stored_so_far = || {
+        rusqlite::Connection::open(dir.join("runs.db"))
+            .and_then(|db| db.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0)))
+            .unwrap_or(0i64)
+    };
+    while stored_so_far() < stored {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child
+}
+
 /// SIGTERM (a CI job cancelled, `timeout` run out) stops a run as Ctrl-C
 /// does: what is stored is kept, the reports are written, the run is
 /// listed interrupted (exit 3, no verdict), and `--resume` finishes it.
 #[test]
 fn sigterm_stops_a_run_keeps_its_samples_and_writes_its_reports() {
     let dir = tempfile::tempdir().unwrap();
-    write_config(dir.path(), "provider = \"sim\"\nlatency_ms = 20", "");
-    let child = probity_cmd()
-        .current_dir(dir.path())
-        .args(["run", "-q", "--concurrency", "2"])
-        .args(["--junit", "junit.xml", "--markdown", "summary.md"])
-        .env("PROBITY_STORE", dir.path().join("runs.db"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Until 20 samples are stored (the store may not hold its tables yet).
-    let stored_so_far = || {
-        rusqlite::Connection::open(dir.path().join("runs.db"))
-            .and_then(|db| db.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0)))
-            .unwrap_or(0i64)
-    };
-    while stored_so_far() < 20 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let child = slow_run_with_reports(dir.path(), 20);
     let kill = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -485,25 +492,8 @@ fn sigterm_stops_a_run_keeps_its_samples_and_writes_its_reports() {
 #[test]
 fn a_store_that_fails_mid_run_is_named_with_what_became_of_the_reports() {
     let dir = tempfile::tempdir().unwrap();
-    write_config(dir.path(), "provider = \"sim\"\nlatency_ms = 20", "");
-    let child = probity_cmd()
-        .current_dir(dir.path())
-        .args(["run", "-q", "--concurrency", "2"])
-        .args(["--junit", "junit.xml", "--markdown", "summary.md"])
-        .env("PROBITY_STORE", dir.path().join("runs.db"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let db = || rusqlite::Connection::open(dir.path().join("runs.db"));
-    while db()
-        .and_then(|c| c.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0)))
-        .unwrap_or(0i64)
-        < 10
-    {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let c = db().unwrap();
+    let child = slow_run_with_reports(dir.path(), 10);
+    let c = rusqlite::Connection::open(dir.path().join("runs.db")).unwrap();
     c.execute_batch("PRAGMA foreign_keys = OFF; DROP TABLE samples;")
         .unwrap();
     let out = child.wait_with_output().unwrap();

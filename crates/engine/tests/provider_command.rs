@@ -29,6 +29,19 @@ fn sh(script: &str) -> CommandConfig {
     CommandConfig::new(["/bin/sh", "-c", script])
 }
 
+/// The message of the command error `config` answers a call with.
+async fn command_error(config: CommandConfig) -> String {
+    let err = CommandProvider::new(config)
+        .unwrap()
+        .complete(&request("x"))
+        .await
+        .unwrap_err();
+    match err {
+        ProviderError::Command(msg) => msg,
+        other => panic!("{other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn cat_echoes_the_prompt() {
     let p = CommandProvider::new(CommandConfig::new(["cat"])).unwrap();
@@ -100,14 +113,7 @@ async fn an_output_over_the_limit_is_stopped_and_named() {
     let mut c =
         sh("cat >/dev/null; yes 'spam spam spam' >&2 & head -c 100000000 /dev/zero | tr '\\0' x");
     c.timeout_s = 60.0;
-    let err = CommandProvider::new(c)
-        .unwrap()
-        .complete(&request("x"))
-        .await
-        .unwrap_err();
-    let ProviderError::Command(msg) = &err else {
-        panic!("{err:?}")
-    };
+    let msg = command_error(c).await;
     assert!(msg.contains("more than 16 MiB to stdout"), "{msg}");
     let just_under = MAX_OUTPUT_BYTES - 1;
     let out = CommandProvider::new(sh(&format!(
@@ -197,14 +203,7 @@ async fn a_background_grandchild_holding_the_pipes_does_not_hold_the_call() {
     assert_eq!(out.text, "answer");
     let mut failing = sh("cat >/dev/null; echo 'bad things' >&2; sleep 3 & exit 3");
     failing.timeout_s = 2.0;
-    let err = CommandProvider::new(failing)
-        .unwrap()
-        .complete(&request("x"))
-        .await
-        .unwrap_err();
-    let ProviderError::Command(msg) = &err else {
-        panic!("{err:?}")
-    };
+    let msg = command_error(failing).await;
     assert!(
         msg.contains("exit status: 3") && msg.contains("bad things"),
         "{msg}"
