@@ -410,3 +410,59 @@ async fn a_broken_check_is_a_guard_error_not_a_rejection() {
     );
     assert!(!metrics.contains("cell=\"error\""), "{metrics}");
 }
+
+/// The store failing under live traffic (its samples table dropped by
+/// another hand): the guard keeps answering every request, never waiting
+/// for the store; what it could not record is counted
+/// (`probity_unrecorded_total`) and logged with the store's reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_fails_under_traffic_never_stops_the_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = common::sim_serve(&[]);
+    let config = guard_config(dir.path(), &upstream.1, "");
+    let mut cmd = common::serve_cmd(dir.path(), &config);
+    cmd.env("PROBITY_TEST_TOKEN", "s3cret-token")
+        .env("PROBITY_TEST_UPSTREAM_KEY", "upstream-key")
+        .stderr(std::process::Stdio::piped());
+    let mut guard = start(cmd);
+    let base = format!("http://{}", guard.1);
+    let client = reqwest::Client::new();
+    let ask = |i: usize| {
+        client
+            .post(format!("{base}/v1/chat/completions"))
+            .bearer_auth("s3cret-token")
+            .json(&body(&format!("How deep are bulbs planted, {i}?")))
+            .send()
+    };
+    for i in 0..5 {
+        assert_eq!(ask(i).await.unwrap().status(), 200);
+    }
+    rusqlite::Connection::open(dir.path().join("runs.db"))
+        .unwrap()
+        .execute_batch("PRAGMA foreign_keys = OFF; DROP TABLE samples;")
+        .unwrap();
+    for i in 5..25 {
+        let r = ask(i).await.unwrap();
+        assert_eq!(r.status(), 200, "request {i}");
+    }
+    let metrics = common::metrics(&guard.1).await;
+    let unrecorded: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("probity_unrecorded_total "))
+        .unwrap_or_else(|| panic!("{metrics}"))
+        .parse()
+        .unwrap();
+    assert!((1.0..=20.0).contains(&unrecorded), "{unrecorded}");
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &guard.0.id().to_string()])
+        .status();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut guard.0.stderr.take().unwrap(), &mut err).unwrap();
+    guard.0.wait().unwrap();
+    assert!(
+        err.contains("answered but not recorded (1 so far)")
+            && err.contains("no such table: samples"),
+        "{err}"
+    );
+    drop(upstream);
+}

@@ -28,7 +28,11 @@ impl Recording {
         window: std::time::Duration,
     ) -> Result<Self, StoreError> {
         let run_id = store.create_run(header)?;
-        let writer = store.writer_committing_every(run_id, window)?;
+        // An answer never waits for the store: a record the writer's
+        // queue has no room for is refused (and counted by the server).
+        let writer = store
+            .writer_committing_every(run_id, window)?
+            .never_waiting();
         Recording::with_writer(store, run_id, writer)
     }
 

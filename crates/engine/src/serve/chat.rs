@@ -10,6 +10,7 @@ use super::request::{self, ClientRequest};
 use super::state::{AttemptLabel, ServeState};
 use crate::provider::openai_wire::error_body;
 use crate::retry::guard::GuardOutcome;
+use crate::store::LiveRecord;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -262,29 +263,47 @@ async fn guard(
 }
 
 /// Store the request as input `idx` with its attempts; the sample is the
-/// first attempt.
+/// first attempt. The record is queued whole, never waited for: one the
+/// writer refuses is counted (`probity_unrecorded_total`) and logged at
+/// the 1st, 2nd, 4th, … time, with the store's reason.
 fn record(st: &ServeState, idx: usize, input: Input, outcome: &GuardOutcome) {
     let attempts = outcome.attempts();
     let Some(first) = attempts.first() else {
         return;
     };
     let published = outcome.published().is_some();
-    let _ = st.writer.send_input(idx, input);
-    for a in attempts {
+    let record = LiveRecord {
+        input: (idx, input),
         // Live traffic is always asked: it does not feed the cache.
-        let last = a.number as usize == attempts.len();
-        let _ = st
-            .writer
-            .send_attempt(a.row(idx, 0, published && last, false));
+        attempts: attempts
+            .iter()
+            .map(|a| {
+                a.row(
+                    idx,
+                    0,
+                    published && a.number as usize == attempts.len(),
+                    false,
+                )
+            })
+            .collect(),
+        sample: first.sample_row(idx, 0, String::new()),
+        // The session's counts so far: the writer adds what is new with
+        // the next commit, so the run's calls and tokens are current while
+        // it serves (the run's close sets them once more).
+        totals: crate::store::RunTotals {
+            judge_calls_by_check: st.guard.checks().judge_calls(),
+            ..st.guard.caller().totals()
+        },
+    };
+    if let Err(e) = st.writer.send_record(record) {
+        let n = st.metrics.unrecorded.inc() + 1;
+        if n.is_power_of_two() {
+            crate::stderr_line!(
+                "warning: request {} answered but not recorded ({n} so far): {e}",
+                idx + 1
+            );
+        }
     }
-    let _ = st.writer.send(first.sample_row(idx, 0, String::new()));
-    // The session's counts so far: the writer adds what is new with the
-    // next commit, so the run's calls and tokens are current while it
-    // serves (the run's close sets them once more).
-    let _ = st.writer.send_totals(crate::store::RunTotals {
-        judge_calls_by_check: st.guard.checks().judge_calls(),
-        ..st.guard.caller().totals()
-    });
 }
 
 /// Count the outcome and decide the answer.

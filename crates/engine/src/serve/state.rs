@@ -63,6 +63,9 @@ pub struct Metrics {
     /// calls were cancelled and they are not recorded.
     pub cancelled: Counter,
     pub streamed: Counter,
+    /// Requests answered but not recorded: the store's writer refused
+    /// their record (its queue full, or the writer stopped).
+    pub unrecorded: Counter,
     /// Cells per check, attempt kind and verdict.
     pub cells: Family<CellLabels, Counter>,
     /// Time spent guarding a request (from its body read to its answer).
@@ -143,6 +146,10 @@ impl Default for Metrics {
         let cancelled = counter(
             "probity_cancelled",
             "Requests whose client went away before the answer (upstream calls cancelled, not recorded).",
+        );
+        let unrecorded = counter(
+            "probity_unrecorded",
+            "Requests answered but not recorded: the store did not keep up (slow, reconnecting) or its writer stopped (the log says why).",
         );
         let streamed = counter(
             "probity_streamed",
@@ -261,6 +268,7 @@ impl Default for Metrics {
             unauthorized,
             cancelled,
             streamed,
+            unrecorded,
             cells,
             latency,
             pass_rate,

@@ -40,6 +40,36 @@ enum WriteOp {
     Totals(RunTotals),
     /// Answered once everything queued before it is committed.
     Flush(tokio::sync::oneshot::Sender<()>),
+    /// One request of live traffic whole (its input, attempts, sample and
+    /// the session's counts), queued at once so it is kept or dropped
+    /// whole.
+    Record(Box<LiveRecord>),
+}
+
+/// One request of live traffic, as [`Writer::send_record`] queues it.
+pub struct LiveRecord {
+    pub input: (usize, Input),
+    pub attempts: Vec<AttemptRow>,
+    pub sample: SampleRow,
+    pub totals: RunTotals,
+}
+
+/// The writer's queue, shared with its [`JudgementSink`]s: its sending
+/// end (taken when the writer stops, so no clone keeps the thread alive)
+/// and whether a full queue is waited on (a batch run: the run slows to
+/// the store's pace) or refused at once (live traffic: an answer never
+/// waits for the store).
+struct Queue {
+    tx: Option<mpsc::SyncSender<WriteOp>>,
+    wait_when_full: bool,
+}
+
+/// Why an operation was not queued.
+enum Unsent {
+    /// The writer has stopped.
+    Stopped,
+    /// The queue is full and the writer does not wait.
+    Full,
 }
 
 /// The writer thread: every queued operation, in batches of up to
@@ -83,6 +113,18 @@ fn write_loop(
                     // Answered once committed: commit now.
                     break;
                 }
+                WriteOp::Record(r) => {
+                    let LiveRecord {
+                        input,
+                        attempts,
+                        sample,
+                        totals,
+                    } = *r;
+                    batch.inputs.push(input);
+                    batch.attempts.extend(attempts);
+                    batch.samples.push(sample);
+                    latest = Some(totals);
+                }
                 WriteOp::Judgement(j) => batch.judgements.push(j),
                 WriteOp::Attempt(a) => batch.attempts.push(a),
                 WriteOp::Input(idx, input) => batch.inputs.push((idx, input)),
@@ -118,9 +160,8 @@ fn write_loop(
 /// The sending side of the batched writer. Dropping it (or calling
 /// [`Writer::finish`]) flushes everything sent.
 pub struct Writer {
-    /// Shared with [`JudgementSink`]s; taken when the writer stops, so no
-    /// clone keeps the thread alive.
-    tx: Arc<Mutex<Option<mpsc::SyncSender<WriteOp>>>>,
+    /// Shared with [`JudgementSink`]s.
+    queue: Arc<Mutex<Queue>>,
     handle: Mutex<Option<JoinHandle<Result<u64, StoreError>>>>,
     store: StoreLocation,
     /// The message of the error that stopped the thread, once met.
@@ -155,11 +196,27 @@ impl Writer {
         self.op(WriteOp::Judgement(row))
     }
 
+    /// Queue one request of live traffic whole (see [`LiveRecord`]).
+    pub fn send_record(&self, record: LiveRecord) -> Result<(), StoreError> {
+        self.op(WriteOp::Record(Box::new(record)))
+    }
+
+    /// This writer, refusing an operation when its queue is full instead
+    /// of waiting for room (`probity serve`: a store that is slow or
+    /// reconnecting must not hold the answers; the refused record is the
+    /// caller's to count).
+    pub fn never_waiting(self) -> Writer {
+        if let Ok(mut q) = self.queue.lock() {
+            q.wait_when_full = false;
+        }
+        self
+    }
+
     /// Resolves once everything queued so far is committed (at once, with
     /// an error, when the writer has stopped).
     pub fn flushed(&self) -> tokio::sync::oneshot::Receiver<()> {
         let (ack, done) = tokio::sync::oneshot::channel();
-        let _ = send(&self.tx, WriteOp::Flush(ack));
+        let _ = send(&self.queue, WriteOp::Flush(ack));
         done
     }
 
@@ -168,7 +225,7 @@ impl Writer {
     /// Judgements sent after the writer stopped are dropped.
     pub fn judgement_sink(&self) -> JudgementSink {
         JudgementSink {
-            tx: self.tx.clone(),
+            queue: self.queue.clone(),
         }
     }
 
@@ -176,8 +233,17 @@ impl Writer {
     /// good), the error is the one that stopped it: the first caller to
     /// meet it gets it whole, later ones its message.
     fn op(&self, op: WriteOp) -> Result<(), StoreError> {
-        if send(&self.tx, op).is_some() {
-            return Ok(());
+        match send(&self.queue, op) {
+            Ok(()) => return Ok(()),
+            Err(Unsent::Full) => {
+                return Err(StoreError::Writer {
+                    store: self.store.clone(),
+                    what: format!(
+                        "its queue is full ({QUEUE} rows): the store is not keeping up (slow, or reconnecting); not recorded"
+                    ),
+                })
+            }
+            Err(Unsent::Stopped) => {}
         }
         let why = match self.stop() {
             Err(e) => {
@@ -213,8 +279,8 @@ impl Writer {
     }
 
     fn stop(&self) -> Result<u64, StoreError> {
-        if let Ok(mut tx) = self.tx.lock() {
-            tx.take();
+        if let Ok(mut q) = self.queue.lock() {
+            q.tx.take();
         }
         let handle = self.handle.lock().ok().and_then(|mut h| h.take());
         match handle {
@@ -235,20 +301,29 @@ impl Drop for Writer {
     }
 }
 
-fn send(tx: &Mutex<Option<mpsc::SyncSender<WriteOp>>>, op: WriteOp) -> Option<()> {
-    tx.lock().ok()?.as_ref()?.send(op).ok()
+fn send(queue: &Mutex<Queue>, op: WriteOp) -> Result<(), Unsent> {
+    let q = queue.lock().map_err(|_| Unsent::Stopped)?;
+    let tx = q.tx.as_ref().ok_or(Unsent::Stopped)?;
+    if q.wait_when_full {
+        return tx.send(op).map_err(|_| Unsent::Stopped);
+    }
+    tx.try_send(op).map_err(|e| match e {
+        mpsc::TrySendError::Full(_) => Unsent::Full,
+        mpsc::TrySendError::Disconnected(_) => Unsent::Stopped,
+    })
 }
 
 /// Queues judgements on a [`Writer`] (see [`Writer::judgement_sink`]).
 #[derive(Clone)]
 pub struct JudgementSink {
-    tx: Arc<Mutex<Option<mpsc::SyncSender<WriteOp>>>>,
+    queue: Arc<Mutex<Queue>>,
 }
 
 impl JudgementSink {
-    /// Queue `row`; `false` when the writer has stopped.
+    /// Queue `row`; `false` when the writer has stopped (or, never
+    /// waiting, its queue is full: the judgement is not cached).
     pub fn send(&self, row: JudgementRow) -> bool {
-        send(&self.tx, WriteOp::Judgement(row)).is_some()
+        send(&self.queue, WriteOp::Judgement(row)).is_ok()
     }
 }
 
@@ -292,10 +367,94 @@ impl Writer {
             }
         }
         Ok(Writer {
-            tx: Arc::new(Mutex::new(Some(tx))),
+            queue: Arc::new(Mutex::new(Queue {
+                tx: Some(tx),
+                wait_when_full: true,
+            })),
             handle: Mutex::new(Some(handle)),
             store,
             stopped_by: Mutex::new(None),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::backend::Batch;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A store whose commits wait until `gate` is released (dropped): a
+    /// store that is slow, or reconnecting.
+    struct Stuck {
+        gate: mpsc::Receiver<()>,
+        samples: Arc<AtomicUsize>,
+    }
+
+    impl BatchWriter for Stuck {
+        fn commit(&mut self, batch: &Batch) -> Result<(), StoreError> {
+            let _ = self.gate.recv();
+            self.samples
+                .fetch_add(batch.samples.len(), Ordering::SeqCst);
+            Ok(())
+        }
+        fn refresh_lease(&mut self) -> Result<(), StoreError> {
+            Ok(())
+        }
+    }
+
+    fn record(i: usize) -> LiveRecord {
+        LiveRecord {
+            input: (i, Input::text(format!("r{i}"), "hi")),
+            attempts: Vec::new(),
+            sample: SampleRow {
+                input_idx: i,
+                repetition: 0,
+                cache_key: String::new(),
+                output: Some("ok".into()),
+                error: None,
+                latency_ms: None,
+                input_tokens: None,
+                output_tokens: None,
+                call_attempts: 1,
+                cells: Vec::new(),
+                reasons: Vec::new(),
+            },
+            totals: RunTotals::default(),
+        }
+    }
+
+    /// A never-waiting writer on a stuck store refuses a record at once
+    /// when its queue is full (a waiting one would hold the caller: under
+    /// `probity serve`, the answer), and commits every record it took once
+    /// the store moves again.
+    #[test]
+    fn a_never_waiting_writer_refuses_when_full_and_keeps_what_it_took() {
+        let (release, gate) = mpsc::channel::<()>();
+        let samples = Arc::new(AtomicUsize::new(0));
+        let counted = samples.clone();
+        let factory: WriterFactory = Box::new(move || {
+            Ok(Box::new(Stuck {
+                gate,
+                samples: counted,
+            }) as Box<dyn BatchWriter>)
+        });
+        let writer = Writer::start(
+            StoreLocation::Sqlite("stuck.db".into()),
+            factory,
+            std::time::Duration::from_millis(50),
+        )
+        .unwrap()
+        .never_waiting();
+        let refused = (0..QUEUE + BATCH + 2)
+            .find_map(|i| writer.send_record(record(i)).err().map(|e| (i, e)))
+            .expect("a full queue refuses");
+        let (taken, e) = refused;
+        assert!(e.to_string().contains("queue is full"), "{e}");
+        // The queue's records, and those the thread holds in its batch.
+        assert!((QUEUE..=QUEUE + BATCH).contains(&taken), "{taken}");
+        drop(release);
+        writer.finish().unwrap();
+        assert_eq!(samples.load(Ordering::SeqCst), taken);
     }
 }
