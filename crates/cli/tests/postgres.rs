@@ -580,3 +580,57 @@ fn work_refuses_a_run_that_is_not_shared() {
         "{err}"
     );
 }
+
+/// The database down mid-run: within seconds the run stops starting calls
+/// (the writer stuck in a commit says the store is stalled), so an outage
+/// costs a few calls, not every call made until the writer gives up; once
+/// the server is back the run goes on and stores every sample.
+#[test]
+fn a_run_starts_no_calls_while_its_database_is_down() {
+    let Some(server) = PrivateServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let inputs: String = (0..20)
+        .map(|i| format!("[[input]]\ntext = \"question {i}\"\n"))
+        .collect();
+    std::fs::write(
+        dir.path().join("probity.toml"),
+        format!(
+            "name = \"outage\"\n[system]\nprovider = \"command\"\ncommand = [\"/bin/sh\", \"-c\", \"echo x >> '{}'; sleep 0.01; cat >/dev/null; echo fine\"]\n[experiment]\noutputs_per_input = 100\nconcurrency = 4\n[[validator]]\nname = \"short\"\ncheck = \"output.len() < 100\"\n{inputs}",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let url = server.url();
+    let run = probity(dir.path(), &url, &["run", "-q"]).spawn().unwrap();
+    let calls = || {
+        std::fs::read_to_string(&log)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let started = Instant::now();
+    while calls() < 40 {
+        assert!(started.elapsed() < Duration::from_secs(60), "no call made");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.ctl("stop");
+    // Past the stall (2 s) and then some: no new call starts.
+    std::thread::sleep(Duration::from_secs(3));
+    let before = calls();
+    std::thread::sleep(Duration::from_secs(3));
+    let during = calls() - before;
+    assert!(
+        during <= 4,
+        "{during} calls started while the store was down"
+    );
+    server.ctl("start");
+    let out = wait(run, Duration::from_secs(180));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stored = Command::new("psql")
+        .args([&url, "-tAc", "SELECT COUNT(*) FROM samples"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&stored.stdout).trim(), "2000");
+}

@@ -41,7 +41,7 @@ pub use records::{
     RunRecord, RunStatus, RunTotals, SampleRow, VariantTag,
 };
 pub use schema::SCHEMA_VERSION;
-pub use writer::{JudgementSink, LiveRecord, Writer};
+pub use writer::{JudgementSink, LiveRecord, Writer, WriterHealth};
 
 use backend::{Backend, RunEnd};
 use probity_core::causes::Causes;

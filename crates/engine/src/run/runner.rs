@@ -251,9 +251,26 @@ struct Shared {
     fingerprint: String,
     /// A retry policy is set: every attempt is recorded.
     record_attempts: bool,
+    /// The store's writer, when samples are stored: a worker starts no
+    /// call while it is stuck in a commit (see [`Shared::store_ready`]).
+    store_health: Option<crate::store::WriterHealth>,
 }
 
 impl Shared {
+    /// Resolves when a call may start: at once, unless the store's writer
+    /// has been stuck in a commit for longer than
+    /// [`crate::store::writer::STALL`] (the store slow, or reconnecting).
+    /// Then it waits, so a store that is down costs a few seconds of calls
+    /// rather than every call made until the writer gives up.
+    async fn store_ready(&self) {
+        let Some(health) = &self.store_health else {
+            return;
+        };
+        while health.stalled() {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// Input `i` in flight: the one its other outputs use, or made now.
     fn in_flight(&self, i: usize) -> Result<Arc<InFlight>, TemplateError> {
         let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
@@ -720,6 +737,10 @@ pub async fn run_with(
         in_flight: Default::default(),
         fingerprint,
         record_attempts: experiment.retry.is_some(),
+        store_health: match &recorder {
+            Recorder::Store(writer) => Some(writer.health()),
+            Recorder::Memory(_) => None,
+        },
     });
     let workers = experiment.concurrency.min(match rounds {
         _ if is_shared => n * m,
@@ -779,7 +800,10 @@ pub async fn run_with(
                     return;
                 };
                 let sampled = tokio::select! {
-                    r = shared.sample(i, j, known.map(|a| *a)) => r,
+                    r = async {
+                        shared.store_ready().await;
+                        shared.sample(i, j, known.map(|a| *a)).await
+                    } => r,
                     _ = stop.wait_for(|c| *c) => return,
                 };
                 if *stop.borrow() || tx.send(sampled).await.is_err() {

@@ -29,6 +29,56 @@ const LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 /// than the disk takes its rows waits, instead of growing memory.
 const QUEUE: usize = 16_384;
 
+/// How long a commit may be under way before the store counts as stalled
+/// (slow, or reconnecting: up to a minute for PostgreSQL) and a run stops
+/// starting calls whose samples could not be stored ([`WriterHealth`]).
+pub const STALL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether the writer is stuck in a commit: read by a run before it starts
+/// a call, so that a store that is down does not let the run keep paying
+/// for calls it may never store. Cloned freely.
+#[derive(Clone)]
+pub struct WriterHealth {
+    /// When the commit under way began, in milliseconds after `epoch`
+    /// plus one; 0 while none is.
+    committing_since: Arc<std::sync::atomic::AtomicU64>,
+    epoch: std::time::Instant,
+}
+
+impl WriterHealth {
+    fn new() -> WriterHealth {
+        WriterHealth {
+            committing_since: Arc::default(),
+            epoch: std::time::Instant::now(),
+        }
+    }
+
+    fn commit_begins(&self) {
+        let now = self.epoch.elapsed().as_millis() as u64 + 1;
+        self.committing_since
+            .store(now, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn commit_ends(&self) {
+        self.committing_since
+            .store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A commit has been under way for longer than [`STALL`].
+    pub fn stalled(&self) -> bool {
+        match self
+            .committing_since
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            0 => false,
+            since => {
+                let now = self.epoch.elapsed().as_millis() as u64 + 1;
+                now.saturating_sub(since) > STALL.as_millis() as u64
+            }
+        }
+    }
+}
+
 /// What the writer thread writes.
 enum WriteOp {
     Sample(SampleRow),
@@ -83,6 +133,7 @@ fn write_loop(
     mut out: Box<dyn BatchWriter>,
     window: std::time::Duration,
     rx: mpsc::Receiver<WriteOp>,
+    health: WriterHealth,
 ) -> Result<u64, StoreError> {
     let refresh_every = std::time::Duration::from_secs_f64(LEASE_REFRESH_S);
     let mut refreshed = std::time::Instant::now();
@@ -147,7 +198,10 @@ fn write_loop(
             added = t;
         }
         if !batch.is_empty() {
-            out.commit(&batch)?;
+            health.commit_begins();
+            let committed = out.commit(&batch);
+            health.commit_ends();
+            committed?;
         }
         written += batch.rows() as u64;
         for ack in acks {
@@ -166,6 +220,7 @@ pub struct Writer {
     store: StoreLocation,
     /// The message of the error that stopped the thread, once met.
     stopped_by: Mutex<Option<String>>,
+    health: WriterHealth,
 }
 
 impl Writer {
@@ -194,6 +249,11 @@ impl Writer {
     /// Queue one judgement for the judge cache.
     pub fn send_judgement(&self, row: JudgementRow) -> Result<(), StoreError> {
         self.op(WriteOp::Judgement(row))
+    }
+
+    /// A handle telling whether this writer is stuck in a commit.
+    pub fn health(&self) -> WriterHealth {
+        self.health.clone()
     }
 
     /// Queue one request of live traffic whole (see [`LiveRecord`]).
@@ -337,6 +397,8 @@ impl Writer {
     ) -> Result<Writer, StoreError> {
         let (tx, rx) = mpsc::sync_channel::<WriteOp>(QUEUE);
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), StoreError>>(1);
+        let health = WriterHealth::new();
+        let watched = health.clone();
         let handle = std::thread::Builder::new()
             .name("probity-store-writer".into())
             .spawn(move || {
@@ -350,7 +412,7 @@ impl Writer {
                         return Ok(0);
                     }
                 };
-                write_loop(out, window, rx)
+                write_loop(out, window, rx, watched)
             })
             .map_err(|e| StoreError::Writer {
                 store: store.clone(),
@@ -374,6 +436,7 @@ impl Writer {
             handle: Mutex::new(Some(handle)),
             store,
             stopped_by: Mutex::new(None),
+            health,
         })
     }
 }
