@@ -58,7 +58,8 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
     }
     if let Some(c) = args.confidence.filter(|c| !watchable(*c)) {
         return Err(Failure::usage(format!(
-            "--confidence {c}: must be {CONFIDENCE_RANGE}"
+            "--confidence {}: must be {CONFIDENCE_RANGE}",
+            probity_core::number::written(c)
         )));
     }
     if args.epoch == Some(0) {

@@ -202,7 +202,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     if !probity_core::monitor::watchable(config.confidence) {
         return Err(at(format!(
             "confidence = {}: must be {}",
-            config.confidence,
+            probity_core::number::written(config.confidence),
             probity_core::monitor::CONFIDENCE_RANGE
         )));
     }
