@@ -5,8 +5,8 @@
 use crate::failure::Failure;
 use crate::store_arg::StoreArg;
 use clap::Args;
-use probity_core::monitor::WatchSettings;
-use probity_engine::run::live::LiveFollow;
+use probity_core::monitor::{watchable, CONFIDENCE_RANGE};
+use probity_engine::run::live::{LiveFollow, Redefined, WatchChoice};
 use probity_report::json::live::{WireLive, WireMonitor, MONITOR_SCHEMA};
 use probity_report::sanitize::terminal_line;
 use probity_report::text::live::{alarm_line, block};
@@ -23,15 +23,19 @@ pub struct MonitorArgs {
     /// Print the rates once and exit.
     #[arg(long)]
     once: bool,
-    /// The confidence of the sequences: the chance that no alarm is ever false.
-    #[arg(long, default_value_t = 0.95)]
-    confidence: f64,
-    /// Requests per epoch (the "recent" sequence).
-    #[arg(long, default_value_t = 1000)]
-    epoch: u64,
-    /// Requests in the display window.
-    #[arg(long, default_value_t = 500)]
-    window: usize,
+    /// The confidence of the sequences: the chance that no alarm is ever
+    /// false; in (0, 1), at most 0.999999999999. Default: the server's
+    /// (`confidence` in the file it served, as stored with its run).
+    #[arg(long)]
+    confidence: Option<f64>,
+    /// Requests per epoch (the "recent" sequence). Default: the server's
+    /// `[monitor] epoch`.
+    #[arg(long)]
+    epoch: Option<u64>,
+    /// Requests in the display window, 1 to 1,000,000. Default: the
+    /// server's `[monitor] window`.
+    #[arg(long)]
+    window: Option<usize>,
     /// Pool every run of NAME created at or after this time, finished or
     /// not, besides those being written: a UTC date or time
     /// (`2026-11-20`, `2026-11-20T14:00:00Z`) or a span back from now
@@ -52,19 +56,33 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
     if !(args.every.is_finite() && args.every >= 0.1 && args.every <= 86_400.0) {
         return Err(Failure::usage("--every must be 0.1 to 86,400 seconds"));
     }
-    if !(args.confidence > 0.0 && args.confidence < 1.0) {
-        return Err(Failure::usage(
-            "--confidence must be in (0, 1), such as 0.95",
-        ));
+    if let Some(c) = args.confidence.filter(|c| !watchable(*c)) {
+        return Err(Failure::usage(format!(
+            "--confidence {}: must be {CONFIDENCE_RANGE}",
+            probity_core::number::written(c)
+        )));
     }
-    if args.epoch == 0 || args.window == 0 {
-        return Err(Failure::usage("--epoch and --window must be at least 1"));
+    if args.epoch == Some(0) {
+        return Err(Failure::usage("--epoch 0: must be at least 1 request"));
+    }
+    if let Some(w) = args.window.filter(|w| !(1..=1_000_000).contains(w)) {
+        return Err(Failure::usage(format!(
+            "--window {w}: must be 1 to 1,000,000 requests"
+        )));
     }
     let since = args.since.as_deref().map(crate::since::stamp).transpose()?;
     let store = args.store.open()?;
+    // A name the store never held is likely a typo: said before any page.
+    if args.once && !known(&store, &args.name) {
+        return Err(Failure::usage(format!(
+            "{} holds no run named {:?} (`probity runs` lists them)",
+            store.location(),
+            terminal_line(&args.name, 60)
+        )));
+    }
     let mut follow = LiveFollow::new(
         &args.name,
-        WatchSettings {
+        WatchChoice {
             confidence: args.confidence,
             epoch: args.epoch,
             window: args.window,
@@ -74,10 +92,15 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
         follow = follow.since(stamp);
     }
     let terminal = std::io::stdout().is_terminal();
+    let mut warned = 0;
     loop {
         let alarms = follow
             .poll(&store)
             .map_err(|e| Failure::incomplete(e.to_string()))?;
+        for r in &follow.redefined()[warned..] {
+            eprintln!("warning: {}", redefined_line(r));
+        }
+        warned = follow.redefined().len();
         if args.json {
             crate::stdout::out(&format!(
                 "{}\n",
@@ -96,18 +119,23 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
             probity_engine::stderr_line!("alarm: {}", alarm_line(&a.check, a.kind, &a.alarm));
         }
         if args.once {
-            return match follow.snapshot() {
-                None if !known(&store, &args.name) => Err(Failure::usage(format!(
-                    "{} holds no run named {:?} (`probity runs` lists them)",
-                    store.location(),
-                    terminal_line(&args.name, 60)
-                ))),
-                // Idle: the page says nothing is being written.
-                _ => Ok(0),
-            };
+            // Idle or not, the page said what there is.
+            return Ok(0);
         }
         std::thread::sleep(Duration::from_secs_f64(args.every));
     }
+}
+
+/// Why run `r.run` is left out: its checks defined otherwise.
+fn redefined_line(r: &Redefined) -> String {
+    let checks: Vec<String> = r.checks.iter().map(|c| terminal_line(c, 60)).collect();
+    format!(
+        "run {} left out: {} {} defined otherwise than in run {} (whose definitions are pooled); its rates would not be the same rates",
+        r.run,
+        if checks.len() == 1 { "check" } else { "checks" },
+        checks.join(", "),
+        r.first
+    )
 }
 
 /// Whether the store has ever held a run named `name` (a name it has not
@@ -172,8 +200,17 @@ fn render(name: &str, since: Option<&str>, follow: &LiveFollow, color: bool) -> 
             follow.running().len(),
         ),
     };
-    if !skipped.is_empty() {
-        out.push_str(&format!("left out (other checks): runs {}\n", ids(skipped)));
+    let redefined: Vec<i64> = follow.redefined().iter().map(|r| r.run).collect();
+    let other: Vec<i64> = skipped
+        .iter()
+        .copied()
+        .filter(|r| !redefined.contains(r))
+        .collect();
+    if !other.is_empty() {
+        out.push_str(&format!("left out (other checks): runs {}\n", ids(&other)));
+    }
+    for r in follow.redefined() {
+        out.push_str(&format!("{}\n", redefined_line(r)));
     }
     match live {
         Some(l) => out.push_str(&block(&l, color)),

@@ -272,20 +272,31 @@ fn sample_size(
         .map(|v| v.into_iter().max().unwrap_or(0));
     let rates: Vec<f64> = checks.iter().map(|c| c.1).collect();
     let thresholds: Vec<f64> = checks.iter().map(|c| c.2).collect();
+    // The budget's samples, said without overflowing: a product past u64
+    // is said to be so, never a saturated figure.
+    let samples = |n: u64, times: u64| match n.checked_mul(times).and_then(|x| x.checked_mul(m)) {
+        Some(p) => format!("{p} samples"),
+        None => "more samples than a 64-bit count holds".to_string(),
+    };
     let too_many = |n: u64, given: bool| {
-        let what = if given {
-            "--inputs: the budget".to_string()
+        let (what, fix) = if given {
+            (
+                format!("--inputs: the budget {n} × {m} outputs = {}", samples(n, 1)),
+                "give fewer --inputs or --outputs",
+            )
         } else {
-            "the sequential budget (up to 6 × the fixed-size run's inputs)".to_string()
-        };
-        let fix = if given {
-            "give fewer --inputs or --outputs"
-        } else {
-            "give a budget with --inputs, fewer --outputs, or rates further from their minimums"
+            (
+                format!(
+                    "the sequential budget (up to 6 × the fixed-size run's {} inputs, × {m} outputs) = {}",
+                    // The core's N saturates there: that many or more.
+                    if n == u64::MAX { "2^64 or more".to_string() } else { n.to_string() },
+                    samples(n, 6)
+                ),
+                "give a budget with --inputs, fewer --outputs, or rates further from their minimums",
+            )
         };
         Failure::usage(format!(
-            "{what} {n} × {m} = {} samples is more than the {MAX_SIMULATED_SAMPLES} a plan simulates; {fix}",
-            n.saturating_mul(m)
+            "{what}: more than the {MAX_SIMULATED_SAMPLES} a plan simulates; {fix}"
         ))
     };
     let design = |inputs: u64| SimDesign {
@@ -309,7 +320,7 @@ fn sample_size(
         }
         (None, Some(n)) => {
             if n.saturating_mul(m).saturating_mul(6) > MAX_SIMULATED_SAMPLES {
-                return Err(too_many(n.saturating_mul(6), false));
+                return Err(too_many(n, false));
             }
             match budget_for_power(
                 &rates,

@@ -37,7 +37,8 @@ pub(crate) fn check_pace(
     if slow.seconds > ABSURD_RUN_S {
         return Err(Failure::usage(format!(
             "{file}: [experiment] {} = {} would make the run last more than 10 years ({what}): a mistake in the configuration",
-            slow.key, slow.per_minute
+            slow.key,
+            probity_core::number::written(slow.per_minute)
         )));
     }
     if let Some(deadline) = experiment

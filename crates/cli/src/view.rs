@@ -4,6 +4,8 @@
 //! page and renders it with `probity_report::html::view`. Read-only: no
 //! page writes to the store.
 
+mod query;
+
 use crate::failure::Failure;
 use crate::store_arg::StoreArg;
 use clap::Args;
@@ -13,8 +15,13 @@ use probity_engine::stored;
 use probity_engine::view::{Page, Pages, Params};
 use probity_report::html::view as pages;
 use probity_report::{system_label, FailingSample, RunReport};
+use query::{param, BadQuery};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+
+/// The longest `--refresh`, in seconds: a day. A page reloading less
+/// often than that is no longer live.
+const REFRESH_MAX: i64 = 86_400;
 
 #[derive(Args)]
 pub struct ViewArgs {
@@ -26,8 +33,8 @@ pub struct ViewArgs {
     /// loopback address (`?token=`, a cookie, or `Authorization: Bearer`).
     #[arg(long, env = "PROBITY_VIEW_TOKEN", hide_env_values = true)]
     token: Option<String>,
-    /// Seconds between reloads of a live run's page.
-    #[arg(long, default_value_t = 3)]
+    /// Seconds between reloads of a live run's page: 1 to 86400 (a day).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=REFRESH_MAX))]
     refresh: u32,
     #[command(flatten)]
     store: StoreArg,
@@ -52,7 +59,7 @@ pub async fn run(args: ViewArgs) -> Result<u8, Failure> {
     };
     let viewer = Viewer {
         store: args.store.location(None)?,
-        refresh: args.refresh.max(1),
+        refresh: args.refresh,
     };
     let shutdown = crate::signals::stop_signal();
     // On stdout, alone on its line, so scripts (and tests) can read it.
@@ -78,10 +85,34 @@ struct Viewer {
     refresh: u32,
 }
 
-fn problem(f: Failure) -> Page {
-    // A usage failure here is a run or name that is not in the store.
-    let status = if f.code == 2 { 404 } else { 500 };
-    Page::Problem(status, pages::message_page("not available", &f.message))
+/// Why a page is not shown: a run or name not in the store (404), the
+/// store failing (500), or a query the page cannot mean (400).
+enum Problem {
+    Failed(Failure),
+    Bad(BadQuery),
+}
+
+impl From<Failure> for Problem {
+    fn from(f: Failure) -> Self {
+        Problem::Failed(f)
+    }
+}
+
+impl From<BadQuery> for Problem {
+    fn from(b: BadQuery) -> Self {
+        Problem::Bad(b)
+    }
+}
+
+fn problem(p: Problem) -> Page {
+    match p {
+        // A usage failure here is a run or name that is not in the store.
+        Problem::Failed(f) => {
+            let status = if f.code == 2 { 404 } else { 500 };
+            Page::Problem(status, pages::message_page("not available", &f.message))
+        }
+        Problem::Bad(b) => Page::Problem(400, pages::message_page("bad request", &b.0)),
+    }
 }
 
 impl Viewer {
@@ -130,25 +161,61 @@ impl Viewer {
     }
 }
 
-fn param<'a>(q: &'a Params, k: &str) -> &'a str {
-    q.get(k).map(String::as_str).unwrap_or("")
-}
-
-fn index(q: &Params, k: &str) -> Result<Option<usize>, Failure> {
-    match param(q, k) {
-        "" => Ok(None),
-        v => v
-            .parse()
-            .map(Some)
-            .map_err(|_| Failure::usage(format!("{k} must be a number, not {v:?}"))),
-    }
-}
-
-fn page(r: Result<String, Failure>) -> Page {
+fn page(r: Result<String, Problem>) -> Page {
     match r {
         Ok(h) => Page::Html(h),
-        Err(f) => problem(f),
+        Err(p) => problem(p),
     }
+}
+
+/// `?reference=NAME` of the variants page: a variant of run `id`'s
+/// group. A run of no group is left to the page (404).
+fn known_variant(store: &Store, id: i64, name: &str) -> Result<(), Problem> {
+    let group = probity_engine::variants::group_of(store, id)
+        .map_err(|e| Failure::incomplete(e.to_string()))?;
+    let Some((_, records)) = group else {
+        return Ok(());
+    };
+    let names: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r.variant.as_ref().map(|v| v.name.as_str()))
+        .collect();
+    if names.contains(&name) {
+        return Ok(());
+    }
+    Err(BadQuery(format!(
+        "reference={name:?}: the variants run of run {id} has no variant of that name (its variants: {}; or empty for the reference it was run with)",
+        names.join(", ")
+    ))
+    .into())
+}
+
+/// The verdicts the runs list filters by (its form's choices).
+const RUN_VERDICTS: [&str; 3] = ["pass", "fail", "none"];
+/// The verdicts the outputs page filters by (its form's choices).
+const OUTPUT_VERDICTS: [&str; 3] = ["pass", "fail", "error"];
+/// Names listed in the message refusing an unknown `?name=`.
+const NAMES_LISTED: usize = 20;
+
+/// `?name=`: empty, or the name of a stored run.
+fn run_name<'a>(q: &'a Params, all: &[pages::RunEntry]) -> Result<&'a str, BadQuery> {
+    let v = param(q, "name");
+    if v.is_empty() || all.iter().any(|r| r.name == v) {
+        return Ok(v);
+    }
+    let mut names: Vec<&str> = all.iter().map(|r| r.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let more = names.len().saturating_sub(NAMES_LISTED);
+    names.truncate(NAMES_LISTED);
+    let listed = match (names.is_empty(), more) {
+        (true, _) => "the store holds no run".to_string(),
+        (false, 0) => format!("the stored names are {}", names.join(", ")),
+        (false, n) => format!("the stored names are {} and {n} more", names.join(", ")),
+    };
+    Err(BadQuery(format!(
+        "name={v:?}: no stored run has that name; {listed} (or empty for any)"
+    )))
 }
 
 impl Pages for Viewer {
@@ -161,10 +228,11 @@ impl Pages for Viewer {
                 .iter()
                 .map(|r| self.entry(&store, r))
                 .collect();
+            query::only(q, &["name", "since", "verdict"])?;
             let filter = pages::RunsFilter {
-                name: param(q, "name").to_string(),
-                since: param(q, "since").to_string(),
-                verdict: param(q, "verdict").to_string(),
+                name: run_name(q, &all)?.to_string(),
+                since: query::date(q, "since")?.to_string(),
+                verdict: query::choice(q, "verdict", &RUN_VERDICTS)?.to_string(),
             };
             Ok(pages::runs_page(&all, &filter))
         })())
@@ -181,12 +249,20 @@ impl Pages for Viewer {
         page((|| {
             let store = self.open()?;
             let r = self.report(&store, id)?;
-            let samples = self.samples(&store, id)?;
+            query::only(q, &["check", "input", "verdict"])?;
+            let of = format!("run {id}");
             let filter = pages::OutputsFilter {
-                check: index(q, "check")?,
-                input: index(q, "input")?,
-                verdict: param(q, "verdict").to_string(),
+                check: query::position(
+                    q,
+                    "check",
+                    r.summary.checks.len(),
+                    ("check", "checks"),
+                    &of,
+                )?,
+                input: query::position(q, "input", r.summary.shape.0, ("input", "inputs"), &of)?,
+                verdict: query::choice(q, "verdict", &OUTPUT_VERDICTS)?.to_string(),
             };
+            let samples = self.samples(&store, id)?;
             Ok(pages::outputs_page(&r, &samples, &filter))
         })())
     }
@@ -205,13 +281,10 @@ impl Pages for Viewer {
 
     fn compare(&self, q: &Params) -> Page {
         page((|| {
+            query::only(q, &["a", "b", "only"])?;
+            let (a, b) = (query::run_id(q, "a")?, query::run_id(q, "b")?);
+            let only = query::choice(q, "only", &["differ"])?;
             let store = self.open()?;
-            let run = |k: &str| -> Result<i64, Failure> {
-                param(q, k)
-                    .parse()
-                    .map_err(|_| Failure::usage(format!("?{k}= must be a run id")))
-            };
-            let (a, b) = (run("a")?, run("b")?);
             let cmp = probity_engine::compare::compare_stored(&store, a, b, None)
                 .map_err(|e| Failure::usage(e.to_string()))?;
             let c = crate::compare::comparison_report(cmp);
@@ -221,19 +294,30 @@ impl Pages for Viewer {
                 &c,
                 (&ra, &sa),
                 (&rb, &sb),
-                param(q, "only") == "differ",
+                only == "differ",
             ))
         })())
     }
 
     fn variants(&self, id: i64, q: &Params) -> Page {
         page((|| {
-            let store = self.open()?;
-            let against = match (param(q, "reference"), param(q, "pairs")) {
+            query::only(q, &["reference", "pairs"])?;
+            let pairs = query::choice(q, "pairs", &["all"])?;
+            let against = match (param(q, "reference"), pairs) {
                 ("", "all") => crate::variants::Against::EveryPair,
                 ("", _) => crate::variants::Against::Stored,
+                (name, "all") => {
+                    return Err(BadQuery(format!(
+                        "reference={name:?} and pairs=all cannot be combined: every pair has no reference (give one or the other)"
+                    ))
+                    .into())
+                }
                 (name, _) => crate::variants::Against::Variant(name),
             };
+            let store = self.open()?;
+            if let crate::variants::Against::Variant(name) = against {
+                known_variant(&store, id, name)?;
+            }
             let r = crate::variants::stored_report(&store, id, against, false)?;
             Ok(pages::variants_page(&r))
         })())

@@ -152,3 +152,60 @@ fn compare_flags_a_real_regression_and_not_noise() {
         Some(2)
     );
 }
+
+/// Two runs that share no check by name: nothing was compared, which is
+/// not "no change" — exit 3 (README, exit codes), with every output still
+/// written (the JSON on stdout or in a file, the Markdown beside it).
+#[test]
+fn runs_with_no_check_in_common_exit_3_with_their_outputs_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    configure(d, 1, 0.10);
+    assert_eq!(probity(d, &["run", "-q"]).status.code(), Some(0));
+    let cfg = std::fs::read_to_string(d.join("probity.toml")).unwrap();
+    let renamed = cfg
+        .replace("contraction_validator", "contractions_v2")
+        .replace("politeness_validator", "politeness_v2");
+    std::fs::write(d.join("renamed.toml"), renamed).unwrap();
+    assert_eq!(
+        probity(d, &["run", "renamed.toml", "-q"]).status.code(),
+        Some(0)
+    );
+
+    let out = probity(d, &["compare", "1", "2"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stdout));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "NO CHECKS IN COMMON: runs 1 and 2 share no check by name; nothing was compared"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("only in the candidate (not compared): contractions_v2, politeness_v2"));
+
+    let json = d.join("cmp.json");
+    let md = d.join("cmp.md");
+    let out = probity(
+        d,
+        &[
+            "compare",
+            "1",
+            "2",
+            "--format",
+            "json",
+            "-o",
+            json.to_str().unwrap(),
+            "--markdown",
+            md.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(j["schema"], "probity.compare.v1");
+    assert_eq!(j["checks"], serde_json::json!([]));
+    assert_eq!(j["regressed"], false);
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .contains("NO CHECKS IN COMMON"));
+}

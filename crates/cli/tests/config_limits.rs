@@ -158,6 +158,29 @@ fn an_absurd_request_rate_is_a_configuration_error_naming_the_key() {
     assert!(!dir.path().join("runs.db").exists() || common::json_runs(dir.path()).is_empty());
 }
 
+/// A rate of 1e-300 is written as 1e-300 in the message, not as three
+/// hundred digits.
+#[test]
+fn an_absurd_rate_is_written_as_a_number_not_hundreds_of_digits() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "probity.toml",
+        &paced("requests_per_minute = 1e-300"),
+    );
+    let out = probity(dir.path(), &["run", "--quiet"]);
+    assert_usage_error(
+        &out,
+        "probity.toml",
+        &[
+            "requests_per_minute = 1e-300 would make",
+            "at requests_per_minute = 1e-300 take",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert!(err.len() < 400 && !err.contains("00000000"), "{err}");
+}
+
 #[test]
 fn an_absurd_token_rate_is_a_configuration_error_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();

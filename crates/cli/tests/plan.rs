@@ -50,3 +50,89 @@ fn zero_and_one_rates_do_not_crash() {
     assert_eq!(code, 0);
     assert!(out.contains("→ 1 attempt (0 retries)"), "{out}");
 }
+
+/// Counts past what u64 holds are said to be so, never a saturated or
+/// wrapped product passed off as exact (`… × 10 = 18446744073709551615`).
+#[test]
+fn counts_past_u64_are_said_to_be_so() {
+    let max = u64::MAX.to_string();
+    // N ≈ 8.9e18 inputs given: × 10 outputs is past u64.
+    let (code, _, err) = probity(&[
+        "plan",
+        "--rates",
+        "0.95",
+        "--thresholds",
+        "0.9",
+        "--inputs",
+        "8858244202317505536",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "the budget 8858244202317505536 × 10 outputs = more samples than a 64-bit count holds"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains(&max), "{err}");
+    // A rate a hair from its minimum: the fixed N is past u64 itself.
+    let (code, _, err) = probity(&[
+        "plan",
+        "--rates",
+        "0.95",
+        "--thresholds",
+        "0.949999999999999",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("fixed-size run's 2^64 or more inputs"),
+        "{err}"
+    );
+    assert!(!err.contains(&max), "{err}");
+    let (code, out, err) = probity(&[
+        "plan",
+        "--rates",
+        "0.95",
+        "--thresholds",
+        "0.949999999999999",
+        "--inputs",
+        "100",
+        "--sims",
+        "10",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("N × M = 2^64 or more × 10 = 2^64 or more samples"),
+        "{out}"
+    );
+    assert!(!out.contains(&max), "{out}");
+    // An exact product stays exact.
+    let (_, _, err) = probity(&[
+        "plan",
+        "--rates",
+        "0.95",
+        "--thresholds",
+        "0.9",
+        "--inputs",
+        "2000000",
+    ]);
+    assert!(
+        err.contains("2000000 × 10 outputs = 20000000 samples"),
+        "{err}"
+    );
+}
+
+/// An extreme target is written as a number, not hundreds of digits.
+#[test]
+fn an_extreme_target_is_written_with_an_exponent() {
+    let (code, out, _) = probity(&["plan", "--rates", "0.95,0.9", "--confidence", "1e-300"]);
+    assert_eq!(code, 0);
+    let line = out.lines().find(|l| l.contains("attempts for")).unwrap();
+    assert!(line.contains("m = ln(1 − 1e-300)"), "{line}");
+    assert!(line.len() < 150, "{line}");
+    assert!(!out.contains("0000000000"), "{out}");
+    let (_, out, _) = probity(&["plan", "--rates", "0.95,0.9", "--confidence", "0.99"]);
+    assert!(
+        out.contains("attempts for 99%      m = ln(1 − 0.99)"),
+        "{out}"
+    );
+}

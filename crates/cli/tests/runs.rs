@@ -73,3 +73,59 @@ fn a_reader_that_closes_early_is_not_a_crash() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
     }
 }
+
+/// Variants of one name whose names share a prefix stay told apart in
+/// the table: the base name is cut, the variant kept whole (or, too long
+/// even alone, both its ends); the variants report counts "1 variant" and
+/// says there is no pair to test, not "across all 0 tests".
+#[test]
+fn variant_names_keep_their_variant_part_and_counts_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(probity(d, &["init"]).status.code(), Some(0));
+    common::pin_seed(d, 42);
+    let cfg = std::fs::read_to_string(d.join("probity.toml")).unwrap();
+    let two = format!(
+        "{cfg}\n[[variant]]\nname = \"baseline-v1\"\n\n[[variant]]\nname = \"baseline-v2\"\nsystem.seed = 43\n"
+    );
+    std::fs::write(d.join("two.toml"), two).unwrap();
+    assert_eq!(
+        probity(d, &["run", "two.toml", "-q"]).status.code(),
+        Some(1)
+    );
+    let one = format!("{cfg}\n[[variant]]\nname = \"a-very-long-variant-name-x\"\n");
+    std::fs::write(d.join("one.toml"), one).unwrap();
+    let out = probity(d, &["run", "one.toml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(
+        report.contains("(group 3), 1 variant, reference"),
+        "{report}"
+    );
+    assert!(
+        report.contains("no pair of variants to compare (1 variant)")
+            && !report.contains("0 tests"),
+        "{report}"
+    );
+
+    let out = probity(d, &["runs"]);
+    let table = text(&out.stdout);
+    let name = |id: i64| -> String {
+        let row = table
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{id}  ")))
+            .unwrap_or_else(|| panic!("{table}"));
+        row.trim_start()[id.to_string().len()..]
+            .trim_start()
+            .split("  ")
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(name(1), "polite-…/baseline-v1", "{table}");
+    assert_eq!(name(2), "polite-…/baseline-v2", "{table}");
+    assert_eq!(name(3), "…/a-very-lo…t-name-x", "{table}");
+    for id in 1..=3 {
+        assert!(name(id).chars().count() <= 20, "{table}");
+    }
+}

@@ -366,16 +366,269 @@ async fn monitor_pools_the_replicas_traffic_from_the_store() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--since \"yesterday\": expected a UTC date or time"));
-    // A name the store never held is a typo, not an idle guard.
+    // A name the store never held is a typo, not an idle guard: the error
+    // alone, no page (nor a JSON page) before it.
+    for json in [false, true] {
+        let mut cmd = probity_cmd();
+        cmd.args(["monitor", "poolde", "--once", "--store"])
+            .arg(&store);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            text(&out.stderr).contains("holds no run named \"poolde\""),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "--json {json}: {}",
+            text(&out.stdout)
+        );
+    }
+}
+
+/// A guard file named `name` on the simulator whose one check is
+/// `count(output, "'") <= {most}`, with `extra` at its top.
+fn guard_file(
+    dir: &std::path::Path,
+    file: &str,
+    name: &str,
+    most: u32,
+    extra: &str,
+) -> std::path::PathBuf {
+    let path = dir.join(file);
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"{name}\"\n{extra}\n[upstream]\nprovider = \"sim\"\nseed = 5\ncontractions = 0.3\n[[validator]]\nname = \"contraction_validator\"\ncheck = '''count(output, \"'\") <= {most}'''\nminimum_success_percentage = 0.95\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// Serve `config` into `store` for `requests` requests, then stop it.
+async fn serve_traffic(config: &std::path::Path, store: &std::path::Path, requests: usize) {
+    let mut cmd = probity_cmd();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(config)
+        .arg("--store")
+        .arg(store);
+    let server = start(cmd);
+    let client = reqwest::Client::new();
+    for i in 0..requests {
+        let r = client
+            .post(format!("http://{}/v1/chat/completions", server.1))
+            .json(
+                &json!({"model": "m", "messages": [{"role": "user", "content": format!("q {i}")}]}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success() || r.status() == 422);
+    }
+    assert_eq!(server.stop("TERM"), Some(0));
+}
+
+fn monitor_out(store: &std::path::Path, args: &[&str]) -> std::process::Output {
+    probity_cmd()
+        .arg("monitor")
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .unwrap()
+}
+
+/// Without flags, `probity monitor` watches with the server's settings
+/// (its `confidence` and `[monitor]` epoch and window, stored with its
+/// run), so it shows what `probity report` of the run shows; a flag given
+/// still wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_uses_the_served_runs_settings_and_agrees_with_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    // The largest confidence a watch takes, and a small epoch and window.
+    let config = guard_file(
+        dir.path(),
+        "guard.toml",
+        "settled",
+        3,
+        "confidence = 0.999999999999\n[monitor]\nepoch = 50\nwindow = 20",
+    );
+    serve_traffic(&config, &store, 120).await;
     let out = probity_cmd()
-        .args(["monitor", "poolde", "--once", "--store"])
+        .args(["report", "1", "--format", "json", "--store"])
         .arg(&store)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("holds no run named \"poolde\""),
-        "{}",
-        text(&out.stderr)
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = monitor_out(&store, &["settled", "--once", "--since", "24h", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let monitor: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (r, m) = (&report["live"], &monitor["live"]);
+    assert_eq!(
+        (r["epoch"].as_u64(), r["window"].as_u64()),
+        (Some(50), Some(20)),
+        "{r}"
     );
+    assert_eq!(r["confidence"], 0.999999999999);
+    for key in ["requests", "confidence", "epoch", "window"] {
+        assert_eq!(m[key], r[key], "{key}: monitor {m} vs report {r}");
+    }
+    // 120 requests in epochs of 50: epoch 3, of 20 requests, in both.
+    for kind in ["first", "published"] {
+        let (rk, mk) = (&r["checks"][0][kind], &m["checks"][0][kind]);
+        assert_eq!(rk["recent"]["epoch"], 3, "{rk}");
+        assert_eq!(rk["recent"]["requests"], 20, "{rk}");
+        for part in ["all", "recent", "window", "alarms"] {
+            assert_eq!(
+                mk[part], rk[part],
+                "{kind} {part}: monitor {mk} vs report {rk}"
+            );
+        }
+    }
+    // The text pages say the same epoch.
+    let out = monitor_out(&store, &["settled", "--once", "--since", "24h"]);
+    let page = text(&out.stdout);
+    assert!(
+        page.contains("of 20 (epoch 3)") && page.contains("epoch of 50 requests"),
+        "{page}"
+    );
+    // Flags given win over the stored settings.
+    let out = monitor_out(
+        &store,
+        &[
+            "settled",
+            "--once",
+            "--since",
+            "24h",
+            "--json",
+            "--epoch",
+            "1000",
+            "--window",
+            "500",
+            "--confidence",
+            "0.9",
+        ],
+    );
+    let given: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let g = &given["live"];
+    assert_eq!(
+        (g["epoch"].as_u64(), g["window"].as_u64()),
+        (Some(1000), Some(500)),
+        "{g}"
+    );
+    assert_eq!(g["confidence"], 0.9);
+    assert_eq!(g["checks"][0]["first"]["recent"]["requests"], 120);
+}
+
+/// A confidence too close to 1 for the watches (α = 1 − confidence below
+/// 1e-12; at 0.9999999999999999 a share's complement rounds to 1) is a
+/// usage error naming the flag or the key as written, not a damaged run
+/// or a server that fails to start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confidence_the_watches_cannot_take_is_refused_by_flag_and_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let config = guard_file(dir.path(), "guard.toml", "near", 3, "");
+    serve_traffic(&config, &store, 3).await;
+    for bad in [
+        "0.9999999999999999",
+        "0.9999999999991",
+        "1",
+        "0",
+        "-0.5",
+        "NaN",
+    ] {
+        let flag = format!("--confidence={bad}");
+        let out = monitor_out(&store, &["near", "--once", "--since", "24h", &flag]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "--confidence {bad}: {}",
+            text(&out.stderr)
+        );
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!("--confidence {}", bad.parse::<f64>().unwrap()))
+                && err.contains("at most 0.999999999999"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    }
+    let bad = guard_file(
+        dir.path(),
+        "bad.toml",
+        "near",
+        3,
+        "confidence = 0.9999999999999999",
+    );
+    let out = probity_cmd()
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&bad)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("bad.toml")
+            && err.contains("confidence = 0.9999999999999999: must be")
+            && err.contains("at most 0.999999999999"),
+        "{err}"
+    );
+    assert!(!err.contains("confidence 1 "), "{err}");
+}
+
+/// `--since` pools runs of one name only while their checks are defined
+/// alike: a run whose check of the same name counts otherwise is left out,
+/// with a warning naming the check and both runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_leaves_out_runs_whose_check_is_defined_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let strict = guard_file(dir.path(), "strict.toml", "redefined", 3, "");
+    let loose = guard_file(dir.path(), "loose.toml", "redefined", 5, "");
+    // Only the message differs: the same check, pooled.
+    let worded = guard_file(dir.path(), "worded.toml", "redefined", 5, "");
+    std::fs::write(
+        &worded,
+        std::fs::read_to_string(&worded).unwrap().replace(
+            "minimum_success_percentage",
+            "message = \"too casual\"\nminimum_success_percentage",
+        ),
+    )
+    .unwrap();
+    serve_traffic(&strict, &store, 10).await;
+    serve_traffic(&loose, &store, 20).await;
+    serve_traffic(&worded, &store, 30).await;
+    let out = monitor_out(&store, &["redefined", "--once", "--since", "24h", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["runs"], json!([2, 3]), "{v}");
+    assert_eq!(v["left_out"], json!([1]), "{v}");
+    assert_eq!(v["live"]["requests"], 50);
+    let err = text(&out.stderr);
+    assert_eq!(
+        err.matches(
+            "warning: run 1 left out: check contraction_validator defined otherwise than in run 3"
+        )
+        .count(),
+        1,
+        "{err}"
+    );
+    let out = monitor_out(&store, &["redefined", "--once", "--since", "24h"]);
+    let page = text(&out.stdout);
+    assert!(
+        page.contains(
+            "run 1 left out: check contraction_validator defined otherwise than in run 3"
+        ),
+        "{page}"
+    );
+    assert!(!page.contains("left out (other checks)"), "{page}");
 }

@@ -192,7 +192,7 @@ fn pages_filters_and_comparison_over_http() {
     assert_eq!(cards(&h), 20);
     assert!(h.contains("20 of 400 outputs match"));
     let (s, _) = get(&a, "/runs/1/outputs?check=x");
-    assert_eq!(s, 404);
+    assert_eq!(s, 400);
 
     // Two runs side by side: the comparison, then each shared input with
     // its outputs in both runs.
@@ -236,6 +236,141 @@ fn pages_filters_and_comparison_over_http() {
     assert!(head.contains("x-content-type-options: nosniff"));
     assert!(!body.contains("<script"));
     assert!(body.contains("form-action &#39;self&#39;"));
+}
+
+/// A 400 page in the viewer's frame whose message names the parameter,
+/// the value as given and what is allowed (each of `says`).
+fn refused(a: &str, path: &str, says: &[&str]) {
+    let (s, h) = get(a, path);
+    assert_eq!(s, 400, "{path}: {h}");
+    assert!(h.contains("<h1>bad request</h1>"), "{path}: {h}");
+    assert!(
+        h.contains("nav class=\"viewer\""),
+        "the viewer's frame: {h}"
+    );
+    for want in says {
+        assert!(h.contains(want), "{path}: no {want:?} in {h}");
+    }
+}
+
+#[test]
+fn unknown_or_out_of_range_filter_values_are_a_400_page_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    store_with_runs(d);
+    let v = view(d, "127.0.0.1:0", &[]);
+    let a = v.addr();
+    let q = "&quot;";
+    // The outputs page: run 1 has 2 checks and 20 inputs.
+    refused(
+        &a,
+        "/runs/1/outputs?check=99",
+        &[&format!("check={q}99{q}"), "0 to 1"],
+    );
+    refused(
+        &a,
+        "/runs/1/outputs?check=-1",
+        &[&format!("check={q}-1{q}"), "0 to 1"],
+    );
+    refused(
+        &a,
+        "/runs/1/outputs?input=99999",
+        &[&format!("input={q}99999{q}"), "0 to 19"],
+    );
+    refused(
+        &a,
+        "/runs/1/outputs?input=20",
+        &["0 to 19", "run 1 has 20 inputs"],
+    );
+    refused(
+        &a,
+        "/runs/1/outputs?verdict=bogus",
+        &[&format!("verdict={q}bogus{q}"), "pass, fail, error"],
+    );
+    refused(
+        &a,
+        "/runs/1/outputs?chek=1",
+        &[&format!("{q}chek{q}"), "check, input, verdict"],
+    );
+    // The runs list.
+    refused(
+        &a,
+        "/?since=notadate",
+        &[&format!("since={q}notadate{q}"), "YYYY-MM-DD"],
+    );
+    refused(&a, "/?since=2026-02-30", &["since=", "YYYY-MM-DD"]);
+    refused(&a, "/?verdict=bogus", &["verdict=", "pass, fail, none"]);
+    refused(
+        &a,
+        "/?name=nobody",
+        &[&format!("name={q}nobody{q}"), "polite-assistant"],
+    );
+    // A hostile value is text in the message.
+    refused(&a, "/?verdict=%3Cb%3Ex", &["&lt;b&gt;x"]);
+    assert!(!get(&a, "/?verdict=%3Cb%3Ex").1.contains("<b>x"));
+    // The comparison.
+    refused(&a, "/compare?a=x&b=2", &[&format!("a={q}x{q}"), "run"]);
+    refused(
+        &a,
+        "/compare?a=1&b=2&only=all",
+        &[&format!("only={q}all{q}"), "differ"],
+    );
+    // Values in range still filter, and empty ones mean any.
+    let (s, h) = get(&a, "/runs/1/outputs?check=1&input=19&verdict=");
+    assert_eq!(s, 200);
+    assert!(h.contains("20 of 400 outputs match"), "{h}");
+    let (s, h) = get(&a, "/?name=&since=2000-01-01&verdict=fail&token=x");
+    assert_eq!(s, 200);
+    assert_eq!(rows(&h), 3);
+    drop(v);
+
+    // The variants page: reference and pairs=all do not combine (as the
+    // CLI's --reference and --all-pairs do not), pairs is only "all".
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    store_with_variants(d);
+    let v = view(d, "127.0.0.1:0", &[]);
+    let a = v.addr();
+    refused(
+        &a,
+        "/variants/2?reference=sloppy&pairs=all",
+        &[
+            &format!("reference={q}sloppy{q}"),
+            "pairs=all",
+            "cannot be combined",
+        ],
+    );
+    refused(
+        &a,
+        "/variants/2?pairs=some",
+        &[&format!("pairs={q}some{q}"), "all"],
+    );
+    refused(
+        &a,
+        "/variants/2?reference=nope",
+        &[&format!("reference={q}nope{q}"), "base, sloppy"],
+    );
+}
+
+#[test]
+fn refresh_out_of_range_is_a_usage_error() {
+    for bad in ["0", "86401", "4294967295"] {
+        let out = probity_cmd()
+            .args(["view", "--listen", "127.0.0.1:0", "--refresh", bad])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--refresh {bad}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("--refresh") && err.contains("1..=86400"),
+            "{err}"
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "no viewer started: {}",
+            text(&out.stdout)
+        );
+    }
 }
 
 #[test]
@@ -629,15 +764,15 @@ fn the_variants_page_shows_the_matrix_over_http_and_in_chromium() {
     let (s, h6) = get(&a, "/variants/2?pairs=all");
     assert_eq!(s, 200, "{h6}");
     assert_eq!(h6.matches("<tr class=\"diff-row\"").count(), 6);
-    let (s, h404) = get(&a, "/variants/2?reference=nope");
-    assert_eq!(s, 404);
+    let (s, h400) = get(&a, "/variants/2?reference=nope");
+    assert_eq!(s, 400);
     assert!(
-        h404.contains("has no variant of that name (its variants: base, sloppy"),
-        "{h404}"
+        h400.contains("has no variant of that name (its variants: base, sloppy"),
+        "{h400}"
     );
     assert!(
-        !h404.contains("<img src=x"),
-        "hostile name as markup: {h404}"
+        !h400.contains("<img src=x"),
+        "hostile name as markup: {h400}"
     );
     // A run that is no variant, or no run: a 404 page.
     let (s, _) = get(&a, "/variants/99");

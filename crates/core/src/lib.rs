@@ -18,6 +18,7 @@ pub mod guarded;
 pub mod judge_sim;
 pub mod model;
 pub mod monitor;
+pub mod number;
 pub mod options;
 pub mod profile;
 pub mod retry;

@@ -86,6 +86,25 @@ pub fn duration(s: f64) -> String {
 }
 
 /// `word`, or its plural `words` when `n` is not 1.
+/// A count that saturates at `u64::MAX` (a figure past what u64 holds,
+/// as a cast from f64 leaves it): "2^64 or more" then, else the number.
+pub fn count(n: u64) -> String {
+    if n == u64::MAX {
+        "2^64 or more".to_string()
+    } else {
+        n.to_string()
+    }
+}
+
+/// `n × m` as a [`count`]: never a wrapped or saturated product passed
+/// off as exact.
+pub fn product(n: u64, m: u64) -> String {
+    match n.checked_mul(m) {
+        Some(p) if n != u64::MAX => count(p),
+        _ => count(u64::MAX),
+    }
+}
+
 pub fn plural(n: usize, word: &str) -> String {
     if n == 1 {
         word.to_string()

@@ -18,7 +18,7 @@ mod live;
 mod watch;
 mod window;
 
-pub use budget::Budget;
+pub use budget::{watchable, Budget, CONFIDENCE_RANGE, MIN_ALPHA};
 pub use corrected::{LiveCorrected, LiveCorrection, LiveJudge};
 pub use live::{AttemptKind, LiveCheck, LiveRates, LiveSnapshot};
 pub use watch::{Alarm, AlarmKind, Baseline, RateWatch, WatchSettings, WatchSnapshot};

@@ -167,8 +167,8 @@ impl RateWatch {
             settings,
             minimum,
             baseline,
-            all: BettingSequence::new(1.0 - budget.all, &extra)?,
-            epoch: BettingSequence::new(1.0 - budget.epoch(1), &extra)?,
+            all: BettingSequence::at_alpha(budget.all, &extra)?,
+            epoch: BettingSequence::at_alpha(budget.epoch(1), &extra)?,
             epoch_number: 1,
             window: Window::new(settings.window),
             raised: Vec::new(),
@@ -188,7 +188,7 @@ impl RateWatch {
                 .filter(|_| self.judge.is_none())
                 .into_iter()
                 .collect();
-            self.epoch = BettingSequence::new(1.0 - budget.epoch(self.epoch_number), &extra)?;
+            self.epoch = BettingSequence::at_alpha(budget.epoch(self.epoch_number), &extra)?;
         }
         self.all.observe(x)?;
         self.epoch.observe(x)?;
@@ -404,6 +404,30 @@ mod tests {
                 u32::from(any)
             })
             .sum()
+    }
+
+    /// Epoch k's share α·6/(π²k²) is below f64's resolution next to 1
+    /// after some 10⁷ epochs (k = 2·10⁷ at α = 0.05: 3.8·10⁻¹⁷, and
+    /// 1 − 3.8·10⁻¹⁷ == 1.0): its sequence is made at the share itself, so
+    /// the watch goes on counting.
+    #[test]
+    fn an_epoch_whose_share_is_below_f64_resolution_next_to_one_still_counts() {
+        let settings = WatchSettings {
+            confidence: 0.95,
+            epoch: 1,
+            window: 10,
+        };
+        let mut w = RateWatch::new(settings, Some(0.9), None).unwrap();
+        w.observe(true).unwrap();
+        w.epoch_number = 20_000_000;
+        let share = Budget::of(0.95, false).epoch(w.epoch_number + 1);
+        assert_eq!(1.0 - share, 1.0, "the share's complement rounds to 1");
+        for _ in 0..3 {
+            w.observe(true).expect("a new epoch's sequence");
+        }
+        assert_eq!(w.epoch_number, 20_000_003);
+        assert_eq!(w.all.observations(), 4);
+        assert!((w.epoch.alpha() - Budget::of(0.95, false).epoch(20_000_003)).abs() < 1e-30);
     }
 
     /// A stream that stays at its minimum (the hardest case for false

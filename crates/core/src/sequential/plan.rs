@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 /// ```
 ///
 /// at least [`MIN_INPUTS`]. `None` when p = threshold (no N suffices).
+/// An N past what u64 holds (p a hair from the threshold) is `u64::MAX`:
+/// read it as "that many or more".
 pub fn fixed_inputs_for_power(
     p: f64,
     threshold: f64,

@@ -102,10 +102,21 @@ impl BettingSequence {
     /// `extra` points (each in [0, 1]).
     pub fn new(confidence: f64, extra: &[f64]) -> Result<Self, StatsError> {
         let confidence = check_confidence(confidence)?;
+        Self::at_alpha(1.0 - confidence, extra)
+    }
+
+    /// A sequence at level `alpha` (α itself, in (0, 1)) over the grid
+    /// plus `extra` points: for a share of an error budget
+    /// (`crate::monitor::Budget`), which may be too small for 1 − α to be
+    /// told from 1 in f64 (below about 1.1·10⁻¹⁶: a monitor's epoch k gets
+    /// α·6/(π²k²), that small after some 10⁷ epochs).
+    pub fn at_alpha(alpha: f64, extra: &[f64]) -> Result<Self, StatsError> {
+        if !(alpha > 0.0 && alpha < 1.0) {
+            return Err(StatsError::Confidence(1.0 - alpha));
+        }
         if let Some(&bad) = extra.iter().find(|x| !(0.0..=1.0).contains(*x)) {
             return Err(StatsError::Rate(bad));
         }
-        let alpha = 1.0 - confidence;
         let mut ms: Vec<f64> = (0..=GRID_STEPS)
             .map(|g| g as f64 / GRID_STEPS as f64)
             .chain(extra.iter().copied())

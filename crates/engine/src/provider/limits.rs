@@ -190,7 +190,7 @@ impl Pace {
         format!(
             "{what} at {} = {} take at least {}",
             limit.key,
-            limit.per_minute,
+            probity_core::number::written(limit.per_minute),
             human_duration(limit.seconds)
         )
     }

@@ -4,6 +4,7 @@
 //! (`probity monitor`, [`LiveFollow`]). Reading from the store is what
 //! pools replicas: each server watches only its own traffic.
 
+use super::definitions::{definitions, differing};
 use crate::store::{RunRecord, RunStatus, Store, StoreError};
 use probity_core::monitor::{Alarm, AttemptKind, LiveRates, LiveSnapshot, WatchSettings};
 use probity_core::CheckInfo;
@@ -68,12 +69,54 @@ fn damaged(store: &Store, run: i64, e: impl std::fmt::Display) -> StoreError {
     }
 }
 
+/// The watch settings `probity monitor` was given; each one not given is
+/// the first pooled run's (its server's `confidence` and `[monitor]`
+/// settings), so the monitor shows what the server and `probity report`
+/// of that run show.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WatchChoice {
+    pub confidence: Option<f64>,
+    pub epoch: Option<u64>,
+    pub window: Option<usize>,
+}
+
+impl WatchChoice {
+    /// The settings: those given, the rest `stored`'s.
+    pub fn over(self, stored: WatchSettings) -> WatchSettings {
+        WatchSettings {
+            confidence: self.confidence.unwrap_or(stored.confidence),
+            epoch: self.epoch.unwrap_or(stored.epoch),
+            window: self.window.unwrap_or(stored.window),
+        }
+    }
+}
+
+/// A run left out of the pool because a check of the same name and column
+/// is defined otherwise than in the first run pooled
+/// ([`super::definitions`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Redefined {
+    pub run: i64,
+    /// The checks it defines otherwise.
+    pub checks: Vec<String>,
+    /// The run whose definitions are pooled.
+    pub first: i64,
+}
+
 /// The pooled live rates of every run named `name` being written, and with
 /// [`LiveFollow::since`], of every run of it created since a time, finished
-/// or not (a pooled report of every replica's traffic over a day).
+/// or not (a pooled report of every replica's traffic over a day). Runs
+/// are pooled when their checks have the first run's names, columns and
+/// definitions; the others are left out (and said so).
 pub struct LiveFollow {
     name: String,
-    settings: WatchSettings,
+    choice: WatchChoice,
+    /// The settings the watches were made with (at the first run found).
+    settings: Option<WatchSettings>,
+    /// The first run pooled and its checks' definitions.
+    first: Option<(i64, Option<BTreeMap<String, toml::Value>>)>,
+    /// Of `skipped`, the runs left out for a check defined otherwise.
+    redefined: Vec<Redefined>,
     /// Runs created at or after this stored timestamp
     /// (`YYYY-MM-DDTHH:MM:SSZ`) are pooled whatever their status.
     since: Option<String>,
@@ -95,10 +138,13 @@ pub struct LiveAlarm {
 }
 
 impl LiveFollow {
-    pub fn new(name: &str, settings: WatchSettings) -> LiveFollow {
+    pub fn new(name: &str, choice: WatchChoice) -> LiveFollow {
         LiveFollow {
             name: name.to_string(),
-            settings,
+            choice,
+            settings: None,
+            first: None,
+            redefined: Vec::new(),
             since: None,
             runs: BTreeMap::new(),
             running: Vec::new(),
@@ -129,7 +175,10 @@ impl LiveFollow {
                 .is_some_and(|t| r.created_at.as_str() >= t.as_str());
             // Only serve runs hold traffic (a `probity run` of the same
             // name has no live settings).
-            if r.name != self.name || !(running || recent) || r.settings.live.is_none() {
+            let Some(live) = r.settings.live.as_ref().filter(|_| r.name == self.name) else {
+                continue;
+            };
+            if !(running || recent) {
                 continue;
             }
             if running {
@@ -142,16 +191,42 @@ impl LiveFollow {
                 Some(rates) => rates,
                 // A calibrated verifier's rate is corrected with the judge
                 // the first run followed measured at its start (replicas
-                // of one configuration ask the same judge the same pairs).
-                none => none.insert(
-                    LiveRates::calibrated(&r.checks, self.settings, &[], &r.settings.calibration)
-                        .map_err(|e| damaged(store, r.id, e))?,
-                ),
+                // of one configuration ask the same judge the same pairs),
+                // and watched with its settings but those given.
+                none => {
+                    let settings = self.choice.over(live.watch);
+                    self.settings = Some(settings);
+                    self.first = Some((r.id, definitions(&r.config)));
+                    none.insert(
+                        LiveRates::calibrated(&r.checks, settings, &[], &r.settings.calibration)
+                            .map_err(|e| damaged(store, r.id, e))?,
+                    )
+                }
             };
-            if same_checks(rates.checks(), &r.checks) {
-                self.runs.insert(r.id, 0);
-            } else {
+            if !same_checks(rates.checks(), &r.checks) {
                 self.skipped.push(r.id);
+                continue;
+            }
+            let redefined = match &self.first {
+                Some((first, defs)) if *first != r.id => {
+                    let names: Vec<String> = r.checks.iter().map(|c| c.name.clone()).collect();
+                    let checks = differing(&names, defs.as_ref(), definitions(&r.config).as_ref());
+                    (!checks.is_empty()).then_some(Redefined {
+                        run: r.id,
+                        checks,
+                        first: *first,
+                    })
+                }
+                _ => None,
+            };
+            match redefined {
+                Some(why) => {
+                    self.skipped.push(r.id);
+                    self.redefined.push(why);
+                }
+                None => {
+                    self.runs.insert(r.id, 0);
+                }
             }
         }
         let mut alarms = Vec::new();
@@ -171,9 +246,22 @@ impl LiveFollow {
         Ok(alarms)
     }
 
-    /// The runs pooled, and those left out (other checks).
+    /// The runs pooled, and those left out (other checks, or checks
+    /// defined otherwise: [`LiveFollow::redefined`]).
     pub fn runs(&self) -> (Vec<i64>, &[i64]) {
         (self.runs.keys().copied().collect(), &self.skipped)
+    }
+
+    /// The runs left out for a check defined otherwise than in the first
+    /// run pooled, in the order they were found.
+    pub fn redefined(&self) -> &[Redefined] {
+        &self.redefined
+    }
+
+    /// The settings the watches were made with; `None` before a run was
+    /// found.
+    pub fn settings(&self) -> Option<WatchSettings> {
+        self.settings
     }
 
     /// Of the runs pooled, those being written at the last poll.

@@ -5,6 +5,7 @@
 
 pub(crate) mod claims;
 pub mod compare;
+pub mod definitions;
 pub mod experiment;
 pub mod export;
 pub mod live;

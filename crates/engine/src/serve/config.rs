@@ -197,10 +197,13 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         }
         None => None,
     };
-    if !(config.confidence > 0.0 && config.confidence < 1.0) {
+    // The check the watches' own: a confidence they cannot be made at is
+    // refused here, named as written, not when the server starts.
+    if !probity_core::monitor::watchable(config.confidence) {
         return Err(at(format!(
-            "confidence must be a number in (0, 1), such as 0.95, not {}",
-            config.confidence
+            "confidence = {}: must be {}",
+            probity_core::number::written(config.confidence),
+            probity_core::monitor::CONFIDENCE_RANGE
         )));
     }
     if !(config.max_body_mb.is_finite() && config.max_body_mb > 0.0 && config.max_body_mb <= 1024.0)

@@ -14,6 +14,10 @@
 //! | `/trend/{name}` | a name's trend |
 //! | `/variants/{run}` | the variants of run's group side by side: the matrix, costs, differences, outputs; `?reference=VARIANT` against another reference, `?pairs=all` every pair |
 //!
+//! A query value a page cannot mean (an unknown parameter, a check or
+//! input out of range, a choice none of its form's) is the pages' to
+//! refuse, with [`Page::Problem`] 400 and a message naming it.
+//!
 //! Access: bound to a loopback address the viewer needs no token; bound
 //! anywhere else every request must carry the token — `?token=T` once
 //! (which sets an HttpOnly, SameSite=Strict cookie, so links keep

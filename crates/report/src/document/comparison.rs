@@ -24,18 +24,24 @@ impl ComparisonReport {
         self.comparison.regressed()
     }
 
-    /// True when no check could be compared (a run judged nothing of
-    /// it): no comparison was made, which is not "no change" (the CLI
-    /// exits 3).
+    /// True when no check could be compared — the runs share no check,
+    /// or a run judged nothing of those they share: no comparison was
+    /// made, which is not "no change" (the CLI exits 3).
     pub fn without_data(&self) -> bool {
         let (_, _, _, none) = self.comparison.tally();
-        none > 0 && none == self.comparison.checks.len()
+        none == self.comparison.checks.len()
     }
 
     /// One line: `REGRESSED: 1 of 2 checks regressed (B − A, 95% intervals)`.
     pub fn conclusion(&self) -> String {
         let (imp, reg, same, none) = self.comparison.tally();
         let k = self.comparison.checks.len();
+        if k == 0 {
+            return format!(
+                "NO CHECKS IN COMMON: runs {} and {} share no check by name; nothing was compared",
+                self.baseline.id, self.candidate.id
+            );
+        }
         if self.without_data() {
             let which = |r: &RunInfo| {
                 if r.complete {
@@ -70,9 +76,6 @@ impl ComparisonReport {
         } else {
             "NO DETECTABLE CHANGE"
         };
-        if k == 0 {
-            return "NO CHECKS IN COMMON".to_string();
-        }
         format!(
             "{head}: of {k} {}, {}",
             plural(k, "check"),

@@ -26,6 +26,14 @@ pub fn cell(c: Option<&CheckSummary>) -> String {
 
 /// How the variants were compared, as one sentence.
 pub fn method_line(c: &VariantsComparison) -> String {
+    if c.tests == 0 {
+        return format!(
+            "no pair of variants to compare ({} {}): each variant's rates only, {} intervals; no test made",
+            c.names.len(),
+            plural(c.names.len(), "variant"),
+            threshold_pct(c.options.confidence)
+        );
+    }
     let pairs = match c.reference {
         Some(r) => format!(
             "each variant against the reference {:?}",

@@ -24,7 +24,8 @@ pub struct WireMonitor<'a> {
     pub runs: &'a [i64],
     /// Of `runs`, those being written.
     pub running: &'a [i64],
-    /// Runs of the name left out (other checks than the first pooled).
+    /// Runs of the name left out (other checks than the first pooled, or
+    /// checks defined otherwise).
     pub left_out: &'a [i64],
     /// The pooled rates; null before a run was found.
     pub live: Option<WireLive>,

@@ -74,7 +74,11 @@ impl WireSampleSize {
             icc: p.icc,
             outputs_per_input: p.outputs_per_input,
             fixed_inputs: p.fixed_inputs,
-            fixed_samples: p.fixed_inputs.map(|n| n * p.outputs_per_input),
+            // Past u64 (or N saturated there): u64::MAX, "that many or
+            // more", as `fixed_inputs` (never an overflow).
+            fixed_samples: p
+                .fixed_inputs
+                .map(|n| n.saturating_mul(p.outputs_per_input)),
             budget_inputs: p.budget_inputs,
             budget_found: p.budget_found,
             seed: p.seed,

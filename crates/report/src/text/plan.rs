@@ -13,8 +13,9 @@
 //! input ids go through [`terminal_line`].
 
 use crate::document::plan::{PlanReport, PlanRun, SampleSizePlan};
-use crate::numbers::{pct, threshold_pct, trim_number};
+use crate::numbers::{count, pct, product, threshold_pct, trim_number};
 use crate::sanitize::terminal_line;
+use probity_core::number::{significant, written};
 use probity_core::retry::Attempts;
 use probity_core::{Geometric, RetryPlan};
 use std::fmt::Write;
@@ -49,7 +50,7 @@ fn sample_size(p: &SampleSizePlan) -> String {
     );
     for c in &p.checks {
         let fixed = match c.fixed_inputs {
-            Some(n) => format!("fixed run: {n} inputs ({} samples)", n.saturating_mul(m)),
+            Some(n) => format!("fixed run: {} inputs ({} samples)", count(n), product(n, m)),
             None => "fixed run: no size suffices (the rate equals the minimum)".to_string(),
         };
         let _ = writeln!(
@@ -64,8 +65,9 @@ fn sample_size(p: &SampleSizePlan) -> String {
         Some(n) => {
             let _ = writeln!(
                 s,
-                "  fixed-size run for the power: N × M = {n} × {m} = {} samples",
-                n.saturating_mul(m)
+                "  fixed-size run for the power: N × M = {} × {m} = {} samples",
+                count(n),
+                product(n, m)
             );
         }
         None => {
@@ -194,7 +196,7 @@ fn assumed(plan: &RetryPlan, target: f64) -> String {
             );
         }
     }
-    let pct = target * 100.0;
+    let pct = significant(target * 100.0, 12);
     let Some(exact) = g.attempts_exact(target) else {
         let _ = writeln!(
             s,
@@ -203,7 +205,8 @@ fn assumed(plan: &RetryPlan, target: f64) -> String {
         return s;
     };
     let formula = format!(
-        "m = ln(1 − {target}) / ln(1 − P_pass) = {}",
+        "m = ln(1 − {}) / ln(1 − P_pass) = {}",
+        written(target),
         quantity(exact, 2)
     );
     let m = match g.attempts(target) {
@@ -272,7 +275,7 @@ fn measured(plan: &RetryPlan, target: f64, run: &PlanRun) -> String {
     let _ = writeln!(s, "  pass rates p_k         {}", rates.join(" × "));
     let ind = plan.independent();
     let _ = writeln!(s, "  P_pass = Π p_k         {:.5}  (independence)", ind.p);
-    let pct = target * 100.0;
+    let pct = significant(target * 100.0, 12);
     let show_m = |g: Geometric| match g.attempts_for(target) {
         Some(m) => format!("{m} attempt{}", if m == 1 { "" } else { "s" }),
         None => "none suffices (P = 0)".into(),

@@ -6,6 +6,7 @@
 
 use crate::document::variants::VariantsReport;
 use crate::facts::variants::{cell, conclusion, cost_line, difference, method_line, verdict};
+use crate::numbers::plural;
 use crate::sanitize::terminal_line;
 use crate::text::paint::Paint;
 use probity_core::compare::Direction;
@@ -31,10 +32,11 @@ pub(crate) fn render(r: &VariantsReport, color: bool) -> String {
         p.wrap(
             "1",
             &format!(
-                "probity variants: {} (group {}), {} variants, {reference}",
+                "probity variants: {} (group {}), {} {}, {reference}",
                 clean(&r.name),
                 r.group,
-                r.variants.len()
+                r.variants.len(),
+                plural(r.variants.len(), "variant")
             )
         ),
         p.wrap("2", &method_line(c))
