@@ -98,7 +98,7 @@ pub fn run(args: &MonitorArgs) -> Result<u8, Failure> {
             .poll(&store)
             .map_err(|e| Failure::incomplete(e.to_string()))?;
         for r in &follow.redefined()[warned..] {
-            eprintln!("warning: {}", redefined_line(r));
+            probity_engine::stderr_line!("warning: {}", redefined_line(r));
         }
         warned = follow.redefined().len();
         if args.json {
