@@ -23,7 +23,7 @@
 //! let messages = [Message { role: Role::User, content: "Thank you!".into() }];
 //! match guard.run(&messages, &Input::text("live", "Thank you!"), 0).await {
 //!     GuardOutcome::Published { output, .. } => println!("{output}"),
-//!     GuardOutcome::NothingPassed { attempts, .. } => crate::stderr_line!("{} attempts failed", attempts.len()),
+//!     GuardOutcome::NothingPassed { attempts, .. } => eprintln!("{} attempts failed", attempts.len()),
 //! }
 //! # Ok(()) }
 //! ```
