@@ -586,3 +586,42 @@ fn a_client_stalling_in_its_body_gets_408_and_health_still_answers() {
     assert_eq!(v["error"]["code"], 408, "{body}");
     assert!(v["error"]["message"].is_string(), "{body}");
 }
+
+/// Connections that send nothing, or half a request's head, are closed
+/// after the head timeout (10 s), whatever their number; before, none
+/// was, and enough of them (the file limit) locked every client out.
+/// Health answers meanwhile.
+#[test]
+fn connections_stalling_in_their_head_are_closed() {
+    let upstream = sim_serve(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = guard_config(dir.path(), &upstream.1, "true", false);
+    let g = serve(dir.path(), &config);
+    let mut stalled: Vec<TcpStream> = (0..50)
+        .map(|i| {
+            let mut s = TcpStream::connect(&g.1).unwrap();
+            if i % 2 == 1 {
+                write!(s, "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n").unwrap();
+            }
+            s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+            s
+        })
+        .collect();
+    let health = request(&g.1, "GET", "/health", "", "");
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    for (i, s) in stalled.iter_mut().enumerate() {
+        let mut out = Vec::new();
+        // Closed by the server: the read ends (with a 408 or nothing);
+        // a read that times out (40 s) means it was held open.
+        match s.read_to_end(&mut out) {
+            Ok(_) => {}
+            Err(e) => assert!(
+                !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+                "connection {i} held open: {e}"
+            ),
+        }
+    }
+}

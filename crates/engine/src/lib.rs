@@ -21,6 +21,8 @@
 
 pub mod checks;
 pub mod config;
+#[cfg(feature = "server")]
+pub mod http_server;
 pub mod provider;
 pub mod retry;
 pub mod run;

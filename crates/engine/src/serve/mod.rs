@@ -299,9 +299,7 @@ impl Server {
             .fallback(metrics::not_found)
             .method_not_allowed_fallback(metrics::wrong_method)
             .with_state(state.clone());
-        let result = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let result = crate::http_server::serve(listener, app, shutdown).await;
         let n = state.next_input.load(Ordering::Relaxed);
         let totals = RunTotals {
             judge_calls_by_check: state.guard.checks().judge_calls(),

@@ -381,7 +381,6 @@ async fn run(
     state: Arc<ServerState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    use axum::serve::ListenerExt;
     let app = Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/chat/completions", post(chat))
@@ -390,12 +389,7 @@ async fn run(
         .route("/stats", get(stats))
         .route("/stats/last_request", get(last_request))
         .with_state(state);
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    crate::http_server::serve(listener, app, shutdown).await
 }
 
 /// A simulator server on an ephemeral port of 127.0.0.1, for tests.

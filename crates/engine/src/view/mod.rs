@@ -86,9 +86,7 @@ pub async fn serve(
     token: Option<String>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(pages, token))
-        .with_graceful_shutdown(shutdown)
-        .await
+    crate::http_server::serve(listener, router(pages, token), shutdown).await
 }
 
 /// The viewer's routes, with the token check and security headers.
