@@ -319,6 +319,18 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         Some(spec) => Some(args.store.resolve(&store, spec)?),
         None => None,
     };
+    // A baseline given by id must exist before the run is paid for (a
+    // name may have no run yet: the first run of a branch).
+    if let Some(spec) = args
+        .baseline
+        .as_deref()
+        .filter(|s| s.parse::<i64>().is_ok())
+    {
+        args.store.resolve(&store, spec).map_err(|f| Failure {
+            message: format!("--baseline {spec}: {}", f.message),
+            ..f
+        })?;
+    }
     let (join, left) = samples_left(&args, &store, &hash, &experiment.name, total)?;
     check_pace(&args.config, &experiment, left)?;
 

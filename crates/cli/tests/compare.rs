@@ -209,3 +209,23 @@ fn runs_with_no_check_in_common_exit_3_with_their_outputs_written() {
         .unwrap()
         .contains("NO CHECKS IN COMMON"));
 }
+
+/// `--baseline` with an id no run has is refused before any call (exit 2):
+/// before, the whole run was made and stored, then no report was written.
+#[test]
+fn a_baseline_id_that_names_no_run_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(probity(dir.path(), &["init"]).status.code(), Some(0));
+    let out = probity(
+        dir.path(),
+        &["run", "-q", "--baseline", "999", "--junit", "junit.xml"],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--baseline 999") && err.contains("no run 999"),
+        "{err}"
+    );
+    let runs = probity(dir.path(), &["runs", "--json"]);
+    assert!(text(&runs.stdout).trim().is_empty(), "a run was made");
+}
