@@ -83,3 +83,46 @@ def test_ctrl_c_stops_a_run_waiting_on_a_python_validator(tmp_path: Path) -> Non
     out, err = interrupt_once_started(script, tmp_path / "started", wait_s=120)
     assert "finished" not in out
     assert "KeyboardInterrupt" in err, err
+
+
+ASYNC_TEST = r'''
+import time
+import pytest
+import probity
+
+def system(i):
+    open(STARTED, "a").close()   # the run has started
+    time.sleep(0.2)
+    return "ok"
+
+@pytest.mark.asyncio
+@pytest.mark.probity
+async def test_slow():
+    return probity.Experiment(
+        "slow-async", system, ["q%d" % n for n in range(50)],
+        [probity.Validator("v", check=lambda o: True)], outputs_per_input=4, concurrency=2,
+    )
+'''
+
+PYTEST_LAUNCHER = r'''
+import sys
+import pytest
+sys.exit(pytest.main([sys.argv[3], "-q", "-p", "no:cacheprovider", "--probity-store", sys.argv[2],
+                      "-o", "asyncio_default_fixture_loop_scope=function"]))
+'''
+
+
+def test_ctrl_c_stops_an_async_marked_test(tmp_path: Path) -> None:
+    # Before, asyncio's own SIGINT handler took the signal: the run went on
+    # to its last call (here 40 s) and was stored complete.
+    pytest = __import__("pytest")
+    pytest.importorskip("pytest_asyncio")
+    started, store = tmp_path / "started", tmp_path / "runs.db"
+    test = tmp_path / "test_slow_async.py"
+    test.write_text(f"STARTED = {str(started)!r}\n" + ASYNC_TEST)
+    launcher = tmp_path / "launch.py"
+    launcher.write_text(PYTEST_LAUNCHER)
+    out, err = interrupt_once_started(launcher, started, str(store), str(test), wait_s=20)
+    assert "KeyboardInterrupt" in out + err, out + err
+    rows = sqlite3.connect(str(store)).execute("SELECT name, status FROM runs").fetchall()
+    assert rows == [("slow-async", "interrupted")]

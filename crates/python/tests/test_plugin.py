@@ -173,3 +173,36 @@ def test_the_store_option_takes_a_postgresql_url(suite: pytest.Pytester, postgre
     # Nothing was made as a file under the URL's name.
     assert not any("postgres" in p.name for p in Path(suite.path).rglob("*"))
     result.stdout.fnmatch_lines(["  marked: PASS run *: 20 inputs x 5 outputs"])
+
+
+FAILING_STORE = '''
+import os
+import probity
+
+def test_store_down():
+    url = os.environ["DOWN_STORE"]  # in the test's source, the password would be the user's own line
+    probity.Experiment("down", {"provider": "sim"}, ["a"], [{"name": "short", "kind": "words", "max": 300}]).run(
+        store=url
+    )
+
+def test_store_down_through_the_fixture(probity_run):
+    probity_run(probity.Experiment("down", {"provider": "sim"}, ["a"], [{"name": "short", "kind": "words", "max": 300}]))
+'''
+
+
+def test_a_store_password_never_reaches_pytests_output_or_junit(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOWN_STORE", "postgres://ci:Pw-0x5eCret@127.0.0.1:9/probity")
+    pytester.makepyfile(test_down=FAILING_STORE)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--tb=long", f"--junitxml={junit}",
+        "--probity-store", "postgres://ci:Pw-0x5eCret@127.0.0.1:9/probity",
+    )
+    result.assert_outcomes(failed=2)
+    assert "StoreError" in result.stdout.str()
+    # The command line pytester echoes is the only place it may appear.
+    shown = [line for line in result.stdout.lines + result.stderr.lines if not line.startswith("running: ")]
+    assert not [line for line in shown if "Pw-0x5eCret" in line]
+    assert "Pw-0x5eCret" not in junit.read_text()

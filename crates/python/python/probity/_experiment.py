@@ -250,6 +250,9 @@ class Experiment:
         A run that merely fails its checks returns normally:
         :func:`assert_reliable` turns that into a test failure.
         """
+        # Out of pytest's tracebacks: they quote a frame's arguments, and
+        # ``store`` may be a URL with a password.
+        __tracebackhide__ = True
         spec = self._spec()
         try:
             text = json.dumps(spec)
@@ -311,4 +314,5 @@ RunFixture = Callable[[Experiment], Result]
 
 def run(experiment: Experiment, store: Optional[PathLike] = None) -> Result:
     """``experiment.run(store)``."""
+    __tracebackhide__ = True  # ``store`` may hold a password
     return experiment.run(store)

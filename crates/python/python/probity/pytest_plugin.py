@@ -19,10 +19,13 @@ XML ``<property>``: ``record_property``) and listed in the terminal
 summary, also under pytest-xdist (properties travel with the reports).
 """
 
+import contextlib
 import functools
 import inspect
 import os
-from typing import Any, Callable, Dict, Generator, List, Optional, Tuple
+import signal
+import threading
+from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -142,7 +145,9 @@ def _running_what_it_returns(item: pytest.Function) -> Callable[..., Any]:
         @functools.wraps(test)
         async def awaited_then_run(*args: Any, **kwargs: Any) -> None:
             __tracebackhide__ = True
-            run(await test(*args, **kwargs))
+            experiment = await test(*args, **kwargs)
+            with _ctrl_c_interrupts():
+                run(experiment)
 
         return awaited_then_run
 
@@ -152,6 +157,24 @@ def _running_what_it_returns(item: pytest.Function) -> Callable[..., Any]:
         run(test(*args, **kwargs))
 
     return called_then_run
+
+
+@contextlib.contextmanager
+def _ctrl_c_interrupts() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt meanwhile (the run stops, its store
+    keeps it interrupted). An asyncio runner replaces Python's handler with
+    one that cancels its task, which cannot run while the run holds the
+    loop: the run went on to its last call."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        # None: a handler not set from Python; the default is the nearest.
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
