@@ -235,3 +235,22 @@ def test_without_numpy_the_tensor_is_nested_lists(monkeypatch: pytest.MonkeyPatc
     result = probity.Experiment("lists", SIM, ["a", "b"], [contraction()], outputs_per_input=3).run()
     assert isinstance(result.tensor, list)
     assert len(result.tensor) == 2 and len(result.tensor[0]) == 3 and len(result.tensor[0][0]) == 1
+
+
+def test_a_system_raising_system_exit_is_a_failed_call_named_at_once() -> None:
+    # Before, SystemExit or KeyboardInterrupt ended the worker thread
+    # without an answer: each call waited for its timeout (here 60 s).
+    def exits(i: str) -> str:
+        raise SystemExit(3)
+
+    async def interrupts(i: str) -> str:
+        raise KeyboardInterrupt
+
+    for system, name in [(exits, "SystemExit: 3"), (interrupts, "KeyboardInterrupt")]:
+        with pytest.raises(probity.SystemUnreachableError) as e:
+            probity.Experiment(
+                "exits", system, ["a", "b"], [contraction()], outputs_per_input=2, timeout_s=60, error_budget=1.0,
+            ).run()
+        result = e.value.result
+        assert result is not None
+        assert all(s.error is not None and name in s.error for s in result.samples), result.samples

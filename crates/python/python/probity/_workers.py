@@ -89,7 +89,10 @@ def _run(job: _Job) -> None:
         if inspect.isawaitable(value):  # a plain function that returned a coroutine
             value = asyncio.run_coroutine_threadsafe(_await(value), loop()).result()
         outcome: Outcome = (True, value)
-    except (Exception, CallAbandoned) as e:
+    # Every exception is the call's failure, SystemExit and
+    # KeyboardInterrupt included: uncaught, they ended the thread without
+    # an answer, and the call waited for its timeout.
+    except BaseException as e:
         outcome = (False, describe(e))
     finally:
         with _running:
@@ -174,7 +177,11 @@ def loop() -> asyncio.AbstractEventLoop:
 async def _guarded(awaitable: Awaitable[Any]) -> Outcome:
     try:
         return (True, await awaitable)
-    except Exception as e:
+    except asyncio.CancelledError:
+        raise  # the call abandoned
+    except BaseException as e:
+        # SystemExit and KeyboardInterrupt too: uncaught, they stop the
+        # loop every coroutine call runs on.
         return (False, describe(e))
 
 
