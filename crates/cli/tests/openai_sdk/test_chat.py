@@ -29,6 +29,29 @@ def test_plain_completion_through_the_simulator(sim_serve, start_guard):
     assert r.usage is not None and r.usage.total_tokens > 0, r.usage
 
 
+def test_logprobs_are_the_upstreams_whether_it_streams_to_the_guard_or_not(sim_serve, start_guard):
+    # The guard asks a streaming upstream for a stream by default
+    # (stream_upstream = true): its logprobs arrive per chunk and were
+    # dropped; they are the answer's, whole, as without streaming.
+    for extra in ["", "stream_upstream = false\n"]:
+        guard = start_guard(guard_toml(sim_serve.base_url, model="sim-upstream-model", extra=extra))
+        client = guard.client()
+        r = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "How deep should I plant bulbs?"}],
+            logprobs=True, top_logprobs=1,
+        )
+        content = r.choices[0].logprobs.content if r.choices[0].logprobs else None
+        assert content, (extra, r.choices[0].logprobs)
+        assert "".join(t.token for t in content) == r.choices[0].message.content, extra
+        streamed = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "How deep should I plant bulbs?"}],
+            logprobs=True, top_logprobs=1, stream=True,
+        )
+        tokens = [t.token for c in streamed if c.choices and c.choices[0].logprobs
+                  for t in (c.choices[0].logprobs.content or [])]
+        assert tokens, extra
+
+
 def test_model_usage_and_finish_reason_are_the_upstreams(guarded):
     guard, up = guarded([(200, completion("Cut short", model="up-model-2024-08-06",
                                           finish_reason="length", usage=(13, 5)))])

@@ -64,6 +64,9 @@ pub struct Assembly {
     model: Option<String>,
     system_fingerprint: Option<String>,
     usage: Option<(Option<u64>, Option<u64>)>,
+    /// `choices[0].logprobs.content` of every chunk, in order (`None`
+    /// until a chunk carries logprobs).
+    logprobs: Option<Vec<Value>>,
     pub done: bool,
 }
 
@@ -104,6 +107,14 @@ impl Assembly {
         };
         if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
             self.finish_reason = Some(f.to_string());
+        }
+        if let Some(items) = choice
+            .pointer("/logprobs/content")
+            .and_then(Value::as_array)
+        {
+            self.logprobs
+                .get_or_insert_with(Vec::new)
+                .extend(items.iter().cloned());
         }
         let delta = choice.get("delta").unwrap_or(&Value::Null);
         if let Some(text) = delta.get("content").and_then(Value::as_str) {
@@ -182,7 +193,10 @@ impl Assembly {
                 tool_calls,
                 finish_reason: self.finish_reason,
                 model: self.model,
-                logprobs: None,
+                // As a whole answer carries them: every token's, one list.
+                logprobs: self
+                    .logprobs
+                    .map(|content| serde_json::json!({"content": content, "refusal": null})),
                 system_fingerprint: self.system_fingerprint,
             }),
             cut,
@@ -225,6 +239,40 @@ mod tests {
         assert_eq!(calls[0]["id"], "c1");
         assert_eq!(w.completion.output_tokens, Some(2));
         assert!(w.completion.text.starts_with("Hello\n[{"));
+    }
+
+    /// Logprobs arrive per chunk; the answer carries them all, in order,
+    /// as a whole (unstreamed) answer does. Without any, none.
+    #[test]
+    fn logprobs_of_every_chunk_are_assembled_in_order() {
+        let mut a = Assembly::default();
+        for (text, logprob) in [("Hel", -0.1), ("lo", -0.2)] {
+            a.take(&format!(
+                "{{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"logprobs\":{{\"content\":[{{\"token\":\"{text}\",\"logprob\":{logprob},\"bytes\":null,\"top_logprobs\":[]}}],\"refusal\":null}}}}]}}"
+            ))
+            .unwrap();
+        }
+        let meta = a.finish(false).unwrap().meta.unwrap();
+        let logprobs = meta.logprobs.unwrap();
+        let tokens: Vec<&str> = logprobs["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["token"].as_str().unwrap())
+            .collect();
+        assert_eq!(tokens, ["Hel", "lo"]);
+        assert_eq!(logprobs["content"][1]["logprob"], -0.2);
+        let mut plain = Assembly::default();
+        plain
+            .take("{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"},\"logprobs\":null}]}")
+            .unwrap();
+        assert!(plain
+            .finish(false)
+            .unwrap()
+            .meta
+            .unwrap()
+            .logprobs
+            .is_none());
     }
 
     #[test]
