@@ -306,7 +306,12 @@ impl Server {
             ..state.guard.caller().totals()
         };
         // Flush every recorded request before the run is closed.
-        state.writer.close().map_err(store_err)?;
+        state.writer.close().map_err(|e| {
+            format!(
+                "{n} requests answered, not all of them stored (those held when the store stopped are lost; {} were refused before): {e}",
+                state.metrics.unrecorded.get()
+            )
+        })?;
         let store = Store::connect(&self.store).map_err(store_err)?;
         store
             .finish_run(

@@ -34,48 +34,105 @@ const QUEUE: usize = 16_384;
 /// starting calls whose samples could not be stored ([`WriterHealth`]).
 pub const STALL: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Whether the writer is stuck in a commit: read by a run before it starts
-/// a call, so that a store that is down does not let the run keep paying
-/// for calls it may never store. Cloned freely.
+/// What the writer thread and its senders share: whether it is stuck in a
+/// commit (read by a run before it starts a call, so that a store that is
+/// down does not let the run keep paying for calls it may never store),
+/// and, for live traffic, that a failed commit is tried again until the
+/// writer is closed. Cloned freely.
 #[derive(Clone)]
-pub struct WriterHealth {
+pub struct WriterHealth(Arc<HealthState>);
+
+struct HealthState {
     /// When the commit under way began, in milliseconds after `epoch`
     /// plus one; 0 while none is.
-    committing_since: Arc<std::sync::atomic::AtomicU64>,
+    committing_since: std::sync::atomic::AtomicU64,
     epoch: std::time::Instant,
+    /// Live traffic: a failed commit is tried again (the store may come
+    /// back) rather than stopping the writer.
+    keep_trying: std::sync::atomic::AtomicBool,
+    /// The writer is being closed: no more trying.
+    closing: std::sync::atomic::AtomicBool,
+    /// Why the last commit failed, while it is being tried again.
+    failing: Mutex<Option<String>>,
 }
 
 impl WriterHealth {
     fn new() -> WriterHealth {
-        WriterHealth {
-            committing_since: Arc::default(),
+        WriterHealth(Arc::new(HealthState {
+            committing_since: Default::default(),
             epoch: std::time::Instant::now(),
-        }
+            keep_trying: Default::default(),
+            closing: Default::default(),
+            failing: Mutex::new(None),
+        }))
     }
 
     fn commit_begins(&self) {
-        let now = self.epoch.elapsed().as_millis() as u64 + 1;
-        self.committing_since
+        let now = self.0.epoch.elapsed().as_millis() as u64 + 1;
+        self.0
+            .committing_since
             .store(now, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn commit_ends(&self) {
-        self.committing_since
+        self.0
+            .committing_since
             .store(0, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// A commit has been under way for longer than [`STALL`].
     pub fn stalled(&self) -> bool {
         match self
+            .0
             .committing_since
             .load(std::sync::atomic::Ordering::Relaxed)
         {
             0 => false,
             since => {
-                let now = self.epoch.elapsed().as_millis() as u64 + 1;
+                let now = self.0.epoch.elapsed().as_millis() as u64 + 1;
                 now.saturating_sub(since) > STALL.as_millis() as u64
             }
         }
+    }
+
+    /// Commit `batch`, timed for [`WriterHealth::stalled`]; for live
+    /// traffic, a failure is tried again (after a pause, the reason kept
+    /// for the senders) until it succeeds or the writer is being closed.
+    fn commit(&self, out: &mut dyn BatchWriter, batch: &Batch) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.commit_begins();
+        let mut failures: u64 = 0;
+        let result = loop {
+            match out.commit(batch) {
+                Err(e) if self.0.keep_trying.load(Relaxed) && !self.0.closing.load(Relaxed) => {
+                    failures += 1;
+                    if failures.is_power_of_two() {
+                        crate::stderr_line!(
+                            "warning: {e} ({failures} tries so far); {} rows are held and tried again every second",
+                            batch.rows()
+                        );
+                    }
+                    if let Ok(mut f) = self.0.failing.lock() {
+                        *f = Some(e.to_string());
+                    }
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+                done => break done,
+            }
+        };
+        if failures > 0 && result.is_ok() {
+            crate::stderr_line!("the store took the held rows after {failures} failed tries");
+        }
+        if let Ok(mut f) = self.0.failing.lock() {
+            *f = None;
+        }
+        self.commit_ends();
+        result
+    }
+
+    /// Why the commit under way is failing, while it is tried again.
+    fn failing(&self) -> Option<String> {
+        self.0.failing.lock().ok().and_then(|f| f.clone())
     }
 }
 
@@ -198,10 +255,7 @@ fn write_loop(
             added = t;
         }
         if !batch.is_empty() {
-            health.commit_begins();
-            let committed = out.commit(&batch);
-            health.commit_ends();
-            committed?;
+            health.commit(out.as_mut(), &batch)?;
         }
         written += batch.rows() as u64;
         for ack in acks {
@@ -269,6 +323,12 @@ impl Writer {
         if let Ok(mut q) = self.queue.lock() {
             q.wait_when_full = false;
         }
+        // Nor does it give up: a store that comes back after any outage
+        // gets the records held meanwhile; those refused are counted.
+        self.health
+            .0
+            .keep_trying
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self
     }
 
@@ -296,12 +356,14 @@ impl Writer {
         match send(&self.queue, op) {
             Ok(()) => return Ok(()),
             Err(Unsent::Full) => {
+                let why = match self.health.failing() {
+                    Some(e) => format!("its commits fail ({e}), tried again"),
+                    None => "the store is not keeping up (slow, or reconnecting)".into(),
+                };
                 return Err(StoreError::Writer {
                     store: self.store.clone(),
-                    what: format!(
-                        "its queue is full ({QUEUE} rows): the store is not keeping up (slow, or reconnecting); not recorded"
-                    ),
-                })
+                    what: format!("its queue is full ({QUEUE} rows): {why}; not recorded"),
+                });
             }
             Err(Unsent::Stopped) => {}
         }
@@ -339,6 +401,10 @@ impl Writer {
     }
 
     fn stop(&self) -> Result<u64, StoreError> {
+        self.health
+            .0
+            .closing
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         if let Ok(mut q) = self.queue.lock() {
             q.tx.take();
         }
@@ -519,5 +585,67 @@ mod tests {
         drop(release);
         writer.finish().unwrap();
         assert_eq!(samples.load(Ordering::SeqCst), taken);
+    }
+
+    /// A store that fails its first `failures` commits, then takes them.
+    struct Flaky {
+        failures: usize,
+        samples: Arc<AtomicUsize>,
+    }
+
+    impl BatchWriter for Flaky {
+        fn commit(&mut self, batch: &Batch) -> Result<(), StoreError> {
+            if self.failures > 0 {
+                self.failures -= 1;
+                return Err(StoreError::Writer {
+                    store: StoreLocation::Sqlite("flaky.db".into()),
+                    what: "down".into(),
+                });
+            }
+            self.samples
+                .fetch_add(batch.samples.len(), Ordering::SeqCst);
+            Ok(())
+        }
+        fn refresh_lease(&mut self) -> Result<(), StoreError> {
+            Ok(())
+        }
+    }
+
+    fn flaky_writer(failures: usize, samples: &Arc<AtomicUsize>) -> Writer {
+        let counted = samples.clone();
+        let factory: WriterFactory = Box::new(move || {
+            Ok(Box::new(Flaky {
+                failures,
+                samples: counted,
+            }) as Box<dyn BatchWriter>)
+        });
+        Writer::start(
+            StoreLocation::Sqlite("flaky.db".into()),
+            factory,
+            std::time::Duration::from_millis(5),
+        )
+        .unwrap()
+    }
+
+    /// Live traffic's writer holds its records through failed commits and
+    /// stores them all once the store takes them again; a batch run's
+    /// writer stops at the first failure (the run names it and stops).
+    #[test]
+    fn a_live_writer_tries_again_until_the_store_is_back() {
+        let samples = Arc::new(AtomicUsize::new(0));
+        let live = flaky_writer(2, &samples).never_waiting();
+        for i in 0..10 {
+            live.send_record(record(i)).unwrap();
+        }
+        let flushed = live.flushed();
+        flushed.blocking_recv().unwrap();
+        live.finish().unwrap();
+        assert_eq!(samples.load(Ordering::SeqCst), 10);
+
+        let samples = Arc::new(AtomicUsize::new(0));
+        let batch = flaky_writer(1, &samples);
+        batch.send_record(record(0)).unwrap();
+        assert!(batch.finish().is_err());
+        assert_eq!(samples.load(Ordering::SeqCst), 0);
     }
 }
