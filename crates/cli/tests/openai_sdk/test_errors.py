@@ -38,6 +38,20 @@ def test_wrong_bearer_token_is_an_authentication_error(fake_upstream, start_guar
         f"the client's token was forwarded upstream: {up.headers[0]}"
 
 
+def test_the_upstream_refusing_the_guards_key_is_a_bad_gateway_not_the_clients_auth_error(guarded):
+    # The upstream's 401 is about the guard's key: passed on, the client's
+    # SDK raised AuthenticationError about its own token, and OpenAI's
+    # message quotes part of the key ("sk-UPS*****999").
+    refusal = {"error": {"message": "Incorrect API key provided: sk-UPS*****999.", "type": "invalid_request_error",
+                         "code": "invalid_api_key"}}
+    guard, up = guarded([(401, refusal)], attempts=2)
+    with pytest.raises(openai.InternalServerError) as e:
+        guard.client().chat.completions.create(model="m", messages=USER)
+    assert e.value.status_code == 502
+    assert "credentials" in e.value.message, e.value.message
+    assert "sk-UPS" not in e.value.response.text, e.value.response.text
+
+
 def test_nothing_passed_is_unprocessable(guarded):
     guard, up = guarded(extra='on_nothing_passed = "error"', checks=ALWAYS_FAILS, attempts=3)
     with pytest.raises(openai.UnprocessableEntityError) as e:

@@ -176,9 +176,32 @@ pub fn decide(outcome: &GuardOutcome, policy: NothingPassed, checks: &Deciding<'
 
 /// No attempt produced an output. A request the upstream refused (a 4xx
 /// other than 429: a field it does not take, a prompt too long) is the
-/// client's to fix: its status and message are passed on. Anything else
-/// (down, 5xx, timeouts) is a 502 naming the last error.
+/// client's to fix: its status and message are passed on. A 401 or 403 is
+/// not: it refused the guard's own key, which the client neither sent nor
+/// can fix, and its message may quote part of that key; it is a 502
+/// saying so, without the upstream's words. Anything else (down, 5xx,
+/// timeouts) is a 502 naming the last error.
 fn upstream_failure(attempts: &[Attempt], stop: Stop) -> Verdict {
+    if let Some(s) = attempts
+        .iter()
+        .find_map(|a| a.upstream_status)
+        .filter(|s| matches!(s, 401 | 403))
+    {
+        let status = StatusCode::BAD_GATEWAY;
+        let mut body = error_body(
+            status.as_u16(),
+            "upstream_error",
+            &format!(
+                "the upstream refused the guard's credentials (HTTP {s}): the guard's [upstream] key is wrong or lacks access; the operator must fix it"
+            ),
+        );
+        body["error"]["attempts"] = json!(attempts.len());
+        return Verdict::Refuse {
+            status,
+            body,
+            outcome: Outcome::UpstreamError,
+        };
+    }
     let last_error = attempts
         .iter()
         .rev()
