@@ -35,6 +35,11 @@ fn read(outcome: &Bound<'_, PyAny>) -> Answer {
     match outcome.extract::<(bool, Bound<'_, PyAny>)>() {
         Ok((true, value)) => match value.extract::<String>() {
             Ok(text) => Ok(text),
+            // A str that is not valid Unicode text (a lone surrogate, as
+            // from a bad decode with errors="surrogateescape").
+            Err(e) if value.is_instance_of::<pyo3::types::PyString>() => Err(format!(
+                "UnicodeEncodeError: the system returned a str that is not valid text: {e}"
+            )),
             Err(_) => Err(format!(
                 "TypeError: the system returned {}, expected str",
                 value

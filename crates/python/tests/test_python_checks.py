@@ -254,3 +254,14 @@ def test_a_system_raising_system_exit_is_a_failed_call_named_at_once() -> None:
         result = e.value.result
         assert result is not None
         assert all(s.error is not None and name in s.error for s in result.samples), result.samples
+
+
+def test_a_system_returning_a_str_that_is_not_text_says_so() -> None:
+    with pytest.raises(probity.SystemUnreachableError) as e:
+        probity.Experiment(
+            "surrogate", lambda i: "a\ud800b", ["hi"], [contraction()], outputs_per_input=2, error_budget=1.0,
+        ).run()
+    result = e.value.result
+    assert result is not None
+    error = result.samples[0].error or ""
+    assert "not valid text" in error and "expected str" not in error, error
