@@ -39,7 +39,12 @@ TRUNCATED = "\n\n… (report cut to fit a GitHub comment; the job summary has al
 
 
 class ApiError(Exception):
-    """A failed call to the GitHub API, with a message fit for a person."""
+    """A failed call to the GitHub API, with a message fit for a person
+    (`status`: the HTTP status, when the API answered)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 def request(api: str, token: str, method: str, path: str, body: dict | None = None):
@@ -72,7 +77,8 @@ def request(api: str, token: str, method: str, path: str, body: dict | None = No
             )
         raise ApiError(
             f"GitHub API {method} {strip_query(url)} answered {e.code}"
-            f"{': ' + detail if detail else ''}{hint}"
+            f"{': ' + detail if detail else ''}{hint}",
+            e.code,
         ) from None
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
@@ -97,13 +103,14 @@ def next_page(link: str) -> str | None:
 
 
 def find_comment(api: str, token: str, repo: str, pr: int, marker: str):
-    """The first comment of the pull request whose body holds `marker`
-    (every page read), or None."""
+    """The first comment of the pull request whose body starts with
+    `marker`, as the ones this script writes do (every page read), or
+    None. A reply quoting the report holds the marker later on."""
     url = f"/repos/{repo}/issues/{pr}/comments?per_page=100"
     while url:
         comments, link = request(api, token, "GET", url)
         for c in comments or []:
-            if marker in (c.get("body") or ""):
+            if (c.get("body") or "").startswith(marker):
                 return c
         url = next_page(link)
     return None
@@ -124,7 +131,15 @@ def upsert(api: str, token: str, repo: str, pr: int, marker: str, report: str) -
     if found is None:
         made, _ = request(api, token, "POST", f"/repos/{repo}/issues/{pr}/comments", {"body": body})
         return "created", int(made["id"])
-    request(api, token, "PATCH", f"/repos/{repo}/issues/comments/{found['id']}", {"body": body})
+    try:
+        request(api, token, "PATCH", f"/repos/{repo}/issues/comments/{found['id']}", {"body": body})
+    except ApiError as e:
+        if e.status != 403:
+            raise
+        # Someone else's comment that starts with the marker: not ours to
+        # edit. A new one; a token that may not write fails there, named.
+        made, _ = request(api, token, "POST", f"/repos/{repo}/issues/{pr}/comments", {"body": body})
+        return "created", int(made["id"])
     return "updated", int(found["id"])
 
 

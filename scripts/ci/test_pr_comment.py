@@ -89,6 +89,8 @@ class FakeGitHub:
                     for items in fake.comments.values():
                         for c in items:
                             if c["id"] == cid:
+                                if c.get("others"):
+                                    return self.reply(403, {"message": "Resource not accessible by integration"})
                                 c["body"] = self.body()["body"]
                                 return self.reply(200, c)
                     return self.reply(404, {"message": "Not Found"})
@@ -167,6 +169,18 @@ class PrCommentTest(unittest.TestCase):
         self.assertEqual(self.gh.comments[7][5]["body"], "<!-- probity-report -->\nnew report")
         gets = [p for m, p in self.gh.requests if m == "GET"]
         self.assertEqual(len(gets), 3, "pages 1-3 of 2 comments each were read")
+
+    def test_someone_elses_comment_with_the_marker_is_left_alone(self):
+        self.gh.comments[7] = [
+            {"id": 1, "body": "> <!-- probity-report -->\n> quoted in a reply"},
+            {"id": 2, "body": "<!-- probity-report -->\nposted by a person", "others": True},
+        ]
+        out = self.run_script("the report")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("created pull-request comment 1000", out.stdout)
+        self.assertEqual([c["body"] for c in self.gh.comments[7][:2]],
+                         ["> <!-- probity-report -->\n> quoted in a reply",
+                          "<!-- probity-report -->\nposted by a person"])
 
     def test_markers_keep_configs_apart(self):
         self.assertEqual(self.run_script("a", "--marker", "<!-- probity: a.toml -->").returncode, 0)
