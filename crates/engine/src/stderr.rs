@@ -4,7 +4,10 @@
 //! `probity serve` that panic drops the request being answered. Here a
 //! line that cannot be written is dropped; the work goes on.
 
-/// [`line`] with `format!` arguments: `stderr_line!("warning: {x}")`.
+/// [`line`] with `format!` arguments: `stderr_line!("warning: {x}")`, for
+/// the crates above. Inside the engine, `crate::stderr::line(format_args!(…))`
+/// names this module rather than the crate root (no file imports lib.rs:
+/// `scripts/import_graph.py`).
 #[macro_export]
 macro_rules! stderr_line {
     ($($arg:tt)*) => {

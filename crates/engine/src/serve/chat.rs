@@ -298,10 +298,10 @@ fn record(st: &ServeState, idx: usize, input: Input, outcome: &GuardOutcome) {
     if let Err(e) = st.writer.send_record(record) {
         let n = st.metrics.unrecorded.inc() + 1;
         if n.is_power_of_two() {
-            crate::stderr_line!(
+            crate::stderr::line(format_args!(
                 "warning: request {} answered but not recorded ({n} so far): {e}",
                 idx + 1
-            );
+            ));
         }
     }
 }
@@ -320,7 +320,7 @@ fn finish(
     m.latency.observe(started.elapsed().as_secs_f64());
     for a in attempts {
         for line in st.check_errors.note(&st.check_names, a) {
-            crate::stderr_line!("warning: {line}");
+            crate::stderr::line(format_args!("warning: {line}"));
         }
         let used = a.input_tokens.unwrap_or(0) + a.output_tokens.unwrap_or(0);
         let attempt = if a.number == 1 { "first" } else { "retry" };

@@ -214,7 +214,7 @@ impl Monitor {
     /// (on a task of its own; three tries, 1 s then 2 s apart).
     pub fn announce(&self, events: Vec<AlarmEvent>) {
         for e in events {
-            crate::stderr_line!("warning: {}", e.line());
+            crate::stderr::line(format_args!("warning: {}", e.line()));
             if let Some(url) = self.webhook.clone() {
                 tokio::spawn(post_alarm(url, e));
             }
@@ -235,16 +235,15 @@ async fn post_alarm(url: String, event: AlarmEvent) {
             .await;
         match sent {
             Ok(r) if r.status().is_success() => return,
-            Ok(r) if attempt == 3 => {
-                crate::stderr_line!("warning: alarm webhook answered {} (gave up)", r.status())
-            }
+            Ok(r) if attempt == 3 => crate::stderr::line(format_args!(
+                "warning: alarm webhook answered {} (gave up)",
+                r.status()
+            )),
             // Without the URL: it may hold a token.
-            Err(e) if attempt == 3 => {
-                crate::stderr_line!(
-                    "warning: alarm webhook unreachable: {} (gave up)",
-                    e.without_url()
-                )
-            }
+            Err(e) if attempt == 3 => crate::stderr::line(format_args!(
+                "warning: alarm webhook unreachable: {} (gave up)",
+                e.without_url()
+            )),
             _ => {}
         }
         tokio::time::sleep(pause).await;

@@ -107,10 +107,10 @@ impl WriterHealth {
                 Err(e) if self.0.keep_trying.load(Relaxed) && !self.0.closing.load(Relaxed) => {
                     failures += 1;
                     if failures.is_power_of_two() {
-                        crate::stderr_line!(
+                        crate::stderr::line(format_args!(
                             "warning: {e} ({failures} tries so far); {} rows are held and tried again every second",
                             batch.rows()
-                        );
+                        ));
                     }
                     if let Ok(mut f) = self.0.failing.lock() {
                         *f = Some(e.to_string());
@@ -121,7 +121,9 @@ impl WriterHealth {
             }
         };
         if failures > 0 && result.is_ok() {
-            crate::stderr_line!("the store took the held rows after {failures} failed tries");
+            crate::stderr::line(format_args!(
+                "the store took the held rows after {failures} failed tries"
+            ));
         }
         if let Ok(mut f) = self.0.failing.lock() {
             *f = None;

@@ -34,7 +34,7 @@ impl TestDatabase {
                     std::env::var_os("CI").is_none(),
                     "PROBITY_TEST_PG is not set: the PostgreSQL tests must run in CI (.ci/run starts a server and sets it)"
                 );
-                crate::stderr_line!("skipped: PROBITY_TEST_PG is not set (scripts/postgres.sh starts a server and prints it)");
+                crate::stderr::line(format_args!("skipped: PROBITY_TEST_PG is not set (scripts/postgres.sh starts a server and prints it)"));
                 return None;
             }
         };
