@@ -583,6 +583,29 @@ async fn a_confidence_the_watches_cannot_take_is_refused_by_flag_and_file() {
         "{err}"
     );
     assert!(!err.contains("confidence 1 "), "{err}");
+    // A rate limit no live request could wait for is refused alike.
+    for rate in ["1e-300", "0.5"] {
+        let slow = guard_file(
+            dir.path(),
+            "slow.toml",
+            "near",
+            3,
+            &format!("requests_per_minute = {rate}"),
+        );
+        let out = probity_cmd()
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&slow)
+            .arg("--store")
+            .arg(&store)
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{rate}: {err}");
+        assert!(
+            err.contains(&format!("requests_per_minute = {rate}: must be at least 1")),
+            "{err}"
+        );
+    }
 }
 
 /// `--since` pools runs of one name only while their checks are defined

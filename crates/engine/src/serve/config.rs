@@ -206,6 +206,17 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
             probity_core::monitor::CONFIDENCE_RANGE
         )));
     }
+    // Live traffic waits for its upstream call: under one call a minute,
+    // each request would wait minutes (1e-300: for ever) for its turn.
+    if let Some(r) = config
+        .requests_per_minute
+        .filter(|r| !(r.is_finite() && *r >= 1.0))
+    {
+        return Err(at(format!(
+            "requests_per_minute = {}: must be at least 1 (a guard answers live traffic; a request would wait minutes or for ever for its upstream call)",
+            probity_core::number::written(r)
+        )));
+    }
     if !(config.max_body_mb.is_finite() && config.max_body_mb > 0.0 && config.max_body_mb <= 1024.0)
     {
         return Err(at(format!(
