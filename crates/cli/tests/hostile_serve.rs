@@ -137,6 +137,16 @@ fn requests_are_read_strictly_and_the_scheme_case_insensitively() {
         r.starts_with("HTTP/1.1 405") && r.contains("use POST"),
         "{r}"
     );
+    // Every request refused before it was guarded is counted: the nine
+    // bodies above that are no request, and the one too large.
+    let m = request(
+        &g.1,
+        "GET",
+        "/metrics",
+        "",
+        "authorization: Bearer tok-12345\r\n",
+    );
+    assert!(m.contains("\nprobity_malformed_total 10\n"), "{m}");
 }
 
 #[test]

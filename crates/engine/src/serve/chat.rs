@@ -93,16 +93,21 @@ pub async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: B
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > st.max_body_bytes as u64) {
+        st.metrics.malformed.inc();
         return too_large(&st);
     }
     let bytes = match read_body(&st, body).await {
         Ok(b) => b,
-        Err(resp) => return resp,
+        Err(resp) => {
+            st.metrics.malformed.inc();
+            return resp;
+        }
     };
     let req = match request::parse(&bytes, &st.pin, st.guard.provider()) {
         Ok(r) => r,
         Err(message) => {
-            return error_response(StatusCode::BAD_REQUEST, "invalid_request_error", &message)
+            st.metrics.malformed.inc();
+            return error_response(StatusCode::BAD_REQUEST, "invalid_request_error", &message);
         }
     };
     let idx = st.next_index();

@@ -63,6 +63,9 @@ pub struct Metrics {
     /// calls were cancelled and they are not recorded.
     pub cancelled: Counter,
     pub streamed: Counter,
+    /// Requests refused before they were guarded: a body too large (413),
+    /// too slow (408) or not a request (400).
+    pub malformed: Counter,
     /// Requests answered but not recorded: the store's writer refused
     /// their record (its queue full, or the writer stopped).
     pub unrecorded: Counter,
@@ -146,6 +149,10 @@ impl Default for Metrics {
         let cancelled = counter(
             "probity_cancelled",
             "Requests whose client went away before the answer (upstream calls cancelled, not recorded).",
+        );
+        let malformed = counter(
+            "probity_malformed",
+            "Requests refused before they were guarded: a body too large (413), too slow to arrive (408) or not a chat completions request (400).",
         );
         let unrecorded = counter(
             "probity_unrecorded",
@@ -268,6 +275,7 @@ impl Default for Metrics {
             unauthorized,
             cancelled,
             streamed,
+            malformed,
             unrecorded,
             cells,
             latency,
