@@ -560,20 +560,18 @@ async fn a_confidence_the_watches_cannot_take_is_refused_by_flag_and_file() {
         );
         assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
     }
-    let bad = guard_file(
-        dir.path(),
-        "bad.toml",
-        "near",
-        3,
-        "confidence = 0.9999999999999999",
-    );
-    let out = probity_cmd()
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&bad)
-        .arg("--store")
-        .arg(&store)
-        .output()
-        .unwrap();
+    // `probity serve` on a guard file its check refuses: what it said.
+    let refused = |file: &str, extra: &str| {
+        let config = guard_file(dir.path(), file, "near", 3, extra);
+        probity_cmd()
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .arg("--store")
+            .arg(&store)
+            .output()
+            .unwrap()
+    };
+    let out = refused("bad.toml", "confidence = 0.9999999999999999");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     assert!(
@@ -585,20 +583,7 @@ async fn a_confidence_the_watches_cannot_take_is_refused_by_flag_and_file() {
     assert!(!err.contains("confidence 1 "), "{err}");
     // A rate limit no live request could wait for is refused alike.
     for rate in ["1e-300", "0.5"] {
-        let slow = guard_file(
-            dir.path(),
-            "slow.toml",
-            "near",
-            3,
-            &format!("requests_per_minute = {rate}"),
-        );
-        let out = probity_cmd()
-            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-            .arg(&slow)
-            .arg("--store")
-            .arg(&store)
-            .output()
-            .unwrap();
+        let out = refused("slow.toml", &format!("requests_per_minute = {rate}"));
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{rate}: {err}");
         assert!(

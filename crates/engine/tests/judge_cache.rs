@@ -266,24 +266,7 @@ async fn a_previous_schema_store_opens_and_works() {
 fn stale_running_runs_of_a_name_are_marked_interrupted() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
-    let new = |store: &mut Store, name: &str| {
-        store
-            .create_run(&probity_engine::store::NewRun {
-                name,
-                config_hash: "h",
-                config: "",
-                system: "sim",
-                inputs: &[],
-                outputs_per_input: 1,
-                checks: &[],
-                settings: &Default::default(),
-                parent_run: None,
-                reused_from: None,
-                outputs_from: None,
-                variant: None,
-            })
-            .unwrap()
-    };
+    let new = |store: &mut Store, name: &str| store.create_run(&common::bare_run(name)).unwrap();
     let (a, b, other, current) = (
         new(&mut store, "live"),
         new(&mut store, "live"),

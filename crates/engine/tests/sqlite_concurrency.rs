@@ -2,7 +2,9 @@
 //! parallel CI jobs): none is refused as "database is locked", and every
 //! run each creates is kept, with its own id.
 
-use probity_engine::store::{NewRun, Store};
+mod common;
+
+use probity_engine::store::Store;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
 
@@ -10,20 +12,7 @@ const OPENERS: usize = 8;
 
 fn create(store: &mut Store, name: &str) -> i64 {
     store
-        .create_run(&NewRun {
-            name,
-            config_hash: "h",
-            config: "",
-            system: "sim",
-            inputs: &[],
-            outputs_per_input: 1,
-            checks: &[],
-            settings: &Default::default(),
-            parent_run: None,
-            reused_from: None,
-            outputs_from: None,
-            variant: None,
-        })
+        .create_run(&common::bare_run(name))
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 

@@ -57,3 +57,25 @@ impl Provider for Counting {
         self.inner.fingerprint()
     }
 }
+
+/// A run's header with nothing but its name: no inputs, one output each,
+/// no checks (for tests of the store's runs themselves).
+pub fn bare_run(name: &str) -> probity_engine::store::NewRun<'_> {
+    probity_engine::store::NewRun {
+        name,
+        config_hash: "h",
+        config: "",
+        system: "sim",
+        inputs: &[],
+        outputs_per_input: 1,
+        checks: &[],
+        settings: &DEFAULT_SETTINGS,
+        parent_run: None,
+        reused_from: None,
+        outputs_from: None,
+        variant: None,
+    }
+}
+
+static DEFAULT_SETTINGS: std::sync::LazyLock<probity_engine::store::settings::StoredSettings> =
+    std::sync::LazyLock::new(Default::default);
