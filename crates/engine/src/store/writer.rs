@@ -10,6 +10,8 @@ use super::lease::LEASE_REFRESH_S;
 use super::location::StoreLocation;
 use super::records::{AttemptRow, JudgementRow, RunTotals, SampleRow};
 use probity_core::Input;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -45,13 +47,13 @@ pub struct WriterHealth(Arc<HealthState>);
 struct HealthState {
     /// When the commit under way began, in milliseconds after `epoch`
     /// plus one; 0 while none is.
-    committing_since: std::sync::atomic::AtomicU64,
+    committing_since: AtomicU64,
     epoch: std::time::Instant,
     /// Live traffic: a failed commit is tried again (the store may come
     /// back) rather than stopping the writer.
-    keep_trying: std::sync::atomic::AtomicBool,
+    keep_trying: AtomicBool,
     /// The writer is being closed: no more trying.
-    closing: std::sync::atomic::AtomicBool,
+    closing: AtomicBool,
     /// Why the last commit failed, while it is being tried again.
     failing: Mutex<Option<String>>,
 }
@@ -67,31 +69,16 @@ impl WriterHealth {
         }))
     }
 
-    fn commit_begins(&self) {
-        let now = self.0.epoch.elapsed().as_millis() as u64 + 1;
-        self.0
-            .committing_since
-            .store(now, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    fn commit_ends(&self) {
-        self.0
-            .committing_since
-            .store(0, std::sync::atomic::Ordering::Relaxed);
+    /// Milliseconds since `epoch`, plus one (0 stands for "no commit").
+    fn now(&self) -> u64 {
+        self.0.epoch.elapsed().as_millis() as u64 + 1
     }
 
     /// A commit has been under way for longer than [`STALL`].
     pub fn stalled(&self) -> bool {
-        match self
-            .0
-            .committing_since
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
+        match self.0.committing_since.load(Relaxed) {
             0 => false,
-            since => {
-                let now = self.0.epoch.elapsed().as_millis() as u64 + 1;
-                now.saturating_sub(since) > STALL.as_millis() as u64
-            }
+            since => self.now().saturating_sub(since) > STALL.as_millis() as u64,
         }
     }
 
@@ -99,8 +86,7 @@ impl WriterHealth {
     /// traffic, a failure is tried again (after a pause, the reason kept
     /// for the senders) until it succeeds or the writer is being closed.
     fn commit(&self, out: &mut dyn BatchWriter, batch: &Batch) -> Result<(), StoreError> {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.commit_begins();
+        self.0.committing_since.store(self.now(), Relaxed);
         let mut failures: u64 = 0;
         let result = loop {
             match out.commit(batch) {
@@ -128,7 +114,7 @@ impl WriterHealth {
         if let Ok(mut f) = self.0.failing.lock() {
             *f = None;
         }
-        self.commit_ends();
+        self.0.committing_since.store(0, Relaxed);
         result
     }
 
@@ -327,10 +313,7 @@ impl Writer {
         }
         // Nor does it give up: a store that comes back after any outage
         // gets the records held meanwhile; those refused are counted.
-        self.health
-            .0
-            .keep_trying
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.health.0.keep_trying.store(true, Relaxed);
         self
     }
 
@@ -403,10 +386,7 @@ impl Writer {
     }
 
     fn stop(&self) -> Result<u64, StoreError> {
-        self.health
-            .0
-            .closing
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.health.0.closing.store(true, Relaxed);
         if let Ok(mut q) = self.queue.lock() {
             q.tx.take();
         }
