@@ -13,6 +13,7 @@ pub mod aggregate;
 pub mod calibrated;
 pub mod causes;
 pub mod compare;
+pub mod conversation;
 pub mod fields;
 pub mod guarded;
 pub mod judge_sim;
