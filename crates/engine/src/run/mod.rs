@@ -8,6 +8,7 @@ pub mod compare;
 pub mod definitions;
 pub mod experiment;
 pub mod export;
+pub mod finish;
 pub mod live;
 pub mod outcome;
 pub mod recording;

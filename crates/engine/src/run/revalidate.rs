@@ -6,6 +6,7 @@
 use crate::checks::check::{Checks, NOT_JUDGED};
 use crate::provider::call::{CallSettings, Caller};
 use crate::run::experiment::{Experiment, Source};
+use crate::run::finish::{close_run, Closing};
 use crate::run::recording::Recording;
 use crate::store::settings::StoredSettings;
 use crate::store::{NewRun, RunStatus, RunTotals, SampleRow, Store, StoreError};
@@ -94,41 +95,7 @@ pub async fn revalidate(
         .as_ref()
         .map_or_else(|| old.config_hash.clone(), |s| s.hash.clone());
     let caller = recheck.calls.caller();
-    // A sequential run's copy is read back in the same order. A calibrated
-    // verifier's labelled set is judged again, as a run does (the judge or
-    // its instructions may have changed since; verdicts the store keeps
-    // for the same questions are reused): its verdict is then the
-    // corrected rate's, as the run's was.
-    let mut settings = StoredSettings {
-        sequential: old.settings.sequential,
-        ..recheck.settings.clone()
-    };
-    // With calls off, only a set whose every verdict the store keeps is
-    // measured.
-    let mut uncalibrated = Vec::new();
-    if calls {
-        settings.calibration = crate::checks::calibration::measure_all_cached(
-            &checks,
-            &caller,
-            Some(&mut *store),
-            crate::checks::calibration::LabelAnswers::Reuse,
-        )
-        .await;
-    } else {
-        settings.calibration = crate::checks::calibration::recall_all(&checks, &mut *store);
-        let v0 = checks.validators.len();
-        uncalibrated.extend(
-            checks
-                .verifiers
-                .iter()
-                .enumerate()
-                .filter(|(w, v)| {
-                    v.calibration.is_some()
-                        && settings.calibration.get(v0 + w).is_none_or(Option::is_none)
-                })
-                .map(|(_, v)| v.name.clone()),
-        );
-    }
+    let (settings, uncalibrated) = calibrate(store, &old, recheck, &checks, &caller, calls).await;
     let recording = Recording::create(
         store,
         &NewRun {
@@ -146,165 +113,261 @@ pub async fn revalidate(
             variant: None,
         },
     )?;
-    // The new run's tensor and causes, filled as its rows are written: its
-    // verdicts and snapshot are stored with it.
-    let mut tensor = ReliabilityTensor::new(old.inputs, m, k).ok();
-    let mut causes = Causes::new(k);
-    let mut written = 0u64;
-    let writer = &recording.writer;
-    let mut send = |row: SampleRow| -> Result<(), StoreError> {
-        if let Some(t) = tensor.as_mut() {
-            for (kk, &cell) in row.cells.iter().enumerate() {
-                // A row outside the run's shape is kept, not counted.
-                let _ = t.set(row.input_idx, row.repetition, kk, cell);
-            }
-        }
-        row.note_causes(&mut causes);
-        written += 1;
-        writer.send(row)
-    };
-    let judging = recording.judging(calls, true);
     // Weights that cannot be read leave the run without a summary, as the
     // source's would be.
     let weights = settings.analysis_settings().input_weights(&inputs);
-    // The inputs are held once; each is prepared for expressions (its
-    // `input` map) only while its slice is checked — held for all inputs
-    // at once, the maps were about 700 bytes an input (140 MB of the 268 MB
-    // heap at 200,000 inputs).
-    let inputs: Arc<[probity_core::Input]> = inputs.into();
-    let concurrency = recheck.concurrency.max(1);
-    let limit = Arc::new(tokio::sync::Semaphore::new(concurrency));
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut not_judged = 0;
-    let per_chunk = (CHUNK / m.max(1)).max(1);
-    // Validators only: a slice is checked (in parallel) while the next is
-    // read.
-    let mut checking: Option<tokio::task::JoinHandle<Vec<SampleRow>>> = None;
-    for first in (0..inputs.len()).step_by(per_chunk) {
-        let range = first..(first + per_chunk).min(inputs.len());
-        let chunk = store.samples_of_inputs(id, range.clone())?;
-        let prepared = Slice::new(&inputs, range);
-        if checks.verifiers.is_empty() {
-            let checks = checks.clone();
-            let next =
-                tokio::task::spawn_blocking(move || validate_rows(&checks, &prepared, chunk));
-            if let Some(done) = checking.replace(next) {
-                for row in done.await.map_err(|e| lost(store, e))? {
-                    send(row)?;
-                }
-            }
-            continue;
-        }
-        for s in chunk {
-            let Some(input) = prepared.get(s.input_idx).cloned() else {
-                continue;
-            };
-            let Some(output) = s.output.clone() else {
-                send(SampleRow {
-                    cells: vec![Cell::Error; k],
-                    reasons: Vec::new(),
-                    ..s
-                })?;
-                continue;
-            };
-            let (checks, caller, judging, limit) = (
-                checks.clone(),
-                caller.clone(),
-                judging.clone(),
-                limit.clone(),
-            );
-            tasks.spawn(async move {
-                let _permit = limit.acquire_owned().await;
-                let checked = checks
-                    .check(&caller, &judging, &input, &output, s.repetition as u32, 0)
-                    .await;
-                let unjudged = checked
-                    .reasons
-                    .iter()
-                    .filter(|(_, r)| r == NOT_JUDGED)
-                    .count() as u64;
-                (
-                    SampleRow {
-                        cells: checked.cells,
-                        reasons: checked.reasons,
-                        ..s
-                    },
-                    unjudged,
-                )
-            });
-            // Write as results come, so memory stays bounded by the pool.
-            while tasks.len() > 4 * concurrency {
-                if let Some(Ok((row, unjudged))) = tasks.join_next().await {
-                    not_judged += unjudged;
-                    send(row)?;
-                }
-            }
-        }
-    }
-    if let Some(done) = checking.take() {
-        for row in done.await.map_err(|e| lost(store, e))? {
-            send(row)?;
-        }
-    }
-    while let Some(done) = tasks.join_next().await {
-        // A task that panicked loses its sample (it stays Missing).
-        if let Ok((row, unjudged)) = done {
-            not_judged += unjudged;
-            send(row)?;
-        }
-    }
+    let mut out = Rechecked {
+        tensor: ReliabilityTensor::new(old.inputs, m, k).ok(),
+        causes: Causes::new(k),
+        written: 0,
+        not_judged: 0,
+        writer: &recording.writer,
+    };
+    let rechecker = Rechecker {
+        checks: checks.clone(),
+        caller: caller.clone(),
+        judging: recording.judging(calls, true),
+        // The inputs are held once; each is prepared for expressions (its
+        // `input` map) only while its slice is checked — held for all
+        // inputs at once, the maps were about 700 bytes an input (140 MB of
+        // the 268 MB heap at 200,000 inputs).
+        inputs: inputs.into(),
+        concurrency: recheck.concurrency.max(1),
+    };
+    rechecker.recheck(store, id, m, &mut out).await?;
+    let Rechecked {
+        tensor,
+        causes,
+        written,
+        not_judged,
+        ..
+    } = out;
     let new_id = recording.run_id;
     recording.writer.finish()?;
     let summary = match (tensor.as_ref(), &weights) {
-        (Some(t), Ok(w)) => Some((
-            crate::run::stored::summarize_weighted(&settings, &infos, t, w.as_deref()),
-            t,
-        )),
+        (Some(t), Ok(w)) => {
+            let s = crate::run::stored::summarize_weighted(&settings, &infos, t, w.as_deref());
+            // A sequential run's recheck: its sequences replayed with the
+            // new checks.
+            Some(match settings.sequential {
+                Some(_) => crate::run::stored::sequential_summary(s, &store.run(new_id)?, t),
+                None => s,
+            })
+        }
         _ => None,
     };
-    // A sequential run's recheck: its sequences replayed with the new checks.
-    let summary = match summary {
-        Some((s, t)) if settings.sequential.is_some() => {
-            let record = store.run(new_id)?;
-            Some(crate::run::stored::sequential_summary(s, &record, t))
-        }
-        other => other.map(|(s, _)| s),
-    };
-    if let Some(o) = summary.as_ref().and_then(|s| s.sequential.as_ref()) {
-        store.set_sequential(new_id, o)?;
-    }
-    let verdicts: Option<Vec<_>> = summary
-        .as_ref()
-        .map(|s| s.checks.iter().map(|c| c.verdict.decision).collect());
     // A recheck is as complete as its source; a source killed mid-run
     // ("running") is interrupted as far as the recheck is concerned.
     let status = match old.status {
         RunStatus::Complete => RunStatus::Complete,
         _ => RunStatus::Interrupted,
     };
-    if let Some(t) = &tensor {
-        store.put_snapshot(new_id, t, &causes.sorted())?;
-    }
-    let judge_calls = Caller::count(&caller.judge_calls);
-    store.finish_run(
+    let causes = causes.sorted();
+    close_run(
+        store,
         new_id,
-        status,
-        Some(RunTotals {
-            judge_calls_by_check: checks.judge_calls(),
-            ..caller.totals()
-        }),
-        written,
-        started.elapsed().as_secs_f64(),
-        verdicts.as_deref(),
+        Closing {
+            status,
+            totals: Some(RunTotals {
+                judge_calls_by_check: checks.judge_calls(),
+                ..caller.totals()
+            }),
+            samples: written,
+            duration: started.elapsed(),
+            summary: summary.as_ref(),
+            sequential: summary.as_ref().and_then(|s| s.sequential.as_ref()),
+            tensor: tensor.as_ref(),
+            causes: &causes,
+        },
     )?;
     Ok(Revalidated {
         run_id: new_id,
         samples: written,
-        judge_calls,
+        judge_calls: Caller::count(&caller.judge_calls),
         judge_cached: Caller::count(&caller.judge_cached),
         not_judged,
         uncalibrated,
     })
+}
+
+/// The recheck's settings, with calibrated verifiers' judges measured on
+/// their labelled sets again, as a run does (the judge or its instructions
+/// may have changed since; verdicts the store keeps for the same questions
+/// are reused), so the verdict is the corrected rate's, as the run's was.
+/// A sequential run's copy is read back in the same order. With calls off,
+/// only a set whose every verdict the store keeps is measured: the others
+/// are named (returned beside the settings).
+async fn calibrate(
+    store: &mut Store,
+    old: &crate::store::RunRecord,
+    recheck: &Recheck<'_>,
+    checks: &Checks,
+    caller: &Arc<Caller>,
+    calls: bool,
+) -> (StoredSettings, Vec<String>) {
+    let mut settings = StoredSettings {
+        sequential: old.settings.sequential,
+        ..recheck.settings.clone()
+    };
+    if calls {
+        settings.calibration = crate::checks::calibration::measure_all_cached(
+            checks,
+            caller,
+            Some(&mut *store),
+            crate::checks::calibration::LabelAnswers::Reuse,
+        )
+        .await;
+        return (settings, Vec::new());
+    }
+    settings.calibration = crate::checks::calibration::recall_all(checks, &mut *store);
+    let v0 = checks.validators.len();
+    let uncalibrated = checks
+        .verifiers
+        .iter()
+        .enumerate()
+        .filter(|(w, v)| {
+            v.calibration.is_some() && settings.calibration.get(v0 + w).is_none_or(Option::is_none)
+        })
+        .map(|(_, v)| v.name.clone())
+        .collect();
+    (settings, uncalibrated)
+}
+
+/// The new run's rows as they are written, with its tensor and causes
+/// filled from them: its verdicts and snapshot are stored with it.
+struct Rechecked<'w> {
+    tensor: Option<ReliabilityTensor>,
+    causes: Causes,
+    written: u64,
+    /// Cells a judge would have judged, with calls off.
+    not_judged: u64,
+    writer: &'w crate::store::Writer,
+}
+
+impl Rechecked<'_> {
+    fn send(&mut self, row: SampleRow) -> Result<(), StoreError> {
+        if let Some(t) = self.tensor.as_mut() {
+            for (kk, &cell) in row.cells.iter().enumerate() {
+                // A row outside the run's shape is kept, not counted.
+                let _ = t.set(row.input_idx, row.repetition, kk, cell);
+            }
+        }
+        row.note_causes(&mut self.causes);
+        self.written += 1;
+        self.writer.send(row)
+    }
+}
+
+/// What re-checks the stored samples.
+struct Rechecker {
+    checks: Arc<Checks>,
+    caller: Arc<Caller>,
+    judging: crate::checks::check::Judging,
+    inputs: Arc<[probity_core::Input]>,
+    concurrency: usize,
+}
+
+impl Rechecker {
+    /// Re-check every stored sample of run `id`, a slice of inputs at a
+    /// time: validators only, each slice checked in parallel while the
+    /// next is read; with verifiers, each sample judged on a pool bounded
+    /// by the concurrency, written as results come so memory stays bounded.
+    async fn recheck(
+        &self,
+        store: &Store,
+        id: i64,
+        m: usize,
+        out: &mut Rechecked<'_>,
+    ) -> Result<(), StoreError> {
+        let per_chunk = (CHUNK / m.max(1)).max(1);
+        let mut checking: Option<tokio::task::JoinHandle<Vec<SampleRow>>> = None;
+        let mut tasks = tokio::task::JoinSet::new();
+        let limit = Arc::new(tokio::sync::Semaphore::new(self.concurrency));
+        for first in (0..self.inputs.len()).step_by(per_chunk) {
+            let range = first..(first + per_chunk).min(self.inputs.len());
+            let chunk = store.samples_of_inputs(id, range.clone())?;
+            let prepared = Slice::new(&self.inputs, range);
+            if self.checks.verifiers.is_empty() {
+                let checks = self.checks.clone();
+                let next =
+                    tokio::task::spawn_blocking(move || validate_rows(&checks, &prepared, chunk));
+                if let Some(done) = checking.replace(next) {
+                    for row in done.await.map_err(|e| lost(store, e))? {
+                        out.send(row)?;
+                    }
+                }
+                continue;
+            }
+            for s in chunk {
+                self.judge(s, &prepared, &limit, &mut tasks, out)?;
+                while tasks.len() > 4 * self.concurrency {
+                    if let Some(Ok((row, unjudged))) = tasks.join_next().await {
+                        out.not_judged += unjudged;
+                        out.send(row)?;
+                    }
+                }
+            }
+        }
+        if let Some(done) = checking.take() {
+            for row in done.await.map_err(|e| lost(store, e))? {
+                out.send(row)?;
+            }
+        }
+        while let Some(done) = tasks.join_next().await {
+            // A task that panicked loses its sample (it stays Missing).
+            if let Ok((row, unjudged)) = done {
+                out.not_judged += unjudged;
+                out.send(row)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Judge stored sample `s` on the pool (every check, verifiers
+    /// included); a sample with no output is written at once, all Error.
+    fn judge(
+        &self,
+        s: SampleRow,
+        prepared: &Slice,
+        limit: &Arc<tokio::sync::Semaphore>,
+        tasks: &mut tokio::task::JoinSet<(SampleRow, u64)>,
+        out: &mut Rechecked<'_>,
+    ) -> Result<(), StoreError> {
+        let Some(input) = prepared.get(s.input_idx).cloned() else {
+            return Ok(());
+        };
+        let Some(output) = s.output.clone() else {
+            return out.send(SampleRow {
+                cells: vec![Cell::Error; self.checks.len()],
+                reasons: Vec::new(),
+                ..s
+            });
+        };
+        let (checks, caller, judging, limit) = (
+            self.checks.clone(),
+            self.caller.clone(),
+            self.judging.clone(),
+            limit.clone(),
+        );
+        tasks.spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            let checked = checks
+                .check(&caller, &judging, &input, &output, s.repetition as u32, 0)
+                .await;
+            let unjudged = checked
+                .reasons
+                .iter()
+                .filter(|(_, r)| r == NOT_JUDGED)
+                .count() as u64;
+            let row = SampleRow {
+                cells: checked.cells,
+                reasons: checked.reasons,
+                ..s
+            };
+            (row, unjudged)
+        });
+        Ok(())
+    }
 }
 
 /// The inputs of one slice of a run (`first..` of its input indices),
