@@ -18,10 +18,12 @@ use probity_core::stats::MultipleTesting;
 use probity_engine::checks::calibration::LabelAnswers;
 use probity_engine::config::variant::Variants;
 use probity_engine::config::Overrides;
-use probity_engine::store::{RunRecord, RunStatus, Store, VariantTag};
+use probity_engine::store::{RunRecord, Store};
 use probity_engine::stored::{self, StoredRun};
-use probity_engine::variants::{self as group, Step, VariantRun};
-use probity_engine::{run_with, Control, Progress, RunError, Sink};
+use probity_engine::variants::{
+    self as group, run_variants, VariantRun, VariantsError, VariantsPlan, VariantsWatch,
+};
+use probity_engine::Progress;
 use probity_report::html::variants::INPUTS_SHOWN;
 use probity_report::{InputOutputs, VariantColumn, VariantsReport};
 use std::collections::HashMap;
@@ -51,6 +53,60 @@ fn incomplete(e: impl ToString) -> Failure {
     Failure::incomplete(e.to_string())
 }
 
+impl From<VariantsError> for Failure {
+    fn from(e: VariantsError) -> Self {
+        match e {
+            VariantsError::Usage(m) => Failure::usage(m),
+            VariantsError::Incomplete(m) => Failure::incomplete(m),
+        }
+    }
+}
+
+/// The terminal side of a variants run: a line per variant, the pace the
+/// rate limits allow, the progress bar, the causes of errors.
+struct Shown<'a> {
+    config: &'a Path,
+    quiet: bool,
+    display: Option<Display>,
+}
+
+impl VariantsWatch for Shown<'_> {
+    fn complete(&mut self, name: &str, at: usize, total: usize, id: i64) {
+        probity_engine::stderr_line!(
+            "variant {name:?} ({} of {total}): run {id} is complete",
+            at + 1
+        );
+    }
+
+    fn starting(
+        &mut self,
+        name: &str,
+        (at, total): (usize, usize),
+        resume: bool,
+        experiment: &probity_engine::Experiment,
+        left: u64,
+    ) -> Result<(), String> {
+        let resuming = if resume { ": resuming" } else { "" };
+        probity_engine::stderr_line!("variant {name:?} ({} of {total}){resuming}", at + 1);
+        check_pace(self.config, experiment, left).map_err(|f| f.message)?;
+        self.display = Some(Display::new(self.quiet, experiment));
+        Ok(())
+    }
+
+    fn progress(&mut self, p: &Progress) {
+        if let Some(d) = self.display.as_mut() {
+            d.update(p);
+        }
+    }
+
+    fn finished(&mut self, outcome: &probity_engine::RunOutcome) {
+        if let Some(d) = self.display.take() {
+            d.finish();
+        }
+        print_causes(outcome);
+    }
+}
+
 /// Run the variants of `variants` (the file's, `--set`s applied).
 pub async fn run(
     args: VariantsArgs<'_>,
@@ -58,187 +114,50 @@ pub async fn run(
     overrides: &Overrides,
 ) -> Result<u8, Failure> {
     let file = args.config.display();
-    let chosen = variants.select(args.names, args.config).map_err(usage)?;
-    let reference = Variants::reference(&chosen);
-    let reference_name = (!args.all_pairs).then(|| chosen[reference].name.clone());
     // Every variant's configuration checked and its system built before
     // any call.
-    let mut planned = Vec::with_capacity(chosen.len());
-    for spec in &chosen {
-        let config = variants
-            .config(spec, args.config, overrides)
-            .map_err(usage)?;
-        let hash = config.hash.clone();
-        let table = config.file.store.clone();
-        let mut e = config
-            .into_experiment()
-            .map_err(|e| usage(spec.named_in(e, args.config)))?;
-        if args.sequential && e.sequential.is_none() {
-            e = e.sequential();
-        }
-        planned.push((*spec, hash, table, e));
-    }
-    let mut store = args.store.open_for(planned[0].2.as_ref())?;
+    let plan = VariantsPlan::new(
+        &variants,
+        args.config,
+        args.names,
+        overrides,
+        args.all_pairs,
+        args.sequential,
+    )?;
+    let mut store = args.store.open_for(plan.store.as_ref())?;
     args.out.check_targets()?;
-    let (mut group_id, existing) = if args.resume {
-        let hashes: Vec<String> = planned.iter().map(|p| p.1.clone()).collect();
-        match group::resumable_group(&store, &hashes).map_err(incomplete)? {
-            Some(g) => (
-                Some(g),
-                group::group_runs(&store, &variants.name, g).map_err(incomplete)?,
-            ),
-            None => {
-                return Err(Failure::usage(format!(
-                    "nothing to resume: {} holds no unfinished variants run of {file} (run without --resume to start one)",
-                    store.location()
-                )))
-            }
-        }
-    } else {
-        (None, Vec::new())
-    };
-    // Sequential variants visit the inputs in one order (paired by design):
-    // the group's, when resumed.
-    let seed = existing
-        .iter()
-        .find_map(|r| r.settings.sequential.map(|s| s.seed))
-        .unwrap_or_else(group::new_seed);
-
     let cancel = crate::signals::cancel_on_stop();
-
-    let total = planned.len();
-    let mut runs: Vec<StoredRun> = Vec::with_capacity(total);
-    let mut broken: Vec<String> = Vec::new();
-    let mut stopped = None;
-    for (at, (spec, hash, _, mut experiment)) in planned.into_iter().enumerate() {
-        let tag = VariantTag {
-            name: spec.name.clone(),
-            index: spec.index,
-            group: group_id,
-            reference: reference_name.clone(),
-        };
-        let step = if args.resume {
-            group::step(&store, &existing, &tag, &hash).map_err(Failure::usage)?
-        } else {
-            Step::Start
-        };
-        if let Step::Done(id) = step {
-            probity_engine::stderr_line!(
-                "variant {:?} ({} of {total}): run {id} is complete",
-                spec.name,
-                at + 1
-            );
-            runs.push(stored::load(&store, id).map_err(incomplete)?);
-            continue;
-        }
-        if *cancel.borrow() {
-            stopped = Some(format!("interrupted before variant {:?}", spec.name));
-            break;
-        }
-        if experiment.sequential.is_some() {
-            experiment = experiment.sequential_seed(seed);
-        }
-        experiment.variant = Some(tag);
-        let n = (experiment.inputs.len() * experiment.outputs_per_input) as u64;
-        let resume = matches!(step, Step::Resume(_));
-        let left = match step {
-            Step::Resume(id) => {
-                n.saturating_sub(store.sample_count(id).map_err(incomplete)? as u64)
-            }
-            _ => n,
-        };
-        probity_engine::stderr_line!(
-            "variant {:?} ({} of {total}){}",
-            spec.name,
-            at + 1,
-            if resume { ": resuming" } else { "" }
-        );
-        check_pace(args.config, &experiment, left)?;
-        let mut display = Display::new(args.quiet, &experiment);
-        let outcome = run_with(
-            &experiment,
-            Sink::Store(&mut store),
-            Control {
-                resume,
-                cancel: Some(cancel.clone()),
-                on_progress: Some(Box::new(|p: &Progress| display.update(p))),
-                reuse: None,
-                shared: false,
-                join: None,
-                label_answers: args.label_answers,
-            },
-        )
-        .await
-        .map_err(|e| match e {
-            RunError::Config(_)
-            | RunError::NothingToResume
-            | RunError::Store(probity_engine::store::StoreError::Leased { .. }) => {
-                Failure::usage(format!("variant {:?}: {e}", spec.name))
-            }
-            other => Failure::incomplete(format!("variant {:?}: {other}", spec.name)),
-        })?;
-        display.finish();
-        let run_id = outcome.stored_id();
-        if group_id.is_none() {
-            group_id = store
-                .run(run_id)
-                .map_err(incomplete)?
-                .variant
-                .and_then(|t| t.group);
-        }
-        print_causes(&outcome);
-        if let Some(halt) = &outcome.halt {
-            let what = format!(
-                "variant {:?}: run {run_id} stopped with no verdict: {halt}",
-                spec.name
-            );
-            return Err(if halt.is_configuration() {
-                Failure::usage(format!(
-                    "{what}\nfix the check, then `probity run {file}` again"
-                ))
-            } else {
-                Failure::incomplete(format!(
-                    "{what}\n`probity run --resume {file}` continues the variants once the cause is fixed"
-                ))
-            });
-        }
-        broken.extend(
-            outcome
-                .broken()
-                .into_iter()
-                .map(|(name, m)| format!("  {}: {name}: {m}", spec.name)),
-        );
-        let complete = outcome.status == RunStatus::Complete;
-        runs.push(StoredRun {
-            record: store.run(run_id).map_err(incomplete)?,
-            tensor: outcome.tensor,
-            summary: outcome.summary,
-            causes: Some(outcome.causes),
-            live: None,
-        });
-        if !complete {
-            stopped = Some(format!(
-                "variant {:?}: run {run_id} stopped before every sample was taken",
-                spec.name
-            ));
-            break;
-        }
-    }
-    let Some(group_id) = group_id else {
-        return Err(Failure::incomplete(
-            "the variants run stopped before its first run was stored",
-        ));
+    let mut shown = Shown {
+        config: args.config,
+        quiet: args.quiet,
+        display: None,
     };
-    let reference = (!args.all_pairs).then_some(reference);
-    let report = variants_report(&store, &variants.name, group_id, runs, reference, None)?;
+    let outcome = run_variants(
+        &mut store,
+        plan,
+        args.resume,
+        args.label_answers,
+        cancel,
+        &mut shown,
+    )
+    .await?;
+    let group_id = outcome.group;
+    let report = variants_report(
+        &store,
+        &variants.name,
+        group_id,
+        outcome.runs,
+        outcome.reference,
+        None,
+    )?;
     args.out.emit(&report)?;
-    if !broken.is_empty() {
+    if !outcome.broken.is_empty() {
         return Err(Failure::usage(format!(
             "checks could not judge any output, so they give no verdict about the system (fix them, then run again):\n{}",
-            broken.join("\n")
+            outcome.broken.join("\n")
         )));
     }
-    if let Some(why) = stopped {
+    if let Some(why) = outcome.stopped {
         return Err(Failure::incomplete(format!(
             "{why}; `probity run --resume {file}` continues the variants run (group {group_id})"
         )));
