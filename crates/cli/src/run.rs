@@ -12,7 +12,7 @@ use probity_engine::config::variant;
 use probity_engine::config::{Config, Overrides};
 use probity_engine::store::{masked_url, RunStatus};
 use probity_engine::stored::StoredRun;
-use probity_engine::{run_with, Control, Progress, RunError, Sink};
+use probity_engine::{run_with, Control, ErrorClass, Progress, RunError, Sink};
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
@@ -351,16 +351,17 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         },
     )
     .await
-    .map_err(|e| match e {
-        // Fix the command or wait: the run is held by another process.
-        RunError::Config(_)
-        | RunError::NothingToResume
-        | RunError::Store(probity_engine::store::StoreError::Leased { .. }) => {
-            Failure::usage(e.to_string())
-        }
+    .map_err(|e| match (e.class(), e) {
         // The store failed mid-run: the reports are made from it.
-        RunError::Store(e) => Failure::incomplete(store_lost(&e, &args.out.files())),
-        other => Failure::incomplete(other.to_string()),
+        (ErrorClass::Store, RunError::Store(e)) => {
+            Failure::incomplete(store_lost(&e, &args.out.files()))
+        }
+        // Fix the command or wait (another process holds the run), or a
+        // run that could not complete.
+        (class, e) => Failure {
+            code: class.exit_code(),
+            message: e.to_string(),
+        },
     })?;
     display.finish();
     // The report reads the run back from the store: the inputs in memory

@@ -48,5 +48,5 @@ pub use experiment::Experiment;
 pub use guard::{Guard, GuardOutcome};
 pub use outcome::{Progress, RunOutcome};
 pub use retry_policy::RetryPolicy;
-pub use runner::{run, run_with, Control, RunError, Sink};
+pub use runner::{run, run_with, Control, ErrorClass, RunError, Sink};
 pub use settings::Analysis;

@@ -3,7 +3,7 @@
 //! `RunError`), each with the engine's own message.
 
 use probity_engine::store::StoreError;
-use probity_engine::RunError;
+use probity_engine::{ErrorClass, RunError};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
@@ -44,36 +44,28 @@ pub fn raise(kind: Kind, message: impl Into<String>) -> PyErr {
     })
 }
 
-/// Another process holds the store: SQLite's busy or locked (the busy
-/// timeout passed), or a live lease on the run.
-fn is_locked(e: &StoreError) -> bool {
-    match e {
-        StoreError::Leased { .. } => true,
-        StoreError::Sqlite { source, .. } => matches!(
-            source.sqlite_error_code(),
-            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-        ),
-        _ => false,
+/// The class of an engine error as the package raises it: one table for
+/// the CLI's exit codes and these classes ([`ErrorClass`]).
+fn kind_of(class: ErrorClass) -> Kind {
+    match class {
+        ErrorClass::Configuration => Kind::Config,
+        ErrorClass::Held => Kind::StoreLocked,
+        ErrorClass::Store => Kind::Store,
+        ErrorClass::Incomplete => Kind::Run,
     }
 }
 
 /// The kind of a store error.
 pub fn store_kind(e: &StoreError) -> Kind {
-    if is_locked(e) {
-        Kind::StoreLocked
-    } else if matches!(e, StoreError::BadUrl { .. }) {
-        Kind::Config
-    } else {
-        Kind::Store
-    }
+    kind_of(ErrorClass::of_store(e))
 }
 
-/// The kind of a run's error: a configuration the run refuses, the store,
-/// or a run that could not complete.
+/// The kind of a run's error.
 pub fn run_kind(e: &RunError) -> Kind {
-    match e {
-        RunError::Config(_) => Kind::Config,
-        RunError::Store(s) => store_kind(s),
-        RunError::Aborted(_) | RunError::NothingToResume => Kind::Run,
-    }
+    kind_of(e.class())
+}
+
+/// The kind of a variants run's error.
+pub fn variants_kind(e: &probity_engine::variants::VariantsError) -> Kind {
+    kind_of(e.class())
 }

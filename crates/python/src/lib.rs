@@ -19,6 +19,7 @@ mod result;
 mod system;
 mod thread_state;
 mod validators;
+mod variants;
 mod workers;
 
 use errors::Kind;
@@ -259,11 +260,63 @@ fn compare_results(
         .map_err(PyValueError::new_err)
 }
 
+/// Run the `[[variant]]` file at `path` (see [`variants`](mod@variants)):
+/// the matrix as JSON. `store`: a SQLite path or PostgreSQL URL (default:
+/// the file's `[store]`, else `.probity/runs.db`); `names`: the variants
+/// to run (all when empty). Errors as [`run`]'s; `KeyboardInterrupt` on
+/// Ctrl-C (the variant being run stops first, kept interrupted).
+#[pyfunction]
+#[pyo3(signature = (path, store=None, names=Vec::new(), all_pairs=false, resume=false, sequential=false))]
+fn run_variants(
+    py: Python<'_>,
+    path: PathBuf,
+    store: Option<String>,
+    names: Vec<String>,
+    all_pairs: bool,
+    resume: bool,
+    sequential: bool,
+) -> PyResult<String> {
+    let store = store.as_deref().map(store_location).transpose()?;
+    let rt = runtime()?;
+    let (cancel, cancelled) = tokio::sync::watch::channel(false);
+    let mut interrupted = None;
+    let asked = variants::Asked {
+        path: &path,
+        store,
+        names: &names,
+        all_pairs,
+        resume,
+        sequential,
+    };
+    let doc = py.detach(|| {
+        rt.block_on(async {
+            let running = variants::matrix(asked, cancelled);
+            tokio::pin!(running);
+            loop {
+                tokio::select! {
+                    r = &mut running => break r,
+                    _ = tokio::time::sleep(Duration::from_millis(100)), if interrupted.is_none() => {
+                        if let Err(e) = Python::attach(|py| py.check_signals()) {
+                            interrupted = Some(e);
+                            let _ = cancel.send(true);
+                        }
+                    }
+                }
+            }
+        })
+    });
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    doc.map_err(|(kind, message)| errors::raise(kind, message))
+}
+
 #[pymodule]
 fn _probity(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(plan::retry_plan, m)?)?;
     m.add_function(wrap_pyfunction!(compare_results, m)?)?;
+    m.add_function(wrap_pyfunction!(run_variants, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_TIMEOUT_S", ExperimentConfig::default().timeout_s)?;
     Ok(())

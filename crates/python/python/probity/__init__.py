@@ -47,6 +47,7 @@ from ._probity import __version__
 from ._result import ERROR, FAIL, MISSING, PASS, Calibration, CheckResult, Result, Sample
 from ._tables import Prompt, Retry, Verifier
 from ._validator import Validator, validator
+from ._variants import VariantColumn, VariantsResult, run_variants
 from ._workers import CallAbandoned
 
 __all__ = [
@@ -69,6 +70,9 @@ __all__ = [
     "RunFixture",
     "run",
     "retry_plan",
+    "run_variants",
+    "VariantsResult",
+    "VariantColumn",
     "PASS",
     "FAIL",
     "ERROR",

@@ -25,3 +25,11 @@ def compare(
     confidence: Optional[float] = None,
     power: Optional[float] = None,
 ) -> str: ...
+def run_variants(
+    path: str,
+    store: Optional[str] = None,
+    names: List[str] = ...,
+    all_pairs: bool = False,
+    resume: bool = False,
+    sequential: bool = False,
+) -> str: ...

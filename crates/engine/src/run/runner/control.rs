@@ -10,6 +10,8 @@ use tokio::sync::watch;
 
 #[derive(Debug, Error)]
 pub enum RunError {
+    /// The experiment or the command is wrong (the message names the file
+    /// and field).
     #[error("{0}")]
     Config(String),
     #[error(transparent)]
@@ -19,6 +21,63 @@ pub enum RunError {
     /// `--resume` with no unfinished run of this experiment in the store.
     #[error("nothing to resume: the store holds no unfinished run of this configuration (run without --resume to start one)")]
     NothingToResume,
+}
+
+/// What an error means for whoever ran the run: the one table behind the
+/// CLI's exit codes and the Python package's exception classes
+/// (docs/architecture.md, "Exit codes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// The command or the configuration must change: exit 2, Python's
+    /// `ConfigError`.
+    Configuration,
+    /// Another process holds the run or the store (a live lease, SQLite's
+    /// lock): wait, or stop the other process. Exit 2, `StoreLockedError`.
+    Held,
+    /// The store failed: exit 3, `StoreError`.
+    Store,
+    /// The run could not complete (no verdict; resumable): exit 3,
+    /// `RunError`.
+    Incomplete,
+}
+
+impl ErrorClass {
+    /// The class of a store error.
+    pub fn of_store(e: &StoreError) -> ErrorClass {
+        let locked = match e {
+            StoreError::Leased { .. } => true,
+            StoreError::Sqlite { source, .. } => matches!(
+                source.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            ),
+            _ => false,
+        };
+        match e {
+            _ if locked => ErrorClass::Held,
+            StoreError::BadUrl { .. } => ErrorClass::Configuration,
+            _ => ErrorClass::Store,
+        }
+    }
+
+    /// The process's exit code: 2 for what the user must change or wait
+    /// for, 3 for a run that could not complete.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorClass::Configuration | ErrorClass::Held => 2,
+            ErrorClass::Store | ErrorClass::Incomplete => 3,
+        }
+    }
+}
+
+impl RunError {
+    /// What this error means (see [`ErrorClass`]).
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            RunError::Config(_) | RunError::NothingToResume => ErrorClass::Configuration,
+            RunError::Store(e) => ErrorClass::of_store(e),
+            RunError::Aborted(_) => ErrorClass::Incomplete,
+        }
+    }
 }
 
 /// Where a run's samples go.
@@ -79,4 +138,77 @@ pub(super) fn config_error(
         Some(s) => format!("{}: {what}", s.path.display()),
         None => what.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreLocation;
+
+    fn at() -> StoreLocation {
+        StoreLocation::parse("runs.db").unwrap()
+    }
+
+    /// Every error kind, its class, and its exit code: the one table the
+    /// CLI and the Python package read.
+    #[test]
+    fn every_run_error_has_one_class_and_exit_code() {
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        );
+        let cases: Vec<(RunError, ErrorClass, u8)> = vec![
+            (RunError::Config("x".into()), ErrorClass::Configuration, 2),
+            (RunError::NothingToResume, ErrorClass::Configuration, 2),
+            (RunError::Aborted("x".into()), ErrorClass::Incomplete, 3),
+            (
+                RunError::Store(StoreError::Leased {
+                    store: at(),
+                    run: 1,
+                    pid: 2,
+                    host: "h".into(),
+                    since: "now".into(),
+                    seen_s: 1.0,
+                }),
+                ErrorClass::Held,
+                2,
+            ),
+            (
+                RunError::Store(StoreError::Sqlite {
+                    store: at(),
+                    source: busy,
+                }),
+                ErrorClass::Held,
+                2,
+            ),
+            (
+                RunError::Store(StoreError::BadUrl {
+                    store: at(),
+                    what: "port".into(),
+                }),
+                ErrorClass::Configuration,
+                2,
+            ),
+            (
+                RunError::Store(StoreError::Unreachable {
+                    store: at(),
+                    what: "down".into(),
+                }),
+                ErrorClass::Store,
+                3,
+            ),
+            (
+                RunError::Store(StoreError::Writer {
+                    store: at(),
+                    what: "stopped".into(),
+                }),
+                ErrorClass::Store,
+                3,
+            ),
+        ];
+        for (e, class, code) in cases {
+            assert_eq!(e.class(), class, "{e}");
+            assert_eq!(e.class().exit_code(), code, "{e}");
+        }
+    }
 }

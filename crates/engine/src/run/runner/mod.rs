@@ -35,7 +35,7 @@ mod tally;
 mod workers;
 
 pub use budget::{FIRST_CALLS, FIRST_OUTPUTS};
-pub use control::{Control, OnProgress, RunError, Sink};
+pub use control::{Control, ErrorClass, OnProgress, RunError, Sink};
 
 use crate::run::experiment::Experiment;
 use crate::run::outcome::RunOutcome;

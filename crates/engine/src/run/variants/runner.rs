@@ -10,7 +10,7 @@ use crate::config::variant::Variants;
 use crate::config::{Overrides, StoreTable};
 use crate::run::experiment::Experiment;
 use crate::run::outcome::{Progress, RunOutcome};
-use crate::run::runner::{run_with, Control, RunError, Sink};
+use crate::run::runner::{run_with, Control, ErrorClass, RunError, Sink};
 use crate::run::stored::{self, StoredRun};
 use crate::run::variants::group::{self, Step};
 use crate::store::{RunStatus, Store, StoreError, VariantTag};
@@ -98,6 +98,16 @@ pub enum VariantsError {
     /// The run could not complete (exit 3): resumable.
     #[error("{0}")]
     Incomplete(String),
+}
+
+impl VariantsError {
+    /// What this error means (see [`ErrorClass`]).
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            VariantsError::Usage(_) => ErrorClass::Configuration,
+            VariantsError::Incomplete(_) => ErrorClass::Incomplete,
+        }
+    }
 }
 
 impl From<StoreError> for VariantsError {
@@ -311,13 +321,9 @@ impl Group {
             },
         )
         .await
-        .map_err(|e| match e {
-            RunError::Config(_)
-            | RunError::NothingToResume
-            | RunError::Store(StoreError::Leased { .. }) => {
-                VariantsError::Usage(format!("variant {name:?}: {e}"))
-            }
-            other => VariantsError::Incomplete(format!("variant {name:?}: {other}")),
+        .map_err(|e: RunError| match e.class().exit_code() {
+            2 => VariantsError::Usage(format!("variant {name:?}: {e}")),
+            _ => VariantsError::Incomplete(format!("variant {name:?}: {e}")),
         })?;
         watch.finished(&outcome);
         let run_id = outcome.stored_id();
