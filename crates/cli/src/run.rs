@@ -218,14 +218,15 @@ fn text_of(path: &Path, sets: &[Set]) -> Result<String, Failure> {
 /// `--outputs` and `--concurrency` as the settings they replace, checked
 /// and named as the flags, not as the file's fields.
 fn overrides(args: &RunArgs) -> Result<Overrides, Failure> {
-    use probity_engine::config::bounds::{MAX_CONCURRENCY, MAX_OUTPUTS_PER_INPUT};
-    let within = |flag: &str, value: Option<usize>, most: usize| match value {
-        Some(0) => Err(Failure::usage(format!("{flag} must be at least 1"))),
-        Some(v) if v > most => Err(Failure::usage(format!("{flag} {v} is more than {most}"))),
-        _ => Ok(()),
-    };
-    within("--outputs", args.outputs, MAX_OUTPUTS_PER_INPUT)?;
-    within("--concurrency", args.concurrency, MAX_CONCURRENCY)?;
+    use probity_engine::config::bounds::{within, MAX_CONCURRENCY, MAX_OUTPUTS_PER_INPUT};
+    for (flag, value, most) in [
+        ("--outputs", args.outputs, MAX_OUTPUTS_PER_INPUT),
+        ("--concurrency", args.concurrency, MAX_CONCURRENCY),
+    ] {
+        if let Some(v) = value {
+            within(flag, v, most).map_err(Failure::usage)?;
+        }
+    }
     // The flags replace the file's settings before any check of its size.
     Ok(Overrides {
         outputs_per_input: args.outputs,

@@ -130,7 +130,11 @@ fn outputs_flag_applies_before_the_outputs_per_input_bound() {
     // And the other way: a flag over the bound is refused, named as the
     // flag (the file is not at fault).
     let over = probity(dir.path(), &["run", "--quiet", "--outputs", "2000001"]);
-    assert_usage_error(&over, "--outputs 2000001", &["is more than 1000000"]);
+    assert_usage_error(
+        &over,
+        "--outputs",
+        &["must be from 1 to 1,000,000, not 2000001"],
+    );
 }
 
 /// 20 inputs × 20 outputs: 400 samples, one call each.

@@ -622,30 +622,17 @@ impl Config {
 }
 
 fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
-    if e.outputs_per_input == 0 {
-        return Err("outputs_per_input must be at least 1".into());
-    }
-    if e.outputs_per_input > bounds::MAX_OUTPUTS_PER_INPUT {
-        return Err(format!(
-            "outputs_per_input = {} is more than {}",
-            e.outputs_per_input,
-            bounds::MAX_OUTPUTS_PER_INPUT
-        ));
-    }
-    if e.concurrency > bounds::MAX_CONCURRENCY {
-        return Err(format!(
-            "concurrency = {} is more than {}",
-            e.concurrency,
-            bounds::MAX_CONCURRENCY
-        ));
-    }
-    if e.call_attempts > bounds::MAX_ATTEMPTS {
-        return Err(format!(
-            "call_attempts = {} is more than {}",
-            e.call_attempts,
-            bounds::MAX_ATTEMPTS
-        ));
-    }
+    bounds::within(
+        "outputs_per_input",
+        e.outputs_per_input,
+        bounds::MAX_OUTPUTS_PER_INPUT,
+    )?;
+    bounds::within("concurrency", e.concurrency, bounds::MAX_CONCURRENCY)?;
+    bounds::within(
+        "call_attempts",
+        e.call_attempts as usize,
+        bounds::MAX_ATTEMPTS as usize,
+    )?;
     if let Some(k) = e.pass_k.filter(|&k| k as usize > e.outputs_per_input) {
         return Err(format!(
             "pass_k = {k} is more than outputs_per_input = {}: pass^k and pass@k need k outputs of an input",
@@ -664,9 +651,6 @@ fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
             e.retry_target
         ));
     }
-    if e.concurrency == 0 {
-        return Err("concurrency must be at least 1".into());
-    }
     bounds::seconds("timeout_s", e.timeout_s)?;
     if let Some(d) = e.deadline_s {
         bounds::seconds("deadline_s", d)?;
@@ -676,9 +660,6 @@ fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
             "error_budget = {} must be a share of the samples between 0 and 1 (0.05 is 5%)",
             e.error_budget
         ));
-    }
-    if e.call_attempts == 0 {
-        return Err("call_attempts must be at least 1".into());
     }
     for (field, v) in [
         ("requests_per_minute", e.requests_per_minute),

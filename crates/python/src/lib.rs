@@ -311,12 +311,29 @@ fn run_variants(
     doc.map_err(|(kind, message)| errors::raise(kind, message))
 }
 
+/// Why `value`, given as `field`, is not a valid count of `what`
+/// (`"outputs_per_input"` or `"concurrency"`): the engine's one rule and
+/// wording for every door ([`bounds::count`]); `None` when it is valid.
+#[pyfunction]
+fn count_error(field: &str, value: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<String>> {
+    use probity_engine::config::bounds;
+    let most = match what {
+        "outputs_per_input" => bounds::MAX_OUTPUTS_PER_INPUT,
+        "concurrency" => bounds::MAX_CONCURRENCY,
+        other => return Err(PyValueError::new_err(format!("no bound for {other:?}"))),
+    };
+    let shown = value.str()?.to_string();
+    let v = value.extract::<u64>().ok();
+    Ok(bounds::count(field, v, &shown, most).err())
+}
+
 #[pymodule]
 fn _probity(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(plan::retry_plan, m)?)?;
     m.add_function(wrap_pyfunction!(compare_results, m)?)?;
     m.add_function(wrap_pyfunction!(run_variants, m)?)?;
+    m.add_function(wrap_pyfunction!(count_error, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_TIMEOUT_S", ExperimentConfig::default().timeout_s)?;
     Ok(())

@@ -56,7 +56,8 @@ pub async fn matrix(
         (None, Some(table)) => table.location().map_err(config)?,
         (None, None) => StoreLocation::Sqlite(".probity/runs.db".into()),
     };
-    let store_error = |e: probity_engine::store::StoreError| (errors::store_kind(&e), e.to_string());
+    let store_error =
+        |e: probity_engine::store::StoreError| (errors::store_kind(&e), e.to_string());
     let mut store = Store::connect(&location).map_err(store_error)?;
     let outcome = run_variants(
         &mut store,

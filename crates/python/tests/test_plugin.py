@@ -82,7 +82,7 @@ def test_the_options_set_the_store_and_the_outputs_and_junit_gets_properties(sui
 def test_a_bad_outputs_option_is_a_usage_error(suite: pytest.Pytester) -> None:
     result = suite.runpytest_subprocess("--probity-outputs", "0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--probity-outputs must be at least 1*"])
+    result.stderr.fnmatch_lines(["*--probity-outputs must be from 1 to 1,000,000, not 0*"])
 
 
 def test_under_xdist_the_summary_and_the_store_have_every_run(suite: pytest.Pytester) -> None:

@@ -238,16 +238,21 @@ impl Experiment {
         if self.inputs.is_empty() {
             return Some("no inputs: a reliability test needs at least one".into());
         }
-        if self.outputs_per_input == 0 {
-            return Some("outputs_per_input must be at least 1".into());
+        use crate::config::bounds::{within, MAX_CONCURRENCY, MAX_OUTPUTS_PER_INPUT};
+        if let Err(m) = within(
+            "outputs_per_input",
+            self.outputs_per_input,
+            MAX_OUTPUTS_PER_INPUT,
+        ) {
+            return Some(m);
         }
         if self.checks.is_empty() {
             return Some(
                 "no validators or verifiers: a reliability test needs at least one check".into(),
             );
         }
-        if self.concurrency == 0 {
-            return Some("concurrency must be at least 1".into());
+        if let Err(m) = within("concurrency", self.concurrency, MAX_CONCURRENCY) {
+            return Some(m);
         }
         if let Err(m) = crate::config::bounds::shape(
             self.inputs.len(),

@@ -23,7 +23,6 @@ InputRow = Union[str, Mapping[str, Any]]
 
 
 # The engine's bound on M (probity_engine::config::bounds).
-_MAX_OUTPUTS_PER_INPUT = 1_000_000
 
 
 def _non_finite(value: Any, path: str = "") -> Optional[str]:
@@ -166,12 +165,15 @@ class Experiment:
             _arity(system)  # a signature that cannot take the input is refused now
         if isinstance(outputs_per_input, bool) or not isinstance(outputs_per_input, int):
             raise TypeError(f"outputs_per_input must be an int, got {outputs_per_input!r}")
-        if not 1 <= outputs_per_input <= _MAX_OUTPUTS_PER_INPUT:
-            raise ValueError(
-                f"outputs_per_input must be from 1 to {_MAX_OUTPUTS_PER_INPUT:,}, got {outputs_per_input}"
-            )
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError(f"concurrency must be an int >= 1, got {concurrency!r}")
+        # The engine's one rule and wording for a count, whichever door.
+        problem = _probity.count_error("outputs_per_input", outputs_per_input, "outputs_per_input")
+        if problem is not None:
+            raise ValueError(problem)
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int):
+            raise TypeError(f"concurrency must be an int, got {concurrency!r}")
+        problem = _probity.count_error("concurrency", concurrency, "concurrency")
+        if problem is not None:
+            raise ValueError(problem)
         self.name = name
         self._origin = _origin()
         self.system = system

@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Tup
 
 import pytest
 
+from . import _probity
 from ._errors import NotReliableError
 from ._experiment import Experiment, RunFixture
 from ._result import Result
@@ -66,8 +67,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "unless the run passes",
     )
     outputs = config.getoption("--probity-outputs")
-    if outputs is not None and outputs < 1:
-        raise pytest.UsageError(f"--probity-outputs must be at least 1, got {outputs}")
+    if outputs is not None:
+        problem = _probity.count_error("--probity-outputs", outputs, "outputs_per_input")
+        if problem is not None:
+            raise pytest.UsageError(problem)
 
 
 def _run(config: pytest.Config, experiment: Experiment, record: Callable[[str, object], None]) -> Result:
