@@ -14,7 +14,6 @@
 //! whose fence no output can close ([`md_code_block`]).
 
 use crate::document::comparison::ComparisonReport;
-use crate::document::info::system_label;
 use crate::document::run::RunReport;
 use crate::document::Document;
 use crate::facts::causes;
@@ -473,10 +472,10 @@ fn comparison(r: &ComparisonReport) -> String {
         "Baseline (A): run #{} · {} · {}  \nCandidate (B): run #{} · {} · {}  \n{}  \n{}\n\n",
         r.baseline.id,
         md_inline(&r.baseline.created_at),
-        md_inline(&system_label(&r.baseline.system)),
+        md_inline(&r.baseline.system_label),
         r.candidate.id,
         md_inline(&r.candidate.created_at),
-        md_inline(&system_label(&r.candidate.system)),
+        md_inline(&r.candidate.system_label),
         md_inline(&settings_line(c)),
         md_inline(&inputs_line(c)),
     ));

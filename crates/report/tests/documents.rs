@@ -30,6 +30,7 @@ fn hostile() -> ComparisonReport {
         id,
         name: "<script>\x1b]0;t\x07".into(),
         system: r#"sim|v1|{"seed":1}"#.into(),
+        system_label: "sim seed 1".into(),
         ..RunInfo::default()
     };
     ComparisonReport {

@@ -20,10 +20,22 @@ use std::sync::Arc;
 /// provider = "openai"          # openai | anthropic | http | command | sim
 /// model = "gpt-4o-mini"
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "provider", rename_all = "lowercase")]
-#[derive(strum::IntoStaticStr)]
+///
+/// Adding a provider: a module under `provider/` with its config and its
+/// [`Provider`], one variant here, and the arms the compiler then asks for
+/// ([`ProviderConfig::build`], [`ProviderConfig::model_name`],
+/// [`crate::provider::label`]).
+// `remote = "Self"`: the derived Deserialize is an inherent function, which
+// the trait impl below calls after putting in the default `provider`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "provider", rename_all = "lowercase", remote = "Self")]
+#[derive(strum::IntoStaticStr, strum::EnumDiscriminants)]
 #[strum(serialize_all = "lowercase")]
+#[strum_discriminants(
+    name(ProviderKind),
+    derive(strum::EnumString, strum::IntoStaticStr),
+    strum(serialize_all = "lowercase")
+)]
 pub enum ProviderConfig {
     Openai(OpenAiConfig),
     Anthropic(AnthropicConfig),
@@ -38,16 +50,6 @@ impl Default for ProviderConfig {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(tag = "provider", rename_all = "lowercase")]
-enum Tagged {
-    Openai(OpenAiConfig),
-    Anthropic(AnthropicConfig),
-    Http(HttpConfig),
-    Command(CommandConfig),
-    Sim(SimConfig),
-}
-
 impl<'de> Deserialize<'de> for ProviderConfig {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
@@ -57,14 +59,13 @@ impl<'de> Deserialize<'de> for ProviderConfig {
         };
         map.entry("provider")
             .or_insert_with(|| serde_json::Value::String("sim".into()));
-        let tagged = Tagged::deserialize(v).map_err(D::Error::custom)?;
-        Ok(match tagged {
-            Tagged::Openai(c) => ProviderConfig::Openai(c),
-            Tagged::Anthropic(c) => ProviderConfig::Anthropic(c),
-            Tagged::Http(c) => ProviderConfig::Http(c),
-            Tagged::Command(c) => ProviderConfig::Command(c),
-            Tagged::Sim(c) => ProviderConfig::Sim(c),
-        })
+        ProviderConfig::deserialize(v).map_err(D::Error::custom)
+    }
+}
+
+impl Serialize for ProviderConfig {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ProviderConfig::serialize(self, s)
     }
 }
 

@@ -16,6 +16,7 @@ pub(crate) mod config;
 pub(crate) mod error;
 pub(crate) mod func;
 pub(crate) mod http;
+pub mod label;
 pub mod limits;
 pub(crate) mod openai;
 pub(crate) mod openai_stream;
@@ -26,7 +27,7 @@ pub(crate) mod util;
 
 pub use anthropic::{parse_message as parse_anthropic_message, AnthropicConfig, AnthropicProvider};
 pub use command::{CommandConfig, CommandProvider, StdinMode, MAX_OUTPUT_BYTES};
-pub use config::ProviderConfig;
+pub use config::{ProviderConfig, ProviderKind};
 pub use error::ConfigError;
 pub use func::FnProvider;
 pub use http::{HttpConfig, HttpProvider};

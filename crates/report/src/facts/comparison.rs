@@ -2,7 +2,7 @@
 //! percentage points (`B − A`, positive is better), the settings and
 //! inputs it was made with, and each check's figures.
 
-use crate::document::info::{system_label, RunInfo};
+use crate::document::info::RunInfo;
 use crate::numbers::{interval, pct, plural, threshold_pct, trim_number};
 use probity_core::compare::{Basis, CheckComparison, Comparison, Direction};
 use probity_core::stats::{Difference, MultipleTesting};
@@ -44,7 +44,7 @@ pub fn word(d: Direction) -> &'static str {
 /// `baseline (A)  run 3 name (created, system)`; `clean` escapes the run's
 /// text for the medium.
 pub fn run_line(label: &str, r: &RunInfo, clean: &dyn Fn(&str) -> String) -> String {
-    let sys = system_label(&r.system);
+    let sys = r.system_label.clone();
     format!(
         "{label} run {} {} ({}{}{})",
         r.id,

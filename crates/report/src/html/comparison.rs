@@ -6,7 +6,6 @@
 //! data as plain text.
 
 use crate::document::comparison::ComparisonReport;
-use crate::document::info::system_label;
 use crate::facts::comparison::{
     inputs_line, p_value, points, points_abs, points_interval, settings_line,
 };
@@ -61,7 +60,7 @@ pub(crate) fn context(r: &ComparisonReport) -> ComparisonContext {
     let side = |i: &crate::document::info::RunInfo| Side {
         id: i.id,
         name: i.name.clone(),
-        system: system_label(&i.system),
+        system: i.system_label.clone(),
     };
     ComparisonContext {
         class: if r.regressed() { "fail" } else { "pass" },

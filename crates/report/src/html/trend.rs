@@ -2,7 +2,6 @@
 //! page (`templates/trend.html`) with one chart (`svg::trend_chart`) and
 //! one table per check.
 
-use crate::document::info::system_label;
 use crate::document::trend::TrendReport;
 use crate::html::page::PageShell;
 use crate::html::template::{markup, render};
@@ -51,7 +50,7 @@ pub(crate) fn checks(t: &TrendReport) -> Vec<TrendCheck> {
                     TrendRow {
                         id: r.run.id,
                         created: r.run.created_at.clone(),
-                        system: system_label(&r.run.system),
+                        system: r.run.system_label.clone(),
                         config: r.run.config_hash.chars().take(8).collect(),
                         rate,
                         interval: iv,

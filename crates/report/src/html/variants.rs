@@ -144,7 +144,7 @@ pub(crate) fn context(r: &VariantsReport, linked: bool) -> VariantsContext {
             reference: c.reference == Some(i),
             class: if v.report.passed() { "pass" } else { "fail" },
             conclusion: v.report.conclusion(),
-            system: crate::document::info::system_label(&v.report.run.system),
+            system: v.report.run.system_label.clone(),
         })
         .collect();
     let rows = r

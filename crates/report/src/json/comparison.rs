@@ -6,7 +6,7 @@
 //! order.
 
 use crate::document::comparison::ComparisonReport;
-use crate::document::info::{system_label, RunInfo};
+use crate::document::info::RunInfo;
 use crate::facts::comparison::correction_name;
 use crate::facts::run::scope_name;
 use crate::numbers::name;
@@ -42,7 +42,7 @@ pub(crate) fn run_json(r: &RunInfo) -> Value {
         "created_at": r.created_at,
         "config_hash": r.config_hash,
         "system": r.system,
-        "system_label": system_label(&r.system),
+        "system_label": r.system_label,
         "complete": r.complete,
     })
 }

@@ -2,7 +2,6 @@
 //! run (id, created, system), one column per check (success rate and
 //! interval). Names go through [`terminal_line`].
 
-use crate::document::info::system_label;
 use crate::document::trend::TrendReport;
 use crate::numbers::{interval, pct, plural, threshold_pct};
 use crate::sanitize::terminal_line;
@@ -46,7 +45,7 @@ pub(crate) fn render(t: &TrendReport) -> String {
             let mut row = vec![
                 r.run.id.to_string(),
                 clean(&r.run.created_at),
-                clean(&system_label(&r.run.system)),
+                clean(&r.run.system_label),
             ];
             row.extend(r.rates.iter().map(cell));
             row
