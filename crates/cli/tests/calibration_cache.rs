@@ -3,9 +3,8 @@
 //! once, and the second run's report says it reused them; `--fresh-labels`
 //! and a changed judge setting ask them all again.
 
-mod common;
-#[path = "../../engine/tests/labels/mod.rs"]
-mod labels;
+use crate::common;
+use crate::labels;
 
 use common::{probity, text};
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! FIELD --out FILE` measures each class's joint rate and writes its m;
 //! `probity serve` with `classes = FILE` gives a request of a class that m.
 
-mod common;
+use crate::common;
 
 use common::{probity, probity_cmd, start, text};
 use probity_engine::store::Store;

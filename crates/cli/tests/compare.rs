@@ -2,7 +2,7 @@
 //! simulator runs whose true contraction rates differ (10 % vs 40 %) or
 //! do not (two seeds at 10 %).
 
-mod common;
+use crate::common;
 
 use common::{probity, text};
 use serde_json::Value;

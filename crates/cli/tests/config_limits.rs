@@ -3,7 +3,7 @@
 //! configuration file), command-line overrides applied before the size
 //! checks, and rate limits that make a run long or impossible.
 
-mod common;
+use crate::common;
 
 use common::{probity, probity_cmd, text};
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! `probity export`: a run's failing inputs as an inputs file that
 //! `probity run` reads — from a test run and from live traffic.
 
-mod common;
+use crate::common;
 
 use common::{probity, probity_cmd, start, text};
 use probity_core::Cell;

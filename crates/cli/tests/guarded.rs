@@ -1,7 +1,7 @@
 //! A run with a `[retry]` policy: the guarded system beside its prediction
 //! in every report of the stored run, not only in `probity run`'s text.
 
-mod common;
+use crate::common;
 
 use common::{probity, text};
 use serde_json::Value;

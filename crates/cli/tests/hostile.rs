@@ -4,7 +4,7 @@
 //! field (or line), or an Error cell with its reason: never a panic, an
 //! abort or a hang.
 
-mod common;
+use crate::common;
 
 use common::{probity, text};
 use std::path::Path;

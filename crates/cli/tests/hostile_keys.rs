@@ -3,7 +3,7 @@
 //! `Authorization` header, its path) has the key masked in the store, the
 //! printed errors, the HTML report and the answers of `probity serve`.
 
-mod common;
+use crate::common;
 
 use common::{probity_cmd, start, text};
 use std::io::{BufRead, BufReader, Read, Write};

@@ -4,7 +4,7 @@
 //! echoing the API key encoded, a thousand connections at once, a client
 //! stalling in its body.
 
-mod common;
+use crate::common;
 
 use base64::Engine as _;
 use common::{probity_cmd, sim_serve, start, text, Server};

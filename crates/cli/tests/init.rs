@@ -4,7 +4,7 @@
 //! serve`, and the keyed ones fail cleanly (exit 2, naming the variable)
 //! when their key variable is unset.
 
-mod common;
+use crate::common;
 
 use common::{sim_serve, text};
 use std::path::Path;

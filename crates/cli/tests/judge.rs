@@ -2,7 +2,7 @@
 //! revalidate` with verifiers, `--no-calls`), and `probity serve`'s run
 //! status across a kill and graceful shutdowns (SIGINT, SIGTERM).
 
-mod common;
+use crate::common;
 
 use common::{json_runs, probity, text};
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! live process is running is refused with a message naming the holder;
 //! once the holder has finished, or died (kill -9), the run can be resumed.
 
-mod common;
+use crate::common;
 
 use common::{probity_cmd, text};
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! processes, one killed with SIGKILL; the server restarted mid-run; a
 //! wrong password. Every command here is the `probity` binary.
 
-mod common;
+use crate::common;
 
 use common::text;
 use probity_engine::store::postgres::testing::TestDatabase;

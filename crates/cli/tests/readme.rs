@@ -6,7 +6,7 @@
 //! that starts `exit N` is a promise the test keeps: the command exits N,
 //! and with `exit N (WORD)` its output says WORD.
 
-mod common;
+use crate::common;
 
 use common::text;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! failing output beside its input; errors with their causes and a broken
 //! check; a comparison's correction; the formats listed by `--help`.
 
-mod common;
+use crate::common;
 
 use common::{probity, text};
 use serde_json::Value;

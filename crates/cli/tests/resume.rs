@@ -3,7 +3,7 @@
 //! as `probity sim serve` on 127.0.0.1 and is reached through the
 //! OpenAI-compatible provider.
 
-mod common;
+use crate::common;
 
 use common::{probity_cmd as probity, requests, sim_serve};
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! `probity run` end to end on the built-in simulator, as a user runs it.
 
-mod common;
+use crate::common;
 
 use common::{json_runs, probity, text};
 use serde_json::Value;

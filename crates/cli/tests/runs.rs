@@ -1,7 +1,7 @@
 //! `probity runs`: the verdicts column read from the decisions stored when
 //! each run finished, the same as rebuilding each run from its samples.
 
-mod common;
+use crate::common;
 
 use common::{json_runs, probity, text};
 use probity_core::stats::Decision;

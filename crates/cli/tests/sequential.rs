@@ -2,7 +2,7 @@
 //! runs them: the early stop in the run's output, the stored outcome in
 //! `probity report`, the sample-size plan, and bad arguments.
 
-mod common;
+use crate::common;
 
 use common::{probity, text};
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! passing outputs, refuses streaming and bad tokens, exposes health and
 //! metrics, and records every attempt in the run store.
 
-mod common;
+use crate::common;
 
 use common::{probity_cmd as probity, start, Server};
 use serde_json::{json, Value};

@@ -7,9 +7,8 @@
 //! truth. A judge that cannot answer its labels stops the guard with the
 //! file and the cause; one that misses some is a warning.
 
-mod common;
-#[path = "../../engine/tests/labels/mod.rs"]
-mod labels;
+use crate::common;
+use crate::labels;
 
 use common::{serve_cmd, start, text};
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 //! log, the `probity_alarm` gauge, a JSON event at the webhook — and a
 //! check comfortably above its minimum raises none.
 
-mod common;
+use crate::common;
 
 use common::{probity_cmd, start, text};
 use serde_json::{json, Value};

@@ -5,7 +5,7 @@
 //! failing attempt. The upstream is a fake written here that records what
 //! it receives.
 
-mod common;
+use crate::common;
 
 use common::{serve_cmd, start, Server};
 use serde_json::{json, Value};

@@ -2,7 +2,7 @@
 //! from the command line, checked like the file, stored and hashed with
 //! the run; an A/B against the file's own system with `--baseline`.
 
-mod common;
+use crate::common;
 
 use common::{json_runs, probity, text};
 

@@ -5,7 +5,7 @@
 //! a file. No server is needed: nothing here gets as far as connecting,
 //! or it connects to a port where nothing listens.
 
-mod common;
+use crate::common;
 
 use common::{probity_cmd, text};
 use std::process::Output;

@@ -4,7 +4,7 @@
 //! that is not a verdict (2: fix the configuration; 3: the run could not be
 //! measured), and never prints a verdict about the model.
 
-mod common;
+use crate::common;
 
 use common::{json_runs, probity, probity_cmd, requests, sim_serve, text};
 use std::path::Path;

@@ -8,7 +8,7 @@
 //! killed variants run resumes variant by variant; sequential variants
 //! share one input order; bad tables are errors naming file, line and key.
 
-mod common;
+use crate::common;
 
 use common::{json_runs, pin_seed, probity, text};
 use serde_json::Value;

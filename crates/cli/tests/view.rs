@@ -4,7 +4,7 @@
 //! change what is shown, the token guards a viewer bound beyond loopback,
 //! hostile text stays text, no console errors.
 
-mod common;
+use crate::common;
 
 use common::{probity, probity_cmd, start, text, Server};
 use std::io::{BufRead, BufReader, Read, Write};

@@ -3,12 +3,12 @@
 //! `bench/coverage.sh`), scope with few inputs, bad input as errors, and
 //! Holm across K checks in compare. Deterministic (fixed seeds).
 
+use crate::sim;
 use probity_core::compare::{compare_check, CompareOptions, Direction};
 use probity_core::stats::{
     decision::judge, ClusterMethod, ClusterSum, Counts, Decision, IntervalMethod, MultipleTesting,
     RateEstimate, Scope, StatsError, VerdictMode,
 };
-mod sim;
 
 use rand::rngs::StdRng;
 use rand::Rng;

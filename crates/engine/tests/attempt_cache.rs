@@ -6,7 +6,7 @@
 //! judgements — failed attempts are asked again, and a store of the
 //! previous schema opens, is upgraded and works.
 
-mod common;
+use crate::common;
 
 use common::Counting;
 use probity_core::{Input, Validator};

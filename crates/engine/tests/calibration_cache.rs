@@ -30,7 +30,7 @@ use std::sync::Arc;
 /// Labelled pairs in the set.
 const PAIRS: u64 = 200;
 
-mod labels;
+use crate::labels;
 
 /// `PAIRS` labelled pairs, half passing: the label is the simulator's
 /// truth. `changed`: the output text of pair 7 is edited (its truth kept).

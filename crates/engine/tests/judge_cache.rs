@@ -3,7 +3,7 @@
 //! failed judgements are never cached, and a store of the previous schema
 //! opens and works.
 
-mod common;
+use crate::common;
 
 use common::Counting;
 use probity_core::Cell;

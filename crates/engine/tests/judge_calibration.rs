@@ -12,7 +12,7 @@ use probity_engine::store::Store;
 use probity_engine::{run_with, stored, Control, Sink};
 use std::path::Path;
 
-mod labels;
+use crate::labels;
 
 /// A sim system whose outputs omit "You're welcome" 30 % of the time,
 /// checked by an error-free judge ("truth") and by a judge that passes 30 %

@@ -4,7 +4,7 @@
 //! never hand one input to two workers; migrations applied once; hostile
 //! text stored as it came; no password in any error.
 
-mod common;
+use crate::common;
 
 use common::contraction_experiment;
 use probity_core::Cell;

@@ -3,7 +3,7 @@
 //! samples sees them as if they were its own. A finished run's snapshot
 //! (tensor and causes) is what its report reads.
 
-mod common;
+use crate::common;
 
 use probity_core::{Cell, Input, Validator};
 use probity_engine::provider::Provider;

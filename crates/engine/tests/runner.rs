@@ -1,7 +1,7 @@
 //! The runner end to end: known truth on the simulator, faults over HTTP,
 //! the cache, and cancellation.
 
-mod common;
+use crate::common;
 
 use common::{contraction_experiment, system};
 use probity_core::Validator;

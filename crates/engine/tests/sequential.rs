@@ -2,9 +2,9 @@
 //! an early stop with an established verdict, what the store keeps of it,
 //! `--resume` replaying the same sequence, and the guarded system.
 
+use crate::common;
 use probity_core::sequential::{SequenceState, StopReason};
 use probity_core::stats::Decision;
-mod common;
 
 use common::{contraction_experiment, system};
 use probity_core::Validator;

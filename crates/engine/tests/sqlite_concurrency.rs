@@ -2,7 +2,7 @@
 //! parallel CI jobs): none is refused as "database is locked", and every
 //! run each creates is kept, with its own id.
 
-mod common;
+use crate::common;
 
 use probity_engine::store::Store;
 use std::path::Path;

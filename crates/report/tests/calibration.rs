@@ -2,7 +2,7 @@
 //! the judge's sensitivity and specificity with intervals, the corrected
 //! rate with its interval, and a warning when the judge is too weak.
 
-mod common;
+use crate::common;
 
 use probity_core::stats::{
     corrected_rate, Calibrated, CalibrationError, ClusterSum, JudgeAccuracy, LabelCounts,

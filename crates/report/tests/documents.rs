@@ -2,7 +2,7 @@
 //! comparison with a baseline, a trend and a retry plan; untrusted names
 //! escaped in each medium.
 
-mod common;
+use crate::common;
 
 use common::HOSTILE;
 use probity_core::compare::{compare_check, CompareOptions, Comparison};

@@ -1,4 +1,4 @@
-mod common;
+use crate::common;
 
 use common::{tensor_report, HOSTILE};
 use probity_core::stats::Counts;

@@ -6,7 +6,7 @@
 //! given in the URL hash hid the other checks' rows, nothing hostile became
 //! an element; and saves a screenshot under the target directory.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! first and published sequences, epoch, window and alarms — with hostile
 //! check names escaped — and in JSON the same figures as the watches.
 
-mod common;
+use crate::common;
 
 use probity_core::monitor::{AttemptKind, LiveRates, WatchSettings};
 use probity_core::{Cell, CheckInfo};

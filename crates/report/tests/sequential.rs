@@ -2,7 +2,7 @@
 //! and when it stopped, the samples saved against the budget, each
 //! check's confidence sequence — with hostile check names escaped.
 
-mod common;
+use crate::common;
 
 use probity_core::sequential::{CheckSequence, SequenceState, SequentialOutcome, StopReason};
 use probity_report::{render, Format, RunReport};

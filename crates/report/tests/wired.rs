@@ -3,7 +3,7 @@
 //! output, the run's calls, tokens and reuse, each rate's inputs and scope,
 //! each check's consistency, and a comparison's adjusted p-values.
 
-mod common;
+use crate::common;
 
 use common::{fields, rate, HOSTILE};
 use probity_core::causes::Causes;
