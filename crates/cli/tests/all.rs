@@ -8,8 +8,6 @@ mod calibration_cache;
 mod classes;
 mod common;
 // The labelled sets the engine's calibration tests use.
-#[path = "../../engine/tests/labels/mod.rs"]
-mod labels;
 mod compare;
 mod config_limits;
 mod export;
@@ -19,6 +17,8 @@ mod hostile_keys;
 mod hostile_serve;
 mod init;
 mod judge;
+#[path = "../../engine/tests/labels/mod.rs"]
+mod labels;
 mod lease;
 mod plan;
 mod postgres;

@@ -170,13 +170,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Option<Variants>, ConfigError> {
             message,
         });
     }
-    let at = lines(text);
-    let line = |i: usize| at.get(i).map_or(1, |(l, _)| *l);
-    let key_line = |i: usize, key: &str| {
-        at.get(i)
-            .and_then(|(_, keys)| keys.get(key).copied())
-            .unwrap_or_else(|| line(i))
-    };
+    let at = Lines(lines(text));
     let Value::Array(tables) = raw else {
         // `[variant]` (one table) or `variant = …`: the line it is on.
         let written = text
@@ -199,125 +193,10 @@ pub fn parse(text: &str, path: &Path) -> Result<Option<Variants>, ConfigError> {
     }
     let mut specs: Vec<VariantSpec> = Vec::with_capacity(tables.len());
     for (i, table) in tables.into_iter().enumerate() {
-        let Value::Table(t) = table else {
-            return Err(invalid(
-                path,
-                line(i),
-                format!("[[variant]] #{}: must be a table", i + 1),
-            ));
-        };
-        let name = match t.get("name") {
-            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-            Some(Value::String(_)) | None => {
-                return Err(invalid(
-                    path,
-                    line(i),
-                    format!(
-                        "[[variant]] #{}: has no name (name = \"…\" is required)",
-                        i + 1
-                    ),
-                ))
-            }
-            Some(other) => {
-                return Err(invalid(
-                    path,
-                    key_line(i, "name"),
-                    format!(
-                        "[[variant]] #{}: name must be a string, not a {}",
-                        i + 1,
-                        other.type_str()
-                    ),
-                ))
-            }
-        };
-        let label = format!("[[variant]] #{} ({name:?})", i + 1);
-        if name.chars().count() > MAX_NAME_CHARS || name.chars().any(|c| c.is_control() || c == '/')
-        {
-            return Err(invalid(
-                path,
-                key_line(i, "name"),
-                format!("{label}: a variant's name has at most {MAX_NAME_CHARS} characters, no '/' and no control character"),
-            ));
-        }
-        if let Some(first) = specs.iter().find(|s| s.name == name) {
-            return Err(invalid(
-                path,
-                key_line(i, "name"),
-                format!(
-                    "{label}: the name is already that of [[variant]] #{} (line {}); names must be unique",
-                    first.index + 1,
-                    first.line
-                ),
-            ));
-        }
-        let reference = match t.get("reference") {
-            None => false,
-            Some(Value::Boolean(b)) => *b,
-            Some(other) => {
-                return Err(invalid(
-                    path,
-                    key_line(i, "reference"),
-                    format!(
-                        "{label}: reference must be true or false, not a {}",
-                        other.type_str()
-                    ),
-                ))
-            }
-        };
-        let mut sets = Vec::new();
-        for (k, v) in &t {
-            match k.as_str() {
-                "name" | "reference" => {}
-                "system" | "prompt" => {
-                    if !v.is_table() {
-                        return Err(invalid(
-                            path,
-                            key_line(i, k),
-                            format!("{label}: `{k}` must hold fields of [{k}] (`{k}.field = …`), not a {}", v.type_str()),
-                        ));
-                    }
-                    let mut found = Vec::new();
-                    leaves(vec![k.clone()], v, &mut found);
-                    for s in found {
-                        let at = key_line(i, &s.path.join("."));
-                        sets.push((s, at));
-                    }
-                }
-                other => {
-                    return Err(invalid(
-                        path,
-                        key_line(i, other),
-                        format!(
-                            "{label}: unknown key `{other}`; a variant holds {} (fields of [system] and [prompt], e.g. system.model, prompt.system)",
-                            VARIANT_KEYS.join(", ")
-                        ),
-                    ))
-                }
-            }
-        }
-        specs.push(VariantSpec {
-            name,
-            index: i,
-            line: line(i),
-            reference,
-            sets,
-        });
+        let spec = variant_spec(i, table, path, &at, &specs)?;
+        specs.push(spec);
     }
-    if let [first, second, ..] = specs
-        .iter()
-        .filter(|s| s.reference)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        return Err(invalid(
-            path,
-            second.line,
-            format!(
-                "[[variant]] {:?} and {:?} both say reference = true; one variant is the reference",
-                first.name, second.name
-            ),
-        ));
-    }
+    one_reference(&specs, path)?;
     let name = match doc.get("name") {
         Some(Value::String(s)) => s.clone(),
         _ => path
@@ -336,6 +215,173 @@ pub fn parse(text: &str, path: &Path) -> Result<Option<Variants>, ConfigError> {
         specs,
         name,
     }))
+}
+
+/// Where each `[[variant]]` table is in the file: its line, and its keys'.
+struct Lines(Vec<(usize, HashMap<String, usize>)>);
+
+impl Lines {
+    /// The line of table `i` (1 when unknown).
+    fn line(&self, i: usize) -> usize {
+        self.0.get(i).map_or(1, |(l, _)| *l)
+    }
+
+    /// The line of `key` in table `i` (the table's when unknown).
+    fn key(&self, i: usize, key: &str) -> usize {
+        self.0
+            .get(i)
+            .and_then(|(_, keys)| keys.get(key).copied())
+            .unwrap_or_else(|| self.line(i))
+    }
+}
+
+/// `[[variant]]` table `i`: its name (unique among `before`), whether it is
+/// the reference, and the `[system]`/`[prompt]` fields it sets, each with
+/// its line. An error names the table, the key and its line.
+fn variant_spec(
+    i: usize,
+    table: Value,
+    path: &Path,
+    at: &Lines,
+    before: &[VariantSpec],
+) -> Result<VariantSpec, ConfigError> {
+    let Value::Table(t) = table else {
+        return Err(invalid(
+            path,
+            at.line(i),
+            format!("[[variant]] #{}: must be a table", i + 1),
+        ));
+    };
+    let name = variant_name(i, &t, path, at, before)?;
+    let label = format!("[[variant]] #{} ({name:?})", i + 1);
+    let reference = match t.get("reference") {
+        None => false,
+        Some(Value::Boolean(b)) => *b,
+        Some(other) => {
+            return Err(invalid(
+                path,
+                at.key(i, "reference"),
+                format!(
+                    "{label}: reference must be true or false, not a {}",
+                    other.type_str()
+                ),
+            ))
+        }
+    };
+    let mut sets = Vec::new();
+    for (k, v) in &t {
+        match k.as_str() {
+            "name" | "reference" => {}
+            "system" | "prompt" => {
+                if !v.is_table() {
+                    return Err(invalid(
+                        path,
+                        at.key(i, k),
+                        format!("{label}: `{k}` must hold fields of [{k}] (`{k}.field = …`), not a {}", v.type_str()),
+                    ));
+                }
+                let mut found = Vec::new();
+                leaves(vec![k.clone()], v, &mut found);
+                for s in found {
+                    let line = at.key(i, &s.path.join("."));
+                    sets.push((s, line));
+                }
+            }
+            other => {
+                return Err(invalid(
+                    path,
+                    at.key(i, other),
+                    format!(
+                        "{label}: unknown key `{other}`; a variant holds {} (fields of [system] and [prompt], e.g. system.model, prompt.system)",
+                        VARIANT_KEYS.join(", ")
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(VariantSpec {
+        name,
+        index: i,
+        line: at.line(i),
+        reference,
+        sets,
+    })
+}
+
+/// The name of `[[variant]]` table `i`: a string, at most
+/// [`MAX_NAME_CHARS`] characters, no '/' nor control character, unique
+/// among `before`.
+fn variant_name(
+    i: usize,
+    t: &Table,
+    path: &Path,
+    at: &Lines,
+    before: &[VariantSpec],
+) -> Result<String, ConfigError> {
+    let name = match t.get("name") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+        Some(Value::String(_)) | None => {
+            return Err(invalid(
+                path,
+                at.line(i),
+                format!(
+                    "[[variant]] #{}: has no name (name = \"…\" is required)",
+                    i + 1
+                ),
+            ))
+        }
+        Some(other) => {
+            return Err(invalid(
+                path,
+                at.key(i, "name"),
+                format!(
+                    "[[variant]] #{}: name must be a string, not a {}",
+                    i + 1,
+                    other.type_str()
+                ),
+            ))
+        }
+    };
+    let label = format!("[[variant]] #{} ({name:?})", i + 1);
+    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(|c| c.is_control() || c == '/') {
+        return Err(invalid(
+            path,
+            at.key(i, "name"),
+            format!("{label}: a variant's name has at most {MAX_NAME_CHARS} characters, no '/' and no control character"),
+        ));
+    }
+    if let Some(first) = before.iter().find(|s| s.name == name) {
+        return Err(invalid(
+            path,
+            at.key(i, "name"),
+            format!(
+                "{label}: the name is already that of [[variant]] #{} (line {}); names must be unique",
+                first.index + 1,
+                first.line
+            ),
+        ));
+    }
+    Ok(name)
+}
+
+/// At most one variant says `reference = true`.
+fn one_reference(specs: &[VariantSpec], path: &Path) -> Result<(), ConfigError> {
+    if let [first, second, ..] = specs
+        .iter()
+        .filter(|s| s.reference)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        return Err(invalid(
+            path,
+            second.line,
+            format!(
+                "[[variant]] {:?} and {:?} both say reference = true; one variant is the reference",
+                first.name, second.name
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Why a run's name may not hold '/': it separates a name from its variant
