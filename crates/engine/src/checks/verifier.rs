@@ -10,10 +10,10 @@
 //! one (`openai`: a JSON schema, else JSON mode, else the prompt, as the
 //! upstream takes them: [`crate::provider::negotiate`]), by the prompt
 //! alone otherwise — and its answer is parsed robustly
-//! ([`parse_judgement`]). An answer that cannot be read, one that copies
-//! the prompt's example ([`copies_the_example`]), or a judge call that
-//! fails, is an Error cell with the raw text kept as its reason: never a
-//! silent pass or fail.
+//! ([`parse_judgement`]). An answer that cannot be read, or a judge call
+//! that fails, is an Error cell with the raw text kept as its reason: never
+//! a silent pass or fail. A verdict copied from the prompt's example is
+//! counted as given and flagged ([`copies_the_example`]).
 //!
 //! ```toml
 //! [[verifier]]
@@ -46,7 +46,7 @@ use crate::sim::rng::{Fnv, SplitMix64};
 use probity_core::{CheckInfo, CheckKind, Input};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -298,6 +298,8 @@ pub struct Verifier {
     pub calls: Arc<AtomicU64>,
     /// The labelled set the judge is measured on (`calibration = …`).
     pub calibration: Option<Arc<LabelledSet>>,
+    /// Whether the judge was seen copying the prompt's example (said once).
+    pub copied: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -387,6 +389,7 @@ impl VerifierSpec {
             structured: self.structured,
             judge,
             calls: Arc::default(),
+            copied: Arc::default(),
         })
     }
 
@@ -491,6 +494,18 @@ impl Verifier {
         }
     }
 
+    /// Says once on standard error that this verifier's judge copied the
+    /// prompt's example ([`copies_the_example`]).
+    fn flag_copy(&self, raw: &str) {
+        if !self.copied.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            let raw: String = raw.chars().take(120).collect();
+            crate::stderr::line(format_args!(
+                "warning: verifier `{}`: {COPIED} ({raw}); such verdicts are counted as given: measure the judge on a labelled set (`calibration`) before trusting it",
+                self.name
+            ));
+        }
+    }
+
     /// The judgement from the judge's answer (or its failure).
     pub fn judgement(&self, answer: Result<&str, &ProviderError>) -> Judgement {
         match answer {
@@ -499,12 +514,23 @@ impl Verifier {
                 reasons: vec![format!("judge call failed: {e}")],
             },
             Ok(raw) => match parse_judgement(raw) {
-                Ok((_, reasons)) if copies_the_example(&reasons) => Judgement {
-                    verdict: JudgeVerdict::Error,
-                    reasons: vec![format!(
-                        "the judge copied the example answer of its instructions (reasons [\"{EXAMPLE_REASON}\"]) instead of judging; raw answer: {raw}"
-                    )],
-                },
+                Ok((pass, reasons)) if copies_the_example(&reasons) => {
+                    self.flag_copy(raw);
+                    Judgement {
+                        verdict: if pass {
+                            JudgeVerdict::Pass
+                        } else {
+                            JudgeVerdict::Fail
+                        },
+                        // The flag is kept with a PASS; a FAIL's reasons are
+                        // fed back to the system, and the copy gave none.
+                        reasons: if pass {
+                            vec![format!("{COPIED}; raw answer: {raw}")]
+                        } else {
+                            Vec::new()
+                        },
+                    }
+                }
                 Ok((pass, reasons)) => Judgement {
                     verdict: if pass {
                         JudgeVerdict::Pass
@@ -525,11 +551,16 @@ impl Verifier {
 /// The placeholder reason of [`JUDGE_PREAMBLE`]'s example answer.
 pub const EXAMPLE_REASON: &str = "...";
 
+/// What a verdict copied from the prompt's example is flagged with.
+pub const COPIED: &str = "the judge copied the example answer of its instructions (reasons [\"...\"]): a verdict that may be no judgement";
+
 /// Whether a judge's reasons are the prompt's example copied
 /// ([`EXAMPLE_REASON`], alone or among others): a model too weak to judge
-/// answers the example verbatim (`{"verdict":"PASS","reasons":["..."]}`),
-/// which is no verdict — its cell is an Error naming the copy, never a
-/// silent pass.
+/// answers the example verbatim (`{"verdict":"PASS","reasons":["..."]}`).
+/// Such a verdict is counted as given — a labelled set then measures the
+/// judge that gives it (`calibration`: no better than chance) — but
+/// flagged: [`COPIED`] as a PASS's reason, and once per verifier on
+/// standard error.
 pub fn copies_the_example(reasons: &[String]) -> bool {
     reasons
         .iter()
@@ -666,7 +697,7 @@ mod tests {
     }
 
     #[test]
-    fn a_judge_copying_the_prompts_example_is_flagged_not_counted() {
+    fn a_judge_copying_the_prompts_example_is_flagged() {
         // The example answer the judge is shown, with its placeholder reason.
         assert!(JUDGE_PREAMBLE.contains(&format!("[\"{EXAMPLE_REASON}\"]")));
         let v = VerifierSpec {
@@ -681,31 +712,22 @@ mod tests {
         }
         .compile(&ProviderConfig::default())
         .unwrap();
-        // SmolLM2-135M's answer to every judge question (issue 39).
-        for copy in [
-            r#"{"verdict":"PASS","reasons":["..."]}"#,
-            "{\n\"verdict\": \"FAIL\",\n\"reasons\": [\"...\"]}",
-        ] {
-            let j = v.judgement(Ok(copy));
-            assert_eq!(j.verdict, JudgeVerdict::Error, "{copy}");
-            assert!(
-                j.reasons[0].contains("copied the example"),
-                "{:?}",
-                j.reasons
-            );
-            assert!(j.reasons[0].contains(copy), "the raw answer is kept");
-        }
-        // Real reasons, or none, are read as a verdict.
-        assert_eq!(
-            v.judgement(Ok(r#"{"verdict":"FAIL","reasons":["rude ... twice"]}"#))
-                .verdict,
-            JudgeVerdict::Fail
-        );
-        assert_eq!(
-            v.judgement(Ok(r#"{"verdict":"PASS","reasons":[]}"#))
-                .verdict,
-            JudgeVerdict::Pass
-        );
+        // SmolLM2-135M's answers to judge questions (issue 39): counted as
+        // given, flagged; a FAIL's copy gives no reason to feed back.
+        let j = v.judgement(Ok(r#"{"verdict":"PASS","reasons":["..."]}"#));
+        assert_eq!(j.verdict, JudgeVerdict::Pass);
+        assert!(j.reasons[0].starts_with(COPIED), "{:?}", j.reasons);
+        assert!(j.reasons[0].contains(r#"raw answer: {"verdict""#));
+        let j = v.judgement(Ok("{\n\"verdict\": \"FAIL\",\n\"reasons\": [\"...\"]}"));
+        assert_eq!(j.verdict, JudgeVerdict::Fail);
+        assert!(j.reasons.is_empty(), "{:?}", j.reasons);
+        assert!(v.copied.load(std::sync::atomic::Ordering::Relaxed));
+        // Real reasons, or none, are read as given, unflagged.
+        let j = v.judgement(Ok(r#"{"verdict":"FAIL","reasons":["rude ... twice"]}"#));
+        assert_eq!(j.verdict, JudgeVerdict::Fail);
+        assert_eq!(j.reasons, vec!["rude ... twice".to_string()]);
+        let j = v.judgement(Ok(r#"{"verdict":"PASS","reasons":[]}"#));
+        assert_eq!((j.verdict, j.reasons.len()), (JudgeVerdict::Pass, 0));
     }
 
     #[tokio::test]

@@ -13,7 +13,9 @@ use crate::provider::types::{
 use crate::store::{CachedOutput, RunTotals};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock: the same as std's, and paused in tests.
+use tokio::time::Instant;
 
 /// How calls are made: the settings every [`Caller`] is built from.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -77,7 +79,8 @@ pub struct Caller {
     /// call at a time ([`UpstreamLoad`]).
     pub load: UpstreamLoad,
     /// Microseconds calls waited on this side before they were sent (rate
-    /// limits): never counted against `timeout`, never in a latency.
+    /// limits, the `auto` concurrency limit): never counted against
+    /// `timeout`, never in a latency.
     pub queued_us: AtomicU64,
     /// Microseconds answered calls took from sending to answer (the
     /// upstream's service time, with any time queued at the upstream).
@@ -191,6 +194,14 @@ impl Caller {
         }
     }
 
+    /// This caller with `concurrency = "auto"`: once the upstream is found
+    /// to answer only a few calls at a time, only that many are sent at
+    /// once ([`UpstreamLoad::auto`]).
+    pub fn auto_concurrency(mut self) -> Self {
+        self.load = std::mem::take(&mut self.load).auto();
+        self
+    }
+
     /// One call with retries on retryable errors; `Err` carries the last
     /// error and the number of tries.
     pub async fn call(
@@ -244,10 +255,10 @@ impl Caller {
             // Time queued here is the client's, before the timeout starts.
             let queued = Instant::now();
             self.limiter.acquire(estimate).await;
+            let in_flight = self.load.enter().await;
             self.queued_us
                 .fetch_add(micros(queued.elapsed()), Ordering::Relaxed);
             self.calls.fetch_add(1, Ordering::Relaxed);
-            let in_flight = self.load.start();
             let started = Instant::now();
             let result = match tokio::time::timeout(self.timeout, once()).await {
                 Ok(r) => r,
@@ -300,9 +311,14 @@ impl Caller {
     fn answered(&self, level: u64, service: Duration) {
         self.service_us
             .fetch_add(micros(service), Ordering::Relaxed);
-        self.load.answered(level, service);
-        if let Some(serial) = self.load.notice() {
-            crate::stderr::line(format_args!("note: {serial}"));
+        let answered = self.load.answered(level, service);
+        if let Some(serial) = self.load.notice(answered) {
+            match self.load.limit() {
+                Some(n) => crate::stderr::line(format_args!(
+                    "note: {serial}; concurrency auto: {n} sent at a time from now on, the rest waiting on this side (not counted against timeout_s)"
+                )),
+                None => crate::stderr::line(format_args!("note: {serial}")),
+            }
         }
     }
 
@@ -373,6 +389,77 @@ mod tests {
         assert_eq!(tries(refusal).await, (1, 1));
         // Any other server error is retried up to call_attempts.
         assert_eq!(tries("overloaded").await, (4, 4));
+    }
+
+    /// An upstream answering one call at a time, `SERVICE` each, first
+    /// come first served (a llama.cpp server with one slot).
+    struct OneAtATime(tokio::sync::Mutex<()>);
+
+    const SERVICE: Duration = Duration::from_millis(100);
+
+    #[async_trait::async_trait]
+    impl Provider for OneAtATime {
+        async fn complete(&self, _: &Request) -> Result<Completion, ProviderError> {
+            let _one = self.0.lock().await;
+            tokio::time::sleep(SERVICE).await;
+            Ok(Completion {
+                text: "ok".into(),
+                ..Completion::default()
+            })
+        }
+        fn fingerprint(&self) -> String {
+            "one-at-a-time".into()
+        }
+    }
+
+    /// 16 workers making 8 calls each, one after another (the runner's
+    /// shape): every answer's latency, in the order answered.
+    async fn sixteen_workers(caller: Arc<Caller>) -> Vec<f64> {
+        let upstream = Arc::new(OneAtATime(tokio::sync::Mutex::new(())));
+        let answers = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let workers: Vec<_> = (0..16)
+            .map(|_| {
+                let (caller, upstream, answers) =
+                    (caller.clone(), upstream.clone(), answers.clone());
+                tokio::spawn(async move {
+                    for _ in 0..8 {
+                        let a = caller.call(upstream.as_ref(), &request()).await.unwrap();
+                        answers.lock().unwrap().push(a.latency_ms.unwrap());
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.await.unwrap();
+        }
+        let latencies = answers.lock().unwrap().clone();
+        latencies
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn auto_concurrency_sends_a_one_at_a_time_upstream_one_call_at_a_time() {
+        let settings = || Caller::new(Arc::new(RateLimiter::default()), Duration::from_secs(60), 1);
+        let plain = Arc::new(settings());
+        let queued_there = sixteen_workers(plain.clone()).await;
+        let auto = Arc::new(settings().auto_concurrency());
+        let queued_here = sixteen_workers(auto.clone()).await;
+        assert_eq!(plain.load.limit(), None, "only asked for");
+        assert_eq!(auto.load.limit(), Some(1));
+        // Without the limit every call waits behind fifteen at the upstream,
+        // and that wait is its latency; with it, the last calls are sent
+        // alone and their latency is the service time, the wait counted
+        // on this side.
+        let last = |l: &[f64]| l[l.len() - 10..].iter().cloned().fold(0.0, f64::max);
+        assert!(
+            last(&queued_there) >= 15.0 * SERVICE.as_millis() as f64,
+            "{queued_there:?}"
+        );
+        assert!(
+            last(&queued_here) <= 1.01 * SERVICE.as_millis() as f64,
+            "{queued_here:?}"
+        );
+        assert!(Caller::count(&auto.queued_us) > 0);
+        assert_eq!(Caller::count(&plain.queued_us), 0);
     }
 
     #[tokio::test]

@@ -15,6 +15,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
+use tokio::sync::Notify;
 
 /// Levels of calls in flight told apart; more are counted in the last.
 const LEVELS: usize = 256;
@@ -68,10 +69,18 @@ impl std::fmt::Display for SerialUpstream {
     }
 }
 
-/// Calls in flight and latency per level, for one caller.
+/// Calls in flight and latency per level, for one caller; with
+/// [`UpstreamLoad::auto`], also the gate that holds calls back on this
+/// side once the upstream is found to serve fewer at a time.
 #[derive(Debug, Default)]
 pub struct UpstreamLoad {
     in_flight: AtomicU64,
+    /// Calls let through at once; 0: no limit.
+    limit: AtomicU64,
+    /// Whether a finding of [`UpstreamLoad::serial`] sets `limit`.
+    auto: AtomicBool,
+    /// Woken when a call ends (a place may be free).
+    freed: Notify,
     levels: Mutex<Vec<Level>>,
     /// Whether [`UpstreamLoad::notice`] has said it.
     noticed: AtomicBool,
@@ -89,19 +98,61 @@ pub struct InFlight<'a> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.load.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.load.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.load.freed.notify_waiters();
     }
 }
 
 impl UpstreamLoad {
-    /// A call starts.
+    /// `concurrency = "auto"`: once the calls show the upstream serving
+    /// only `u` at a time ([`UpstreamLoad::serial`]), at most `u` are sent
+    /// at once and the rest wait on this side ([`UpstreamLoad::enter`]),
+    /// where their wait is neither latency nor counted against a timeout.
+    pub fn auto(self) -> Self {
+        self.auto.store(true, Ordering::Relaxed);
+        self
+    }
+
+    /// The calls sent at once, when limited.
+    pub fn limit(&self) -> Option<u64> {
+        Some(self.limit.load(Ordering::Relaxed)).filter(|l| *l > 0)
+    }
+
+    /// A call starts now, whatever the limit.
     pub fn start(&self) -> InFlight<'_> {
-        let level = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        let level = self.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
         InFlight { load: self, level }
     }
 
-    /// A call started at `level` was answered after `latency`.
-    pub fn answered(&self, level: u64, latency: Duration) {
+    /// A call starts once fewer than the limit are in flight (at once
+    /// without a limit).
+    pub async fn enter(&self) -> InFlight<'_> {
+        loop {
+            // Registered before the check, so a call ending between the
+            // check and the wait still wakes this one.
+            let freed = self.freed.notified();
+            let limit = self.limit.load(Ordering::Acquire);
+            let now = self.in_flight.load(Ordering::Acquire);
+            if limit == 0 || now < limit {
+                if self
+                    .in_flight
+                    .compare_exchange(now, now + 1, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    return InFlight {
+                        load: self,
+                        level: now + 1,
+                    };
+                }
+                continue;
+            }
+            freed.await;
+        }
+    }
+
+    /// A call started at `level` was answered after `latency`; returns
+    /// the calls answered so far.
+    pub fn answered(&self, level: u64, latency: Duration) -> u64 {
         let mut levels = self.levels.lock().unwrap_or_else(|e| e.into_inner());
         if levels.is_empty() {
             levels.resize(LEVELS, Level::default());
@@ -110,7 +161,7 @@ impl UpstreamLoad {
         at.calls += 1;
         at.seconds += latency.as_secs_f64();
         drop(levels);
-        self.answered.fetch_add(1, Ordering::Relaxed);
+        self.answered.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Whether the upstream serves calls one (or a few) at a time: the
@@ -163,14 +214,21 @@ impl UpstreamLoad {
     }
 
     /// [`UpstreamLoad::serial`]'s finding, once per caller, looked for
-    /// every 16 answered calls: the text to say, or `None`.
-    pub fn notice(&self) -> Option<SerialUpstream> {
-        let answered = self.answered.load(Ordering::Relaxed);
+    /// every 16 answered calls (`answered`: [`UpstreamLoad::answered`]'s
+    /// count): the text to say, or `None`. With [`UpstreamLoad::auto`] the
+    /// limit is set to the useful concurrency.
+    pub fn notice(&self, answered: u64) -> Option<SerialUpstream> {
         if answered == 0 || answered % 16 != 0 || self.noticed.load(Ordering::Relaxed) {
             return None;
         }
         let found = self.serial()?;
-        (!self.noticed.swap(true, Ordering::Relaxed)).then_some(found)
+        if self.noticed.swap(true, Ordering::Relaxed) {
+            return None;
+        }
+        if self.auto.load(Ordering::Relaxed) {
+            self.limit.store(found.useful as u64, Ordering::Release);
+        }
+        Some(found)
     }
 }
 
@@ -232,8 +290,13 @@ mod tests {
     #[test]
     fn the_notice_is_given_once() {
         let load = simulate(16, 1, 1.5, 32);
-        assert!(load.notice().is_some());
-        assert!(load.notice().is_none());
+        assert!(load.notice(31).is_none(), "looked for every 16 calls");
+        assert!(load.notice(32).is_some());
+        assert!(load.notice(48).is_none());
+        assert_eq!(load.limit(), None, "auto was not asked for");
+        let auto = simulate(16, 1, 1.5, 32).auto();
+        assert!(auto.notice(32).is_some());
+        assert_eq!(auto.limit(), Some(1));
     }
 
     #[test]
