@@ -6,11 +6,14 @@
 //! message), so every statistic, profile and report covers it.
 //!
 //! The judge is asked for a JSON object `{"verdict": "PASS" | "FAIL",
-//! "reasons": [...]}` — with the provider's structured output (JSON schema)
-//! where it has one (`openai`), by the prompt alone otherwise — and its
-//! answer is parsed robustly ([`parse_judgement`]). An answer that cannot be
-//! read, or a judge call that fails, is an Error cell with the raw text kept
-//! as its reason: never a silent pass or fail.
+//! "reasons": [...]}` — with the provider's structured output where it has
+//! one (`openai`: a JSON schema, else JSON mode, else the prompt, as the
+//! upstream takes them: [`crate::provider::negotiate`]), by the prompt
+//! alone otherwise — and its answer is parsed robustly
+//! ([`parse_judgement`]). An answer that cannot be read, or a judge call
+//! that fails, is an Error cell with the raw text kept as its reason: never
+//! a silent pass or fail. A verdict copied from the prompt's example is
+//! counted as given and flagged ([`copies_the_example`]).
 //!
 //! ```toml
 //! [[verifier]]
@@ -19,7 +22,7 @@
 //! instructions = "PASS when the answer addresses the question politely."
 //! minimum_success_percentage = 0.9
 //! weight = 1
-//! structured = "json-schema"     # json-schema | json-object | none (openai only)
+//! structured = "json-schema"     # json-schema | json-object | none (openai only): the strongest tried
 //! [verifier.system]              # the judge; the [system] provider when absent
 //! provider = "openai"
 //! model = "gpt-4o"
@@ -35,31 +38,20 @@ use crate::checks::cache_key::{judgement_key, JudgeQuestion};
 use crate::checks::labels::LabelledSet;
 use crate::provider::config::ProviderConfig;
 use crate::provider::error::ConfigError;
+use crate::provider::negotiate::Negotiated;
+pub use crate::provider::negotiate::Structured;
 use crate::provider::openai::OpenAiConfig;
 use crate::provider::types::{Completion, Message, Provider, ProviderError, Request, Role};
 use crate::sim::rng::{Fnv, SplitMix64};
 use probity_core::{CheckInfo, CheckKind, Input};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::Duration;
 
 fn one() -> f64 {
     1.0
-}
-
-/// How the judge is asked for structured output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Structured {
-    /// `response_format = {type = "json_schema", …}` (openai providers).
-    #[default]
-    JsonSchema,
-    /// `response_format = {type = "json_object"}` (JSON mode).
-    JsonObject,
-    /// Ask in the prompt only.
-    None,
 }
 
 /// A `[[verifier]]` table.
@@ -306,6 +298,8 @@ pub struct Verifier {
     pub calls: Arc<AtomicU64>,
     /// The labelled set the judge is measured on (`calibration = …`).
     pub calibration: Option<Arc<LabelledSet>>,
+    /// Whether the judge was seen copying the prompt's example (said once).
+    pub copied: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -373,18 +367,12 @@ impl VerifierSpec {
             Some(JudgeConfig::Sim(c)) => {
                 Arc::new(SimJudge::new(c.clone()).map_err(|e| e.to_string())?)
             }
-            Some(JudgeConfig::Provider(p)) => self
-                .structured_provider(p)
-                .build()
-                .map_err(|e| e.to_string())?,
+            Some(JudgeConfig::Provider(p)) => self.structured_judge(p)?,
             None => match system {
                 ProviderConfig::Sim(_) => {
                     Arc::new(SimJudge::new(SimJudgeConfig::default()).map_err(|e| e.to_string())?)
                 }
-                other => self
-                    .structured_provider(other)
-                    .build()
-                    .map_err(|e| e.to_string())?,
+                other => self.structured_judge(other)?,
             },
         };
         let calibration = match &self.calibration {
@@ -401,28 +389,44 @@ impl VerifierSpec {
             structured: self.structured,
             judge,
             calls: Arc::default(),
+            copied: Arc::default(),
         })
     }
 
-    /// The provider with structured output switched on where it has it
-    /// (openai: `response_format`, unless `extra` already sets one).
-    fn structured_provider(&self, p: &ProviderConfig) -> ProviderConfig {
+    /// The judge on `p`. An openai provider whose `extra` sets no
+    /// `response_format` of its own negotiates one ([`Negotiated`]): the
+    /// verifier's `structured` mode first, then the weaker ones the
+    /// upstream takes, remembered per upstream. Any other provider is
+    /// asked by the prompt alone.
+    fn structured_judge(&self, p: &ProviderConfig) -> Result<Arc<dyn Provider>, String> {
         match p {
             ProviderConfig::Openai(c) if !c.extra.contains_key("response_format") => {
-                let format = match self.structured {
-                    Structured::JsonSchema => json!({
-                        "type": "json_schema",
-                        "json_schema": {"name": "verdict", "strict": true, "schema": verdict_schema()}
-                    }),
-                    Structured::JsonObject => json!({"type": "json_object"}),
-                    Structured::None => return p.clone(),
-                };
-                let mut c: OpenAiConfig = c.clone();
-                c.extra.insert("response_format".into(), format);
-                ProviderConfig::Openai(c)
+                let negotiated =
+                    Negotiated::new(&self.name, &c.base_url, self.structured, |mode| {
+                        Self::with_format(c, mode)
+                            .build()
+                            .map_err(|e| e.to_string())
+                    })?;
+                Ok(Arc::new(negotiated))
             }
-            other => other.clone(),
+            other => other.build().map_err(|e| e.to_string()),
         }
+    }
+
+    /// `c` asking for `mode`'s `response_format` (none for
+    /// [`Structured::None`]).
+    fn with_format(c: &OpenAiConfig, mode: Structured) -> ProviderConfig {
+        let format = match mode {
+            Structured::JsonSchema => json!({
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "strict": true, "schema": verdict_schema()}
+            }),
+            Structured::JsonObject => json!({"type": "json_object"}),
+            Structured::None => return ProviderConfig::Openai(c.clone()),
+        };
+        let mut c: OpenAiConfig = c.clone();
+        c.extra.insert("response_format".into(), format);
+        ProviderConfig::Openai(c)
     }
 }
 
@@ -490,6 +494,18 @@ impl Verifier {
         }
     }
 
+    /// Says once on standard error that this verifier's judge copied the
+    /// prompt's example ([`copies_the_example`]).
+    fn flag_copy(&self, raw: &str) {
+        if !self.copied.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            let raw: String = raw.chars().take(120).collect();
+            crate::stderr::line(format_args!(
+                "warning: verifier `{}`: {COPIED} ({raw}); such verdicts are counted as given: measure the judge on a labelled set (`calibration`) before trusting it",
+                self.name
+            ));
+        }
+    }
+
     /// The judgement from the judge's answer (or its failure).
     pub fn judgement(&self, answer: Result<&str, &ProviderError>) -> Judgement {
         match answer {
@@ -498,6 +514,23 @@ impl Verifier {
                 reasons: vec![format!("judge call failed: {e}")],
             },
             Ok(raw) => match parse_judgement(raw) {
+                Ok((pass, reasons)) if copies_the_example(&reasons) => {
+                    self.flag_copy(raw);
+                    Judgement {
+                        verdict: if pass {
+                            JudgeVerdict::Pass
+                        } else {
+                            JudgeVerdict::Fail
+                        },
+                        // The flag is kept with a PASS; a FAIL's reasons are
+                        // fed back to the system, and the copy gave none.
+                        reasons: if pass {
+                            vec![format!("{COPIED}; raw answer: {raw}")]
+                        } else {
+                            Vec::new()
+                        },
+                    }
+                }
                 Ok((pass, reasons)) => Judgement {
                     verdict: if pass {
                         JudgeVerdict::Pass
@@ -513,6 +546,25 @@ impl Verifier {
             },
         }
     }
+}
+
+/// The placeholder reason of [`JUDGE_PREAMBLE`]'s example answer.
+pub const EXAMPLE_REASON: &str = "...";
+
+/// What a verdict copied from the prompt's example is flagged with.
+pub const COPIED: &str = "the judge copied the example answer of its instructions (reasons [\"...\"]): a verdict that may be no judgement";
+
+/// Whether a judge's reasons are the prompt's example copied
+/// ([`EXAMPLE_REASON`], alone or among others): a model too weak to judge
+/// answers the example verbatim (`{"verdict":"PASS","reasons":["..."]}`).
+/// Such a verdict is counted as given — a labelled set then measures the
+/// judge that gives it (`calibration`: no better than chance) — but
+/// flagged: [`COPIED`] as a PASS's reason, and once per verifier on
+/// standard error.
+pub fn copies_the_example(reasons: &[String]) -> bool {
+    reasons
+        .iter()
+        .any(|r| r.trim() == EXAMPLE_REASON || r.trim() == "…")
 }
 
 /// Read a judge's answer: a JSON object (anywhere in the text, fenced or
@@ -642,6 +694,40 @@ mod tests {
         assert!(j.reasons[0].contains("hmm, hard to say"));
         let e = ProviderError::Timeout(Duration::from_secs(1));
         assert_eq!(v.judgement(Err(&e)).verdict, JudgeVerdict::Error);
+    }
+
+    #[test]
+    fn a_judge_copying_the_prompts_example_is_flagged() {
+        // The example answer the judge is shown, with its placeholder reason.
+        assert!(JUDGE_PREAMBLE.contains(&format!("[\"{EXAMPLE_REASON}\"]")));
+        let v = VerifierSpec {
+            name: "v".into(),
+            message: String::new(),
+            instructions: "be good".into(),
+            minimum_success_percentage: 0.9,
+            weight: 1.0,
+            structured: Structured::default(),
+            system: None,
+            calibration: None,
+        }
+        .compile(&ProviderConfig::default())
+        .unwrap();
+        // SmolLM2-135M's answers to judge questions (issue 39): counted as
+        // given, flagged; a FAIL's copy gives no reason to feed back.
+        let j = v.judgement(Ok(r#"{"verdict":"PASS","reasons":["..."]}"#));
+        assert_eq!(j.verdict, JudgeVerdict::Pass);
+        assert!(j.reasons[0].starts_with(COPIED), "{:?}", j.reasons);
+        assert!(j.reasons[0].contains(r#"raw answer: {"verdict""#));
+        let j = v.judgement(Ok("{\n\"verdict\": \"FAIL\",\n\"reasons\": [\"...\"]}"));
+        assert_eq!(j.verdict, JudgeVerdict::Fail);
+        assert!(j.reasons.is_empty(), "{:?}", j.reasons);
+        assert!(v.copied.load(std::sync::atomic::Ordering::Relaxed));
+        // Real reasons, or none, are read as given, unflagged.
+        let j = v.judgement(Ok(r#"{"verdict":"FAIL","reasons":["rude ... twice"]}"#));
+        assert_eq!(j.verdict, JudgeVerdict::Fail);
+        assert_eq!(j.reasons, vec!["rude ... twice".to_string()]);
+        let j = v.judgement(Ok(r#"{"verdict":"PASS","reasons":[]}"#));
+        assert_eq!((j.verdict, j.reasons.len()), (JudgeVerdict::Pass, 0));
     }
 
     #[tokio::test]

@@ -1,16 +1,21 @@
 //! Calls with the engine's machinery: client-side rate limits, a per-call
-//! timeout, and retries with backoff on rate limits, 5xx and timeouts. One
+//! timeout, and retries with backoff on rate limits, 5xx and timeouts (not
+//! on an answer saying the request's structured output is unsupported). One
 //! [`Caller`] makes every call of a run (to the system and to judges), so
 //! its counters are the run's.
 
 use crate::provider::limits::{Backoff, RateLimiter};
+use crate::provider::load::UpstreamLoad;
+use crate::provider::negotiate::says_format_unsupported;
 use crate::provider::types::{
     AnswerMeta, CutWhen, Message, Provider, ProviderError, Request, WireAnswer, WireRequest,
 };
 use crate::store::{CachedOutput, RunTotals};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock: the same as std's, and paused in tests.
+use tokio::time::Instant;
 
 /// How calls are made: the settings every [`Caller`] is built from.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -70,6 +75,16 @@ pub struct Caller {
     /// Attempts whose output was served from the output cache (no call;
     /// not counting a first attempt the runner found in the store itself).
     pub outputs_cached: AtomicU64,
+    /// Latency per calls in flight: notices an upstream answering one
+    /// call at a time ([`UpstreamLoad`]).
+    pub load: UpstreamLoad,
+    /// Microseconds calls waited on this side before they were sent (rate
+    /// limits, the `auto` concurrency limit): never counted against
+    /// `timeout`, never in a latency.
+    pub queued_us: AtomicU64,
+    /// Microseconds answered calls took from sending to answer (the
+    /// upstream's service time, with any time queued at the upstream).
+    pub service_us: AtomicU64,
 }
 
 impl Default for Caller {
@@ -153,6 +168,10 @@ pub fn estimated_tokens(messages: &[Message]) -> f64 {
     messages.iter().map(|m| m.content.len()).sum::<usize>() as f64 / 4.0
 }
 
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
 /// A call that failed after its tries: the last error and the number of
 /// tries.
 pub type CallFailure = (ProviderError, u32);
@@ -169,7 +188,18 @@ impl Caller {
             judge_calls: AtomicU64::new(0),
             judge_cached: AtomicU64::new(0),
             outputs_cached: AtomicU64::new(0),
+            load: UpstreamLoad::default(),
+            queued_us: AtomicU64::new(0),
+            service_us: AtomicU64::new(0),
         }
+    }
+
+    /// This caller with `concurrency = "auto"`: once the upstream is found
+    /// to answer only a few calls at a time, only that many are sent at
+    /// once ([`UpstreamLoad::auto`]).
+    pub fn auto_concurrency(mut self) -> Self {
+        self.load = std::mem::take(&mut self.load).auto();
+        self
     }
 
     /// One call with retries on retryable errors; `Err` carries the last
@@ -222,13 +252,20 @@ impl Caller {
         let estimate = estimated_tokens(&request.messages);
         let mut attempt = 0;
         loop {
+            // Time queued here is the client's, before the timeout starts.
+            let queued = Instant::now();
             self.limiter.acquire(estimate).await;
+            let in_flight = self.load.enter().await;
+            self.queued_us
+                .fetch_add(micros(queued.elapsed()), Ordering::Relaxed);
             self.calls.fetch_add(1, Ordering::Relaxed);
             let started = Instant::now();
             let result = match tokio::time::timeout(self.timeout, once()).await {
                 Ok(r) => r,
                 Err(_) => Err(ProviderError::Timeout(self.timeout)),
             };
+            let (level, service) = (in_flight.level, started.elapsed());
+            drop(in_flight);
             attempt += 1;
             match result {
                 Ok(WireAnswer {
@@ -241,10 +278,11 @@ impl Caller {
                         self.limiter.settle(estimate, used as f64).await;
                         self.tokens.fetch_add(used, Ordering::Relaxed);
                     }
+                    self.answered(level, service);
                     return Ok(Answer {
                         // The one redaction point (crate::provider::redact).
                         text: crate::provider::redact::redact_owned(c.text),
-                        latency_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
+                        latency_ms: Some(service.as_secs_f64() * 1000.0),
                         input_tokens: c.input_tokens,
                         output_tokens: c.output_tokens,
                         attempts: attempt,
@@ -252,10 +290,34 @@ impl Caller {
                         cut,
                     });
                 }
-                Err(e) if e.is_retryable() && attempt < self.call_attempts => {
+                // An upstream that says it cannot take the request's
+                // structured output will say so again: not retried
+                // (crate::provider::negotiate steps a judge down instead).
+                Err(e)
+                    if e.is_retryable()
+                        && !says_format_unsupported(&e)
+                        && attempt < self.call_attempts =>
+                {
                     tokio::time::sleep(self.backoff.delay(attempt - 1, e.retry_after())).await;
                 }
                 Err(e) => return Err((crate::provider::redact::error(e), attempt)),
+            }
+        }
+    }
+
+    /// An answered call's latency, kept per calls in flight; the first
+    /// time they show an upstream answering one call at a time, a note on
+    /// standard error says so and what concurrency it is worth.
+    fn answered(&self, level: u64, service: Duration) {
+        self.service_us
+            .fetch_add(micros(service), Ordering::Relaxed);
+        let answered = self.load.answered(level, service);
+        if let Some(serial) = self.load.notice(answered) {
+            match self.load.limit() {
+                Some(n) => crate::stderr::line(format_args!(
+                    "note: {serial}; concurrency auto: {n} sent at a time from now on, the rest waiting on this side (not counted against timeout_s)"
+                )),
+                None => crate::stderr::line(format_args!("note: {serial}")),
             }
         }
     }
@@ -274,5 +336,149 @@ impl Caller {
     /// A counter's current value.
     pub fn count(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::func::FnProvider;
+    use crate::provider::types::{Completion, Role};
+    use std::sync::atomic::AtomicU32;
+
+    fn request() -> Request {
+        Request {
+            messages: vec![Message {
+                role: Role::User,
+                content: "hi".into(),
+            }],
+            repetition: 0,
+            attempt: 0,
+            input: probity_core::Input::text("1", "hi"),
+        }
+    }
+
+    /// A caller whose backoff does not wait.
+    fn caller() -> Caller {
+        let mut c = Caller::new(Arc::new(RateLimiter::default()), Duration::from_secs(5), 4);
+        c.backoff = Backoff {
+            base: Duration::ZERO,
+            cap: Duration::ZERO,
+        };
+        c
+    }
+
+    async fn tries(body: &'static str) -> (u32, u32) {
+        let made = Arc::new(AtomicU32::new(0));
+        let counted = made.clone();
+        let p = FnProvider::new(move |_: &Request| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            Err::<Completion, _>(ProviderError::Server {
+                status: 500,
+                body: body.into(),
+            })
+        });
+        let (_, attempts) = caller().call(&p, &request()).await.unwrap_err();
+        (attempts, made.load(Ordering::Relaxed))
+    }
+
+    #[tokio::test]
+    async fn a_server_error_saying_the_format_is_unsupported_is_not_retried() {
+        // llama-cpp-python's answer to response_format json_schema.
+        let refusal = "{'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\"}";
+        assert_eq!(tries(refusal).await, (1, 1));
+        // Any other server error is retried up to call_attempts.
+        assert_eq!(tries("overloaded").await, (4, 4));
+    }
+
+    /// An upstream answering one call at a time, `SERVICE` each, first
+    /// come first served (a llama.cpp server with one slot).
+    struct OneAtATime(tokio::sync::Mutex<()>);
+
+    const SERVICE: Duration = Duration::from_millis(100);
+
+    #[async_trait::async_trait]
+    impl Provider for OneAtATime {
+        async fn complete(&self, _: &Request) -> Result<Completion, ProviderError> {
+            let _one = self.0.lock().await;
+            tokio::time::sleep(SERVICE).await;
+            Ok(Completion {
+                text: "ok".into(),
+                ..Completion::default()
+            })
+        }
+        fn fingerprint(&self) -> String {
+            "one-at-a-time".into()
+        }
+    }
+
+    /// 16 workers making 8 calls each, one after another (the runner's
+    /// shape): every answer's latency, in the order answered.
+    async fn sixteen_workers(caller: Arc<Caller>) -> Vec<f64> {
+        let upstream = Arc::new(OneAtATime(tokio::sync::Mutex::new(())));
+        let answers = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let workers: Vec<_> = (0..16)
+            .map(|_| {
+                let (caller, upstream, answers) =
+                    (caller.clone(), upstream.clone(), answers.clone());
+                tokio::spawn(async move {
+                    for _ in 0..8 {
+                        let a = caller.call(upstream.as_ref(), &request()).await.unwrap();
+                        answers.lock().unwrap().push(a.latency_ms.unwrap());
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.await.unwrap();
+        }
+        let latencies = answers.lock().unwrap().clone();
+        latencies
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn auto_concurrency_sends_a_one_at_a_time_upstream_one_call_at_a_time() {
+        let settings = || Caller::new(Arc::new(RateLimiter::default()), Duration::from_secs(60), 1);
+        let plain = Arc::new(settings());
+        let queued_there = sixteen_workers(plain.clone()).await;
+        let auto = Arc::new(settings().auto_concurrency());
+        let queued_here = sixteen_workers(auto.clone()).await;
+        assert_eq!(plain.load.limit(), None, "only asked for");
+        assert_eq!(auto.load.limit(), Some(1));
+        // Without the limit every call waits behind fifteen at the upstream,
+        // and that wait is its latency; with it, the last calls are sent
+        // alone and their latency is the service time, the wait counted
+        // on this side.
+        let last = |l: &[f64]| l[l.len() - 10..].iter().cloned().fold(0.0, f64::max);
+        assert!(
+            last(&queued_there) >= 15.0 * SERVICE.as_millis() as f64,
+            "{queued_there:?}"
+        );
+        assert!(
+            last(&queued_here) <= 1.01 * SERVICE.as_millis() as f64,
+            "{queued_here:?}"
+        );
+        assert!(Caller::count(&auto.queued_us) > 0);
+        assert_eq!(Caller::count(&plain.queued_us), 0);
+    }
+
+    #[tokio::test]
+    async fn an_answer_counts_its_service_time_and_the_calls_in_flight_end() {
+        let c = caller();
+        let p = FnProvider::new(|_: &Request| {
+            std::thread::sleep(Duration::from_millis(5));
+            Ok(Completion {
+                text: "ok".into(),
+                ..Completion::default()
+            })
+        });
+        let a = c.call(&p, &request()).await.unwrap();
+        assert_eq!(a.text, "ok");
+        assert!(a.latency_ms.unwrap() >= 5.0, "{a:?}");
+        assert!(Caller::count(&c.service_us) >= 5_000);
+        // No rate limit: nothing queued on this side.
+        assert!(Caller::count(&c.queued_us) < 5_000);
+        // Calls in flight are released: the next starts alone.
+        assert_eq!(c.load.start().level, 1);
     }
 }

@@ -18,6 +18,8 @@ pub(crate) mod func;
 pub(crate) mod http;
 pub mod label;
 pub mod limits;
+pub mod load;
+pub mod negotiate;
 pub(crate) mod openai;
 pub(crate) mod openai_stream;
 pub mod openai_wire;
