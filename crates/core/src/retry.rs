@@ -165,6 +165,8 @@ pub enum PlanError {
     BadTarget(f64),
     #[error("nothing was observed: no output of the run was judged by every deciding check, so there is no pass rate to plan retries from")]
     NothingObserved,
+    #[error("the run has no deciding check: with nothing to pass, every output would count as a success, so there is no pass rate to plan retries from")]
+    NoChecks,
 }
 
 /// Most checks for which the pairwise phi matrix is computed.
@@ -223,8 +225,15 @@ impl RetryPlan {
     /// (VRP), and the joint rate is the share of outputs passing all `K`
     /// checks, overall (clustered by input) and per input. A tensor with
     /// no output judged by every check (all cells missing, say) is
-    /// [`PlanError::NothingObserved`]: there is no rate to plan from.
+    /// [`PlanError::NothingObserved`]: there is no rate to plan from; a
+    /// tensor with no check at all is [`PlanError::NoChecks`].
     pub fn from_tensor(t: &ReliabilityTensor, opts: &AnalysisOptions) -> Result<Self, PlanError> {
+        // No check: "every check passes" holds vacuously for every output,
+        // and a plan would promise 1 attempt for any target (issue 35
+        // item 5).
+        if t.validators() == 0 {
+            return Err(PlanError::NoChecks);
+        }
         let plan = Self::measure(t, opts);
         match &plan.empirical {
             Some(e) if e.overall.n > 0 => Ok(plan),
@@ -391,6 +400,17 @@ mod tests {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
+    }
+
+    /// Issue 35 item 5: a tensor with no check has no pass rate to plan
+    /// from; before, every output "passed every check" and the plan said
+    /// one attempt reaches 99 %.
+    #[test]
+    fn no_check_is_an_error_not_a_plan() {
+        let t = ReliabilityTensor::new(3, 2, 0).unwrap();
+        let e = RetryPlan::from_tensor(&t, &AnalysisOptions::default()).unwrap_err();
+        assert_eq!(e, PlanError::NoChecks);
+        assert!(e.to_string().contains("no deciding check"), "{e}");
     }
 
     /// The paper's worked example, §4.2.4. The paper's P_pass, E[R] and

@@ -8,9 +8,10 @@ use crate::profile::{
 };
 use crate::retry::RetryPlan;
 use crate::sequential::outcome::SequentialOutcome;
+use crate::stats::projection::settle;
 use crate::stats::{
-    error::check_threshold, judge, Calibrated, Consistency, Counts, Decision, RateEstimate,
-    StatsError, ThresholdVerdict,
+    error::check_threshold, judge, Calibrated, ClusterMethod, ClusterSum, Consistency, Counts,
+    Decision, NotEstablished, RateEstimate, Scope, StatsError, ThresholdVerdict,
 };
 use crate::tensor::{Cell, ReliabilityTensor};
 use serde::{Deserialize, Serialize};
@@ -261,11 +262,17 @@ fn summarise_check(
         .first()
         .map(|e| e.rate)
         .unwrap_or_else(|| RateEstimate::empty(Counts::default(), opts.confidence));
-    let verdict = judge(
+    let verdict = settle_by_inputs(
+        t,
+        k,
+        opts,
         &rate,
-        info.minimum_success_percentage,
-        opts.verdict,
-        opts.interval,
+        judge(
+            &rate,
+            info.minimum_success_percentage,
+            opts.verdict,
+            opts.interval,
+        ),
     );
     let breakdown = match strategy {
         Strategy::All => Vec::new(),
@@ -278,7 +285,8 @@ fn summarise_check(
     let worst_input = match strategy {
         Strategy::Rows => worst(&breakdown),
         _ => worst_input_for(t, k, opts),
-    };
+    }
+    .map(|w| selected_from(t, k, opts, w));
     let example_failure = worst_input.and_then(|w| {
         (0..t.repetitions())
             .find(|&j| matches!(t.get(w.index, j, k), Some(Cell::Fail)))
@@ -306,5 +314,95 @@ fn summarise_check(
         breakdown_below,
         worst_input,
         example_failure,
+    }
+}
+
+/// A verdict the default clustered interval leaves open, with what would
+/// settle it computed from that same interval (issue 40 item 4;
+/// [`crate::stats::projection::settle`]): `Straddles` becomes
+/// [`NotEstablished::Unsettled`] with the inputs (and samples) in all and
+/// whether more outputs of these inputs could settle it; an
+/// [`NotEstablished::UnseenMinority`] gets the inputs at which the whole
+/// interval, not only the allowance, clears the minimum. Other verdicts,
+/// other cluster methods and one output per input are returned as they are
+/// (`judge`'s projection is then the interval's own).
+fn settle_by_inputs(
+    t: &ReliabilityTensor,
+    k: usize,
+    opts: &AnalysisOptions,
+    rate: &RateEstimate,
+    verdict: ThresholdVerdict,
+) -> ThresholdVerdict {
+    if verdict.established
+        || rate.scope != Scope::Population
+        || opts.cluster != ClusterMethod::Profile
+        || rate.n <= rate.inputs
+    {
+        return verdict;
+    }
+    let clusters: Vec<ClusterSum> = (0..t.inputs())
+        .filter_map(|i| {
+            let (x, n) = t.input_counts(i, k).successes_of(opts.errors);
+            ClusterSum::from_passes(x, n).ok()
+        })
+        .collect();
+    let Ok(s) = settle(&clusters, rate.confidence, verdict.threshold) else {
+        return verdict;
+    };
+    let per_input = rate.n as f64 / rate.inputs.max(1) as f64;
+    let samples = s.inputs.map(|g| (g as f64 * per_input).ceil() as u64);
+    let why_not = match verdict.why_not {
+        Some(NotEstablished::Straddles { lower, upper, .. }) => NotEstablished::Unsettled {
+            lower,
+            upper,
+            inputs_needed: s.inputs,
+            samples_needed: samples,
+            outputs_settle: s.outputs_settle,
+        },
+        Some(NotEstablished::UnseenMinority {
+            inputs,
+            share,
+            failing,
+            these_inputs,
+            ..
+        }) => NotEstablished::UnseenMinority {
+            inputs,
+            share,
+            failing,
+            inputs_needed: s.inputs,
+            these_inputs,
+        },
+        _ => return verdict,
+    };
+    ThresholdVerdict {
+        samples_needed: samples,
+        why_not: Some(why_not),
+        ..verdict
+    }
+}
+
+/// The worst input's rate with its interval adjusted for having been
+/// picked as the worst of the G inputs observed (issue 35 item 5): at
+/// confidence 1 − α/G (Bonferroni), so that it covers the worst input's
+/// own rate however the worst was chosen — every input's interval covers
+/// at once with probability ≥ 1 − α. Unadjusted, a 95 % interval of the
+/// lowest of 20 inputs all truly at 90 % excluded 90 % in most runs. The
+/// rate's `confidence` says the level used.
+fn selected_from(
+    t: &ReliabilityTensor,
+    k: usize,
+    opts: &AnalysisOptions,
+    w: ProfileEntry,
+) -> ProfileEntry {
+    let observed = (0..t.inputs())
+        .filter(|&i| t.input_counts(i, k).successes_of(opts.errors).1 > 0)
+        .count();
+    if observed <= 1 || !(opts.confidence > 0.0 && opts.confidence < 1.0) {
+        return w;
+    }
+    let confidence = 1.0 - (1.0 - opts.confidence) / observed as f64;
+    ProfileEntry {
+        rate: RateEstimate::within_input(w.rate.counts, opts.errors, confidence, opts.interval),
+        ..w
     }
 }

@@ -210,3 +210,77 @@ fn retry_plan_from_a_tensor_sees_correlated_validators() {
     );
     assert!(plan.conservative().unwrap().p < plan.measured().unwrap().p);
 }
+
+/// Issue 40 item 4 and issue 35 item 5: what would settle a verdict comes
+/// from the interval the run reports. 20 inputs × 20 outputs, 4 inputs
+/// failing every output and the rest passing every output (p̂ = 80 %)
+/// against 90 %: the interval reaches above 90 % (failures clumped), the
+/// verdict is not established, and it says how many inputs in all would
+/// settle it — more than the 20 it has, with samples = inputs × 20 — and
+/// that more outputs of these inputs would not (before, the deff-adjusted
+/// Wilson search said 131 samples, fewer than the 400 already taken, and
+/// the report read that as "no feasible sample size"). The same pattern
+/// over that many inputs (rounded up to a multiple of 5) is established.
+/// The worst input's interval is at 1 − 0.05/20 = 99.75 % (selected as the
+/// worst of 20).
+#[test]
+fn what_settles_a_verdict_comes_from_the_interval_shown() {
+    use probity_core::stats::NotEstablished;
+    let pattern = |inputs: usize| {
+        let pass: Vec<usize> = (0..inputs)
+            .map(|i| if i % 5 == 0 { 0 } else { 20 })
+            .collect();
+        tensor(20, &pass, &pass)
+    };
+    let checks = vec![CheckInfo {
+        name: "polite".into(),
+        message: "impolite".into(),
+        minimum_success_percentage: 0.9,
+        weight: 1.0,
+        kind: Default::default(),
+    }];
+    let three_way = AnalysisOptions {
+        verdict: VerdictMode::ThreeWay,
+        ..opts()
+    };
+    let s = Summary::build(
+        &pattern(20),
+        &checks,
+        Strategy::All,
+        Aggregate::Mean,
+        &three_way,
+    );
+    let c = &s.checks[0];
+    assert!(close(c.rate.estimate, 0.8));
+    assert!(c.rate.interval.upper >= 0.9, "{:?}", c.rate);
+    assert!(!c.verdict.established);
+    let Some(NotEstablished::Unsettled {
+        inputs_needed: Some(g),
+        samples_needed: Some(n),
+        outputs_settle,
+        ..
+    }) = c.verdict.why_not
+    else {
+        panic!("{:?}", c.verdict)
+    };
+    assert!(g > 20 && g < 400, "{g}");
+    assert_eq!(n, g * 20);
+    assert_eq!(c.verdict.samples_needed, Some(n));
+    assert!(!outputs_settle);
+    let bigger = Summary::build(
+        &pattern(g.div_ceil(5) as usize * 5),
+        &checks,
+        Strategy::All,
+        Aggregate::Mean,
+        &three_way,
+    );
+    assert!(
+        bigger.checks[0].verdict.established,
+        "{:?}",
+        bigger.checks[0]
+    );
+    assert_eq!(bigger.checks[0].verdict.decision, Decision::Fail);
+    let w = c.worst_input.unwrap();
+    assert!(close(w.rate.confidence, 1.0 - 0.05 / 20.0));
+    assert_eq!(w.rate.estimate, 0.0);
+}

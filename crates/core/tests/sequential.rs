@@ -361,7 +361,10 @@ fn could_settle_is_what_the_favourable_outcomes_do() {
             compared += 1;
         }
     }
-    assert!(compared >= 500, "{compared} of 600 compared");
+    // At least 400 (500 before issue 35 item 2): with a round's stake
+    // sized for its batch, more histories of passes followed by nothing
+    // but failures reject every value (those are skipped above).
+    assert!(compared >= 400, "{compared} of 600 compared");
     let mut one_failure = BettingSequence::new(0.95, &[0.95])
         .unwrap()
         .with_cap(probity_core::stats::sequential::OUTPUT_ROUND_BET_CAP)

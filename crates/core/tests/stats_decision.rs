@@ -340,3 +340,83 @@ fn not_established_carries_its_reason() {
         Some(NotEstablished::InvalidThreshold)
     );
 }
+
+/// Issue 35 item 1: issue 23's 20 × 30 with 5 failures on 5 inputs was an
+/// established pass against 95 % ([97.8, 99.7]), but 20 inputs miss a
+/// minority of up to h = 1 − 0.025^(1/20) = 16.84 % of inputs with
+/// probability 2.5 % (scipy `binom.pmf(0, 20, h)` = 0.025): if its inputs
+/// failed every output the mean would be (1 − h)·99.17 % = 82.5 %. The
+/// verdict says so, names the inputs that would rule it out
+/// (ln 0.025 / ln(0.95 / 0.99167) = 85.9 → 86 inputs, 2,580 samples at 30
+/// outputs each) and gives the verdict about these 20 inputs, which needs
+/// no model of the population: Clopper–Pearson on 595 of 600
+/// (scipy `beta.ppf(0.025, 595, 6)` = 0.980660650, `beta.isf(0.025, 596,
+/// 5)` = 0.997288812), established. The same pattern over 100 inputs is
+/// established. Mirrored (5 passes of 600 against a 5 % minimum) the
+/// failure is not established about the population either.
+#[test]
+fn an_unseen_minority_keeps_a_pass_from_being_established() {
+    use probity_core::stats::{ClusterMethod, ClusterSum, NotEstablished};
+    let pattern = |inputs: usize, flip: bool| {
+        let mut c = Vec::new();
+        let mut counts = Counts::default();
+        for i in 0..inputs {
+            let x = if i % 4 == 0 { 29 } else { 30 };
+            let x = if flip { 30 - x } else { x };
+            c.push(ClusterSum::from_passes(x, 30).unwrap());
+            counts.pass += x;
+            counts.fail += 30 - x;
+        }
+        let r = RateEstimate::try_clustered(
+            &c,
+            counts,
+            CONF,
+            IntervalMethod::Wilson,
+            ClusterMethod::default(),
+        )
+        .unwrap();
+        (r, c)
+    };
+    let (r, clusters) = pattern(20, false);
+    let model = probity_core::stats::betabin::profile_likelihood(&clusters, CONF).unwrap();
+    assert!(model.interval.lower >= 0.95, "{model:?}");
+    let keep = 1.0 - 0.168_433_471;
+    assert!(
+        (r.interval.lower - keep * 595.0 / 600.0).abs() < 1e-6,
+        "{r:?}"
+    );
+    let v = judge(&r, 0.95, VerdictMode::Point, IntervalMethod::Wilson);
+    assert_eq!(v.decision, Decision::Pass);
+    assert!(!v.established);
+    match v.why_not {
+        Some(NotEstablished::UnseenMinority {
+            inputs: 20,
+            share,
+            failing: true,
+            inputs_needed: Some(86),
+            these_inputs,
+        }) => {
+            assert!((share - 0.168_433_471).abs() < 1e-8, "{share}");
+            assert!((these_inputs.lower - 0.980_660_650).abs() < 1e-6);
+            assert!((these_inputs.upper - 0.997_288_812).abs() < 1e-6);
+            assert!(these_inputs.established);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(v.samples_needed, Some(86 * 30));
+    let (big, _) = pattern(100, false);
+    let v = judge(&big, 0.95, VerdictMode::ThreeWay, IntervalMethod::Wilson);
+    assert!(v.established && v.decision == Decision::Pass, "{big:?}");
+    let (low, _) = pattern(20, true);
+    assert!((low.interval.upper - (1.0 - keep * 595.0 / 600.0)).abs() < 1e-6);
+    let v = judge(&low, 0.05, VerdictMode::ThreeWay, IntervalMethod::Wilson);
+    assert_eq!(v.decision, Decision::Inconclusive);
+    match v.why_not {
+        Some(NotEstablished::UnseenMinority {
+            failing: false,
+            these_inputs,
+            ..
+        }) => assert!(these_inputs.established && these_inputs.upper < 0.05),
+        other => panic!("{other:?}"),
+    }
+}

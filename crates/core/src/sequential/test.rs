@@ -430,6 +430,14 @@ impl Summary {
             c.verdict.why_not = (!established).then_some(why);
             c.rate.interval.lower = s.lower;
             c.rate.interval.upper = s.upper;
+            // The sequence's interval needs no design effect, and the
+            // fixed-sample one is not valid after an early stop: the rate
+            // shows neither (issue 35 item 5). Outputs the run never
+            // sampled are not missing answers: the sequential section
+            // counts samples against the budget instead.
+            c.rate.design_effect = 1.0;
+            c.rate.effective_n = c.rate.n as f64;
+            c.rate.counts.missing = 0;
             if outcome.design == RoundDesign::Outputs {
                 // The sequence is about these inputs (output rounds).
                 c.rate.scope = crate::stats::Scope::TheseInputs;

@@ -280,7 +280,11 @@ pub fn beta_binomial_score(
     clusters: &[ClusterSum],
     confidence: f64,
 ) -> Result<ScoreInterval, StatsError> {
-    let nv = NullVariance::new(clusters, confidence)?;
+    Ok(beta_binomial_nv(&NullVariance::new(clusters, confidence)?))
+}
+
+/// [`beta_binomial_score`] of the inputs `nv` holds.
+fn beta_binomial_nv(nv: &NullVariance) -> ScoreInterval {
     let p = nv.estimate();
     let c2 = nv.critical * nv.critical;
     let mut scratch = Vec::new();
@@ -303,7 +307,7 @@ pub fn beta_binomial_score(
     } else {
         0.0
     };
-    Ok(ScoreInterval {
+    ScoreInterval {
         estimate: p,
         interval: Interval {
             lower: lower.clamp(0.0, p),
@@ -313,7 +317,7 @@ pub fn beta_binomial_score(
         design_effect: design_effect(&nv.groups, nv.n, icc),
         critical: nv.critical,
         df: nv.df,
-    })
+    }
 }
 
 /// The variance of p̂ under a tested mean μ0, as the default interval
@@ -351,7 +355,55 @@ impl NullVariance {
     pub(crate) fn new(clusters: &[ClusterSum], confidence: f64) -> Result<Self, StatsError> {
         check_confidence(confidence)?;
         check_clusters(clusters)?;
-        let groups = Groups::new(clusters);
+        Self::of_groups(Groups::new(clusters), confidence)
+    }
+
+    /// The inputs of `clusters`, each counted `inputs` times (a
+    /// multiplicity, not necessarily whole) and with its passes and
+    /// outputs multiplied by `outputs` (its rate kept): the same pattern
+    /// at another size, for [`profile_likelihood_scaled`].
+    fn scaled(
+        clusters: &[ClusterSum],
+        confidence: f64,
+        inputs: f64,
+        outputs: f64,
+    ) -> Result<Self, StatsError> {
+        check_confidence(confidence)?;
+        check_clusters(clusters)?;
+        let mut groups = Groups::new(clusters);
+        for g in &mut groups.g {
+            *g = (g.0 * outputs, g.1 * outputs, g.2 * inputs);
+        }
+        groups.small_int = groups
+            .g
+            .iter()
+            .all(|&(x, m, _)| x.fract() == 0.0 && m.fract() == 0.0 && m <= 256.0)
+            .then(|| {
+                groups
+                    .g
+                    .iter()
+                    .map(|&(_, m, _)| m as usize)
+                    .max()
+                    .unwrap_or(0)
+            });
+        groups.reach = (
+            groups
+                .g
+                .iter()
+                .map(|&(x, _, _)| x as usize)
+                .max()
+                .unwrap_or(0),
+            groups
+                .g
+                .iter()
+                .map(|&(x, m, _)| (m - x) as usize)
+                .max()
+                .unwrap_or(0),
+        );
+        Self::of_groups(groups, confidence)
+    }
+
+    fn of_groups(groups: Groups, confidence: f64) -> Result<Self, StatsError> {
         let n: f64 = groups.g.iter().map(|&(_, m, w)| m * w).sum();
         let x: f64 = groups.g.iter().map(|&(x, _, w)| x * w).sum();
         let g: f64 = groups.g.iter().map(|&(_, _, w)| w).sum();
@@ -536,7 +588,15 @@ pub fn icc_bound_score_at(
     confidence: f64,
     gamma: f64,
 ) -> Result<ScoreInterval, StatsError> {
-    let nv = NullVariance::new(clusters, confidence)?;
+    Ok(icc_bound_nv(
+        &NullVariance::new(clusters, confidence)?,
+        confidence,
+        gamma,
+    ))
+}
+
+/// [`icc_bound_score_at`] of the inputs `nv` holds.
+fn icc_bound_nv(nv: &NullVariance, confidence: f64, gamma: f64) -> ScoreInterval {
     let p = nv.estimate();
     let mut scratch = Vec::new();
     let (icc, icc_upper) = if nv.all_single || nv.g < 2.0 {
@@ -555,7 +615,7 @@ pub fn icc_bound_score_at(
         confidence,
         super::interval::IntervalMethod::Wilson,
     );
-    Ok(ScoreInterval {
+    ScoreInterval {
         estimate: p,
         interval: Interval {
             lower: interval.lower.min(p),
@@ -565,7 +625,7 @@ pub fn icc_bound_score_at(
         design_effect: deff,
         critical: z,
         df: f64::INFINITY,
-    })
+    }
 }
 
 /// One output per input: the outputs are independent trials whatever the
@@ -703,12 +763,36 @@ pub fn profile_likelihood(
     clusters: &[ClusterSum],
     confidence: f64,
 ) -> Result<ScoreInterval, StatsError> {
-    let nv = NullVariance::new(clusters, confidence)?;
+    Ok(profile_nv(
+        &NullVariance::new(clusters, confidence)?,
+        confidence,
+    ))
+}
+
+/// [`profile_likelihood`] of the observed pattern of `clusters` at another
+/// size: every input counted `inputs` times (G·`inputs` inputs, t on
+/// G·`inputs` − 1 degrees of freedom) and with `outputs` times its passes
+/// and outputs. For projections that must come from the interval a run
+/// reports (`super::projection`).
+pub fn profile_likelihood_scaled(
+    clusters: &[ClusterSum],
+    confidence: f64,
+    inputs: f64,
+    outputs: f64,
+) -> Result<ScoreInterval, StatsError> {
+    Ok(profile_nv(
+        &NullVariance::scaled(clusters, confidence, inputs, outputs)?,
+        confidence,
+    ))
+}
+
+/// [`profile_likelihood`] of the inputs `nv` holds.
+fn profile_nv(nv: &NullVariance, confidence: f64) -> ScoreInterval {
     if nv.all_single && nv.g >= 2.0 {
-        return Ok(exact_binomial(&nv, confidence));
+        return exact_binomial(nv, confidence);
     }
     if nv.degenerate || nv.g < 2.0 {
-        return beta_binomial_score(clusters, confidence);
+        return beta_binomial_nv(nv);
     }
     let p = nv.estimate();
     let c2 = nv.critical * nv.critical;
@@ -727,7 +811,7 @@ pub fn profile_likelihood(
     let extend_lower = p >= 0.5 && failing < FEW_RARER_INPUTS;
     let extend_upper = p <= 0.5 && passing < FEW_RARER_INPUTS;
     if extend_lower || extend_upper {
-        let bound = icc_bound_score(clusters, confidence)?.interval;
+        let bound = icc_bound_nv(nv, confidence, ICC_BOUND_LEVEL).interval;
         if extend_lower {
             lower = lower.min(bound.lower);
         }
@@ -736,7 +820,7 @@ pub fn profile_likelihood(
         }
     }
     let icc = nv.icc_at(p, &mut scratch);
-    Ok(ScoreInterval {
+    ScoreInterval {
         estimate: p,
         interval: Interval {
             lower: lower.clamp(0.0, p),
@@ -746,5 +830,5 @@ pub fn profile_likelihood(
         design_effect: design_effect(&nv.groups, nv.n, icc),
         critical: nv.critical,
         df: nv.df,
-    })
+    }
 }

@@ -5,7 +5,7 @@
 use super::error::{check_confidence, check_threshold, StatsError};
 use super::interval::{normal_quantile, proportion_interval, z_value, IntervalMethod};
 use super::rate::{RateEstimate, Scope, MIN_INPUTS};
-use super::reason::NotEstablished;
+use super::reason::{NotEstablished, TheseInputs};
 use serde::{Deserialize, Serialize};
 
 /// How a rate is compared with its threshold.
@@ -187,6 +187,8 @@ pub fn judge(
             NotEstablished::Unclustered {
                 inputs: rate.inputs,
             }
+        } else if let Some(u) = unseen_minority(rate, threshold) {
+            u
         } else {
             NotEstablished::Straddles {
                 lower: iv.lower,
@@ -195,6 +197,13 @@ pub fn judge(
             }
         }
     });
+    // Only more inputs settle an unseen minority: its samples are those
+    // inputs' outputs, at the outputs per input the run has.
+    let samples_needed = match why_not {
+        Some(NotEstablished::UnseenMinority { inputs_needed, .. }) => inputs_needed
+            .map(|g| (g as f64 * rate.n as f64 / rate.inputs.max(1) as f64).ceil() as u64),
+        _ => samples_needed,
+    };
     ThresholdVerdict {
         decision,
         threshold,
@@ -202,6 +211,50 @@ pub fn judge(
         samples_needed,
         why_not,
     }
+}
+
+/// [`NotEstablished::UnseenMinority`] when the interval's end on the
+/// estimate's side of `threshold` is the allowance for an unseen minority
+/// ([`super::unseen::allowance`], which the default clustered interval
+/// reaches at least to) and that allowance is what keeps the verdict from
+/// being established; `None` otherwise (a rate about these inputs only,
+/// one output per input, an interval that reaches further on its own).
+fn unseen_minority(rate: &RateEstimate, threshold: f64) -> Option<NotEstablished> {
+    let (p, iv) = (rate.estimate, rate.interval);
+    if rate.scope != Scope::Population || rate.n <= rate.inputs || p == threshold {
+        return None;
+    }
+    let a = super::unseen::allowance(p, rate.inputs, rate.confidence);
+    let failing = p > threshold;
+    let binding = if failing {
+        iv.lower >= a.lower - 1e-12 && a.lower < threshold
+    } else {
+        iv.upper <= a.upper + 1e-12 && a.upper >= threshold
+    };
+    if !binding {
+        return None;
+    }
+    let these = proportion_interval(
+        p * rate.n as f64,
+        rate.n as f64,
+        rate.confidence,
+        IntervalMethod::ClopperPearson,
+    );
+    Some(NotEstablished::UnseenMinority {
+        inputs: rate.inputs,
+        share: super::unseen::unseen_share(rate.inputs, rate.confidence),
+        failing,
+        inputs_needed: super::unseen::inputs_to_rule_out(p, threshold, rate.confidence),
+        these_inputs: TheseInputs {
+            lower: these.lower,
+            upper: these.upper,
+            established: if failing {
+                these.lower >= threshold
+            } else {
+                these.upper < threshold
+            },
+        },
+    })
 }
 
 /// [`judge`] with invalid input as an error: a threshold outside [0, 1]

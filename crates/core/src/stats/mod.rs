@@ -13,9 +13,11 @@ pub mod error;
 pub mod interval;
 pub mod multiple;
 pub mod paired;
+pub mod projection;
 pub mod rate;
 pub mod reason;
 pub mod sequential;
+pub mod unseen;
 
 pub use betabin::{beta_binomial_score, ScoreInterval};
 pub use calibration::{
@@ -37,5 +39,5 @@ pub use interval::{
 pub use multiple::{holm, MultipleTesting};
 pub use paired::{compare_paired, compare_unpaired, inputs_needed, t_value, Difference};
 pub use rate::{ClusterMethod, RateEstimate, Scope, MIN_INPUTS};
-pub use reason::NotEstablished;
+pub use reason::{NotEstablished, TheseInputs};
 pub use sequential::BettingSequence;

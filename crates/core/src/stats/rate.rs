@@ -18,7 +18,10 @@ pub enum ClusterMethod {
     /// reference on G − 1 degrees of freedom, its lower bound extended to
     /// the ICC-bound interval's while fewer than 10 inputs have a failure
     /// (the upper bound, mirrored, for rates below ½;
-    /// [`super::betabin::profile_likelihood`]).
+    /// [`super::betabin::profile_likelihood`]), and each end reaching at
+    /// least as far as a minority of inputs the sample may have missed
+    /// could move the mean ([`super::unseen::widen`]: the Beta model cannot
+    /// see inputs that were never sampled).
     /// Uses what the data say about clustering: close to Wilson on all
     /// outputs when failures are spread over inputs, wide when they are
     /// concentrated; Wilson-t on the G inputs when every output passes;
@@ -265,6 +268,14 @@ impl RateEstimate {
                     ClusterMethod::BetaBinomial => beta_binomial_score(clusters, confidence)?,
                     _ => super::betabin::profile_likelihood(clusters, confidence)?,
                 };
+                // The default reaches at least as far as an unseen minority
+                // of inputs could move the mean (`super::unseen`); with one
+                // output per input Clopper–Pearson needs no such allowance.
+                let interval = if cluster == ClusterMethod::Profile && c.n > inputs {
+                    super::unseen::widen(s.interval, s.estimate, inputs, confidence)
+                } else {
+                    s.interval
+                };
                 RateEstimate {
                     estimate: s.estimate,
                     counts,
@@ -274,7 +285,7 @@ impl RateEstimate {
                     design_effect: s.design_effect,
                     effective_n: nf / s.design_effect,
                     confidence,
-                    interval: s.interval,
+                    interval,
                 }
             }
             ClusterMethod::DesignEffect | ClusterMethod::Binomial => RateEstimate {

@@ -200,6 +200,20 @@ impl BettingSequence {
         bet(self.alpha, self.variance(), self.t + 1)
     }
 
+    /// The one bet of a batch of `size` observations
+    /// ([`BettingSequence::observe_batch`]): the plug-in rule at the
+    /// batch's last observation, λ_{t+size}, not its first. The plug-in λ_t
+    /// is sized for one observation at time t; staked on a whole batch at
+    /// t + 1 (λ ≈ 6.5, capped at c/m, for a first round) it loses most of
+    /// the capital a verdict needs on the first round's failures (3.16 of
+    /// ln(2/α) = 3.69 nats after 20 outputs at 0.90 against 0.95; issue 35
+    /// item 2). Still predictable (the batch's size is known before it is
+    /// observed), so validity is unchanged. A batch of 1 is
+    /// [`BettingSequence::next_bet`].
+    pub fn batch_bet(&self, size: usize) -> f64 {
+        bet(self.alpha, self.variance(), self.t + size.max(1) as u64)
+    }
+
     /// Observe `x` ∈ [0, 1].
     pub fn observe(&mut self, x: f64) -> Result<(), StatsError> {
         if !(0.0..=1.0).contains(&x) {
@@ -229,7 +243,8 @@ impl BettingSequence {
     }
 
     /// Observe a batch of `xs` ∈ [0, 1] with **one** bet for the whole
-    /// batch (from the observations before it), for a round that samples
+    /// batch (from the observations before it and the batch's size:
+    /// [`BettingSequence::batch_bet`]), for a round that samples
     /// one output of each of a fixed set of inputs: the outputs x_1 … x_N
     /// are independent with means p_1 … p_N (given the inputs) and the
     /// target is their mean μ_N. Under μ_N = m, by the AM–GM inequality,
@@ -244,7 +259,7 @@ impl BettingSequence {
         if xs.is_empty() {
             return Ok(());
         }
-        let lambda = self.next_bet();
+        let lambda = self.batch_bet(xs.len());
         let (barrier, cap) = (self.barrier, self.cap);
         self.live.retain_mut(|p| {
             let up = lambda.min(cap / p.m);
@@ -343,7 +358,7 @@ impl BettingSequence {
         let rounds = if batch == 0 { 0 } else { rounds };
         for _ in 0..rounds {
             let variance = (0.25 + sum_sq) / (t as f64 + 1.0);
-            let lambda = bet(self.alpha, variance, t + 1).min(cap);
+            let lambda = bet(self.alpha, variance, t + batch as u64).min(cap);
             let step = if above {
                 (lambda * (x - point.m)).ln_1p()
             } else {

@@ -54,6 +54,40 @@ pub fn statistics_line(r: &RunReport) -> String {
     )
 }
 
+/// The interval a check's rate over all outputs has, and how its outputs
+/// were clustered, as the JSON names them: (`profile-likelihood`,
+/// `profile`) for the default, (`clopper-pearson`, `profile`) with one
+/// output per input, (`wilson`, `none`) below `MIN_INPUTS` inputs (the
+/// interval of `interval` over all outputs), (`beta-binomial-score`,
+/// `beta-binomial`), (`icc-bound`, `icc-bound`), (`wilson`,
+/// `design-effect`) — the beta-binomial methods do not use `interval`.
+pub fn interval_names(r: &RunReport) -> (&'static str, &'static str) {
+    let s = &r.summary;
+    let o = &s.options;
+    if (s.shape.0 as u64) < MIN_INPUTS {
+        return (name(o.interval), "none");
+    }
+    let method = match o.cluster {
+        ClusterMethod::Profile if s.shape.1 == 1 => "clopper-pearson",
+        ClusterMethod::Profile => "profile-likelihood",
+        ClusterMethod::BetaBinomial => "beta-binomial-score",
+        ClusterMethod::IccBound => "icc-bound",
+        ClusterMethod::DesignEffect | ClusterMethod::Binomial => name(o.interval),
+    };
+    (method, cluster_name(o.cluster))
+}
+
+/// `options.cluster` as configured (`profile`, `beta-binomial`, …).
+pub fn cluster_name(c: ClusterMethod) -> &'static str {
+    match c {
+        ClusterMethod::Profile => "profile",
+        ClusterMethod::BetaBinomial => "beta-binomial",
+        ClusterMethod::IccBound => "icc-bound",
+        ClusterMethod::DesignEffect => "design-effect",
+        ClusterMethod::Binomial => "binomial",
+    }
+}
+
 /// Design effects at or below this are not worth a mention.
 pub const DEFF_SHOWN_ABOVE: f64 = 1.05;
 
@@ -132,6 +166,31 @@ pub fn why_not(why: &NotEstablished, c: &CheckSummary) -> String {
                 _ => "the interval contains the minimum; no feasible sample size settles it at this estimate".to_string(),
             }
         }
+        NotEstablished::Unsettled {
+            inputs_needed,
+            samples_needed,
+            outputs_settle,
+            ..
+        } => {
+            let outputs = if outputs_settle {
+                "so would more outputs of these inputs"
+            } else {
+                "more outputs of these inputs would not"
+            };
+            match (inputs_needed, samples_needed) {
+                (Some(g), Some(n)) => format!(
+                    "the interval contains the minimum; if the estimate stays, ~{g} inputs in all ({} more; ~{n} samples at {} outputs each) would settle it; {outputs}",
+                    g.saturating_sub(c.rate.inputs),
+                    trim_number(c.rate.n as f64 / c.rate.inputs.max(1) as f64, 1)
+                ),
+                _ if c.rate.estimate == c.verdict.threshold => {
+                    "the estimate is on the minimum; no sample size settles it".to_string()
+                }
+                _ => format!(
+                    "the interval contains the minimum; no feasible number of inputs settles it at this estimate; {outputs}"
+                ),
+            }
+        }
         NotEstablished::BudgetSpent {
             inputs_needed,
             outputs_needed,
@@ -149,6 +208,32 @@ pub fn why_not(why: &NotEstablished, c: &CheckSummary) -> String {
         NotEstablished::InvalidThreshold => format!(
             "the minimum {} is not a fraction between 0 and 1 (write 0.95 for 95%)",
             c.verdict.threshold
+        ),
+        NotEstablished::UnseenMinority {
+            inputs,
+            share,
+            failing,
+            inputs_needed,
+            these_inputs,
+        } => format!(
+            "with {inputs} inputs, a minority of up to {} of inputs that {} every output could be unseen; {}, not more outputs of these. About these {inputs} inputs alone (no model of how inputs differ): {} {}, {} {}",
+            pct(share),
+            if failing { "fail" } else { "pass" },
+            match inputs_needed {
+                Some(n) => format!(
+                    "{n} inputs in all ({} more) would rule it out",
+                    n.saturating_sub(inputs)
+                ),
+                None => "no feasible number of inputs rules it out at this estimate".to_string(),
+            },
+            if failing { "pass" } else { "fail" },
+            if these_inputs.established {
+                "established"
+            } else {
+                "not established"
+            },
+            pct(c.rate.estimate),
+            interval(these_inputs.lower, these_inputs.upper)
         ),
     }
 }

@@ -10,7 +10,7 @@
 //!   "run": {id, name, created_at, config_hash, system, duration_s, model_calls, cached, complete,
 //!           judge_calls, tokens, reused_from},
 //!   "shape": {inputs, outputs_per_input, checks},
-//!   "options": {confidence, interval, errors, verdict, strategy, aggregate, retry_target},
+//!   "options": {confidence, interval, errors, verdict, strategy, aggregate, retry_target, cluster},
 //!   "passed": bool,
 //!   "summary": {pass, fail, inconclusive, conclusion, broken},
 //!   "counts": {pass, fail, error, missing},
@@ -40,7 +40,10 @@
 //!          window: {requests, rate, lower, upper},
 //!          alarms: [{kind, rate, lower, upper, requests, at, recent}]}
 //! rate  = {estimate, lower, upper, confidence, method, n, pass, fail, error, missing,
-//!          design_effect, effective_n, inputs, scope}
+//!          design_effect, effective_n, inputs, scope, cluster (a check's rate only)}
+//!   (a check's rate names the interval it has: method `profile-likelihood`
+//!   (the default, with the unseen-minority allowance), `clopper-pearson`
+//!   (one output per input), … and cluster `profile`, …, `none`)
 //! causes = {total, other, causes: [{message, count, input, input_label, repetition}]}
 //! consistency = null | {k, mean_pass_all_k: rate, mean_pass_any_k: rate,
 //!                       per_input: [{index, label, passes, outputs, pass_all_k: band, pass_any_k: band}]}
@@ -369,6 +372,9 @@ pub struct WireOptions {
     pub strategy: &'static str,
     pub aggregate: &'static str,
     pub retry_target: Option<f64>,
+    /// How outputs of one input are clustered (`profile`, `beta-binomial`,
+    /// `icc-bound`, `design-effect`, `binomial`).
+    pub cluster: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -404,6 +410,11 @@ pub struct WireRate {
     pub effective_n: Option<f64>,
     pub inputs: u64,
     pub scope: &'static str,
+    /// A check's rate over all outputs: how its outputs were clustered by
+    /// input (`options.cluster`, or `none` when the interval is over
+    /// outputs as independent trials); absent on other rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<&'static str>,
 }
 
 impl WireRate {
@@ -423,6 +434,7 @@ impl WireRate {
             effective_n: num(r.effective_n),
             inputs: r.inputs,
             scope: scope_name(r.scope),
+            cluster: None,
         }
     }
 }
@@ -669,7 +681,16 @@ fn check<'a>(r: &'a RunReport, index: usize, c: &'a CheckSummary) -> WireCheck<'
         message: c.info.message.clone(),
         threshold: num(c.info.minimum_success_percentage),
         weight: num(c.info.weight),
-        rate: WireRate::new(&c.rate, method),
+        rate: {
+            // The interval the check's rate has is named by what computed
+            // it (the clustered methods do not use `interval`).
+            let (m, cluster) = crate::facts::run::interval_names(r);
+            WireRate {
+                method: m,
+                cluster: Some(cluster),
+                ..WireRate::new(&c.rate, method)
+            }
+        },
         verdict: WireVerdict {
             decision: name(c.verdict.decision),
             threshold: num(c.verdict.threshold),
@@ -793,6 +814,7 @@ pub fn wire(r: &RunReport) -> Wire<'_> {
             strategy: name(s.strategy),
             aggregate: name(s.aggregate.method),
             retry_target: num(target),
+            cluster: crate::facts::run::cluster_name(o.cluster),
         },
         passed: r.passed(),
         summary: WireTally {

@@ -1,0 +1,151 @@
+//! Inputs no sample has seen: the share of the population that G inputs
+//! can miss entirely, and the allowance the default clustered interval
+//! makes for it (`crates/core/STATISTICS.md`, *Inputs the sample has not
+//! seen*; issue 35).
+//!
+//! A share h of the population of inputs is absent from a sample of G
+//! inputs drawn i.i.d. with probability (1 − h)^G. The largest share that G
+//! inputs miss with probability at least α/2 is
+//!
+//! ```text
+//! h_G = 1 − (α/2)^(1/G)        (20 inputs, α = 0.05: 16.8 %; 50: 7.1 %; 72: 5.0 %)
+//! ```
+//!
+//! No interval can see such a minority: the sample looks exactly as if it
+//! were not there. If its inputs failed every output, the population's
+//! mean rate would be (1 − h)·μ_seen; if they passed every output,
+//! 1 − (1 − h)(1 − μ_seen). The default interval's ends therefore reach
+//! at least to
+//!
+//! ```text
+//! lower ≤ (1 − h_G)·p̂,     upper ≥ 1 − (1 − h_G)(1 − p̂)
+//! ```
+//!
+//! (p̂ standing for the seen inputs' rate; its own sampling error is the
+//! model-based interval's part, whose end is kept when it reaches further).
+//! With one output per input this is not needed: each output is then a
+//! Bernoulli(μ) trial whatever the inputs' difficulties, and
+//! Clopper–Pearson's interval is exact without any model of them.
+
+use super::error::check_confidence;
+use super::interval::Interval;
+
+/// h_G = 1 − (α/2)^(1/G), α = 1 − `confidence`: the largest share of the
+/// population of inputs that `inputs` inputs drawn at random miss entirely
+/// with probability at least α/2. 1 for no input; NaN for a confidence
+/// outside (0, 1).
+pub fn unseen_share(inputs: u64, confidence: f64) -> f64 {
+    if check_confidence(confidence).is_err() {
+        return f64::NAN;
+    }
+    if inputs == 0 {
+        return 1.0;
+    }
+    let half_alpha = (1.0 - confidence) / 2.0;
+    // 1 − exp(ln(α/2)/G), without cancellation for large G.
+    -(half_alpha.ln() / inputs as f64).exp_m1()
+}
+
+/// The interval an unseen minority of share h_G ([`unseen_share`]) allows
+/// around an estimate p̂ of the seen inputs' rate:
+/// [(1 − h_G)·p̂, 1 − (1 − h_G)(1 − p̂)] — the mean if the minority failed
+/// every output, and if it passed every output.
+pub fn allowance(estimate: f64, inputs: u64, confidence: f64) -> Interval {
+    let keep = 1.0 - unseen_share(inputs, confidence);
+    Interval {
+        lower: (keep * estimate).clamp(0.0, 1.0),
+        upper: (1.0 - keep * (1.0 - estimate)).clamp(0.0, 1.0),
+    }
+}
+
+/// `interval` widened to reach at least the [`allowance`] of `inputs`
+/// inputs around `estimate`.
+pub fn widen(interval: Interval, estimate: f64, inputs: u64, confidence: f64) -> Interval {
+    let a = allowance(estimate, inputs, confidence);
+    Interval {
+        lower: interval.lower.min(a.lower),
+        upper: interval.upper.max(a.upper),
+    }
+}
+
+/// The fewest inputs whose [`allowance`] around `estimate` lies wholly on
+/// its side of `threshold`: the smallest G with (1 − h_G)·p̂ ≥ threshold
+/// when p̂ > threshold (no unseen minority of failing inputs could pull
+/// the mean under it), or 1 − (1 − h_G)(1 − p̂) < threshold when
+/// p̂ < threshold. From (1 − h_G) = (α/2)^(1/G):
+/// G ≥ ln(α/2) / ln(threshold/p̂), resp. G > ln(α/2) / ln((1 − threshold)/(1 − p̂)).
+/// `None` when p̂ equals the threshold, the threshold is 0 or 1 on the
+/// far side, or an argument is invalid.
+pub fn inputs_to_rule_out(estimate: f64, threshold: f64, confidence: f64) -> Option<u64> {
+    if check_confidence(confidence).is_err()
+        || !(0.0..=1.0).contains(&estimate)
+        || !(0.0..=1.0).contains(&threshold)
+    {
+        return None;
+    }
+    let ln_half_alpha = ((1.0 - confidence) / 2.0).ln();
+    let g = if estimate > threshold {
+        if threshold <= 0.0 {
+            return Some(1);
+        }
+        ln_half_alpha / (threshold / estimate).ln()
+    } else if estimate < threshold {
+        if threshold >= 1.0 {
+            return Some(1);
+        }
+        ln_half_alpha / ((1.0 - threshold) / (1.0 - estimate)).ln()
+    } else {
+        return None;
+    };
+    if !g.is_finite() || g > 1e15 {
+        return None;
+    }
+    let mut n = (g.ceil() as u64).max(1);
+    // The fail side needs a strict inequality; settle rounding either way.
+    let clear = |n: u64| {
+        let a = allowance(estimate, n, confidence);
+        if estimate > threshold {
+            a.lower >= threshold
+        } else {
+            a.upper < threshold
+        }
+    };
+    while !clear(n) {
+        n += 1;
+    }
+    while n > 1 && clear(n - 1) {
+        n -= 1;
+    }
+    Some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reference values: h_G = 1 − 0.025^(1/G) and the binomial chance of
+    /// missing it, `scipy.stats.binom.pmf(0, G, h)` = 0.025.
+    #[test]
+    fn the_share_twenty_inputs_can_miss() {
+        // 1 - 0.025**(1/20) = 0.1684335; 1 - 0.025**(1/50) = 0.0711217
+        assert!((unseen_share(20, 0.95) - 0.168_433_5).abs() < 1e-6);
+        assert!((unseen_share(50, 0.95) - 0.071_121_7).abs() < 1e-6);
+        assert_eq!(unseen_share(0, 0.95), 1.0);
+        assert!(unseen_share(20, 95.0).is_nan());
+        // (1 − h)^G = α/2 by construction.
+        let h = unseen_share(20, 0.95);
+        assert!(((1.0 - h).powi(20) - 0.025).abs() < 1e-12);
+    }
+
+    #[test]
+    fn inputs_that_rule_it_out() {
+        // 0.99 against 0.95: ln(0.025)/ln(0.95/0.99) = 89.4 → 90 inputs.
+        assert_eq!(inputs_to_rule_out(0.99, 0.95, 0.95), Some(90));
+        let a = allowance(0.99, 90, 0.95);
+        assert!(a.lower >= 0.95);
+        assert!(allowance(0.99, 89, 0.95).lower < 0.95);
+        // The fail side: 0.80 against 0.90: ln(0.025)/ln(0.1/0.2) = 5.32 → 6.
+        assert_eq!(inputs_to_rule_out(0.80, 0.90, 0.95), Some(6));
+        assert_eq!(inputs_to_rule_out(0.9, 0.9, 0.95), None);
+    }
+}
