@@ -306,7 +306,7 @@ async fn concurrent_writers_of_one_run_never_deadlock_and_add_up() {
     };
     let mut pg = connect(&db);
     let run = go(&experiment(3), &mut pg).await.stored_id();
-    let before = pg.run(run).unwrap().unwrap();
+    let before = pg.run(run).unwrap();
     let deadlocks_before = deadlocks(&db);
     const WRITERS: usize = 6;
     const SAMPLES: usize = 150;
@@ -362,7 +362,7 @@ async fn concurrent_writers_of_one_run_never_deadlock_and_add_up() {
         0,
         "deadlocks counted by the server"
     );
-    let after = pg.run(run).unwrap().unwrap();
+    let after = pg.run(run).unwrap();
     let n = (WRITERS * SAMPLES) as u64;
     assert_eq!(after.model_calls, before.model_calls + 2 * n);
     assert_eq!(after.judge_calls, before.judge_calls + n);

@@ -13,7 +13,7 @@
 //! has nothing in flight and asks whether the run is over
 //! ([`ClaimFeed::settle`]). The store never hands a worker an input it
 //! holds itself, and gives up an input that killed
-//! [`crate::store::CLAIM_TRIES`] workers ([`ClaimFeed::given_up`]).
+//! [`crate::store::CLAIM_TRIES`] workers ([`Store::given_up_inputs`]).
 
 use crate::store::{Store, StoreError, Writer};
 use std::collections::HashMap;
@@ -124,11 +124,5 @@ impl ClaimFeed {
         writer.send_done(std::mem::take(&mut self.finished))?;
         self.announced = true;
         Ok(())
-    }
-
-    /// The run's inputs given up as dead letters (every worker that took
-    /// them died): to be named in the report, their cells missing.
-    pub(crate) fn given_up(&self, store: &Store) -> Result<Vec<usize>, StoreError> {
-        store.given_up_inputs(self.run)
     }
 }
