@@ -14,6 +14,7 @@ use probity_engine::store::{masked_url, RunStatus};
 use probity_engine::stored::StoredRun;
 use probity_engine::{run_with, Control, ErrorClass, Progress, RunError, Sink};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -82,6 +83,10 @@ pub struct RunArgs {
     /// unfinished run of the file).
     #[arg(skip)]
     join: Option<Option<String>>,
+    /// `probity work --wait`: wait for a run to join (`Some(None)`: as
+    /// long as it takes).
+    #[arg(skip)]
+    wait: Option<Option<Duration>>,
 }
 
 /// `probity work`: one more worker for a shared run.
@@ -104,6 +109,12 @@ pub struct WorkArgs {
     /// ask what the run asks).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     sets: Vec<Set>,
+    /// Wait for a shared run of this configuration to appear (machines
+    /// started together need no order): as long as it takes, or at most
+    /// DURATION (`90s`, `10m`, `2h`; a bare number is seconds). A run of
+    /// it completed while waiting ends the worker with 0.
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, require_equals = true, value_parser = parse_wait)]
+    wait: Option<Option<Duration>>,
     /// No progress display.
     #[arg(short, long)]
     quiet: bool,
@@ -111,6 +122,27 @@ pub struct WorkArgs {
     store: StoreArg,
     #[command(flatten)]
     out: OutputArgs,
+}
+
+/// `--wait=DURATION`: `N`, `Ns`, `Nm` or `Nh` (a whole number).
+fn parse_wait(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (n, unit) = match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&s[..i], c.to_ascii_lowercase()),
+        _ => (s, 's'),
+    };
+    let per = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        _ => 0,
+    };
+    match n.parse::<u64>() {
+        Ok(n) if per > 0 => Ok(Duration::from_secs(n.saturating_mul(per))),
+        _ => Err(format!(
+            "{s:?} is not a duration: expected a whole number of seconds, or one followed by s, m or h (90s, 10m, 2h)"
+        )),
+    }
 }
 
 /// Work on a shared run (`probity run --shared`) from this process: claim
@@ -135,6 +167,7 @@ pub async fn work(args: WorkArgs) -> Result<u8, Failure> {
         store: args.store,
         out: args.out,
         join: Some(args.run),
+        wait: args.wait,
     })
     .await
 }
@@ -332,7 +365,10 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             ..f
         })?;
     }
-    let (join, left) = samples_left(&args, &store, &hash, &experiment.name, total)?;
+    let Some((join, left)) = samples_left(&args, &store, &hash, &experiment.name, total)? else {
+        // `work --wait`: the run waited for was completed by others.
+        return Ok(0);
+    };
     check_pace(&args.config, &experiment, left)?;
 
     let cancel = crate::signals::cancel_on_stop();
@@ -390,7 +426,8 @@ fn store_lost(e: &probity_engine::store::StoreError, files: &[&Path]) -> String 
 }
 
 /// For `probity work` (`join`) and `--resume`: the run to continue and the
-/// samples of `total` still to take; a usage error when there is none.
+/// samples of `total` still to take; a usage error when there is none;
+/// `None` when `work --wait` saw the run it waited for completed by others.
 /// `hash` is the configuration's as overridden, `name` the experiment's.
 fn samples_left(
     args: &RunArgs,
@@ -398,23 +435,15 @@ fn samples_left(
     hash: &str,
     name: &str,
     total: u64,
-) -> Result<(Option<i64>, u64), Failure> {
+) -> Result<Option<(Option<i64>, u64)>, Failure> {
     let mut left = total;
     let join = match &args.join {
         None => None,
         Some(Some(spec)) => Some(args.store.resolve(store, spec)?),
-        Some(None) => Some(
-            store
-                .resumable_run(hash)
-                .map_err(|e| Failure::incomplete(e.to_string()))?
-                .ok_or_else(|| {
-                    Failure::usage(format!(
-                        "nothing to work on: {} holds no unfinished run of {} (start one with `probity run --shared`)",
-                        store.location(),
-                        args.config.display()
-                    ))
-                })?,
-        ),
+        Some(None) => match run_to_join(args, store, hash, name)? {
+            Some(id) => Some(id),
+            None => return Ok(None),
+        },
     };
     if let Some(id) = join {
         let stored = store
@@ -468,7 +497,75 @@ fn samples_left(
         }
     }
 
-    Ok((join, left))
+    Ok(Some((join, left)))
+}
+
+/// `probity work` without `--run`: the latest unfinished run of the
+/// configuration (`hash`); with `--wait`, looked for every second until
+/// one appears (`None`: a run of it made meanwhile is already complete) or
+/// the wait is over.
+fn run_to_join(
+    args: &RunArgs,
+    store: &probity_engine::store::Store,
+    hash: &str,
+    name: &str,
+) -> Result<Option<i64>, Failure> {
+    let failed = |e: probity_engine::store::StoreError| Failure::incomplete(e.to_string());
+    // The newest run of this configuration, whatever its state.
+    let newest = || -> Result<Option<i64>, Failure> {
+        Ok(store
+            .runs(Some(name))
+            .map_err(failed)?
+            .into_iter()
+            .filter(|r| r.config_hash == hash)
+            .map(|r| r.id)
+            .max())
+    };
+    let before = newest()?;
+    let started = std::time::Instant::now();
+    let mut announced = false;
+    loop {
+        if let Some(id) = store.resumable_run(hash).map_err(failed)? {
+            // Waiting, a run is joined once its inputs are claimable (its
+            // creator makes the claims with its first).
+            if args.wait.is_none() || store.open_inputs(id).map_err(failed)?.0 > 0 {
+                return Ok(Some(id));
+            }
+        }
+        let nothing = || {
+            format!(
+                "nothing to work on: {} holds no unfinished run of {} (start one with `probity run --shared`)",
+                store.location(),
+                args.config.display()
+            )
+        };
+        let Some(limit) = args.wait else {
+            return Err(Failure::usage(nothing()));
+        };
+        if let Some(done) = newest()?.filter(|&id| Some(id) != before) {
+            probity_engine::stderr_line!(
+                "run {done} of {} is complete: nothing left to work on",
+                args.config.display()
+            );
+            return Ok(None);
+        }
+        if limit.is_some_and(|l| started.elapsed() >= l) {
+            return Err(Failure::usage(format!(
+                "{} after waiting {}s",
+                nothing(),
+                started.elapsed().as_secs()
+            )));
+        }
+        if !announced && !args.quiet {
+            probity_engine::stderr_line!(
+                "waiting for a shared run of {} in {}",
+                args.config.display(),
+                store.location()
+            );
+        }
+        announced = true;
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
 
 /// The run's report and exit once it ended: a stopped run's error (with the

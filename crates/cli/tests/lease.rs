@@ -163,3 +163,137 @@ fn a_killed_revalidation_is_listed_as_interrupted() {
         "complete"
     );
 }
+
+/// A shared run's configuration whose system is the provider stand-in at
+/// `upstream` (`probity sim serve`, which counts every request it is
+/// paid for): `inputs` inputs × `outputs` outputs.
+fn shared_config(dir: &Path, upstream: &str, inputs: usize, outputs: usize) {
+    let inputs: String = (0..inputs)
+        .map(|i| format!("[[input]]\nid = \"q{i}\"\ntext = \"Thank you, {i}.\"\n"))
+        .collect();
+    std::fs::write(
+        dir.join("probity.toml"),
+        format!(
+            "name = \"shared\"\n[system]\nprovider = \"openai\"\nbase_url = \"http://{upstream}/v1\"\nmodel = \"probity-sim\"\napi_key_env = \"PROBITY_TEST_UPSTREAM_KEY\"\n[experiment]\noutputs_per_input = {outputs}\nconcurrency = 4\n[[validator]]\nname = \"short\"\ncheck = 'output.len() < 100000'\n{inputs}"
+        ),
+    )
+    .unwrap();
+}
+
+/// `probity ARGS` in `dir` on its SQLite store, claims living 2 s.
+fn shared_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut c = probity_cmd();
+    c.current_dir(dir)
+        .args(args)
+        .env("PROBITY_STORE", dir.join("runs.db"))
+        .env("PROBITY_CLAIM_TTL_S", "2")
+        .env("PROBITY_TEST_UPSTREAM_KEY", "k")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn sqlite_count(dir: &Path, sql: &str) -> i64 {
+    let c = rusqlite::Connection::open(dir.join("runs.db")).unwrap();
+    c.query_row(sql, [], |r| r.get(0)).unwrap_or(0)
+}
+
+/// Wait until `sql` counts at least one row of `dir`'s store.
+fn until_some(dir: &Path, sql: &str, what: &str) {
+    let start = Instant::now();
+    while sqlite_count(dir, sql) == 0 {
+        assert!(start.elapsed() < Duration::from_secs(60), "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn finished(child: Child) -> Output {
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        text(&out.stderr)
+    );
+    out
+}
+
+/// Issue 38: one run shared by three processes on one SQLite file (`run
+/// --shared` and two `work`): every sample stored once, and the provider
+/// stand-in paid exactly one call per sample — a worker never claims an
+/// input it holds itself (it used to take its own in-flight inputs again
+/// and buy ~60% of the calls twice).
+#[test]
+fn a_shared_run_on_sqlite_buys_each_call_once() {
+    let upstream = common::sim_serve(&["--latency-ms", "100"]);
+    let dir = tempfile::tempdir().unwrap();
+    shared_config(dir.path(), &upstream.1, 24, 6);
+    let creator = shared_cmd(dir.path(), &["run", "--shared", "-q"])
+        .spawn()
+        .unwrap();
+    until_some(dir.path(), "SELECT COUNT(*) FROM claims", "no claims");
+    let workers: Vec<Child> = (0..2)
+        .map(|_| shared_cmd(dir.path(), &["work", "-q"]).spawn().unwrap())
+        .collect();
+    finished(creator);
+    for w in workers {
+        finished(w);
+    }
+    assert_eq!(
+        sqlite_count(dir.path(), "SELECT COUNT(*) FROM samples"),
+        144
+    );
+    assert_eq!(
+        sqlite_count(dir.path(), "SELECT COUNT(*) FROM claims WHERE done = 1"),
+        24
+    );
+    assert_eq!(
+        common::requests(&upstream.1),
+        144,
+        "calls paid for 144 samples"
+    );
+    assert_eq!(
+        sqlite_count(dir.path(), "SELECT model_calls FROM runs WHERE id = 1"),
+        144
+    );
+}
+
+/// Issue 38: a worker killed outright (kill -9) while it holds inputs: the
+/// others take its inputs once its claims expire and store every sample
+/// once; the calls paid beyond one per sample are at most the killed
+/// worker's calls in flight (its concurrency) and those it made but had
+/// not yet committed.
+#[test]
+fn a_killed_worker_on_sqlite_costs_at_most_its_calls_in_flight() {
+    let upstream = common::sim_serve(&["--latency-ms", "40"]);
+    let dir = tempfile::tempdir().unwrap();
+    shared_config(dir.path(), &upstream.1, 24, 6);
+    let creator = shared_cmd(dir.path(), &["run", "--shared", "-q"])
+        .spawn()
+        .unwrap();
+    until_some(dir.path(), "SELECT COUNT(*) FROM claims", "no claims");
+    let worker = shared_cmd(dir.path(), &["work", "-q"]).spawn().unwrap();
+    let mut victim = shared_cmd(dir.path(), &["work", "-q"]).spawn().unwrap();
+    let pid = victim.id();
+    until_some(
+        dir.path(),
+        &format!("SELECT COUNT(*) FROM claims WHERE pid = {pid} AND done = 0"),
+        "the victim claimed nothing",
+    );
+    std::thread::sleep(Duration::from_millis(150));
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    finished(creator);
+    finished(worker);
+    assert_eq!(
+        sqlite_count(dir.path(), "SELECT COUNT(*) FROM samples"),
+        144
+    );
+    assert_eq!(
+        sqlite_count(dir.path(), "SELECT COUNT(*) FROM claims WHERE done = 1"),
+        24
+    );
+    let paid = common::requests(&upstream.1);
+    // Concurrency 4 in flight, and up to a commit window (200 ms, 5 calls
+    // of 40 ms per slot) made but not committed.
+    assert!((144..=144 + 4 * 6).contains(&paid), "{paid} calls paid");
+}

@@ -176,7 +176,12 @@ fn three_workers_one_killed_store_every_sample_once() {
     assert_eq!(db.query("SELECT COUNT(*) FROM claims WHERE done"), ["20"]);
     // Every worker's calls added up: at least one per stored sample (the
     // killed worker's last, uncommitted ones are lost with it).
-    let calls: u64 = db.query("SELECT model_calls FROM runs")[0].parse().unwrap();
+    // The run's row and its writers' own rows (migration 13).
+    let calls: u64 = db.query(
+        "SELECT (SELECT model_calls FROM runs) + COALESCE((SELECT SUM(model_calls) FROM run_counts), 0)",
+    )[0]
+    .parse()
+    .unwrap();
     assert!((400..=460).contains(&calls), "model_calls {calls}");
     // The same verdicts as one process on SQLite.
     let single = dir.path().join("single.db");
@@ -633,4 +638,129 @@ fn a_run_starts_no_calls_while_its_database_is_down() {
         .output()
         .unwrap();
     assert_eq!(text(&stored.stdout).trim(), "2000");
+}
+
+/// Issue 38, the fleet recipe of docs/store.md run locally: three `probity
+/// work --wait` started before the run exists (as a Kubernetes Job's pods
+/// or systemd units start in any order), then `run --shared`; the store's
+/// URL carries no password (it comes from a file, as a mounted secret),
+/// so no command line shows it. Every process ends with the run's verdict,
+/// the run holds every sample once; a worker started after the run is
+/// complete waits for a new one, and says so when its wait is over.
+#[test]
+fn a_fleet_started_in_any_order_waits_and_shares_one_run() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 60);
+    let (scheme, rest) = db.url().split_once("://").unwrap();
+    let (userinfo, host) = rest.split_once('@').unwrap();
+    let (user, password) = userinfo.split_once(':').unwrap();
+    let bare = format!("{scheme}://{user}@{host}");
+    let secret = dir.path().join("pg-password");
+    std::fs::write(&secret, format!("{password}\n")).unwrap();
+    let fleet = |args: &[&str]| {
+        let mut c = probity(dir.path(), &bare, args);
+        c.env("PROBITY_STORE_PASSWORD_FILE", &secret)
+            .env_remove("PGPASSWORD");
+        c
+    };
+    let workers: Vec<Child> = (0..3)
+        .map(|_| {
+            fleet(&["work", "--wait=120s", "--concurrency", "4", "-q"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let creator = fleet(&["run", "--shared", "--concurrency", "4", "-q"])
+        .spawn()
+        .unwrap();
+    let creator = wait(creator, Duration::from_secs(180));
+    assert_eq!(creator.status.code(), Some(1), "{}", text(&creator.stderr));
+    for w in workers {
+        let out = wait(w, Duration::from_secs(180));
+        let err = text(&out.stderr);
+        // The verdict (1: the simulator's contraction check fails by
+        // design), or 0 when the run was complete before it looked.
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+        assert!(!err.contains(password), "{err}");
+    }
+    assert_eq!(db.query("SELECT COUNT(*) FROM samples"), ["400"]);
+    assert_eq!(db.query("SELECT status FROM runs"), ["complete"]);
+    // More than one process sampled it.
+    let holders: u64 = db.query("SELECT COUNT(DISTINCT pid) FROM claims")[0]
+        .parse()
+        .unwrap();
+    assert!(holders >= 2, "{holders} processes took inputs");
+    let late = output(fleet(&["work", "--wait=5s", "-q"]));
+    assert_eq!(late.status.code(), Some(2), "{}", text(&late.stderr));
+    // Its password file unreadable: named, not a silent connection.
+    let mut missing = fleet(&["runs"]);
+    missing.env("PROBITY_STORE_PASSWORD_FILE", dir.path().join("nope"));
+    let out = output(missing);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(text(&out.stderr).contains("PROBITY_STORE_PASSWORD_FILE"));
+}
+
+/// Issue 38: the server restarted while three processes share one run: no
+/// process ends with an error — each waits, reconnects and goes on — and
+/// the run holds every sample once.
+#[test]
+fn a_shared_run_outlives_a_server_restart() {
+    let Some(server) = PrivateServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path(), 40);
+    let url = server.url();
+    let creator = probity(
+        dir.path(),
+        &url,
+        &["run", "--shared", "--concurrency", "4", "-q"],
+    )
+    .spawn()
+    .unwrap();
+    let workers: Vec<Child> = (0..2)
+        .map(|_| {
+            probity(
+                dir.path(),
+                &url,
+                &["work", "--wait=60s", "--concurrency", "4", "-q"],
+            )
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let count = |sql: &str| -> Option<i64> {
+        let out = Command::new("psql")
+            .args([&url, "-tAc", sql])
+            .output()
+            .ok()?;
+        text(&out.stdout).trim().parse().ok()
+    };
+    let started = Instant::now();
+    while count("SELECT COUNT(*) FROM samples").unwrap_or(0) < 60 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no sample stored"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.ctl("restart");
+    for child in std::iter::once(creator).chain(workers) {
+        let out = wait(child, Duration::from_secs(180));
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "exit {:?}: {}",
+            out.status.code(),
+            text(&out.stderr)
+        );
+    }
+    assert_eq!(count("SELECT COUNT(*) FROM samples"), Some(400));
+    assert_eq!(
+        count("SELECT COUNT(*) FROM runs WHERE status = 'complete'"),
+        Some(1)
+    );
 }

@@ -34,7 +34,7 @@ pub use cache::{
     OutputCache, StoreJudgements, StoreOutputs,
 };
 pub use error::StoreError;
-pub use lease::{claim_ttl, LEASE_REFRESH_S, LEASE_STALE_S};
+pub use lease::{claim_ttl, CLAIM_TRIES, LEASE_REFRESH_S, LEASE_STALE_S};
 pub use location::{masked_url, PostgresUrl, StoreLocation};
 pub use records::{
     AttemptCounts, AttemptRow, CachedOutput, Existing, JudgementRow, LabelVerdict, NewRun,
@@ -362,9 +362,18 @@ impl Store {
     }
 
     /// Give up this process's claims on `run` (a worker stopping early):
-    /// other workers may take them at once.
+    /// other workers may take them at once, and the tries they spent on
+    /// them are given back.
     pub fn release_claims(&self, run: i64) -> Result<(), StoreError> {
-        self.backend.refresh_claims(run, std::time::Duration::ZERO)
+        self.backend.release_claims(run)
+    }
+
+    /// The inputs of `run` given up as dead letters: claimed
+    /// [`CLAIM_TRIES`] times and never finished (every worker that took
+    /// them died), so the run went on without them. Ascending; a report
+    /// names them (their cells stay missing).
+    pub fn given_up_inputs(&self, run: i64) -> Result<Vec<usize>, StoreError> {
+        self.backend.given_up(run)
     }
 
     /// The `(input, repetition)` cells of `inputs` that `run` has stored.

@@ -10,7 +10,9 @@ use common::contraction_experiment;
 use probity_core::Cell;
 use probity_engine::sim::{SimConfig, SimModel};
 use probity_engine::store::postgres::testing::TestDatabase;
-use probity_engine::store::{SampleRow, Store, StoreError, StoreLocation, SCHEMA_VERSION};
+use probity_engine::store::{
+    RunTotals, SampleRow, Store, StoreError, StoreLocation, CLAIM_TRIES, SCHEMA_VERSION,
+};
 use probity_engine::{run_with, Control, Experiment, RetryPolicy, RunOutcome, Sink};
 use std::sync::Arc;
 
@@ -232,11 +234,156 @@ async fn claims_split_inputs_and_expire() {
     assert_eq!(pg.open_inputs(run).unwrap(), (9, 9));
     assert!(pg.claim_inputs(run, 10).unwrap().is_empty());
     pg.finish_inputs(run, &[0, 1]).unwrap();
+    // An expired claim of this process's own (4 and 5: `other` is this
+    // process too) is never taken back by it: it may still be sampling it.
+    db.query(&format!(
+        "UPDATE claims SET expires_at = now() - interval '1 second' WHERE run_id = {run} AND input_idx IN (4, 5)"
+    ));
+    assert!(pg.claim_inputs(run, 10).unwrap().is_empty());
+    // Another holder's expired claims are.
     db.query(&format!(
         "UPDATE claims SET expires_at = now() - interval '1 second' WHERE run_id = {run} AND input_idx IN (2, 3)"
     ));
     assert_eq!(pg.claim_inputs(run, 10).unwrap(), [2, 3]);
-    assert_eq!(pg.open_inputs(run).unwrap(), (7, 7));
+    assert_eq!(pg.open_inputs(run).unwrap(), (7, 5));
+}
+
+/// Dead letters: an input whose holder dies [`CLAIM_TRIES`] times is
+/// given up (done, named) instead of being handed on for ever; a worker
+/// that gives its claims back on purpose spends no try.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_that_kills_its_workers_is_given_up_after_its_tries() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let mut pg = connect(&db);
+    let run = go(&experiment(8), &mut pg).await.stored_id();
+    let die = || {
+        db.query(&format!(
+            "UPDATE claims SET holder = 'dead', expires_at = now() - interval '1 second'
+             WHERE run_id = {run} AND input_idx = 0"
+        ))
+    };
+    for _ in 0..CLAIM_TRIES {
+        assert_eq!(pg.claim_inputs(run, 1).unwrap(), [0]);
+        die();
+    }
+    assert!(pg.given_up_inputs(run).unwrap().is_empty());
+    // Its tries spent: given up, and the next input handed out instead.
+    assert_eq!(pg.claim_inputs(run, 1).unwrap(), [1]);
+    assert_eq!(pg.given_up_inputs(run).unwrap(), [0]);
+    assert_eq!(pg.open_inputs(run).unwrap(), (8, 1));
+    // Released on purpose, twice over the tries: never given up.
+    for _ in 0..=CLAIM_TRIES {
+        pg.release_claims(run).unwrap();
+        db.query(&format!(
+            "UPDATE claims SET holder = 'stopped' WHERE run_id = {run} AND input_idx = 1"
+        ));
+        assert_eq!(pg.claim_inputs(run, 1).unwrap(), [1]);
+    }
+    assert_eq!(pg.given_up_inputs(run).unwrap(), [0]);
+}
+
+/// The server's deadlock count for the test database, once every
+/// backend's pending statistics are in (a backend reports them when it
+/// exits or at most once a second while busy).
+fn deadlocks(db: &TestDatabase) -> i64 {
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    db.query("SELECT deadlocks::text FROM pg_stat_database WHERE datname = current_database()")[0]
+        .parse()
+        .unwrap()
+}
+
+/// Six writers of one run at once (as six `probity work` processes), each
+/// committing its samples and counts in many small transactions: the
+/// server counts no deadlock (writers used to lock the run's row to add
+/// their counts, while each other's sample rows held its key-share lock),
+/// and the run's counts are the sum of every writer's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_of_one_run_never_deadlock_and_add_up() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let mut pg = connect(&db);
+    let run = go(&experiment(3), &mut pg).await.stored_id();
+    let before = pg.run(run).unwrap();
+    let deadlocks_before = deadlocks(&db);
+    const WRITERS: usize = 6;
+    const SAMPLES: usize = 150;
+    let location = db.location();
+    let threads: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let location = location.clone();
+            std::thread::spawn(move || {
+                let store = Store::connect(&location).unwrap();
+                let writer = store
+                    .writer_committing_every(run, std::time::Duration::from_millis(1))
+                    .unwrap();
+                for s in 0..SAMPLES {
+                    writer
+                        .send(SampleRow {
+                            input_idx: s % 7,
+                            repetition: 100 + w * SAMPLES + s,
+                            cache_key: format!("w{w}s{s}"),
+                            output: Some("ok".into()),
+                            error: None,
+                            latency_ms: Some(1.0),
+                            input_tokens: Some(2),
+                            output_tokens: Some(3),
+                            call_attempts: 1,
+                            cells: vec![Cell::Pass; 3],
+                            reasons: Vec::new(),
+                        })
+                        .unwrap();
+                    // This writer's session counts so far (one call and
+                    // five tokens a sample, one judge call on check 1).
+                    let n = s as u64 + 1;
+                    writer
+                        .send_totals(RunTotals {
+                            model_calls: 2 * n,
+                            judge_calls: n,
+                            tokens: 5 * n,
+                            judge_calls_by_check: vec![0, n],
+                        })
+                        .unwrap();
+                    if s % 10 == 0 {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                }
+                writer.finish().unwrap();
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(
+        deadlocks(&db) - deadlocks_before,
+        0,
+        "deadlocks counted by the server"
+    );
+    let after = pg.run(run).unwrap();
+    let n = (WRITERS * SAMPLES) as u64;
+    assert_eq!(after.model_calls, before.model_calls + 2 * n);
+    assert_eq!(after.judge_calls, before.judge_calls + n);
+    assert_eq!(after.tokens, before.tokens + 5 * n);
+    let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+    assert_eq!(
+        at(&after.judge_calls_by_check, 1),
+        at(&before.judge_calls_by_check, 1) + n
+    );
+    assert_eq!(
+        db.query(&format!(
+            "SELECT COUNT(*)::text FROM samples WHERE run_id = {run} AND repetition >= 100"
+        )),
+        [n.to_string()]
+    );
+    // The listing reads the same sums.
+    let listed = pg.runs(None).unwrap();
+    assert_eq!(
+        listed.iter().find(|r| r.id == run).unwrap().model_calls,
+        after.model_calls
+    );
 }
 
 /// Migrations: numbered, each applied once however many processes open a

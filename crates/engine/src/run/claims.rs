@@ -5,6 +5,15 @@
 //! worker killed outright stops refreshing its claims; after
 //! [`crate::store::claim_ttl`] another takes its inputs and samples only
 //! what was not stored, so the run ends with every sample exactly once.
+//!
+//! A worker never waits for its writer's commit to go on claiming: a
+//! finished input is queued to the writer ([`Writer::send_done`]), which
+//! marks it done in the transaction that stores its last samples and keeps
+//! this process's claims alive with every batch. It waits only when it
+//! has nothing in flight and asks whether the run is over
+//! ([`ClaimFeed::settle`]). The store never hands a worker an input it
+//! holds itself, and gives up an input that killed
+//! [`crate::store::CLAIM_TRIES`] workers ([`Store::given_up_inputs`]).
 
 use crate::store::{Store, StoreError, Writer};
 use std::collections::HashMap;
@@ -21,6 +30,11 @@ pub(crate) struct ClaimFeed {
     /// Inputs whose every sample is sent to the writer, to be marked done
     /// once committed ([`ClaimFeed::settle`]).
     finished: Vec<usize>,
+    /// Whether the writer was told this run is shared (it then keeps the
+    /// claims alive).
+    announced: bool,
+    /// Inputs queued as done since the writer last flushed.
+    unflushed: bool,
 }
 
 impl ClaimFeed {
@@ -33,6 +47,8 @@ impl ClaimFeed {
             batch: (2 * workers).div_ceil(m.max(1)).max(1),
             left: HashMap::new(),
             finished: Vec::new(),
+            announced: false,
+            unflushed: false,
         }
     }
 
@@ -49,7 +65,10 @@ impl ClaimFeed {
     /// not yet stored (an input some worker left all stored is finished at
     /// once). Empty when no input is left to claim.
     pub(crate) fn claim(&mut self, store: &Store) -> Result<Vec<(usize, usize)>, StoreError> {
-        let inputs = store.claim_inputs(self.run, self.batch)?;
+        let mut inputs = store.claim_inputs(self.run, self.batch)?;
+        // The store never hands back an input this process holds; kept
+        // true here too, whatever the store.
+        inputs.retain(|i| !self.left.contains_key(i) && !self.finished.contains(i));
         let stored = store.stored_cells_of(self.run, &inputs)?;
         let stored: std::collections::HashSet<(usize, usize)> = stored.into_iter().collect();
         let mut cells = Vec::new();
@@ -77,20 +96,33 @@ impl ClaimFeed {
         }
     }
 
-    /// Mark the finished inputs done, once the writer has committed every
-    /// sample sent so far.
+    /// Queue the finished inputs to be marked done with their last samples
+    /// ([`ClaimFeed::queue_done`]); when no cell is out, also wait for the
+    /// writer to commit them, so that [`Store::open_inputs`] read next
+    /// counts them (the run's end is then seen at once).
     pub(crate) async fn settle(
         &mut self,
-        store: &Store,
+        _store: &Store,
         writer: &Writer,
     ) -> Result<(), StoreError> {
-        if self.finished.is_empty() {
+        self.queue_done(writer)?;
+        if self.left.is_empty() && self.unflushed {
+            // An error here is the writer's, reported when it is finished.
+            let _ = writer.flushed().await;
+            self.unflushed = false;
+        }
+        Ok(())
+    }
+
+    /// Queue the finished inputs to the writer, which marks them done in
+    /// the transaction that commits their last samples: never waits.
+    pub(crate) fn queue_done(&mut self, writer: &Writer) -> Result<(), StoreError> {
+        if self.finished.is_empty() && self.announced {
             return Ok(());
         }
-        // An error here is the writer's, reported when it is finished.
-        let _ = writer.flushed().await;
-        store.finish_inputs(self.run, &self.finished)?;
-        self.finished.clear();
+        self.unflushed |= !self.finished.is_empty();
+        writer.send_done(std::mem::take(&mut self.finished))?;
+        self.announced = true;
         Ok(())
     }
 }

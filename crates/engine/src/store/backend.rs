@@ -110,6 +110,12 @@ pub(crate) trait Claims {
     ) -> Result<Vec<usize>, StoreError>;
     /// Extend this process's claims on `run` by `ttl`.
     fn refresh_claims(&self, run: i64, ttl: std::time::Duration) -> Result<(), StoreError>;
+    /// Give this process's claims on `run` back at once, their tries
+    /// unspent (a worker stopping early on purpose).
+    fn release_claims(&self, run: i64) -> Result<(), StoreError>;
+    /// The inputs of `run` given up: claimed [`super::CLAIM_TRIES`] times
+    /// without being finished (dead letters), ascending.
+    fn given_up(&self, run: i64) -> Result<Vec<usize>, StoreError>;
     /// Mark `inputs` of `run` done (every sample stored) and drop their
     /// claims.
     fn finish_inputs(&self, run: i64, inputs: &[usize]) -> Result<(), StoreError>;
@@ -191,6 +197,13 @@ pub(crate) struct Batch {
     /// since its last batch (deltas add up when several processes write
     /// one run).
     pub totals: Option<RunTotals>,
+    /// Inputs of a shared run whose every sample is in this batch or an
+    /// earlier one: marked done in the same transaction (done means
+    /// stored, and the worker never waits for the commit to say so).
+    pub finished: Vec<usize>,
+    /// A shared run: extend this process's claims to this long from now in
+    /// the same transaction (a claim lives past its last progress).
+    pub claims_ttl: Option<std::time::Duration>,
 }
 
 impl Batch {
@@ -199,7 +212,7 @@ impl Batch {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rows() == 0 && self.totals.is_none()
+        self.rows() == 0 && self.totals.is_none() && self.finished.is_empty()
     }
 
     /// One past the highest input index added (live traffic raises the
@@ -216,4 +229,7 @@ pub(crate) trait BatchWriter: Send {
     fn commit(&mut self, batch: &Batch) -> Result<(), StoreError>;
     /// Refresh this process's lease on the run.
     fn refresh_lease(&mut self) -> Result<(), StoreError>;
+    /// Extend this process's claims on the run (a shared run) to `ttl`
+    /// from now.
+    fn refresh_claims(&mut self, ttl: std::time::Duration) -> Result<(), StoreError>;
 }

@@ -27,3 +27,11 @@ pub fn claim_ttl() -> std::time::Duration {
         .map_or(30.0, |s| s.clamp(1.0, 3600.0));
     std::time::Duration::from_secs_f64(seconds)
 }
+
+/// How many times an input of a shared run may be claimed without being
+/// finished before it is given up (a dead letter): an input whose every
+/// worker dies on it (a crash, an out-of-memory kill) would otherwise be
+/// handed from one worker to the next for ever. A worker that stops early
+/// on purpose gives its claims back without spending a try
+/// ([`super::Store::release_claims`]).
+pub const CLAIM_TRIES: i64 = 3;

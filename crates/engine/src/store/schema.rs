@@ -17,7 +17,10 @@
 //! `probity work`) and the leases' holder token; 11 `runs.variant` and
 //! `runs.variant_group` (the variants of one `probity run`, `[[variant]]`);
 //! 12 `calibration_verdicts` (the judges' verdicts on verifiers' labelled
-//! pairs, reused by later runs that ask the same question).
+//! pairs, reused by later runs that ask the same question); 13 the claims'
+//! `tries` and `given_up` (dead letters) and, in PostgreSQL, `run_counts`
+//! (each writer's counts on a row of its own: writers of one run never
+//! wait for each other).
 
 /// The last migration this version of probity knows.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;

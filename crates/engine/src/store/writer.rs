@@ -6,7 +6,7 @@
 
 use super::backend::{Batch, BatchWriter, WriterFactory};
 use super::error::StoreError;
-use super::lease::LEASE_REFRESH_S;
+use super::lease::{claim_ttl, LEASE_REFRESH_S};
 use super::location::StoreLocation;
 use super::records::{AttemptRow, JudgementRow, RunTotals, SampleRow};
 use probity_core::Input;
@@ -135,6 +135,10 @@ enum WriteOp {
     Totals(RunTotals),
     /// Answered once everything queued before it is committed.
     Flush(tokio::sync::oneshot::Sender<()>),
+    /// Inputs of a shared run whose every sample was queued before: marked
+    /// done with the batch that commits the last of them. The first makes
+    /// the writer a shared run's: it keeps this process's claims alive.
+    Done(Vec<usize>),
     /// One request of live traffic whole (its input, attempts, sample and
     /// the session's counts), queued at once so it is kept or dropped
     /// whole.
@@ -174,20 +178,31 @@ enum Unsent {
 /// run's lease is refreshed from here every [`LEASE_REFRESH_S`], busy or
 /// idle, so a process whose only writes are this thread's (`probity
 /// serve`) keeps its lease without touching the store from anywhere else.
+/// A shared run's writer (one sent [`WriteOp::Done`]) also extends this
+/// process's claims, every third of [`claim_ttl`] and with every batch of
+/// samples: a claim lives [`claim_ttl`] past the last progress, however
+/// long the runner waits on the store.
 fn write_loop(
     mut out: Box<dyn BatchWriter>,
     window: std::time::Duration,
     rx: mpsc::Receiver<WriteOp>,
     health: WriterHealth,
 ) -> Result<u64, StoreError> {
-    let refresh_every = std::time::Duration::from_secs_f64(LEASE_REFRESH_S);
+    let mut refresh_every = std::time::Duration::from_secs_f64(LEASE_REFRESH_S);
     let mut refreshed = std::time::Instant::now();
     let mut written = 0;
     // This session's counts already added to the run's.
     let mut added = RunTotals::default();
+    // A shared run's: how long a claim lives.
+    let mut claims: Option<std::time::Duration> = None;
     loop {
         if refreshed.elapsed() >= refresh_every {
             out.refresh_lease()?;
+            if let Some(ttl) = claims {
+                // Best effort: the runner refreshes them too, and a store
+                // that cannot take this fails the next commit, reported.
+                let _ = out.refresh_claims(ttl);
+            }
             refreshed = std::time::Instant::now();
         }
         let first = match rx.recv_timeout(refresh_every.saturating_sub(refreshed.elapsed())) {
@@ -204,6 +219,14 @@ fn write_loop(
         while let Some(next) = op.take() {
             match next {
                 WriteOp::Totals(t) => latest = Some(t),
+                WriteOp::Done(inputs) => {
+                    if claims.is_none() {
+                        let ttl = claim_ttl();
+                        refresh_every = refresh_every.min(ttl / 3);
+                        claims = Some(ttl);
+                    }
+                    batch.finished.extend(inputs);
+                }
                 WriteOp::Flush(ack) => {
                     acks.push(ack);
                     // Answered once committed: commit now.
@@ -242,6 +265,9 @@ fn write_loop(
             batch.totals = Some(t.since(&added));
             added = t;
         }
+        if !batch.samples.is_empty() {
+            batch.claims_ttl = claims;
+        }
         if !batch.is_empty() {
             health.commit(out.as_mut(), &batch)?;
         }
@@ -271,6 +297,16 @@ impl Writer {
     /// run adds its own.
     pub fn send_totals(&self, totals: RunTotals) -> Result<(), StoreError> {
         self.op(WriteOp::Totals(totals))
+    }
+
+    /// Queue a shared run's `inputs` (every sample of theirs already sent)
+    /// to be marked done in the transaction that commits their last
+    /// samples: the caller never waits for the commit, and an input is
+    /// never marked done before its samples are stored. From the first
+    /// call on, the writer also keeps this process's claims alive (see
+    /// [`write_loop`]).
+    pub fn send_done(&self, inputs: Vec<usize>) -> Result<(), StoreError> {
+        self.op(WriteOp::Done(inputs))
     }
 
     /// Queue one sample for writing.
@@ -512,6 +548,9 @@ mod tests {
         fn refresh_lease(&mut self) -> Result<(), StoreError> {
             Ok(())
         }
+        fn refresh_claims(&mut self, _: std::time::Duration) -> Result<(), StoreError> {
+            Ok(())
+        }
     }
 
     fn record(i: usize) -> LiveRecord {
@@ -589,6 +628,9 @@ mod tests {
             Ok(())
         }
         fn refresh_lease(&mut self) -> Result<(), StoreError> {
+            Ok(())
+        }
+        fn refresh_claims(&mut self, _: std::time::Duration) -> Result<(), StoreError> {
             Ok(())
         }
     }

@@ -23,6 +23,14 @@
 //! (which sets an HttpOnly, SameSite=Strict cookie, so links keep
 //! working), the cookie, or `Authorization: Bearer T` — compared in
 //! constant time. A request without it gets 401 and nothing of the store.
+//!
+//! Names: a request must name the viewer in its `Host` header ([`Hosts`]):
+//! the address it is bound to, `localhost` when that is a loopback (or
+//! every) address, or a name listed in `PROBITY_VIEW_HOSTS`
+//! (comma-separated) — with the port it serves. Anything else gets 421 and
+//! nothing of the store: a web page on another site that points a name of
+//! its own at 127.0.0.1 (DNS rebinding) cannot read the runs through the
+//! visitor's browser.
 //! Pages are built on blocking threads (the store is SQLite), one at a
 //! time per request.
 
@@ -76,6 +84,69 @@ pub const COOKIE: &str = "probity_view";
 struct ViewState {
     pages: Arc<dyn Pages>,
     token: Option<String>,
+    hosts: Option<Hosts>,
+}
+
+/// The names a request may give in its `Host` header: the viewer's own
+/// address (see the module's documentation).
+#[derive(Debug, Clone)]
+pub struct Hosts {
+    bound: std::net::SocketAddr,
+    /// Names allowed besides the address, lower-case.
+    names: Vec<String>,
+}
+
+impl Hosts {
+    /// The names of a viewer bound to `bound`, plus `names` (a proxy's or
+    /// a machine's name it is reached by).
+    pub fn new(bound: std::net::SocketAddr, names: &[String]) -> Hosts {
+        Hosts {
+            bound,
+            names: names
+                .iter()
+                .map(|n| n.trim().to_ascii_lowercase())
+                .filter(|n| !n.is_empty())
+                .collect(),
+        }
+    }
+
+    /// [`Hosts::new`] with the names of `PROBITY_VIEW_HOSTS`
+    /// (comma-separated).
+    pub fn from_env(bound: std::net::SocketAddr) -> Hosts {
+        let names: Vec<String> = std::env::var("PROBITY_VIEW_HOSTS")
+            .unwrap_or_default()
+            .split(',')
+            .map(str::to_string)
+            .collect();
+        Hosts::new(bound, &names)
+    }
+
+    /// Whether `host` (a `Host` header: `name[:port]`, `[v6]:port`) names
+    /// this viewer: with its port (a configured name may leave it out),
+    /// as its IP address (any, when bound to every address), `localhost`
+    /// (bound to loopback or every address) or a configured name.
+    pub fn allows(&self, host: &str) -> bool {
+        let host = host.trim().to_ascii_lowercase();
+        let (name, port) = match host.rsplit_once(':') {
+            Some((n, p)) if !n.is_empty() && (n.ends_with(']') || !n.contains(':')) => {
+                (n.to_string(), Some(p))
+            }
+            _ => (host.clone(), None),
+        };
+        let port_ok = port.and_then(|p| p.parse::<u16>().ok()) == Some(self.bound.port());
+        if self.names.contains(&name) {
+            return port.is_none() || port_ok;
+        }
+        if !port_ok {
+            return false;
+        }
+        let ip = self.bound.ip();
+        let literal = name.trim_start_matches('[').trim_end_matches(']');
+        match literal.parse::<std::net::IpAddr>() {
+            Ok(asked) => ip.is_unspecified() || asked == ip,
+            Err(_) => name == "localhost" && (ip.is_loopback() || ip.is_unspecified()),
+        }
+    }
 }
 
 /// Serve `pages` on `listener` until `shutdown` completes. With `token`,
@@ -86,12 +157,28 @@ pub async fn serve(
     token: Option<String>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    crate::http_server::serve(listener, router(pages, token), shutdown).await
+    let hosts = Hosts::from_env(listener.local_addr()?);
+    let app = router_with_hosts(pages, token, Some(hosts));
+    crate::http_server::serve(listener, app, shutdown).await
 }
 
-/// The viewer's routes, with the token check and security headers.
+/// The viewer's routes, with the token check and security headers, any
+/// `Host` accepted (a router served by [`serve`] checks it).
 pub fn router(pages: Arc<dyn Pages>, token: Option<String>) -> Router {
-    let state = Arc::new(ViewState { pages, token });
+    router_with_hosts(pages, token, None)
+}
+
+/// [`router`] refusing requests whose `Host` is not one of `hosts`.
+pub fn router_with_hosts(
+    pages: Arc<dyn Pages>,
+    token: Option<String>,
+    hosts: Option<Hosts>,
+) -> Router {
+    let state = Arc::new(ViewState {
+        pages,
+        token,
+        hosts,
+    });
     Router::new()
         .route("/", get(runs))
         .route("/runs/{id}", get(run))
@@ -139,6 +226,25 @@ fn presented(headers: &HeaderMap, query: Option<&str>) -> (Option<String>, bool)
 
 /// The token check, then the security headers of every answer.
 async fn guard(State(st): St, req: Request, next: Next) -> Response {
+    if let Some(hosts) = &st.hosts {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        if !hosts.allows(host) {
+            let mut r = (
+                StatusCode::MISDIRECTED_REQUEST,
+                format!(
+                    "probity view: this viewer answers at http://{}/ only; a request naming another host is refused (a page of another site may be asking). To reach it by another name, list it in PROBITY_VIEW_HOSTS.\n",
+                    hosts.bound
+                ),
+            )
+                .into_response();
+            secure(r.headers_mut());
+            return r;
+        }
+    }
     let mut set_cookie = None;
     if let Some(want) = &st.token {
         let (got, in_query) = presented(req.headers(), req.uri().query());
@@ -233,4 +339,52 @@ async fn variants(State(st): St, Path(id): Path<i64>, Query(q): Query<Params>) -
 
 async fn not_found() -> Response {
     (StatusCode::NOT_FOUND, "probity view: no such page\n").into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Hosts;
+
+    fn hosts(bound: &str, names: &[&str]) -> Hosts {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        Hosts::new(bound.parse().unwrap(), &names)
+    }
+
+    #[test]
+    fn a_loopback_viewer_answers_its_address_and_localhost_only() {
+        let h = hosts("127.0.0.1:8790", &[]);
+        for ok in ["127.0.0.1:8790", "localhost:8790", "LOCALHOST:8790"] {
+            assert!(h.allows(ok), "{ok}");
+        }
+        for refused in [
+            "evil.example:8790",
+            "127.0.0.1:8791",
+            "localhost",
+            "127.0.0.2:8790",
+            "",
+            "127.0.0.1.evil.example:8790",
+            "[::1]:8790",
+        ] {
+            assert!(!h.allows(refused), "{refused}");
+        }
+        let v6 = hosts("[::1]:9000", &[]);
+        assert!(v6.allows("[::1]:9000") && v6.allows("localhost:9000"));
+        assert!(!v6.allows("[::2]:9000"));
+    }
+
+    #[test]
+    fn configured_names_and_every_address_binds() {
+        let h = hosts("0.0.0.0:80", &["Runs.Internal"]);
+        for ok in [
+            "runs.internal",
+            "runs.internal:80",
+            "10.1.2.3:80",
+            "localhost:80",
+        ] {
+            assert!(h.allows(ok), "{ok}");
+        }
+        for refused in ["runs.internal:81", "attacker.example:80", "10.1.2.3:81"] {
+            assert!(!h.allows(refused), "{refused}");
+        }
+    }
 }

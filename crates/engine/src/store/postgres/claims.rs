@@ -1,11 +1,46 @@
 //! Claims in PostgreSQL: the inputs of a shared run, taken by workers on
 //! any machine with `FOR UPDATE SKIP LOCKED` (two claimers never wait for
 //! each other nor take the same input), expiring by the server's clock.
+//! A worker never takes an input it holds itself, even once its claim has
+//! expired: it may still be sampling it. An input claimed
+//! [`CLAIM_TRIES`] times without being finished is given up (a dead
+//! letter): marked done and `given_up`, and named by [`Claims::given_up`].
 
 use super::db::Postgres;
 use crate::store::backend::Claims;
 use crate::store::error::StoreError;
 use crate::store::identity::me;
+use crate::store::lease::CLAIM_TRIES;
+use postgres::GenericClient;
+
+/// Extend this process's claims on `run` to `ttl` from now (also in the
+/// writer's transactions: a claim lives `ttl` past the last progress).
+pub(super) fn refresh_claims_on(
+    c: &mut impl GenericClient,
+    run: i64,
+    ttl: std::time::Duration,
+) -> Result<u64, postgres::Error> {
+    c.execute(
+        "UPDATE claims SET expires_at = now() + make_interval(secs => $3)
+         WHERE run_id = $1 AND holder = $2 AND NOT done",
+        &[&run, &me().token, &ttl.as_secs_f64()],
+    )
+}
+
+/// Mark `inputs` of `run` done and drop their claims (in the writer's
+/// transaction that stores their last samples: done means stored).
+pub(super) fn finish_inputs_on(
+    c: &mut impl GenericClient,
+    run: i64,
+    inputs: &[usize],
+) -> Result<u64, postgres::Error> {
+    let inputs: Vec<i64> = inputs.iter().map(|&i| i as i64).collect();
+    c.execute(
+        "UPDATE claims SET done = true, given_up = false, holder = NULL, expires_at = NULL
+         WHERE run_id = $1 AND input_idx = ANY($2)",
+        &[&run, &inputs],
+    )
+}
 
 impl Claims for Postgres {
     fn claim_inputs(
@@ -25,6 +60,17 @@ impl Claims for Postgres {
                  ON CONFLICT DO NOTHING",
                 &[&run],
             )?;
+            // Inputs whose every try was spent by workers that died on
+            // them: given up, not handed to the next worker.
+            tx.execute(
+                "WITH spent AS MATERIALIZED (
+                    SELECT input_idx FROM claims WHERE run_id = $1 AND NOT done AND tries >= $2
+                        AND (holder IS NULL OR expires_at < now())
+                    FOR UPDATE SKIP LOCKED)
+                 UPDATE claims c SET done = true, given_up = true, holder = NULL, expires_at = NULL
+                 FROM spent WHERE c.run_id = $1 AND c.input_idx = spent.input_idx",
+                &[&run, &CLAIM_TRIES],
+            )?;
             let mut got: Vec<usize> = tx
                 .query(
                     // The picked rows in a CTE, evaluated once: as an
@@ -32,10 +78,10 @@ impl Claims for Postgres {
                     // subquery again and update more than n rows.
                     "WITH picked AS MATERIALIZED (
                         SELECT input_idx FROM claims WHERE run_id = $1 AND NOT done
-                            AND (holder IS NULL OR expires_at < now())
+                            AND (holder IS NULL OR (expires_at < now() AND holder <> $2))
                         ORDER BY input_idx LIMIT $6 FOR UPDATE SKIP LOCKED)
                      UPDATE claims c SET holder = $2, pid = $3, host = $4,
-                        expires_at = now() + make_interval(secs => $5)
+                        expires_at = now() + make_interval(secs => $5), tries = c.tries + 1
                      FROM picked WHERE c.run_id = $1 AND c.input_idx = picked.input_idx
                      RETURNING c.input_idx",
                     &[&run, &me().token, &me().pid, &me().host, &ttl, &count],
@@ -50,27 +96,26 @@ impl Claims for Postgres {
     }
 
     fn refresh_claims(&self, run: i64, ttl: std::time::Duration) -> Result<(), StoreError> {
-        let ttl = ttl.as_secs_f64();
+        self.conn
+            .call(move |c| refresh_claims_on(c, run, ttl).map(|_| ()))
+    }
+
+    fn release_claims(&self, run: i64) -> Result<(), StoreError> {
         self.conn.call(move |c| {
             c.execute(
-                "UPDATE claims SET expires_at = now() + make_interval(secs => $3)
+                "UPDATE claims SET expires_at = now() - interval '1 second',
+                    tries = GREATEST(tries - 1, 0)
                  WHERE run_id = $1 AND holder = $2 AND NOT done",
-                &[&run, &me().token, &ttl],
+                &[&run, &me().token],
             )
             .map(|_| ())
         })
     }
 
     fn finish_inputs(&self, run: i64, inputs: &[usize]) -> Result<(), StoreError> {
-        let inputs: Vec<i64> = inputs.iter().map(|&i| i as i64).collect();
-        self.conn.call(move |c| {
-            c.execute(
-                "UPDATE claims SET done = true, holder = NULL, expires_at = NULL
-                 WHERE run_id = $1 AND input_idx = ANY($2)",
-                &[&run, &inputs],
-            )
-            .map(|_| ())
-        })
+        let inputs = inputs.to_vec();
+        self.conn
+            .call(move |c| finish_inputs_on(c, run, &inputs).map(|_| ()))
     }
 
     fn open_inputs(&self, run: i64) -> Result<(usize, usize), StoreError> {
@@ -81,6 +126,18 @@ impl Claims for Postgres {
                 &[&run],
             )?;
             Ok((r.get::<_, i64>(0) as usize, r.get::<_, i64>(1) as usize))
+        })
+    }
+
+    fn given_up(&self, run: i64) -> Result<Vec<usize>, StoreError> {
+        self.conn.call(move |c| {
+            Ok(c.query(
+                "SELECT input_idx FROM claims WHERE run_id = $1 AND given_up ORDER BY input_idx",
+                &[&run],
+            )?
+            .iter()
+            .map(|r| r.get::<_, i64>(0) as usize)
+            .collect())
         })
     }
 

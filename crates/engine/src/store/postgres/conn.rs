@@ -1,6 +1,7 @@
 //! Connections to PostgreSQL: how one is opened (TLS as the URL's
-//! `sslmode` asks, the password from the URL or `PGPASSWORD`, a connect
-//! timeout), and [`Conn`], a connection on a thread of its own.
+//! `sslmode` asks, the password from the URL, the file named by
+//! `PROBITY_STORE_PASSWORD_FILE` or `PGPASSWORD`, a connect timeout), and
+//! [`Conn`], a connection on a thread of its own.
 //!
 //! The `postgres` client is synchronous, like the rest of the store, but
 //! drives a runtime of its own: it cannot be called from a thread that is
@@ -24,6 +25,11 @@ use std::time::Duration;
 /// minutes.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a connection tries to get a lost server back (a restart, a
+/// failover, a network outage) before the error is the caller's: the
+/// store's connection ([`Conn::call`]) and the writer's alike.
+pub(super) const RECONNECT_FOR: Duration = Duration::from_secs(60);
+
 /// Rows sent from the connection's thread at a time, when a reader visits
 /// a large result one row at a time.
 const CHUNK: usize = 4096;
@@ -42,7 +48,7 @@ pub(super) fn connect(url: &PostgresUrl) -> Result<Client, StoreError> {
         },
     })?;
     if config.get_password().is_none() {
-        if let Ok(pw) = std::env::var("PGPASSWORD") {
+        if let Some(pw) = password_from_env(&location)? {
             config.password(pw);
         }
     }
@@ -58,6 +64,25 @@ pub(super) fn connect(url: &PostgresUrl) -> Result<Client, StoreError> {
             store: location,
             source,
         })
+}
+
+/// The password when the URL has none: the first line of the file named
+/// by `PROBITY_STORE_PASSWORD_FILE` (a mounted secret: nothing in the
+/// process list or the environment), else `PGPASSWORD`. A file that cannot
+/// be read is an error naming it, never a silent connection without a
+/// password.
+fn password_from_env(location: &StoreLocation) -> Result<Option<String>, StoreError> {
+    if let Some(path) = std::env::var_os("PROBITY_STORE_PASSWORD_FILE").filter(|p| !p.is_empty()) {
+        let text = std::fs::read_to_string(&path).map_err(|e| StoreError::Unreachable {
+            store: location.clone(),
+            what: format!(
+                "PROBITY_STORE_PASSWORD_FILE={}: cannot read the password: {e}",
+                std::path::Path::new(&path).display()
+            ),
+        })?;
+        return Ok(Some(text.lines().next().unwrap_or("").to_string()));
+    }
+    Ok(std::env::var("PGPASSWORD").ok())
 }
 
 /// `url` as the driver reads it, and whether the server's certificate is
@@ -183,6 +208,52 @@ pub(super) fn transient(e: &postgres::Error) -> bool {
 
 type Job = Box<dyn FnOnce(&mut Client, &PostgresUrl) + Send>;
 
+/// `f` on `client`, done again for up to [`RECONNECT_FOR`] while it fails
+/// because the server gave the transaction up (a deadlock or serialization
+/// failure: at once) or the connection was lost (a closed client, SQLSTATE
+/// class 08, 57P01–57P03: on a new connection, backing off from 100 ms to
+/// 5 s between attempts to open one). Any other error is the caller's at
+/// once (a constraint, a value that does not convert).
+fn again_until_back<R>(
+    client: &mut Client,
+    url: &PostgresUrl,
+    f: &mut impl FnMut(&mut Client) -> Result<R, postgres::Error>,
+) -> Result<R, postgres::Error> {
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let e = match f(client) {
+            Ok(r) => return Ok(r),
+            Err(e) => e,
+        };
+        let code = e.as_db_error().map(|db| db.code().code().to_string());
+        let given_up = matches!(code.as_deref(), Some("40001" | "40P01"));
+        let lost = client.is_closed()
+            || code
+                .as_deref()
+                .is_some_and(|c| c.starts_with("08") || matches!(c, "57P01" | "57P02" | "57P03"));
+        if !(given_up || lost) || started.elapsed() >= RECONNECT_FOR {
+            return Err(e);
+        }
+        if !lost {
+            continue;
+        }
+        // Until a connection is back or the time is up (the last error
+        // is the caller's then).
+        loop {
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_secs(5));
+            if let Ok(c) = connect(url) {
+                *client = c;
+                break;
+            }
+            if started.elapsed() >= RECONNECT_FOR {
+                return Err(e);
+            }
+        }
+    }
+}
+
 /// A connection on a thread of its own (see the module's documentation).
 /// A lost connection is opened again before the next job.
 pub(super) struct Conn {
@@ -251,23 +322,18 @@ impl Conn {
     }
 
     /// Run `f` on the connection and wait for its answer. When the
-    /// connection was lost (the server restarted), it is opened again and
-    /// `f` run once more: every job is one transaction, rolled back when
-    /// its connection is lost before it commits.
+    /// connection was lost (the server restarted or went away) or the
+    /// server gave up the transaction (a deadlock, a serialization
+    /// failure), `f` is run again — on a new connection, opened with
+    /// backoff for up to [`RECONNECT_FOR`], when the old one was lost:
+    /// every job is one transaction, rolled back when it did not commit.
     pub(super) fn call<R: Send + 'static>(
         &self,
         mut f: impl FnMut(&mut Client) -> Result<R, postgres::Error> + Send + 'static,
     ) -> Result<R, StoreError> {
         let (tx, rx) = mpsc::sync_channel(1);
         let job: Job = Box::new(move |client, url| {
-            let mut result = f(client);
-            if matches!(&result, Err(e) if transient(e)) && client.is_closed() {
-                if let Ok(c) = connect(url) {
-                    *client = c;
-                    result = f(client);
-                }
-            }
-            let _ = tx.send(result);
+            let _ = tx.send(again_until_back(client, url, &mut f));
         });
         self.jobs
             .as_ref()

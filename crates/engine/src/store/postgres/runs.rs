@@ -111,11 +111,13 @@ impl Runs for Postgres {
                 &[&run, &status, &cached, &duration, &verdicts],
             )?;
             if let Some((calls, judge, tokens, by_check)) = &totals {
+                // The whole run's counts: the writers' rows are in them.
                 tx.execute(
                     "UPDATE runs SET model_calls = $2, judge_calls = $3, tokens = $4,
                      judge_calls_by_check = $5 WHERE id = $1",
                     &[&run, calls, judge, tokens, by_check],
                 )?;
+                tx.execute("DELETE FROM run_counts WHERE run_id = $1", &[&run])?;
             }
             tx.commit()
         })?;
@@ -145,16 +147,22 @@ impl Runs for Postgres {
             )?
             .iter()
             .map(run_from_row)
-            .collect()
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|mut runs| add_writers_counts(c, &mut runs).map(|()| runs))
         })
     }
 
     fn run(&self, run: i64) -> Result<Option<RunRecord>, StoreError> {
         self.conn.call(move |c| {
-            c.query_opt(&format!("{RUN_COLUMNS} WHERE id = $1"), &[&run])?
+            let mut found = c
+                .query_opt(&format!("{RUN_COLUMNS} WHERE id = $1"), &[&run])?
                 .as_ref()
                 .map(run_from_row)
-                .transpose()
+                .transpose()?;
+            if let Some(r) = found.as_mut() {
+                add_writers_counts(c, std::slice::from_mut(r))?;
+            }
+            Ok(found)
         })
     }
 
@@ -168,4 +176,42 @@ impl Runs for Postgres {
             .map(|r| r.get(0)))
         })
     }
+}
+
+/// Add to each of `runs` the counts its writers keep on rows of their own
+/// (`run_counts`, migration 13): a run's counts are its row's plus every
+/// writer's.
+fn add_writers_counts(
+    c: &mut postgres::Client,
+    runs: &mut [RunRecord],
+) -> Result<(), postgres::Error> {
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
+    let rows = c.query(
+        "SELECT run_id, model_calls, judge_calls, tokens, judge_calls_by_check
+         FROM run_counts WHERE run_id = ANY($1)",
+        &[&ids],
+    )?;
+    for row in rows {
+        let id: i64 = row.get(0);
+        let Some(run) = runs.iter_mut().find(|r| r.id == id) else {
+            continue;
+        };
+        run.model_calls += row.get::<_, i64>(1) as u64;
+        run.judge_calls += row.get::<_, i64>(2) as u64;
+        run.tokens += row.get::<_, i64>(3) as u64;
+        let by_check: Vec<u64> = row
+            .get::<_, Option<String>>(4)
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default();
+        if run.judge_calls_by_check.len() < by_check.len() {
+            run.judge_calls_by_check.resize(by_check.len(), 0);
+        }
+        for (total, n) in run.judge_calls_by_check.iter_mut().zip(by_check) {
+            *total += n;
+        }
+    }
+    Ok(())
 }

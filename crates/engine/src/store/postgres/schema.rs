@@ -2,7 +2,8 @@
 //! [`crate::store::schema`]): 9, the baseline, creates every table of
 //! schema 9 at once; 10 adds the claims of shared runs and the leases'
 //! holder token; 11 the runs' variant and variant group; 12 the judges'
-//! verdicts on verifiers' labelled pairs. Applied in order under an
+//! verdicts on verifiers' labelled pairs; 13 the writers' own count rows
+//! (`run_counts`) and the claims' tries and dead letters. Applied in order under an
 //! advisory lock, each recorded in
 //! `schema_migrations`, so processes opening a new database at once apply
 //! each exactly once.
@@ -18,6 +19,7 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     (10, CLAIMS),
     (11, VARIANTS),
     (12, CALIBRATION_VERDICTS),
+    (13, WRITER_COUNTS),
 ];
 
 /// A key for `pg_advisory_xact_lock`: probity's migrations.
@@ -168,4 +170,28 @@ CREATE TABLE calibration_verdicts (
     reasons TEXT NOT NULL,
     created_at TEXT NOT NULL DEFAULT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 );
+"#;
+
+/// Migration 13. `run_counts`: each writer's own counts of a run, one row
+/// per writer (`writer`: its process's token and a draw of its own), summed
+/// with the run's row on read ([`super::runs`]). Writers of one shared run
+/// used to add their counts to the run's row under `FOR UPDATE`, which
+/// waits for the `KEY SHARE` lock every other writer's sample rows take on
+/// that row through their foreign key: two writers deadlocked. A writer
+/// now touches only its own row. `claims.tries`: how often the input was
+/// claimed; `claims.given_up`: claimed [`crate::store::CLAIM_TRIES`] times
+/// without being finished (its workers died each time), set aside as a dead
+/// letter (done, and named).
+const WRITER_COUNTS: &str = r#"
+CREATE TABLE IF NOT EXISTS run_counts (
+    run_id BIGINT NOT NULL REFERENCES runs(id),
+    writer TEXT NOT NULL,
+    model_calls BIGINT NOT NULL DEFAULT 0,
+    judge_calls BIGINT NOT NULL DEFAULT 0,
+    tokens BIGINT NOT NULL DEFAULT 0,
+    judge_calls_by_check TEXT,
+    PRIMARY KEY (run_id, writer)
+);
+ALTER TABLE claims ADD COLUMN IF NOT EXISTS tries BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE claims ADD COLUMN IF NOT EXISTS given_up BOOLEAN NOT NULL DEFAULT false;
 "#;

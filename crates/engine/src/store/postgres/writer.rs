@@ -8,19 +8,19 @@
 //! the cause, the run stops with it, and `--resume` asks for what was not
 //! stored.
 
-use super::conn::{connect, transient};
+use super::claims::{finish_inputs_on, refresh_claims_on};
+use super::conn::{connect, transient, RECONNECT_FOR};
 use super::db::Postgres;
 use super::lease::refresh_lease_on;
 use crate::store::backend::{Batch, BatchWriter, WriterFactory, Writes};
 use crate::store::error::StoreError;
+use crate::store::identity::me;
 use crate::store::location::{PostgresUrl, StoreLocation};
-use crate::store::rows::{add_by_check, cell_bytes, reasons_text};
+use crate::store::records::RunTotals;
+use crate::store::rows::{cell_bytes, reasons_text};
 use postgres::Client;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-
-/// How long a writer tries to get a lost connection back.
-pub(super) const RECONNECT_FOR: Duration = Duration::from_secs(60);
 
 struct Writer {
     url: PostgresUrl,
@@ -28,6 +28,11 @@ struct Writer {
     run: i64,
     /// A revalidated run: samples go to `rechecks`, verdicts only.
     recheck: bool,
+    /// This writer's row of `run_counts`: its process's token and a draw
+    /// of its own (one process may write a run more than once).
+    key: String,
+    /// The counts this writer's row holds once its last batch committed.
+    counted: RunTotals,
 }
 
 impl Writes for Postgres {
@@ -44,6 +49,8 @@ fn factory(url: PostgresUrl, run: i64, recheck: bool) -> WriterFactory {
             client,
             run,
             recheck,
+            key: format!("{}:{:016x}", me().token, rand::random::<u64>()),
+            counted: RunTotals::default(),
         }) as Box<dyn BatchWriter>)
     })
 }
@@ -60,7 +67,20 @@ fn last_of_each<T, K: std::hash::Hash + Eq>(rows: &[T], key: impl Fn(&T) -> K) -
     keep
 }
 
-fn write(c: &mut Client, run: i64, recheck: bool, batch: &Batch) -> Result<(), postgres::Error> {
+/// This writer's counts of its run once a batch is committed: its row of
+/// `run_counts` (`writer` = `key`), which no other writer touches.
+struct Counts<'a> {
+    key: &'a str,
+    total: RunTotals,
+}
+
+fn write(
+    c: &mut Client,
+    run: i64,
+    recheck: bool,
+    batch: &Batch,
+    counts: Option<&Counts<'_>>,
+) -> Result<(), postgres::Error> {
     let mut tx = c.transaction()?;
     if !batch.inputs.is_empty() {
         let keep = last_of_each(&batch.inputs, |(i, _)| *i);
@@ -80,8 +100,9 @@ fn write(c: &mut Client, run: i64, recheck: bool, batch: &Batch) -> Result<(), p
             &[&run, &idx, &ids, &fields],
         )?;
         let seen = idx.iter().max().map_or(0, |m| m + 1);
+        // The run's row locked only when its count grows.
         tx.execute(
-            "UPDATE runs SET inputs = GREATEST(inputs, $2) WHERE id = $1",
+            "UPDATE runs SET inputs = $2 WHERE id = $1 AND inputs < $2",
             &[&run, &seen],
         )?;
     }
@@ -202,26 +223,32 @@ fn write(c: &mut Client, run: i64, recheck: bool, batch: &Batch) -> Result<(), p
             &[&key, &pass, &reasons, &raw],
         )?;
     }
-    if let Some(t) = &batch.totals {
-        // The row locked: writers of one run add their counts in turn.
-        let stored: Option<String> = tx
-            .query_one(
-                "SELECT judge_calls_by_check FROM runs WHERE id = $1 FOR UPDATE",
-                &[&run],
-            )?
-            .get(0);
-        let by_check = add_by_check(stored, &t.judge_calls_by_check);
+    if let Some(Counts { key, total: t }) = counts {
+        // The writer's own row: writers of one run never wait for each
+        // other (the run's row, locked by each in turn while their sample
+        // rows held its key-share lock, deadlocked them).
+        let by_check = serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default();
         tx.execute(
-            "UPDATE runs SET model_calls = model_calls + $2, judge_calls = judge_calls + $3,
-             tokens = tokens + $4, judge_calls_by_check = $5 WHERE id = $1",
+            "INSERT INTO run_counts (run_id, writer, model_calls, judge_calls, tokens, judge_calls_by_check)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (run_id, writer) DO UPDATE SET model_calls = EXCLUDED.model_calls,
+                judge_calls = EXCLUDED.judge_calls, tokens = EXCLUDED.tokens,
+                judge_calls_by_check = EXCLUDED.judge_calls_by_check",
             &[
                 &run,
+                key,
                 &(t.model_calls as i64),
                 &(t.judge_calls as i64),
                 &(t.tokens as i64),
                 &by_check,
             ],
         )?;
+    }
+    if !batch.finished.is_empty() {
+        finish_inputs_on(&mut tx, run, &batch.finished)?;
+    }
+    if let Some(ttl) = batch.claims_ttl {
+        refresh_claims_on(&mut tx, run, ttl)?;
     }
     tx.commit()
 }
@@ -266,11 +293,27 @@ impl Writer {
 impl BatchWriter for Writer {
     fn commit(&mut self, batch: &Batch) -> Result<(), StoreError> {
         let (run, recheck) = (self.run, self.recheck);
-        self.with_retry(|c| write(c, run, recheck, batch))
+        let key = self.key.clone();
+        // The row's new counts, kept once committed (a batch tried again
+        // writes the same values: nothing is counted twice).
+        let counts = batch.totals.as_ref().map(|t| Counts {
+            key: &key,
+            total: self.counted.clone() + t.clone(),
+        });
+        self.with_retry(|c| write(c, run, recheck, batch, counts.as_ref()))?;
+        if let Some(c) = counts {
+            self.counted = c.total;
+        }
+        Ok(())
     }
 
     fn refresh_lease(&mut self) -> Result<(), StoreError> {
         let run = self.run;
         self.with_retry(|c| refresh_lease_on(c, run))
+    }
+
+    fn refresh_claims(&mut self, ttl: Duration) -> Result<(), StoreError> {
+        let run = self.run;
+        self.with_retry(|c| refresh_claims_on(c, run, ttl).map(|_| ()))
     }
 }

@@ -1,13 +1,50 @@
 //! Claims in SQLite: workers on one machine sharing a run (`probity
 //! work`). An immediate transaction serialises claimers (SQLite has no
-//! `SKIP LOCKED`; one writer at a time is the same guarantee).
+//! `SKIP LOCKED`; one writer at a time is the same guarantee). A worker
+//! never takes an input it holds itself, even once its claim has expired:
+//! it may still be sampling it. An input claimed [`CLAIM_TRIES`] times
+//! without being finished is given up (a dead letter).
 
 use super::db::Sqlite;
 use super::schema::NOW_S;
 use crate::store::backend::Claims;
 use crate::store::error::StoreError;
 use crate::store::identity::me;
+use crate::store::lease::CLAIM_TRIES;
 use rusqlite::params;
+
+/// Extend this process's claims on `run` to `ttl` from now (also in the
+/// writer's transactions: a claim lives `ttl` past the last progress).
+pub(super) fn refresh_claims_on(
+    conn: &rusqlite::Connection,
+    run: i64,
+    ttl: std::time::Duration,
+) -> rusqlite::Result<usize> {
+    conn.execute(
+        &format!(
+            "UPDATE claims SET expires_at = {NOW_S} + ?3
+             WHERE run_id = ?1 AND holder = ?2 AND done = 0"
+        ),
+        params![run, me().token, ttl.as_secs_f64()],
+    )
+}
+
+/// Mark `inputs` of `run` done and drop their claims (in the writer's
+/// transaction that stores their last samples: done means stored).
+pub(super) fn finish_inputs_on(
+    conn: &rusqlite::Connection,
+    run: i64,
+    inputs: &[usize],
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE claims SET done = 1, given_up = 0, holder = NULL, expires_at = NULL
+         WHERE run_id = ?1 AND input_idx = ?2",
+    )?;
+    for &i in inputs {
+        stmt.execute(params![run, i as i64])?;
+    }
+    Ok(())
+}
 
 impl Claims for Sqlite {
     fn claim_inputs(
@@ -25,11 +62,22 @@ impl Claims for Sqlite {
                  AND NOT EXISTS (SELECT 1 FROM claims WHERE run_id = ?1)",
                 params![run],
             )?;
+            // Inputs whose every try was spent by workers that died on
+            // them: given up, not handed to the next worker.
+            self.conn.execute(
+                &format!(
+                    "UPDATE claims SET done = 1, given_up = 1, holder = NULL, expires_at = NULL
+                     WHERE run_id = ?1 AND done = 0 AND tries >= ?2
+                     AND (holder IS NULL OR expires_at < {NOW_S})"
+                ),
+                params![run, CLAIM_TRIES],
+            )?;
             let mut stmt = self.conn.prepare(&format!(
-                "UPDATE claims SET holder = ?2, pid = ?3, host = ?4, expires_at = {NOW_S} + ?5
+                "UPDATE claims SET holder = ?2, pid = ?3, host = ?4, expires_at = {NOW_S} + ?5,
+                    tries = tries + 1
                  WHERE run_id = ?1 AND input_idx IN (
                     SELECT input_idx FROM claims WHERE run_id = ?1 AND done = 0
-                    AND (holder IS NULL OR holder = ?2 OR expires_at < {NOW_S})
+                    AND (holder IS NULL OR (expires_at < {NOW_S} AND holder <> ?2))
                     ORDER BY input_idx LIMIT ?6)
                  RETURNING input_idx"
             ))?;
@@ -58,13 +106,19 @@ impl Claims for Sqlite {
     }
 
     fn refresh_claims(&self, run: i64, ttl: std::time::Duration) -> Result<(), StoreError> {
+        refresh_claims_on(&self.conn, run, ttl)
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    fn release_claims(&self, run: i64) -> Result<(), StoreError> {
         self.conn
             .execute(
                 &format!(
-                    "UPDATE claims SET expires_at = {NOW_S} + ?3
+                    "UPDATE claims SET expires_at = {NOW_S} - 1, tries = MAX(tries - 1, 0)
                      WHERE run_id = ?1 AND holder = ?2 AND done = 0"
                 ),
-                params![run, me().token, ttl.as_secs_f64()],
+                params![run, me().token],
             )
             .map(|_| ())
             .map_err(|e| self.err(e))
@@ -73,18 +127,21 @@ impl Claims for Sqlite {
     fn finish_inputs(&self, run: i64, inputs: &[usize]) -> Result<(), StoreError> {
         let mark = || -> rusqlite::Result<()> {
             let tx = self.conn.unchecked_transaction()?;
-            {
-                let mut stmt = tx.prepare_cached(
-                    "UPDATE claims SET done = 1, holder = NULL, expires_at = NULL
-                     WHERE run_id = ?1 AND input_idx = ?2",
-                )?;
-                for &i in inputs {
-                    stmt.execute(params![run, i as i64])?;
-                }
-            }
+            finish_inputs_on(&tx, run, inputs)?;
             tx.commit()
         };
         mark().map_err(|e| self.err(e))
+    }
+
+    fn given_up(&self, run: i64) -> Result<Vec<usize>, StoreError> {
+        let read = || -> rusqlite::Result<Vec<usize>> {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT input_idx FROM claims WHERE run_id = ?1 AND given_up = 1 ORDER BY input_idx",
+            )?;
+            let rows = stmt.query_map(params![run], |r| r.get::<_, i64>(0))?;
+            rows.map(|i| i.map(|i| i as usize)).collect()
+        };
+        read().map_err(|e| self.err(e))
     }
 
     fn open_inputs(&self, run: i64) -> Result<(usize, usize), StoreError> {

@@ -18,7 +18,9 @@ use super::schema::SCHEMA_VERSION;
 use db::open_connection;
 pub use db::Sqlite;
 use rusqlite::Connection;
-use schema::{has_column, LATE_INDEXES, MIGRATION_10, MIGRATION_11, MIGRATION_12, SCHEMA};
+use schema::{
+    has_column, LATE_INDEXES, MIGRATION_10, MIGRATION_11, MIGRATION_12, MIGRATION_13, SCHEMA,
+};
 use std::path::Path;
 
 impl Sqlite {
@@ -70,6 +72,14 @@ impl Sqlite {
         }
         if version < 12 {
             store.migrate(12, |conn| conn.execute_batch(MIGRATION_12))?;
+        }
+        if version < 13 {
+            store.migrate(13, |conn| {
+                if has_column(conn, "claims", "tries")? {
+                    return Ok(());
+                }
+                conn.execute_batch(MIGRATION_13)
+            })?;
         }
         Ok(store)
     }

@@ -162,5 +162,14 @@ CREATE TABLE IF NOT EXISTS calibration_verdicts (
 ) WITHOUT ROWID;
 "#;
 
+/// Migration 13: the claims' tries (how often an input was claimed) and
+/// dead letters (`given_up`: claimed [`crate::store::CLAIM_TRIES`] times
+/// without being finished; marked done and named). SQLite has one writer
+/// at a time, so its run counts stay on the run's row.
+pub(super) const MIGRATION_13: &str = r#"
+ALTER TABLE claims ADD COLUMN tries INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE claims ADD COLUMN given_up INTEGER NOT NULL DEFAULT 0;
+"#;
+
 /// Now, in seconds since the epoch, by SQLite's clock.
 pub(super) const NOW_S: &str = "((julianday('now') - 2440587.5) * 86400.0)";

@@ -2,6 +2,7 @@
 //! transaction of cached prepared statements (`INSERT OR REPLACE`: a row
 //! written twice is stored once).
 
+use super::claims::{finish_inputs_on, refresh_claims_on};
 use super::db::{err_at, open_connection, Sqlite};
 use super::lease::refresh_lease_on;
 use crate::store::backend::{Batch, BatchWriter, WriterFactory, Writes};
@@ -146,6 +147,10 @@ impl Writer {
                 ],
             )?;
         }
+        finish_inputs_on(&tx, run, &batch.finished)?;
+        if let Some(ttl) = batch.claims_ttl {
+            refresh_claims_on(&tx, run, ttl)?;
+        }
         tx.commit()
     }
 }
@@ -157,5 +162,11 @@ impl BatchWriter for Writer {
 
     fn refresh_lease(&mut self) -> Result<(), StoreError> {
         refresh_lease_on(&self.conn, self.run).map_err(|e| err_at(&self.path, e))
+    }
+
+    fn refresh_claims(&mut self, ttl: std::time::Duration) -> Result<(), StoreError> {
+        refresh_claims_on(&self.conn, self.run, ttl)
+            .map(|_| ())
+            .map_err(|e| err_at(&self.path, e))
     }
 }
