@@ -9,6 +9,7 @@
 //! function is a deterministic function of its arguments, which is what makes
 //! the statistics testable against reference values.
 
+pub mod agent;
 pub mod aggregate;
 pub mod calibrated;
 pub mod causes;

@@ -55,6 +55,59 @@ pub fn pass_any_k(c: u64, n: u64, k: u32) -> Option<f64> {
     (k >= 1 && k <= n && c <= n).then(|| 1.0 - ratio(n - c, n, k))
 }
 
+/// An input's (a task's) class over its evaluated outputs (episodes): what
+/// agent builders triage by (issue 34; tau-bench #57 found 43–64% of
+/// tasks flipping across identical trials).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskClass {
+    /// Every evaluated output passed (c = n ≥ 1).
+    AlwaysPasses,
+    /// Some passed, some failed (0 < c < n).
+    Flips,
+    /// None passed (c = 0 < n).
+    AlwaysFails,
+    /// No evaluated output (n = 0: every episode erred or was spoiled).
+    Unjudged,
+}
+
+impl TaskClass {
+    /// The class of c passes among n evaluated outputs.
+    pub fn of(c: u64, n: u64) -> TaskClass {
+        match (c, n) {
+            (_, 0) => TaskClass::Unjudged,
+            (0, _) => TaskClass::AlwaysFails,
+            (c, n) if c >= n => TaskClass::AlwaysPasses,
+            _ => TaskClass::Flips,
+        }
+    }
+}
+
+/// How many inputs fall in each [`TaskClass`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ClassCounts {
+    pub always_passes: u64,
+    pub flips: u64,
+    pub always_fails: u64,
+    pub unjudged: u64,
+}
+
+impl ClassCounts {
+    /// Count the classes of per-input `(passes, outputs)`.
+    pub fn of(per_input: impl IntoIterator<Item = (u64, u64)>) -> ClassCounts {
+        let mut k = ClassCounts::default();
+        for (c, n) in per_input {
+            match TaskClass::of(c, n) {
+                TaskClass::AlwaysPasses => k.always_passes += 1,
+                TaskClass::Flips => k.flips += 1,
+                TaskClass::AlwaysFails => k.always_fails += 1,
+                TaskClass::Unjudged => k.unjudged += 1,
+            }
+        }
+        k
+    }
+}
+
 /// pass^k and pass@k of one input.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct InputConsistency {
@@ -236,6 +289,12 @@ impl Consistency {
         }
     }
 
+    /// How many inputs always pass, flip, always fail or were not judged,
+    /// read off the per-input rows.
+    pub fn classes(&self) -> ClassCounts {
+        ClassCounts::of(self.per_input().map(|r| (r.passes, r.outputs)))
+    }
+
     /// pass^k and pass@k of each input, in order, computed as they are
     /// read.
     pub fn per_input(&self) -> impl ExactSizeIterator<Item = InputConsistency> + '_ {
@@ -379,6 +438,26 @@ mod tests {
         assert!((iv.lower - 0.7512672372279722).abs() < 1e-9, "{iv:?}");
         assert!((iv.upper - 0.9987349105020502).abs() < 1e-9, "{iv:?}");
         assert_eq!(c.mean_pass_any_k.interval, iv);
+    }
+
+    #[test]
+    fn task_classes() {
+        assert_eq!(TaskClass::of(5, 5), TaskClass::AlwaysPasses);
+        assert_eq!(TaskClass::of(1, 5), TaskClass::Flips);
+        assert_eq!(TaskClass::of(0, 5), TaskClass::AlwaysFails);
+        assert_eq!(TaskClass::of(0, 0), TaskClass::Unjudged);
+        let c = Consistency::new(
+            &[(5, 5), (2, 5), (0, 5), (0, 0), (4, 4)],
+            2,
+            0.95,
+            IntervalMethod::Wilson,
+        )
+        .unwrap();
+        let k = c.classes();
+        assert_eq!(
+            (k.always_passes, k.flips, k.always_fails, k.unjudged),
+            (2, 1, 1, 1)
+        );
     }
 
     /// Rows computed on demand are the rows as they were held: written in

@@ -25,7 +25,9 @@ pub use calibration::{
     LabelCounts, Measured, RunVariance, Weakness,
 };
 pub use cluster::{clustered_mean, ClusterSum, ClusteredEstimate};
-pub use consistency::{pass_all_k, pass_any_k, Consistency, InputConsistency};
+pub use consistency::{
+    pass_all_k, pass_any_k, ClassCounts, Consistency, InputConsistency, TaskClass,
+};
 pub use counts::{Counts, ErrorPolicy};
 pub use decision::{
     excludes_threshold, judge, sample_size_for_margin, samples_to_detect, Decision,
