@@ -25,6 +25,7 @@
 //! Unknown keys are errors, and every error names the file, the line and
 //! column, and the field.
 
+pub mod agent;
 pub mod bounds;
 pub mod example;
 pub mod inputs;

@@ -19,6 +19,7 @@
 // standard error cannot turn into a panic.
 #![deny(clippy::print_stderr)]
 
+pub mod agent;
 pub mod checks;
 pub mod config;
 #[cfg(feature = "server")]

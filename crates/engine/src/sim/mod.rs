@@ -29,12 +29,14 @@
 //! `(config, messages, repetition, attempt)`, stable across platforms and
 //! versions (see `rng.rs`).
 
+pub mod agent;
 pub mod model;
 pub mod protocol;
 pub mod rates;
 pub(crate) mod rng;
 #[cfg(feature = "server")]
 pub mod server;
+pub mod shop;
 mod text;
 
 pub use model::{SimConfig, SimModel, SimOutput};

@@ -1,0 +1,468 @@
+//! One episode (issue 34 item 2): the agent under test, a user and tools,
+//! turn by turn, until the stop signal, the turn limit or an error; the
+//! transcript is the output of one cell, and the checks judge it.
+//!
+//! The loop: the conversation starts with the agent's system prompt and
+//! the scenario's messages; unless they end with a user message, the user
+//! speaks first. Then each agent reply is one turn: its tool calls are run
+//! in order (each result added as a tool message) and the agent is called
+//! again; a reply without tool calls either carries the stop signal (the
+//! agent ends the episode) or is answered by the user (whose message may
+//! carry the stop signal). A tool the agent names that does not exist is
+//! answered with an error message (the agent's mistake); a tool that
+//! cannot answer, a failing upstream or user simulator end the episode as
+//! an error, counted apart.
+
+use super::blackbox::BlackBox;
+use super::environment::Environment;
+use super::tools::{EpisodeId, Toolbox};
+use super::user::{User, UserTurn};
+use crate::config::agent::{CheckSpec, Scenario, ScenarioError};
+use crate::provider::types::{
+    Message as WireMessage, Provider, Request, Role as WireRole, WireRequest,
+};
+use probity_core::agent::{
+    first_spoiled, AgentCheck, Ending, Outcome, Party, Spoiled, ToolOutcome, Transcript, Turn,
+    UserCheck,
+};
+use probity_core::conversation::{to_openai, Message, Role};
+use probity_core::tensor::Cell;
+use probity_core::Input;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The agent under test.
+#[derive(Clone)]
+pub enum AgentUnderTest {
+    /// A model called with the toolbox's tools (Chat Completions
+    /// `tools`), its system prompt first, `params` (temperature, …) sent
+    /// with each call.
+    Model {
+        provider: Arc<dyn Provider>,
+        system: Option<String>,
+        params: Map<String, Value>,
+    },
+    /// An agent that runs the episode itself and hands back its
+    /// transcript.
+    BlackBox(BlackBox),
+}
+
+/// Everything one episode needs; [`Episode::run`] runs one, [`Episode::judge`]
+/// turns its transcript into cells. Cheap to share across cells.
+pub struct Episode {
+    pub agent: AgentUnderTest,
+    pub user: User,
+    pub tools: Toolbox,
+    pub environment: Option<Arc<dyn Environment>>,
+    /// Defaults for scenarios that do not say.
+    pub max_turns: u32,
+    pub stop: String,
+    pub checks: Vec<(String, CheckSpec)>,
+    pub user_checks: Vec<(String, UserCheck)>,
+    gold: Mutex<HashMap<String, Result<Value, String>>>,
+}
+
+/// An episode judged: one outcome per check, in order, and whether the
+/// user spoiled it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    pub outcomes: Vec<(String, Outcome)>,
+    pub spoiled: Option<Spoiled>,
+}
+
+impl Judged {
+    /// The episode's cell over all its checks
+    /// ([`probity_core::agent::episode_cell`]).
+    pub fn cell(&self) -> Cell {
+        probity_core::agent::episode_cell(self.outcomes.iter().map(|(_, o)| o.cell))
+    }
+
+    /// The first failed check: "name: turn T: reason".
+    pub fn first_failure(&self) -> Option<String> {
+        self.outcomes
+            .iter()
+            .find(|(_, o)| o.cell != Cell::Pass)
+            .map(|(n, o)| format!("{n}: {}", o.describe()))
+    }
+}
+
+/// A flat copy of the conversation for providers that read
+/// [`Request::messages`] (the wire form carries the whole).
+fn flat(messages: &[Message]) -> Vec<WireMessage> {
+    messages
+        .iter()
+        .map(|m| {
+            let role = match m.role {
+                Role::System | Role::Developer => WireRole::System,
+                Role::Assistant => WireRole::Assistant,
+                Role::User | Role::Tool => WireRole::User,
+            };
+            let content = match (m.role, m.tool_calls.is_empty()) {
+                (Role::Tool, _) => format!("[tool result] {}", m.content),
+                (_, false) => format!("{}\n{}", m.content, json!(m.tool_calls)),
+                _ => m.content.clone(),
+            };
+            WireMessage { role, content }
+        })
+        .collect()
+}
+
+struct Run<'a> {
+    episode: &'a Episode,
+    task: &'a Input,
+    repetition: u32,
+    scenario: Scenario,
+    id: EpisodeId,
+    t: Transcript,
+    state: Value,
+    user_said: usize,
+}
+
+fn stop_in(text: &str, stop: &str) -> bool {
+    text.contains(stop)
+}
+
+impl Episode {
+    /// An episode of `agent` with a scripted user, no tools, no
+    /// environment and no checks; set the fields to add them.
+    pub fn new(agent: AgentUnderTest) -> Episode {
+        Episode {
+            agent,
+            user: User::Scripted,
+            tools: Toolbox::new(),
+            environment: None,
+            max_turns: crate::config::agent::DEFAULT_MAX_TURNS,
+            stop: crate::config::agent::DEFAULT_STOP.to_string(),
+            checks: Vec::new(),
+            user_checks: Vec::new(),
+            gold: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The scenario of `input` under this episode's defaults.
+    pub fn scenario(&self, input: &Input) -> Result<Scenario, ScenarioError> {
+        Scenario::from_input(input, self.max_turns, &self.stop)
+    }
+
+    /// Run one episode of task `input` (repetition `repetition`: each is
+    /// independent, from a fresh state). Never fails on what happens in
+    /// the episode — that is in the transcript's [`Ending`]; only a
+    /// scenario that cannot be read is an error (a configuration error,
+    /// not a cell).
+    pub async fn run(&self, input: &Input, repetition: u32) -> Result<Transcript, ScenarioError> {
+        let scenario = self.scenario(input)?;
+        if let AgentUnderTest::BlackBox(b) = &self.agent {
+            return Ok(b.run(input, &scenario, repetition).await);
+        }
+        let id = EpisodeId {
+            task: input.id.clone(),
+            repetition,
+        };
+        let mut run = Run {
+            episode: self,
+            task: input,
+            repetition,
+            scenario,
+            id,
+            t: Transcript::from_messages(Vec::new(), Ending::UserDone),
+            state: Value::Null,
+            user_said: 0,
+        };
+        run.t.ending = run.play().await;
+        if let Some(env) = &self.environment {
+            match env.end(&run.id, std::mem::take(&mut run.state)).await {
+                Ok(s) => run.t.final_state = Some(s),
+                Err(message) if !run.t.ending.is_error() => {
+                    run.t.ending = Ending::Error {
+                        by: Party::Tool,
+                        message: format!("the environment's final state: {message}"),
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(run.t)
+    }
+
+    /// One cell of a run: episode `repetition` of task `input`, run and
+    /// judged. What the runner calls per (input, repetition): the
+    /// transcript is the stored output (`serde_json` of it; its
+    /// [`Transcript::last_text`] is what single-output validators read),
+    /// `judged.outcomes[k]` is check k's cell with the turn and reason, and
+    /// `judged.spoiled` marks an episode the user spoiled (kept out of the
+    /// agent's rate: [`probity_core::agent::AgentStats`]). An error is a
+    /// scenario that cannot be read: a configuration error naming the
+    /// input and field, not a cell.
+    pub async fn cell(
+        &self,
+        input: &Input,
+        repetition: u32,
+    ) -> Result<(Transcript, Judged), ScenarioError> {
+        let t = self.run(input, repetition).await?;
+        let j = self.judge(input, &t).await;
+        Ok((t, j))
+    }
+
+    /// The state the task's gold actions reach from a fresh environment
+    /// (computed once per task): τ²'s expected database. Episode id: the
+    /// task's id with `#gold`, repetition 0.
+    pub async fn gold_state(&self, input: &Input) -> Result<Value, String> {
+        if let Some(v) = self.gold.lock().expect("gold cache").get(&input.id) {
+            return v.clone();
+        }
+        let r = self.replay_gold(input).await;
+        self.gold
+            .lock()
+            .expect("gold cache")
+            .insert(input.id.clone(), r.clone());
+        r
+    }
+
+    async fn replay_gold(&self, input: &Input) -> Result<Value, String> {
+        let scenario = self.scenario(input).map_err(|e| e.to_string())?;
+        let env = self
+            .environment
+            .as_ref()
+            .ok_or("a gold state needs an [environment]")?;
+        let id = EpisodeId {
+            task: format!("{}#gold", input.id),
+            repetition: 0,
+        };
+        let mut state = env.begin(&id).await?;
+        for a in &scenario.gold_actions {
+            let tool = self
+                .tools
+                .get(&a.name)
+                .ok_or_else(|| format!("gold action `{}`: no such tool", a.name))?;
+            let args = a.arguments.clone().unwrap_or_else(|| json!({}));
+            tool.call(&a.name, &args, &mut state, &id)
+                .await
+                .map_err(|e| format!("gold action `{}`: {e}", a.name))?;
+        }
+        env.end(&id, state).await
+    }
+
+    /// The checks of task `input`, the gold state filled in.
+    pub async fn checks_for(&self, input: &Input) -> Vec<(String, Result<AgentCheck, String>)> {
+        let mut out = Vec::with_capacity(self.checks.len());
+        for (name, spec) in &self.checks {
+            let c = match spec {
+                CheckSpec::Ready(c) => Ok(c.clone()),
+                CheckSpec::GoldState => self.gold_state(input).await.map(AgentCheck::FinalState),
+            };
+            out.push((name.clone(), c));
+        }
+        out
+    }
+
+    /// Judge episode `t` of task `input`: one [`Outcome`] per check (a
+    /// check that cannot be built — the gold replay failed — is an `Error`
+    /// cell naming why), and the user check it broke, if any.
+    pub async fn judge(&self, input: &Input, t: &Transcript) -> Judged {
+        let outcomes = self
+            .checks_for(input)
+            .await
+            .into_iter()
+            .map(|(name, c)| {
+                let o = match c {
+                    Ok(c) => c.evaluate(input, t),
+                    Err(reason) => Outcome {
+                        cell: Cell::Error,
+                        turn: None,
+                        reason: Some(format!("the check could not be built: {reason}")),
+                    },
+                };
+                (name, o)
+            })
+            .collect();
+        Judged {
+            outcomes,
+            spoiled: first_spoiled(&self.user_checks, input, t),
+        }
+    }
+}
+
+impl Run<'_> {
+    fn push(&mut self, m: Message) -> usize {
+        self.t.messages.push(m);
+        self.t.messages.len() - 1
+    }
+
+    /// The user's next message; `Some(ending)` when the episode ends.
+    async fn user_speaks(&mut self) -> Option<Ending> {
+        let said = self
+            .episode
+            .user
+            .next(
+                self.task,
+                self.repetition,
+                &self.scenario,
+                &self.t.messages,
+                self.user_said,
+            )
+            .await;
+        match said {
+            Err(message) => Some(Ending::Error {
+                by: Party::User,
+                message,
+            }),
+            Ok(UserTurn::Done) => Some(Ending::UserDone),
+            Ok(UserTurn::Says(text)) => {
+                self.user_said += 1;
+                let stop = stop_in(&text, &self.scenario.stop);
+                self.push(Message::text(Role::User, text));
+                stop.then_some(Ending::Stop { by: Party::User })
+            }
+        }
+    }
+
+    async fn play(&mut self) -> Ending {
+        let AgentUnderTest::Model {
+            provider,
+            system,
+            params,
+        } = &self.episode.agent
+        else {
+            unreachable!("black-box agents are run before the loop");
+        };
+        if let Some(env) = &self.episode.environment {
+            match env.begin(&self.id).await {
+                Ok(s) => self.state = s,
+                Err(message) => {
+                    return Ending::Error {
+                        by: Party::Tool,
+                        message: format!("the environment could not start: {message}"),
+                    }
+                }
+            }
+        }
+        if let Some(s) = system {
+            self.push(Message::text(Role::System, s.clone()));
+        }
+        for m in self.scenario.messages.clone() {
+            self.push(m);
+        }
+        if self.t.messages.last().is_none_or(|m| m.role != Role::User) {
+            if let Some(end) = self.user_speaks().await {
+                return end;
+            }
+        }
+        let mut params = params.clone();
+        if !self.episode.tools.is_empty() {
+            params.insert("tools".into(), self.episode.tools.to_openai());
+        }
+        loop {
+            if self.t.turn_count() >= self.scenario.max_turns {
+                return Ending::TurnLimit {
+                    max_turns: self.scenario.max_turns,
+                };
+            }
+            let reply = match self.agent_turn(provider.as_ref(), &params).await {
+                Ok(m) => m,
+                Err(end) => return end,
+            };
+            if !reply.tool_calls.is_empty() {
+                if let Err(end) = self.run_tools(&reply).await {
+                    return end;
+                }
+                continue;
+            }
+            if stop_in(&reply.content, &self.scenario.stop) {
+                return Ending::Stop { by: Party::Agent };
+            }
+            if let Some(end) = self.user_speaks().await {
+                return end;
+            }
+        }
+    }
+
+    /// Call the agent once; its message is added as the next turn.
+    async fn agent_turn(
+        &mut self,
+        provider: &dyn Provider,
+        params: &Map<String, Value>,
+    ) -> Result<Message, Ending> {
+        let request = Request {
+            messages: flat(&self.t.messages),
+            repetition: self.repetition,
+            attempt: 0,
+            input: self.task.clone(),
+        };
+        let wire = WireRequest {
+            messages: match to_openai(&self.t.messages) {
+                Value::Array(a) => a,
+                _ => Vec::new(),
+            },
+            params: params.clone(),
+        };
+        let start = Instant::now();
+        let answer = provider
+            .complete_wire(&request, &wire)
+            .await
+            .map_err(|e| Ending::Error {
+                by: Party::Upstream,
+                message: e.to_string(),
+            })?;
+        let latency_ms = start.elapsed().as_secs_f64() * 1e3;
+        let reply = match &answer.meta {
+            None => Message::text(Role::Assistant, answer.completion.text.clone()),
+            Some(meta) => {
+                let v = json!({"role": "assistant", "content": meta.content,
+                    "tool_calls": meta.tool_calls.clone().unwrap_or(Value::Null)});
+                let v = match v {
+                    Value::Object(mut o) => {
+                        if o["tool_calls"].is_null() {
+                            o.remove("tool_calls");
+                        }
+                        Value::Object(o)
+                    }
+                    other => other,
+                };
+                Message::from_openai(self.t.messages.len(), &v).map_err(|e| Ending::Error {
+                    by: Party::Upstream,
+                    message: format!("the agent's answer cannot be read: {e}"),
+                })?
+            }
+        };
+        let index = self.push(reply.clone());
+        self.t.turns.push(Turn {
+            message: index,
+            latency_ms: Some(latency_ms),
+            input_tokens: answer.completion.input_tokens,
+            output_tokens: answer.completion.output_tokens,
+        });
+        Ok(reply)
+    }
+
+    async fn run_tools(&mut self, reply: &Message) -> Result<(), Ending> {
+        for call in &reply.tool_calls {
+            let start = Instant::now();
+            let (text, is_error) = match self.episode.tools.get(&call.name) {
+                None => (
+                    format!("error: there is no tool named `{}`", call.name),
+                    true,
+                ),
+                Some(tool) => {
+                    let r = tool
+                        .call(&call.name, &call.arguments, &mut self.state, &self.id)
+                        .await
+                        .map_err(|e| Ending::Error {
+                            by: Party::Tool,
+                            message: e.to_string(),
+                        })?;
+                    (r.text, r.is_error)
+                }
+            };
+            let index = self.push(Message::tool_result(call.id.clone(), text));
+            self.t.tool_outcomes.push(ToolOutcome {
+                call_id: call.id.clone(),
+                message: index,
+                is_error,
+                latency_ms: Some(start.elapsed().as_secs_f64() * 1e3),
+            });
+        }
+        Ok(())
+    }
+}
