@@ -204,7 +204,7 @@ impl UpstreamLoad {
         let service_s = quiet_latency_s / quiet_in_flight;
         let busy_throughput = busy_in_flight / busy_latency_s;
         let useful = (busy_throughput * service_s).round().max(1.0);
-        (useful * SERIAL_SHARE <= busy_in_flight).then(|| SerialUpstream {
+        (useful * SERIAL_SHARE <= busy_in_flight).then_some(SerialUpstream {
             quiet_in_flight,
             quiet_latency_s,
             busy_in_flight,
@@ -218,7 +218,7 @@ impl UpstreamLoad {
     /// count): the text to say, or `None`. With [`UpstreamLoad::auto`] the
     /// limit is set to the useful concurrency.
     pub fn notice(&self, answered: u64) -> Option<SerialUpstream> {
-        if answered == 0 || answered % 16 != 0 || self.noticed.load(Ordering::Relaxed) {
+        if answered == 0 || !answered.is_multiple_of(16) || self.noticed.load(Ordering::Relaxed) {
             return None;
         }
         let found = self.serial()?;
