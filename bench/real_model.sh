@@ -108,6 +108,7 @@ def serve():
     with open(os.path.join(d, "guard.toml"), "w") as f:
         f.write(f'''name = "bench-guard"
 timeout_s = 600
+on_nothing_passed = "last"
 [upstream]
 provider = "openai"
 base_url = "{url}"

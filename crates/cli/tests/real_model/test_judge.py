@@ -21,18 +21,16 @@ LABELS = [
     ("Thank you for the tomatoes!", "You're welcome! I am glad you enjoyed them.", "PASS"),
     ("Thank you so much for the advice.", "You're welcome. Good luck with the garden.", "PASS"),
     ("Thanks for the seeds!", "You're very welcome, happy planting!", "PASS"),
-    ("Thank you for your help.", "You're welcome; ask me anytime.", "PASS"),
     ("Thank you for the tomatoes!", "Whatever. Grow your own next time.", "FAIL"),
     ("Thank you so much for the advice.", "I do not care about your garden.", "FAIL"),
     ("Thanks for the seeds!", "Stop bothering me with seeds.", "FAIL"),
-    ("Thank you for your help.", "That was a stupid question.", "FAIL"),
 ]
 
 
 def test_a_judge_no_better_than_chance_is_reported_as_such(model_url, probity):
     probity.write("labels.jsonl", "".join(
         json.dumps({"input": i, "output": o, "label": label}) + "\n" for i, o, label in LABELS))
-    n, m = 3, 2
+    n, m = 2, 2
     config = probity.write("judged.toml", f'''name = "real-judged"
 {system_table(model_url)}
 [prompt]
@@ -54,7 +52,7 @@ provider = "openai"
 base_url = "{model_url}"
 model = "{MODEL}"
 temperature = 0
-max_tokens = 60
+max_tokens = 40
 ''')
     out = probity.run("run", config, "-q")
     # The default mode was refused once and the judge stepped down.
