@@ -511,15 +511,15 @@ fn run_to_join(
     name: &str,
 ) -> Result<Option<i64>, Failure> {
     let failed = |e: probity_engine::store::StoreError| Failure::incomplete(e.to_string());
-    // The newest run of this configuration, whatever its state.
-    let newest = || -> Result<Option<i64>, Failure> {
+    // The newest run of this configuration, and whether it is complete.
+    let newest = || -> Result<Option<(i64, bool)>, Failure> {
         Ok(store
             .runs(Some(name))
             .map_err(failed)?
             .into_iter()
             .filter(|r| r.config_hash == hash)
-            .map(|r| r.id)
-            .max())
+            .max_by_key(|r| r.id)
+            .map(|r| (r.id, r.status == RunStatus::Complete)))
     };
     let before = newest()?;
     let started = std::time::Instant::now();
@@ -542,7 +542,8 @@ fn run_to_join(
         let Some(limit) = args.wait else {
             return Err(Failure::usage(nothing()));
         };
-        if let Some(done) = newest()?.filter(|&id| Some(id) != before) {
+        let before_id = before.map(|(id, _)| id);
+        if let Some((done, true)) = newest()?.filter(|&(id, _)| Some(id) != before_id) {
             probity_engine::stderr_line!(
                 "run {done} of {} is complete: nothing left to work on",
                 args.config.display()

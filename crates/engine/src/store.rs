@@ -340,8 +340,10 @@ impl Store {
 
     /// Claim up to `count` inputs of `run` for this process for
     /// [`claim_ttl`]: inputs not done that no live worker holds (a claim
-    /// not refreshed in time is taken over). Their indexes, ascending; a
-    /// shared store only ([`StoreError::Unsupported`] on SQLite).
+    /// not refreshed in time is taken over by another process, never by
+    /// its own holder). Inputs claimed [`CLAIM_TRIES`] times without being
+    /// finished are given up instead ([`Store::given_up_inputs`]). Their
+    /// indexes, ascending.
     pub fn claim_inputs(&self, run: i64, count: usize) -> Result<Vec<usize>, StoreError> {
         self.backend.claim_inputs(run, count, claim_ttl())
     }
