@@ -88,7 +88,8 @@ fn least_share(k: f64, g: f64, confidence: f64) -> f64 {
 ///   (as low as, mirrored). One hard input among 20 stands for a share of
 ///   0.13 % to 25 %: the upper end reaches about the mean of the other 19.
 ///
-/// k runs over the boundaries between distinct rates (ties move together).
+/// k steps one entry of `means` at a time (an entry with multiplicity w
+/// moves w inputs at once).
 /// The unseen term uses the mean of the per-input rates (p̂ when every
 /// input has the same number of outputs).
 pub fn widen_by(interval: Interval, means: &[(f64, f64)], confidence: f64) -> Interval {
