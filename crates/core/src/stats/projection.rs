@@ -6,7 +6,7 @@
 //!
 //! The interval at another size is [`profile_likelihood_scaled`] (the
 //! observed per-input pattern, each input counted G′/G times) widened by
-//! the unseen-minority allowance of G′ inputs ([`super::unseen::widen`]) —
+//! the allowance for a minority of the G′ inputs ([`super::unseen::widen_by`]) —
 //! exactly what [`super::rate::RateEstimate::try_clustered`] reports for
 //! the default. Outputs: the same inputs with 1,000 times their outputs
 //! (their rates kept); when even that leaves the minimum inside, no number
@@ -39,13 +39,14 @@ fn interval_at(
     confidence: f64,
     inputs: f64,
     outputs: f64,
-    g: u64,
 ) -> Result<Interval, StatsError> {
     let s = profile_likelihood_scaled(clusters, confidence, inputs, outputs)?;
-    let g_scaled = (g as f64 * inputs).round() as u64;
-    Ok(super::unseen::widen(
-        s.interval, s.estimate, g_scaled, confidence,
-    ))
+    let means: Vec<(f64, f64)> = clusters
+        .iter()
+        .filter(|c| c.count > 0)
+        .map(|c| (c.sum / c.count as f64, inputs))
+        .collect();
+    Ok(super::unseen::widen_by(s.interval, &means, confidence))
 }
 
 /// [`Settle`] for the default interval of `clusters` (inputs with at least
@@ -87,10 +88,9 @@ pub fn settle(
             confidence,
             inputs as f64 / g as f64,
             1.0,
-            g,
         )?))
     };
-    let outputs_settle = clear(interval_at(&observed, confidence, 1.0, 1000.0, g)?);
+    let outputs_settle = clear(interval_at(&observed, confidence, 1.0, 1000.0)?);
     let mut hi = g;
     let mut lo = g - 1;
     while !at(hi)? {

@@ -20,7 +20,7 @@ pub enum ClusterMethod {
     /// (the upper bound, mirrored, for rates below ½;
     /// [`super::betabin::profile_likelihood`]), and each end reaching at
     /// least as far as a minority of inputs the sample may have missed
-    /// could move the mean ([`super::unseen::widen`]: the Beta model cannot
+    /// could move the mean ([`super::unseen::widen_by`]: the Beta model cannot
     /// see inputs that were never sampled).
     /// Uses what the data say about clustering: close to Wilson on all
     /// outputs when failures are spread over inputs, wide when they are
@@ -272,7 +272,12 @@ impl RateEstimate {
                 // of inputs could move the mean (`super::unseen`); with one
                 // output per input Clopper–Pearson needs no such allowance.
                 let interval = if cluster == ClusterMethod::Profile && c.n > inputs {
-                    super::unseen::widen(s.interval, s.estimate, inputs, confidence)
+                    let means: Vec<(f64, f64)> = clusters
+                        .iter()
+                        .filter(|c| c.count > 0)
+                        .map(|c| (c.sum / c.count as f64, 1.0))
+                        .collect();
+                    super::unseen::widen_by(s.interval, &means, confidence)
                 } else {
                     s.interval
                 };

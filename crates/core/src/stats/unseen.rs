@@ -58,13 +58,81 @@ pub fn allowance(estimate: f64, inputs: u64, confidence: f64) -> Interval {
     }
 }
 
-/// `interval` widened to reach at least the [`allowance`] of `inputs`
-/// inputs around `estimate`.
-pub fn widen(interval: Interval, estimate: f64, inputs: u64, confidence: f64) -> Interval {
-    let a = allowance(estimate, inputs, confidence);
+/// The share of the population that `k` of `g` inputs may stand for, at
+/// its smallest: Clopper–Pearson's lower end for k of g at `confidence`
+/// (one-sided α/2; 0 for k = 0). For k = 0 its upper end is
+/// [`unseen_share`].
+fn least_share(k: f64, g: f64, confidence: f64) -> f64 {
+    if k <= 0.0 {
+        return 0.0;
+    }
+    super::interval::proportion_interval(
+        k,
+        g,
+        confidence,
+        super::interval::IntervalMethod::ClopperPearson,
+    )
+    .lower
+}
+
+/// `interval` widened to reach at least how far a minority of inputs the
+/// sample misrepresents could move the mean, from the per-input rates
+/// `means` (value, multiplicity; the target is their population mean):
+///
+/// * **unseen** ([`allowance`], k = 0): a share h_G no input came from,
+///   failing (passing) every output;
+/// * **over-represented** (1 ≤ k ≤ G/2): the k lowest inputs (highest, for
+///   the lower end) may stand for a share of the population as small as
+///   h_k = Clopper–Pearson's lower end for k of G (α/2), so the mean may
+///   be as high as (1 − h_k)·mean(the other G − k) + h_k·mean(those k)
+///   (as low as, mirrored). One hard input among 20 stands for a share of
+///   0.13 % to 25 %: the upper end reaches about the mean of the other 19.
+///
+/// k steps one entry of `means` at a time (an entry with multiplicity w
+/// moves w inputs at once).
+/// The unseen term uses the mean of the per-input rates (p̂ when every
+/// input has the same number of outputs).
+pub fn widen_by(interval: Interval, means: &[(f64, f64)], confidence: f64) -> Interval {
+    let mut v: Vec<(f64, f64)> = means
+        .iter()
+        .copied()
+        .filter(|&(_, w)| w > 0.0 && w.is_finite())
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let g: f64 = v.iter().map(|&(_, w)| w).sum();
+    if g <= 0.0 {
+        return interval;
+    }
+    let total: f64 = v.iter().map(|&(x, w)| x * w).sum();
+    let mean = total / g;
+    let keep = 1.0 - unseen_share(g.round().max(1.0) as u64, confidence);
+    let mut lower = interval.lower.min(keep * mean);
+    let mut upper = interval.upper.max(1.0 - keep * (1.0 - mean));
+    // From the bottom: the k lowest over-represented (upper end); from the
+    // top: the k highest (lower end).
+    let (mut k, mut s) = (0.0, 0.0);
+    for &(x, w) in &v {
+        k += w;
+        s += x * w;
+        if k > g / 2.0 + 1e-9 || k >= g {
+            break;
+        }
+        let h = least_share(k, g, confidence);
+        upper = upper.max((1.0 - h) * (total - s) / (g - k) + h * s / k);
+    }
+    let (mut k, mut s) = (0.0, 0.0);
+    for &(x, w) in v.iter().rev() {
+        k += w;
+        s += x * w;
+        if k > g / 2.0 + 1e-9 || k >= g {
+            break;
+        }
+        let h = least_share(k, g, confidence);
+        lower = lower.min((1.0 - h) * (total - s) / (g - k) + h * s / k);
+    }
     Interval {
-        lower: interval.lower.min(a.lower),
-        upper: interval.upper.max(a.upper),
+        lower: lower.clamp(0.0, 1.0),
+        upper: upper.clamp(0.0, 1.0),
     }
 }
 
