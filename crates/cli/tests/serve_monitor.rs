@@ -177,7 +177,7 @@ minimum_success_percentage = 0.5
     let log = text(&log);
     assert_eq!(
         log.matches(
-            "alarm: check contraction_validator (first attempts) is established below its minimum"
+            "alarm: check contraction_validator (first attempts) is detected below its minimum"
         )
         .count(),
         1,

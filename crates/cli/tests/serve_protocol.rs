@@ -247,7 +247,7 @@ async fn a_streamed_answer_never_carries_a_failing_attempt() {
     // The cost the headers could not carry, as a comment before the answer.
     assert!(
         events.contains(
-            ": probity attempts=2 calls=2 tokens=20 attempt-tokens=10,10 retry-tokens=10\n\n"
+            ": probity attempts=2 calls=2 tokens=20 attempt-tokens=10,10 retry-tokens=10 cut-tokens=0\n\n"
         ),
         "{events}"
     );
