@@ -82,10 +82,19 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
             name
         );
     }
+    let unrecorded = if served.unrecorded > 0 {
+        format!(
+            "; {} answered but not recorded: the store did not keep up",
+            served.unrecorded
+        )
+    } else {
+        String::new()
+    };
     probity_engine::stderr_line!(
-        "stopped: {} request{} recorded as run {} (complete; probity report {} / probity plan {})",
+        "stopped: {} request{} taken, {} recorded as run {} (complete; probity report {} / probity plan {}){unrecorded}",
         served.requests,
         if served.requests == 1 { "" } else { "s" },
+        served.recorded,
         served.run_id,
         served.run_id,
         served.run_id

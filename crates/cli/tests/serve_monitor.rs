@@ -177,7 +177,7 @@ minimum_success_percentage = 0.5
     let log = text(&log);
     assert_eq!(
         log.matches(
-            "alarm: check contraction_validator (first attempts) is established below its minimum"
+            "alarm: check contraction_validator (first attempts) is detected below its minimum"
         )
         .count(),
         1,
@@ -479,11 +479,12 @@ async fn monitor_uses_the_served_runs_settings_and_agrees_with_its_report() {
     for key in ["requests", "confidence", "epoch", "window"] {
         assert_eq!(m[key], r[key], "{key}: monitor {m} vs report {r}");
     }
-    // 120 requests in epochs of 50: epoch 3, of 20 requests, in both.
+    // 120 requests in epochs of 50 (a detected change starts one too):
+    // the same epoch, of at most 50 requests, in both.
     for kind in ["first", "published"] {
         let (rk, mk) = (&r["checks"][0][kind], &m["checks"][0][kind]);
-        assert_eq!(rk["recent"]["epoch"], 3, "{rk}");
-        assert_eq!(rk["recent"]["requests"], 20, "{rk}");
+        assert!(rk["recent"]["epoch"].as_u64() >= Some(3), "{rk}");
+        assert!(rk["recent"]["requests"].as_u64() <= Some(50), "{rk}");
         for part in ["all", "recent", "window", "alarms"] {
             assert_eq!(
                 mk[part], rk[part],
@@ -494,8 +495,12 @@ async fn monitor_uses_the_served_runs_settings_and_agrees_with_its_report() {
     // The text pages say the same epoch.
     let out = monitor_out(&store, &["settled", "--once", "--since", "24h"]);
     let page = text(&out.stdout);
+    let first = &r["checks"][0]["first"]["recent"];
     assert!(
-        page.contains("of 20 (epoch 3)") && page.contains("epoch of 50 requests"),
+        page.contains(&format!(
+            "of {} (epoch {})",
+            first["requests"], first["epoch"]
+        )) && page.contains("epoch of 50 requests"),
         "{page}"
     );
     // Flags given win over the stored settings.

@@ -160,7 +160,7 @@ class FakeUpstream:
 
     `replies` decides each answer: a callable `(n, body) -> (status, json)`
     where `n` counts chat requests from 0, or a list of `(status, json)`
-    whose last entry repeats. Every chat request body is kept in
+    whose last entry repeats; a third member, a dict, adds response headers. Every chat request body is kept in
     `requests` (parsed), its headers in `headers` (names in lower case). A request with
     `"stream": true` is answered as server-sent events of the same answer.
     """
@@ -178,11 +178,13 @@ class FakeUpstream:
             def log_message(self, *args):
                 pass
 
-            def _send(self, status, body, content_type="application/json"):
+            def _send(self, status, body, content_type="application/json", headers=None):
                 data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("content-type", content_type)
                 self.send_header("content-length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -208,7 +210,8 @@ class FakeUpstream:
                     n = len(upstream.requests)
                     upstream.requests.append(body)
                     upstream.headers.append({k.lower(): v for k, v in self.headers.items()})
-                status, answer = upstream.reply(n, body)
+                status, answer, *rest = upstream.reply(n, body)
+                headers = rest[0] if rest else None
                 if status == 200 and answer.get("model", "") is None:
                     answer = {**answer, "model": body.get("model")}
                 if status == 200 and body.get("stream") is True:
@@ -217,9 +220,9 @@ class FakeUpstream:
                         b"data: " + json.dumps(c).encode() + b"\n\n"
                         for c in sse_chunks(answer, usage)
                     ) + b"data: [DONE]\n\n"
-                    self._send(200, events, "text/event-stream")
+                    self._send(200, events, "text/event-stream", headers)
                 else:
-                    self._send(status, answer)
+                    self._send(status, answer, headers=headers)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -250,9 +253,9 @@ check = \'\'\'!output.contains("CANARY")\'\'\'
 
 
 def guard_toml(upstream_url, *, model="up-model", attempts=3, extra="", checks=NO_CANARY,
-               upstream_extra=""):
+               upstream_extra="", call_attempts=1):
     return f'''name = "sdk-guard"
-call_attempts = 1
+call_attempts = {call_attempts}
 timeout_s = 10
 {extra}
 [upstream]

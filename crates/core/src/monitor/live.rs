@@ -615,6 +615,6 @@ mod tests {
         let corrected: Vec<_> = alarms.iter().filter(|(k, _)| *k == 0).collect();
         assert_eq!(corrected.len(), 1, "{alarms:?}");
         let a = corrected[0].1;
-        assert!(a.corrected && !a.recent && a.interval.upper < 0.85, "{a:?}");
+        assert!(a.corrected && a.recent && a.interval.upper < 0.85, "{a:?}");
     }
 }

@@ -89,6 +89,24 @@ impl RateLimiter {
         }
     }
 
+    /// Wait until one request may go, but no longer than `max_wait` in
+    /// all: `Err(wait)` — the wait still ahead — when it would take longer
+    /// (nothing is taken then). Without a requests limit, at once.
+    pub async fn acquire_request_within(&self, max_wait: Duration) -> Result<(), Duration> {
+        let Some(bucket) = &self.requests else {
+            return Ok(());
+        };
+        let started = Instant::now();
+        loop {
+            let wait = bucket.lock().await.try_take(1.0);
+            match wait {
+                Ok(()) => return Ok(()),
+                Err(d) if started.elapsed() + d > max_wait => return Err(d),
+                Err(d) => tokio::time::sleep(d).await,
+            }
+        }
+    }
+
     /// Correct the token bucket once the real use of a call is known.
     pub async fn settle(&self, estimated_tokens: f64, actual_tokens: f64) {
         if let Some(bucket) = &self.tokens {

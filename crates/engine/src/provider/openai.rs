@@ -270,7 +270,7 @@ impl Provider for OpenAiProvider {
                 answer.take(data)?;
             }
             if !events.is_empty() && cut(answer.text()) {
-                return answer.finish(true);
+                return answer.finish(true).map(|a| estimated_usage(a, &body));
             }
             if answer.done {
                 break;
@@ -295,6 +295,22 @@ impl Provider for OpenAiProvider {
             })
         )
     }
+}
+
+/// A cut answer's usage (the usage chunk comes last, so a stream dropped
+/// early never has it) estimated as the rate limiter estimates a call: a
+/// quarter of the bytes of the prompt (`body`'s messages as sent) and of
+/// the text generated so far. Counts the upstream reported are kept.
+fn estimated_usage(mut a: WireAnswer, body: &Value) -> WireAnswer {
+    let quarter = |bytes: usize| (bytes as u64).div_ceil(4);
+    let c = &mut a.completion;
+    if c.input_tokens.is_none() {
+        c.input_tokens = Some(quarter(body["messages"].to_string().len()));
+    }
+    if c.output_tokens.is_none() {
+        c.output_tokens = Some(quarter(c.text.len()));
+    }
+    a
 }
 
 /// Parses an OpenAI chat-completions response body: the text of

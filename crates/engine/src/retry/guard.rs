@@ -32,13 +32,15 @@ use crate::checks::cache_key::attempt_key;
 use crate::checks::check::{Checks, Judging};
 use crate::config::template::TemplateError;
 use crate::provider::call::{Answer, CallFailure, Caller};
-use crate::provider::types::{AnswerMeta, CutWhen, Message, Provider, Request, WireRequest};
+use crate::provider::types::{
+    AnswerMeta, CutWhen, Message, Provider, ProviderError, Request, WireRequest,
+};
 use crate::retry::policy::{Feedback, RetryPolicy};
 use crate::store::{AttemptRow, CachedOutput, OutputCache, SampleRow};
 use probity_core::validator::PreparedInput;
 use probity_core::{Cell, Input};
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// One attempt: its output (or why there is none), verdicts and reasons.
@@ -76,6 +78,10 @@ pub struct Attempt {
     /// 4xx, 5xx), so a client can be told the upstream refused it.
     #[serde(skip)]
     pub upstream_status: Option<u16>,
+    /// Why the upstream's call failed (redacted), when it did: what
+    /// `probity serve` tells its client (a 429's wait, a 400's code).
+    #[serde(skip)]
+    pub upstream_error: Option<ProviderError>,
     /// Abandoned on a prefix that settled a failure
     /// ([`Guard::cutting_streams`]): `output` is that prefix, not an answer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -153,6 +159,13 @@ pub enum Stop {
     Exhausted,
     /// The overall deadline passed.
     Deadline,
+    /// The upstream answered HTTP 429 ([`Guard::bounding_upstream_retries`]):
+    /// the client is to wait and ask again, not the guard.
+    RateLimited,
+    /// The upstream failed (5xx, timeout, unreachable) and the request's
+    /// retries for such failures were spent
+    /// ([`Guard::bounding_upstream_retries`]).
+    UpstreamFailed,
     /// The upstream refused the request (HTTP 4xx other than 408, 409 and
     /// 429): the same request would be refused again, so no attempt
     /// follows.
@@ -214,6 +227,17 @@ pub struct Guard {
     /// The final attempt is asked for whole even when streams are cut
     /// ([`Guard::keeping_the_last_attempt_whole`]).
     whole_last: bool,
+    /// The system's calls and their retries per request, when bounded
+    /// ([`Guard::bounding_upstream_retries`]).
+    upstream: Option<UpstreamRetries>,
+}
+
+/// How the system's calls are made under [`Guard::bounding_upstream_retries`].
+struct UpstreamRetries {
+    /// Makes the system's calls, one try each.
+    caller: Arc<Caller>,
+    /// Retries per request for transient failures, in all.
+    retries: u32,
 }
 
 impl Guard {
@@ -233,6 +257,7 @@ impl Guard {
             keyed: false,
             cut_streams: false,
             whole_last: false,
+            upstream: None,
             outputs: None,
             provider,
             checks,
@@ -294,6 +319,38 @@ impl Guard {
         self
     }
 
+    /// Bound what one request may cost the system (`probity serve`,
+    /// docs/serve.md "When the upstream fails"): its calls go through
+    /// `caller`, which must make one try per call (the judges keep this
+    /// guard's own caller and its retries); a transient failure (5xx,
+    /// timeout, unreachable) is retried — the same attempt again, after
+    /// the caller's backoff, within the deadline — at most `retries` times
+    /// per request in all, then the request stops
+    /// ([`Stop::UpstreamFailed`]); an HTTP 429 stops it at once
+    /// ([`Stop::RateLimited`]) — the client backs off, not the guard. A
+    /// request thus costs at most `attempts + retries` calls to the system.
+    pub fn bounding_upstream_retries(mut self, caller: Arc<Caller>, retries: u32) -> Self {
+        self.upstream = Some(UpstreamRetries { caller, retries });
+        self
+    }
+
+    /// The calls, judge calls and tokens this guard's callers counted
+    /// (the system's caller's added when it has one of its own).
+    pub fn totals(&self) -> crate::store::RunTotals {
+        let mut t = self.caller.totals();
+        if let Some(u) = &self.upstream {
+            let s = u.caller.totals();
+            t.model_calls += s.model_calls;
+            t.tokens += s.tokens;
+        }
+        t
+    }
+
+    /// The caller the system's calls go through.
+    fn system_caller(&self) -> &Caller {
+        self.upstream.as_ref().map_or(&self.caller, |u| &u.caller)
+    }
+
     /// Whether the prefix `text` settles a deciding validator's failure.
     fn settled(&self, text: &str) -> bool {
         let validators = &self.checks.validators;
@@ -339,6 +396,7 @@ impl Guard {
             cache_key: key,
             meta: a.meta,
             upstream_status: None,
+            upstream_error: None,
             cut: true,
         }
     }
@@ -443,6 +501,8 @@ impl Guard {
         let mut attempts: Vec<Attempt> = Vec::new();
         let mut current = messages.to_vec();
         let mut first = first;
+        // The request's retries for transient upstream failures, in all.
+        let retries = AtomicU32::new(self.upstream.as_ref().map_or(0, |u| u.retries));
         for number in 1..=max_attempts {
             // The first attempt is always made (and bounded by the limits
             // below), so an outcome always has at least one attempt.
@@ -457,7 +517,7 @@ impl Guard {
                 number,
                 may_cut: !(self.whole_last && number == max_attempts),
             };
-            let work = self.attempt(&current, input, repetition, turn, known, wire);
+            let work = self.attempt(&current, input, repetition, turn, known, (wire, &retries));
             let limit = match (attempt_timeout, deadline) {
                 (Some(t), Some(d)) => Some((tokio::time::Instant::now() + t).min(d)),
                 (Some(t), None) => Some(tokio::time::Instant::now() + t),
@@ -493,12 +553,16 @@ impl Guard {
             let refused = attempt
                 .upstream_status
                 .is_some_and(|s| (400..500).contains(&s) && ![408, 409, 429].contains(&s));
+            let failed = self.upstream_stop(&attempt);
             attempts.push(attempt);
             if refused {
                 return GuardOutcome::NothingPassed {
                     attempts,
                     stop: Stop::Refused,
                 };
+            }
+            if let Some(stop) = failed {
+                return GuardOutcome::NothingPassed { attempts, stop };
             }
             if passed {
                 return GuardOutcome::Published {
@@ -532,6 +596,64 @@ impl Guard {
         }
     }
 
+    /// Under [`Guard::bounding_upstream_retries`], why the request stops
+    /// after `a`: its call was rate limited, or failed transiently with
+    /// the request's retries spent.
+    fn upstream_stop(&self, a: &Attempt) -> Option<Stop> {
+        self.upstream.as_ref()?;
+        match a.upstream_error.as_ref()? {
+            ProviderError::RateLimited { .. } => Some(Stop::RateLimited),
+            e if e.is_retryable() => Some(Stop::UpstreamFailed),
+            _ => None,
+        }
+    }
+
+    /// One call to the system for `request`: under
+    /// [`Guard::bounding_upstream_retries`] a transient failure is tried
+    /// again (after the caller's backoff) while the request's `retries`
+    /// last, the answer counting every try.
+    async fn call_system(
+        &self,
+        request: &Request,
+        wire: Option<&WireRequest>,
+        cut: Option<CutWhen<'_>>,
+        retries: &AtomicU32,
+    ) -> Result<Answer, CallFailure> {
+        let caller = self.system_caller();
+        let mut tries = 0;
+        loop {
+            let result = match wire {
+                Some(wire) => {
+                    caller
+                        .call_wire(self.provider.as_ref(), request, wire, cut)
+                        .await
+                }
+                None => caller.call(self.provider.as_ref(), request).await,
+            };
+            match result {
+                Ok(mut a) => {
+                    a.attempts += tries;
+                    return Ok(a);
+                }
+                Err((e, t)) => {
+                    tries += t;
+                    let transient = self.upstream.is_some()
+                        && e.is_retryable()
+                        && !matches!(e, ProviderError::RateLimited { .. });
+                    let spend = |n: u32| n.checked_sub(1);
+                    if !transient
+                        || retries
+                            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, spend)
+                            .is_err()
+                    {
+                        return Err((e, tries));
+                    }
+                    tokio::time::sleep(caller.backoff.delay(tries - 1, None)).await;
+                }
+            }
+        }
+    }
+
     /// Whether `a` has an output that no deciding check failed but one
     /// could not judge.
     fn unjudged(&self, a: &Attempt) -> bool {
@@ -559,6 +681,7 @@ impl Guard {
             cache_key: None,
             meta: None,
             upstream_status: None,
+            upstream_error: None,
             cut: false,
         }
     }
@@ -570,7 +693,7 @@ impl Guard {
         repetition: u32,
         turn: Turn,
         known: Option<Result<Answer, CallFailure>>,
-        wire: Option<&WireRequest>,
+        (wire, retries): (Option<&WireRequest>, &AtomicU32),
     ) -> Attempt {
         let Turn { number, may_cut } = turn;
         let key = (self.keyed || self.outputs.is_some())
@@ -601,14 +724,7 @@ impl Guard {
                     (true, true) => Some(&settled),
                     (true, false) => Some(&never),
                 };
-                let answer = match wire {
-                    Some(wire) => {
-                        self.caller
-                            .call_wire(self.provider.as_ref(), &request, wire, cut)
-                            .await
-                    }
-                    None => self.caller.call(self.provider.as_ref(), &request).await,
-                };
+                let answer = self.call_system(&request, wire, cut, retries).await;
                 if let (Some(cache), Some(key), Ok(a)) = (&self.outputs, &key, &answer) {
                     if !a.cut {
                         cache.put(key, CachedOutput::from(a));
@@ -656,11 +772,13 @@ impl Guard {
                     cache_key: key,
                     meta: a.meta,
                     upstream_status: None,
+                    upstream_error: None,
                     cut: false,
                 }
             }
             Err((e, tries)) => Attempt {
                 upstream_status: e.status(),
+                upstream_error: Some(e.clone()),
                 number,
                 output: None,
                 error: Some(e.to_string()),

@@ -12,6 +12,7 @@
 //! checks); `upstream-error` (no attempt produced an output).
 
 use super::config::NothingPassed;
+use super::failure::{self, tally, Retry};
 use crate::provider::openai_wire::{error_body, Usage};
 use crate::provider::redact::one_line;
 use crate::retry::guard::{Attempt, GuardOutcome, Stop};
@@ -60,11 +61,13 @@ pub struct Publish {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     Publish(Publish),
-    /// An error: its HTTP status, body and outcome (module docs).
+    /// An error: its HTTP status, body and outcome (module docs), and
+    /// whether the client should ask again.
     Refuse {
         status: StatusCode,
         body: Value,
         outcome: Outcome,
+        retry: Retry,
     },
 }
 
@@ -150,6 +153,7 @@ pub fn decide(outcome: &GuardOutcome, policy: NothingPassed, checks: &Deciding<'
                         status,
                         body,
                         outcome: Outcome::CheckError,
+                        retry: Retry::Never,
                     }
                 }
                 (None, Some(_)) => {
@@ -166,6 +170,7 @@ pub fn decide(outcome: &GuardOutcome, policy: NothingPassed, checks: &Deciding<'
                         status: StatusCode::UNPROCESSABLE_ENTITY,
                         body,
                         outcome: Outcome::NothingPassed,
+                        retry: Retry::Never,
                     }
                 }
                 (None, None) => upstream_failure(attempts, *stop),
@@ -174,78 +179,18 @@ pub fn decide(outcome: &GuardOutcome, policy: NothingPassed, checks: &Deciding<'
     }
 }
 
-/// No attempt produced an output. A request the upstream refused (a 4xx
-/// other than 429: a field it does not take, a prompt too long) is the
-/// client's to fix: its status and message are passed on. A 401 or 403 is
-/// not: it refused the guard's own key, which the client neither sent nor
-/// can fix, and its message may quote part of that key; it is a 502
-/// saying so, without the upstream's words. Anything else (down, 5xx,
-/// timeouts) is a 502 naming the last error.
+/// No attempt produced an output: what the client is told
+/// ([`super::failure`]), with every attempt.
 fn upstream_failure(attempts: &[Attempt], stop: Stop) -> Verdict {
-    if let Some(s) = attempts
-        .iter()
-        .find_map(|a| a.upstream_status)
-        .filter(|s| matches!(s, 401 | 403))
-    {
-        let status = StatusCode::BAD_GATEWAY;
-        let mut body = error_body(
-            status.as_u16(),
-            "upstream_error",
-            &format!(
-                "the upstream refused the guard's credentials (HTTP {s}): the guard's [upstream] key is wrong or lacks access; the operator must fix it"
-            ),
-        );
-        body["error"]["attempts"] = json!(attempts.len());
-        return Verdict::Refuse {
-            status,
-            body,
-            outcome: Outcome::UpstreamError,
-        };
-    }
-    let last_error = attempts
-        .iter()
-        .rev()
-        .find_map(|a| a.error.clone())
-        .unwrap_or_else(|| "no answer".into());
-    let refused = attempts
-        .iter()
-        .find_map(|a| a.upstream_status)
-        .filter(|s| (400..500).contains(s) && *s != 429)
-        .and_then(|s| StatusCode::from_u16(s).ok());
-    let (status, kind, message) = match refused {
-        Some(status) => (
-            status,
-            "invalid_request_error",
-            format!("the upstream refused the request: {last_error}"),
-        ),
-        None => (
-            StatusCode::BAD_GATEWAY,
-            "upstream_error",
-            format!(
-                "the upstream produced no output in any attempt ({}); last error: {last_error}",
-                tally(attempts, stop)
-            ),
-        ),
-    };
+    let f = failure::upstream_failure(attempts, stop);
+    let mut body = f.body;
+    body["error"]["attempts"] = attempts.iter().map(attempt_json).collect();
     Verdict::Refuse {
-        status,
-        body: refusal(status, kind, message, attempts),
+        status: f.status,
+        body,
         outcome: Outcome::UpstreamError,
+        retry: f.retry,
     }
-}
-
-fn tally(attempts: &[Attempt], stop: Stop) -> String {
-    format!(
-        "{} attempt{}, stopped: {}",
-        attempts.len(),
-        if attempts.len() == 1 { "" } else { "s" },
-        match stop {
-            Stop::Exhausted => "attempts exhausted",
-            Stop::Deadline => "deadline",
-            Stop::Refused => "the upstream refused the request",
-            Stop::Unjudged => "a check could not judge the output",
-        }
-    )
 }
 
 fn refusal(status: StatusCode, kind: &str, message: String, attempts: &[Attempt]) -> Value {
@@ -254,11 +199,18 @@ fn refusal(status: StatusCode, kind: &str, message: String, attempts: &[Attempt]
     body
 }
 
+/// One attempt as a client sees it: an upstream error named by its kind
+/// ([`failure::what_failed`]), never by the address or words it came
+/// with.
 fn attempt_json(a: &Attempt) -> Value {
+    let error = match &a.upstream_error {
+        Some(e) => Some(format!("the upstream {}", failure::what_failed(e))),
+        None => a.error.clone(),
+    };
     json!({
         "attempt": a.number,
         "passed": a.passed,
-        "error": a.error,
+        "error": error,
         "reasons": a.feedback,
     })
 }
@@ -309,6 +261,10 @@ pub struct Cost {
     /// Per attempt, in order.
     pub attempt_tokens: Vec<u64>,
     pub retry_tokens: u64,
+    /// Of the tokens, those of attempts cut short on a failing prefix:
+    /// estimated where the upstream reported none (its usage comes at the
+    /// end of a stream; `provider::openai`).
+    pub cut_tokens: u64,
 }
 
 impl Cost {
@@ -324,6 +280,12 @@ impl Cost {
                 .map(|a| a.call_attempts as u64 + a.judge_calls)
                 .sum(),
             retry_tokens: attempt_tokens.iter().skip(1).sum(),
+            cut_tokens: attempts
+                .iter()
+                .zip(&attempt_tokens)
+                .filter(|(a, _)| a.cut)
+                .map(|(_, t)| t)
+                .sum(),
             attempt_tokens,
         }
     }
@@ -334,8 +296,9 @@ impl Cost {
 
     /// The answer's headers: `x-probity-attempts`, `x-probity-calls`,
     /// `x-probity-tokens` (summed), `x-probity-attempt-tokens` (per
-    /// attempt, comma-separated) and `x-probity-retry-tokens`.
-    pub fn headers(&self) -> [(&'static str, String); 5] {
+    /// attempt, comma-separated), `x-probity-retry-tokens` and
+    /// `x-probity-cut-tokens` (of cut attempts, estimated).
+    pub fn headers(&self) -> [(&'static str, String); 6] {
         [
             ("x-probity-attempts", self.attempts.to_string()),
             ("x-probity-calls", self.calls.to_string()),
@@ -349,6 +312,7 @@ impl Cost {
                     .join(", "),
             ),
             ("x-probity-retry-tokens", self.retry_tokens.to_string()),
+            ("x-probity-cut-tokens", self.cut_tokens.to_string()),
         ]
     }
 

@@ -110,6 +110,27 @@ pub async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: B
             return error_response(StatusCode::BAD_REQUEST, "invalid_request_error", &message);
         }
     };
+    // requests_per_minute: wait for a turn at most queue_wait_s, else a
+    // 429 the client backs off from.
+    if let Err(wait) = st.admission.acquire_request_within(st.queue_wait).await {
+        st.metrics.queue_full.inc();
+        let wait = wait.max(super::failure::DEFAULT_WAIT);
+        let mut resp = error_response(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            &format!(
+                "the guard's requests_per_minute is reached and a turn is more than queue_wait_s = {} s away; retry after {:.1} s",
+                st.queue_wait.as_secs_f64(),
+                wait.as_secs_f64()
+            ),
+        );
+        for (name, value) in super::failure::Retry::After(wait).headers() {
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                resp.headers_mut().insert(name, v);
+            }
+        }
+        return resp;
+    }
     let idx = st.next_index();
     st.metrics.requests.inc();
     let attempts = st
@@ -170,7 +191,16 @@ fn respond(
             status,
             body,
             outcome,
-        } => ((status, Json(body)).into_response(), outcome),
+            retry,
+        } => {
+            let mut resp = (status, Json(body)).into_response();
+            for (name, value) in retry.headers() {
+                if let Ok(v) = HeaderValue::from_str(&value) {
+                    resp.headers_mut().insert(name, v);
+                }
+            }
+            (resp, outcome)
+        }
     };
     set_headers(&mut resp, &Cost::of(outcome.attempts()), name, pinned);
     resp
@@ -297,16 +327,22 @@ fn record(st: &ServeState, idx: usize, input: Input, outcome: &GuardOutcome) {
         // it serves (the run's close sets them once more).
         totals: crate::store::RunTotals {
             judge_calls_by_check: st.guard.checks().judge_calls(),
-            ..st.guard.caller().totals()
+            ..st.guard.totals()
         },
     };
-    if let Err(e) = st.writer.send_record(record) {
-        let n = st.metrics.unrecorded.inc() + 1;
-        if n.is_power_of_two() {
-            crate::stderr::line(format_args!(
-                "warning: request {} answered but not recorded ({n} so far): {e}",
-                idx + 1
-            ));
+    match st.writer.send_record(record) {
+        Ok(()) => {
+            st.recorded
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Err(e) => {
+            let n = st.metrics.unrecorded.inc() + 1;
+            if n.is_power_of_two() {
+                crate::stderr::line(format_args!(
+                    "warning: request {} answered but not recorded ({n} so far): {e}",
+                    idx + 1
+                ));
+            }
         }
     }
 }
@@ -361,10 +397,27 @@ fn finish(
         }
     };
     match answered {
-        Outcome::Published => m.published.inc(),
-        Outcome::NothingPassed => m.nothing_passed.inc(),
-        Outcome::CheckError => m.unjudged.inc(),
-        Outcome::UpstreamError => m.upstream_failed.inc(),
+        Outcome::Published => {
+            m.published.inc();
+        }
+        Outcome::NothingPassed => {
+            m.nothing_passed.inc();
+        }
+        Outcome::CheckError => {
+            m.unjudged.inc();
+        }
+        Outcome::UpstreamError => {
+            let n = m.upstream_failed.inc() + 1;
+            // The client is told the kind of failure only; the operator
+            // reads the whole (redacted) error here, 1st, 2nd, 4th … time.
+            let last = attempts.iter().rev().find_map(|a| a.error.as_deref());
+            if let (true, Some(e)) = (n.is_power_of_two(), last) {
+                crate::stderr::line(format_args!(
+                    "warning: the upstream produced no output for a request ({n} so far): {}",
+                    crate::provider::redact::one_line(e)
+                ));
+            }
+        }
     };
     m.update_pass_rate();
     (verdict, answer::usage(attempts))

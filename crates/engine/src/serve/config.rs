@@ -53,6 +53,9 @@ fn d_stream_upstream() -> bool {
 fn d_confidence() -> f64 {
     0.95
 }
+fn d_queue_wait() -> f64 {
+    5.0
+}
 
 /// The `--config` file of `probity serve`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,6 +76,11 @@ pub struct ServeConfig {
     pub call_attempts: u32,
     #[serde(default)]
     pub requests_per_minute: Option<f64>,
+    /// Under `requests_per_minute`, the longest a request waits for its
+    /// turn; one that would wait longer is answered HTTP 429 with
+    /// `Retry-After` at once.
+    #[serde(default = "d_queue_wait")]
+    pub queue_wait_s: f64,
     /// Request fields the configuration decides: a client's value for
     /// them is not forwarded (the `[upstream]` table's is used, and the
     /// answer's `x-probity-pinned` header names them). Every other field a
@@ -178,6 +186,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         ("timeout_s", config.timeout_s),
         ("body_timeout_s", config.body_timeout_s),
         ("stream_keepalive_s", config.stream_keepalive_s),
+        ("queue_wait_s", config.queue_wait_s),
     ] {
         crate::config::bounds::seconds(key, value).map_err(at)?;
     }

@@ -10,8 +10,14 @@ use axum::Json;
 use serde_json::json;
 use std::sync::Arc;
 
-pub async fn health() -> Response {
-    Json(json!({"status": "ok"})).into_response()
+pub async fn health(State(st): State<Arc<ServeState>>) -> Response {
+    let stalled = st.metrics.store_stalled.get() > 0;
+    Json(json!({
+        "status": if stalled { "degraded" } else { "ok" },
+        "store": if stalled { "stalled" } else { "ok" },
+        "unrecorded": st.metrics.unrecorded.get(),
+    }))
+    .into_response()
 }
 
 /// `GET /v1/models`: the one model the guard answers with (behind the

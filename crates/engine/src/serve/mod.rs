@@ -54,6 +54,7 @@ mod calibrate;
 mod chat;
 pub mod classes;
 mod config;
+mod failure;
 mod metrics;
 pub mod monitor;
 mod request;
@@ -62,7 +63,7 @@ mod state;
 pub use config::{load, Loaded, NothingPassed, ServeConfig};
 
 use crate::checks::calibration::LabelAnswers;
-use crate::provider::call::CallSettings;
+use crate::provider::call::{CallSettings, Caller};
 use crate::retry::guard::Guard;
 use crate::run::recording::Recording;
 use crate::store::settings::{StoredLive, StoredRetry, StoredSettings};
@@ -84,7 +85,13 @@ pub const COMMIT_EVERY: Duration = Duration::from_millis(50);
 /// A running guard server's handle for the caller: the run it records into.
 pub struct Served {
     pub run_id: i64,
+    /// Requests taken (guarded; their clients may have gone away).
     pub requests: u64,
+    /// Of them, those recorded in the run (every record handed to the
+    /// store's writer, all committed by the graceful stop).
+    pub recorded: u64,
+    /// Answered but not recorded: the store did not keep up.
+    pub unrecorded: u64,
     /// Earlier runs of the same name left `running` (a killed server),
     /// marked interrupted at start.
     pub stale_interrupted: usize,
@@ -212,9 +219,15 @@ pub async fn open(
     let stale_interrupted = store
         .interrupt_abandoned(&loaded.name, Some(run_id))
         .map_err(store_err)?;
+    // The upstream's calls: one try each, its transient failures retried
+    // at most `call_attempts − 1` times per request in all, a 429 passed
+    // to the client (`Guard::bounding_upstream_retries`; the judges keep
+    // `call_attempts` tries per call). The rate limit is shared.
+    let system = Arc::new(Caller::new(caller.limiter.clone(), calls.timeout, 1));
     let mut guard = Guard::new(upstream, checks, c.retry.clone(), caller)
         .map_err(|e| format!("[retry] {e}"))?
-        .with_judging(recording.judging(true, true));
+        .with_judging(recording.judging(true, true))
+        .bounding_upstream_retries(system, c.call_attempts.saturating_sub(1));
     if c.stream_upstream {
         guard = guard.cutting_streams();
         if c.on_nothing_passed == NothingPassed::Last {
@@ -246,6 +259,9 @@ pub async fn open(
         next_input: AtomicU64::new(0),
         metrics: Metrics::default(),
         check_errors: state::CheckErrors::new(check_count),
+        admission: crate::provider::limits::RateLimiter::new(c.requests_per_minute, None),
+        queue_wait: Duration::from_secs_f64(c.queue_wait_s),
+        recorded: AtomicU64::new(0),
     });
     state
         .metrics
@@ -299,11 +315,13 @@ impl Server {
             .fallback(metrics::not_found)
             .method_not_allowed_fallback(metrics::wrong_method)
             .with_state(state.clone());
+        let watcher = tokio::spawn(watch_store(state.clone()));
         let result = crate::http_server::serve(listener, app, shutdown).await;
+        watcher.abort();
         let n = state.next_input.load(Ordering::Relaxed);
         let totals = RunTotals {
             judge_calls_by_check: state.guard.checks().judge_calls(),
-            ..state.guard.caller().totals()
+            ..state.guard.totals()
         };
         // Flush every recorded request before the run is closed.
         state.writer.close().map_err(|e| {
@@ -328,8 +346,46 @@ impl Server {
         Ok(Served {
             run_id,
             requests: n,
+            recorded: state.recorded.load(Ordering::Relaxed),
+            unrecorded: state.metrics.unrecorded.get(),
             stale_interrupted: self.stale_interrupted,
         })
+    }
+}
+
+/// How often the store's health is looked at.
+const STORE_CHECK: Duration = Duration::from_secs(1);
+
+/// Tell the operator as soon as the store's commits stall (a commit under
+/// way longer than `writer::STALL`: slow, or down and tried again every
+/// second) and when they resume: a log line each way, the gauge
+/// `probity_store_stalled` and `/health`'s `store`. Runs until aborted.
+async fn watch_store(state: Arc<ServeState>) {
+    let health = state.writer.health();
+    let mut since: Option<Instant> = None;
+    let mut tick = tokio::time::interval(STORE_CHECK);
+    loop {
+        tick.tick().await;
+        match (health.stalled(), since) {
+            (true, None) => {
+                since = Some(Instant::now());
+                state.metrics.store_stalled.set(1);
+                crate::stderr::line(format_args!(
+                    "warning: the store's commits have stalled (one has been under way for over {} s): answers go on; their records are held in memory and, past the writer's queue, counted in probity_unrecorded_total",
+                    crate::store::writer::STALL.as_secs_f64()
+                ));
+            }
+            (false, Some(t)) => {
+                since = None;
+                state.metrics.store_stalled.set(0);
+                crate::stderr::line(format_args!(
+                    "the store is committing again after a stall of about {:.0} s ({} requests answered but not recorded so far)",
+                    t.elapsed().as_secs_f64(),
+                    state.metrics.unrecorded.get()
+                ));
+            }
+            _ => {}
+        }
     }
 }
 

@@ -2,21 +2,26 @@
 //! check's first-attempt rate (the system's own reliability) and published
 //! rate (after retries), each followed by a [`RateWatch`] — a confidence
 //! sequence over all traffic and one per epoch, valid however often they
-//! are read, and a window for display — with alarms that do not cry wolf:
-//! P(any false alarm of a watch, ever) ≤ 1 − `confidence`
-//! (`probity_core::monitor`).
+//! are read, a window for display, and a change detector against the
+//! minimum that re-arms after each incident — with alarms that do not cry
+//! wolf: at a rate at or above the minimum, at most one false alarm per
+//! million requests per watch on average (`probity_core::monitor`).
 //!
-//! An alarm is raised once per check, attempt kind and rule: one warning
-//! on stderr naming the check, the rate and its interval; the gauge
-//! `probity_alarm` set to 1; and, when `[monitor] webhook` is set, a JSON
-//! event POSTed to it from a task of its own (retried three times, never
-//! in a request's way).
+//! Every alarm event — raised, and resolved when the rate recovers — is
+//! one warning on stderr naming the check, the incident, the rate and its
+//! interval; the gauge `probity_alarm` is 1 while it holds and 0 after,
+//! `probity_alarms_raised` counts the incidents; and, when `[monitor]
+//! webhook` is set, a JSON event (`state`: raised or resolved) is POSTed
+//! to it from a task of its own (retried three times, never in a
+//! request's way).
 //!
 //! A calibrated verifier's watches correct its rate for the judge's errors
 //! (`RateWatch::calibrated`): its alarm below the minimum is the corrected
 //! rate's (marked `corrected`), never the judge's own rate's.
 
-use probity_core::monitor::{Alarm, AlarmKind, Baseline, LiveJudge, RateWatch, WatchSettings};
+use probity_core::monitor::{
+    Alarm, AlarmKind, AlarmState, Baseline, LiveJudge, RateWatch, WatchSettings,
+};
 use probity_core::stats::LabelCounts;
 use probity_core::{Cell, CheckInfo};
 use serde::{Deserialize, Serialize};
@@ -107,14 +112,26 @@ pub struct AlarmEvent {
 impl AlarmEvent {
     /// One line for the log.
     pub fn line(&self) -> String {
-        let what = match self.alarm.kind {
-            AlarmKind::BelowMinimum => "is established below its minimum",
-            AlarmKind::DiffersFromBaseline => "is established to differ from the baseline",
+        let what = match (self.alarm.kind, self.alarm.state) {
+            (AlarmKind::BelowMinimum, AlarmState::Raised) => "is detected below its minimum",
+            (AlarmKind::BelowMinimum, AlarmState::Resolved) => {
+                "is detected back at or above its minimum (resolved)"
+            }
+            (AlarmKind::DiffersFromBaseline, AlarmState::Raised) => {
+                "is established to differ from the baseline"
+            }
+            (AlarmKind::DiffersFromBaseline, AlarmState::Resolved) => {
+                "no longer differs from the baseline (resolved)"
+            }
+            (AlarmKind::RateChanged, _) => {
+                "changed: no constant rate explains its traffic (its confidence sequence emptied and starts again)"
+            }
         };
         format!(
-            "alarm: check {} ({} attempts) {what}: {}{:.1}% [{:.1}, {:.1}] over {} {}requests (run {}, after {} requests)",
+            "alarm: check {} ({} attempts) {what}, incident {}: {}{:.1}% [{:.1}, {:.1}] over {} {}requests (run {}, after {} requests)",
             self.check,
             self.attempt,
+            self.alarm.incident,
             if self.alarm.corrected {
                 "corrected for the judge's errors "
             } else {

@@ -50,6 +50,12 @@ pub struct Metrics {
     pub nothing_passed: Counter,
     /// Outcome `check-error`: a check could not judge the output.
     pub unjudged: Counter,
+    /// Requests answered HTTP 429 at once: `requests_per_minute` would
+    /// have queued them longer than `queue_wait_s`.
+    pub queue_full: Counter,
+    /// 1 while the store's commits are stalled (slow, or down and tried
+    /// again every second).
+    pub store_stalled: Gauge,
     /// Outcome `upstream-error`: no attempt produced an output.
     pub upstream_failed: Counter,
     pub rejected: Counter,
@@ -90,8 +96,11 @@ pub struct Metrics {
     /// specificity (point estimates), set once at startup.
     pub judge_sensitivity: Family<CheckLabel, Gauge<f64, AtomicU64>>,
     pub judge_specificity: Family<CheckLabel, Gauge<f64, AtomicU64>>,
-    /// 1 once an alarm of its kind was raised for the check.
+    /// 1 while an alarm of its kind holds for the check, 0 once it
+    /// resolved.
     pub alarm: Family<AlarmLabels, Gauge>,
+    /// Alarms of the kind raised so far for the check (each incident).
+    pub alarms_raised: Family<AlarmLabels, Gauge>,
 }
 
 /// A check.
@@ -157,6 +166,10 @@ impl Default for Metrics {
         let unrecorded = counter(
             "probity_unrecorded",
             "Requests answered but not recorded: the store did not keep up (slow, reconnecting) or its writer stopped (the log says why).",
+        );
+        let queue_full = counter(
+            "probity_queue_full",
+            "Requests answered HTTP 429 with Retry-After at once: requests_per_minute would have queued them longer than queue_wait_s.",
         );
         let streamed = counter(
             "probity_streamed",
@@ -245,11 +258,23 @@ impl Default for Metrics {
             "probity_judge_specificity",
             "A calibrated verifier's judge on its labelled set: P(judge FAIL | labelled FAIL).",
         );
+        let store_stalled = Gauge::default();
+        registry.register(
+            "probity_store_stalled",
+            "1 while the store's commits are stalled (a commit under way for more than 2 s: slow, or down and tried again every second); answers go on, records are held in memory.",
+            store_stalled.clone(),
+        );
         let alarm = Family::<AlarmLabels, Gauge>::default();
         registry.register(
             "probity_alarm",
-            "1 once a check's live rate is established below its minimum (kind = below_minimum) or to differ from the baseline run (differs_from_baseline).",
+            "1 while a check's live rate is detected below its minimum (kind = below_minimum) or established to differ from the baseline run (differs_from_baseline); 0 once it recovered (the watch re-armed).",
             alarm.clone(),
+        );
+        let alarms_raised = Family::<AlarmLabels, Gauge>::default();
+        registry.register(
+            "probity_alarms_raised",
+            "Alarms raised so far per check, attempt and kind (below_minimum, differs_from_baseline, rate_changed: a confidence sequence emptied, the rate changed); each incident counts once.",
+            alarms_raised.clone(),
         );
         Metrics {
             registry,
@@ -263,6 +288,9 @@ impl Default for Metrics {
             judge_sensitivity,
             judge_specificity,
             alarm,
+            alarms_raised,
+            queue_full,
+            store_stalled,
             requests,
             published,
             nothing_passed,
@@ -330,18 +358,28 @@ impl Metrics {
                     .get_or_create(&labels)
                     .set(c.interval.upper);
             }
-            for alarm in watch.alarms() {
-                let kind_name = match alarm.kind {
-                    AlarmKind::BelowMinimum => "below_minimum",
-                    AlarmKind::DiffersFromBaseline => "differs_from_baseline",
+            for alarm_kind in [
+                AlarmKind::BelowMinimum,
+                AlarmKind::DiffersFromBaseline,
+                AlarmKind::RateChanged,
+            ] {
+                let labels = AlarmLabels {
+                    check: name.to_string(),
+                    attempt: kind.to_string(),
+                    kind: alarm_kind.name().to_string(),
                 };
-                self.alarm
-                    .get_or_create(&AlarmLabels {
-                        check: name.to_string(),
-                        attempt: kind.to_string(),
-                        kind: kind_name.to_string(),
-                    })
-                    .set(1);
+                let raised = watch.incidents(alarm_kind);
+                if alarm_kind != AlarmKind::RateChanged {
+                    let holds = watch.active().iter().any(|a| a.kind == alarm_kind);
+                    // A kind that was never raised has no series until it
+                    // is (a 0 for every check would crowd the page).
+                    if holds || raised > 0 {
+                        self.alarm.get_or_create(&labels).set(i64::from(holds));
+                    }
+                }
+                if raised > 0 {
+                    self.alarms_raised.get_or_create(&labels).set(raised as i64);
+                }
             }
         });
     }
@@ -453,6 +491,13 @@ pub struct ServeState {
     pub next_input: AtomicU64,
     pub metrics: Metrics,
     pub check_errors: CheckErrors,
+    /// Requests admitted per minute (`requests_per_minute`), waited for at
+    /// most `queue_wait`.
+    pub admission: crate::provider::limits::RateLimiter,
+    pub queue_wait: Duration,
+    /// Records handed to the store's writer (those it refused are
+    /// `metrics.unrecorded`).
+    pub recorded: AtomicU64,
 }
 
 impl ServeState {

@@ -8,7 +8,7 @@
 
 use crate::numbers::{interval, pct, threshold_pct};
 use probity_core::monitor::{
-    Alarm, AlarmKind, AttemptKind, LiveCorrection, LiveSnapshot, WatchSnapshot,
+    Alarm, AlarmKind, AlarmState, AttemptKind, LiveCorrection, LiveSnapshot, WatchSnapshot,
 };
 use probity_core::stats::Interval;
 
@@ -71,7 +71,20 @@ pub fn rows(l: &LiveSnapshot) -> Vec<LiveRow> {
 fn row(check: &str, minimum: f64, kind: AttemptKind, w: &WatchSnapshot) -> LiveRow {
     let span = |rate: f64, i: &Interval| format!("{} {}", pct(rate), interval(i.lower, i.upper));
     let none = "–".to_string();
-    let alarms: Vec<String> = w.alarms.iter().map(|a| alarm_word(a, minimum)).collect();
+    // The alarms that hold now, and how many incidents came before.
+    let mut alarms: Vec<String> = w.active.iter().map(|a| alarm_word(a, minimum)).collect();
+    let past = w
+        .alarms
+        .iter()
+        .filter(|a| a.state == AlarmState::Raised)
+        .count()
+        .saturating_sub(w.active.len());
+    if past > 0 {
+        alarms.push(format!(
+            "{past} earlier incident{}",
+            if past == 1 { "" } else { "s" }
+        ));
+    }
     // A calibrated verifier's figures other than the corrected ones are its
     // judge's own, and say so.
     let judge = if w.corrected.is_some() { "judge " } else { "" };
@@ -114,7 +127,7 @@ fn row(check: &str, minimum: f64, kind: AttemptKind, w: &WatchSnapshot) -> LiveR
         } else {
             none.clone()
         },
-        alarmed: !alarms.is_empty(),
+        alarmed: !w.active.is_empty(),
         alarm: if alarms.is_empty() {
             none
         } else {
@@ -132,6 +145,7 @@ pub fn alarm_word(a: &Alarm, minimum: f64) -> String {
         }
         AlarmKind::BelowMinimum => format!("BELOW {}", threshold_pct(minimum)),
         AlarmKind::DiffersFromBaseline => "DIFFERS FROM BASELINE".to_string(),
+        AlarmKind::RateChanged => "RATE CHANGED".to_string(),
     }
 }
 
@@ -139,9 +153,18 @@ pub fn alarm_word(a: &Alarm, minimum: f64) -> String {
 /// below its minimum: 88.1% [84.0, 91.5] over 512 recent requests (after
 /// 3,512 requests)`.
 pub fn alarm_sentence(check: &str, kind: AttemptKind, a: &Alarm) -> String {
-    let what = match a.kind {
-        AlarmKind::BelowMinimum => "is established below its minimum",
-        AlarmKind::DiffersFromBaseline => "is established to differ from the baseline",
+    let what = match (a.kind, a.state) {
+        (AlarmKind::BelowMinimum, AlarmState::Raised) => "is detected below its minimum",
+        (AlarmKind::BelowMinimum, AlarmState::Resolved) => {
+            "is back at or above its minimum (resolved)"
+        }
+        (AlarmKind::DiffersFromBaseline, AlarmState::Raised) => {
+            "is established to differ from the baseline"
+        }
+        (AlarmKind::DiffersFromBaseline, AlarmState::Resolved) => {
+            "no longer differs from the baseline (resolved)"
+        }
+        (AlarmKind::RateChanged, _) => "changed (its confidence sequence emptied)",
     };
     format!(
         "check {check} ({} attempts) {what}: {}{} {} over {} {}requests (after {} requests)",

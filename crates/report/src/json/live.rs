@@ -4,7 +4,7 @@
 //! without changing the wire format.
 
 use crate::numbers::finite as num;
-use probity_core::monitor::{Alarm, AlarmKind, LiveCorrection, LiveSnapshot, WatchSnapshot};
+use probity_core::monitor::{Alarm, AlarmState, LiveCorrection, LiveSnapshot, WatchSnapshot};
 use probity_core::stats::Interval;
 use serde::Serialize;
 
@@ -115,8 +115,12 @@ pub struct WireWindow {
 
 #[derive(Debug, Serialize)]
 pub struct WireAlarm {
-    /// `below_minimum` or `differs_from_baseline`.
+    /// `below_minimum`, `differs_from_baseline` or `rate_changed`.
     pub kind: &'static str,
+    /// `raised` or `resolved`.
+    pub state: &'static str,
+    /// The how-manyth time its kind was raised for the watch (from 1).
+    pub incident: u64,
     pub rate: Option<f64>,
     pub lower: Option<f64>,
     pub upper: Option<f64>,
@@ -140,10 +144,12 @@ fn span(i: &Interval) -> WireSpan {
 
 fn alarm(a: &Alarm) -> WireAlarm {
     WireAlarm {
-        kind: match a.kind {
-            AlarmKind::BelowMinimum => "below_minimum",
-            AlarmKind::DiffersFromBaseline => "differs_from_baseline",
+        kind: a.kind.name(),
+        state: match a.state {
+            AlarmState::Raised => "raised",
+            AlarmState::Resolved => "resolved",
         },
+        incident: a.incident,
         rate: num(a.rate),
         lower: num(a.interval.lower),
         upper: num(a.interval.upper),
