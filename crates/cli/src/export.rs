@@ -54,6 +54,11 @@ pub fn run(args: &ExportArgs) -> Result<u8, Failure> {
     for id in &ids {
         rows.extend(export(&store, *id, which).map_err(fail)?);
     }
+    // A trace run's failures: one row per distinct input, with its count
+    // and trace ids (probity_engine::traces::failures).
+    if probity_engine::traces::failures::are_traces(&rows) {
+        rows = probity_engine::traces::failures::dedup(rows);
+    }
     let id = ids
         .iter()
         .map(|i| i.to_string())

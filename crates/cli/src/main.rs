@@ -27,6 +27,7 @@ mod sim;
 mod since;
 mod stdout;
 mod store_arg;
+mod traces;
 mod trend;
 mod variants;
 mod view;
@@ -77,6 +78,11 @@ enum Command {
     /// The built-in simulated model.
     #[command(subcommand)]
     Sim(sim::SimCommand),
+    /// Production traces (OpenTelemetry): check what an application already traces (docs/traces.md).
+    #[command(subcommand)]
+    Traces(traces::TracesCommand),
+    /// Receive OpenTelemetry traces (OTLP/HTTP, /v1/traces) and check every LLM span live, as a run (docs/traces.md).
+    Collect(traces::CollectArgs),
 }
 
 fn main() -> ExitCode {
@@ -95,6 +101,10 @@ fn main() -> ExitCode {
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(args))),
         Command::View(args) => runtime().and_then(|rt| rt.block_on(view::run(args))),
         Command::Sim(cmd) => runtime().and_then(|rt| rt.block_on(sim::run(cmd))),
+        Command::Traces(traces::TracesCommand::Import(args)) => {
+            runtime().and_then(|rt| rt.block_on(traces::import(args)))
+        }
+        Command::Collect(args) => runtime().and_then(|rt| rt.block_on(traces::collect(args))),
     };
     match result {
         Ok(code) => ExitCode::from(code),

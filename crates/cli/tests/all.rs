@@ -34,6 +34,7 @@ mod serve_monitor;
 mod serve_protocol;
 mod set;
 mod store_urls;
+mod traces;
 mod trouble;
 mod variants;
 mod view;

@@ -33,6 +33,8 @@ pub mod sim;
 pub mod stderr;
 pub mod store;
 #[cfg(feature = "server")]
+pub mod traces;
+#[cfg(feature = "server")]
 pub mod view;
 
 // The modules by their earlier, flat names, for users of the crate.

@@ -35,6 +35,7 @@ fn halt_kind(h: &Halt) -> &'static str {
         Halt::BrokenChecks { .. } => "broken_checks",
         Halt::FirstCallsFailed { .. } => "first_calls_failed",
         Halt::ErrorBudget { .. } => "error_budget",
+        Halt::GivenUp { .. } => "given_up",
     }
 }
 

@@ -40,7 +40,7 @@ use crate::config::toml_error::describe;
 use crate::provider::config::ProviderConfig;
 use probity_core::agent::{AgentCheck, Bounds, CallPattern, Order, UserCheck};
 use probity_core::conversation::{from_openai, Message, Role};
-use probity_core::{Input, Validator};
+use probity_core::{CheckInfo, CheckKind, Input, Validator};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -227,6 +227,8 @@ pub struct AgentConfig {
     pub initial_state: Option<Value>,
     pub tools: Vec<ToolDecl>,
     pub checks: Vec<(String, CheckSpec)>,
+    /// The checks' columns, in the same order as `checks`.
+    pub infos: Vec<CheckInfo>,
     pub user_checks: Vec<(String, UserCheck)>,
 }
 
@@ -277,6 +279,10 @@ struct McpTable {
 struct CheckTable {
     name: String,
     kind: String,
+    /// Its column in the run (see [`AgentConfig::infos`]).
+    message: Option<String>,
+    minimum_success_percentage: Option<f64>,
+    weight: Option<f64>,
     tool: Option<String>,
     arguments: Option<Value>,
     min: Option<u32>,
@@ -431,6 +437,11 @@ impl AgentConfig {
                 }
             }
         }
+        let infos = f
+            .agent_check
+            .iter()
+            .map(|c| check_info(text, c))
+            .collect::<Result<Vec<_>, _>>()?;
         let checks = f
             .agent_check
             .into_iter()
@@ -449,9 +460,41 @@ impl AgentConfig {
             initial_state: f.environment.and_then(|e| e.state),
             tools,
             checks,
+            infos,
             user_checks,
         })
     }
+}
+
+/// An agent check's column (paper §3.6): its name, message, minimum
+/// success percentage (default 1: every episode must pass) and weight.
+fn check_info(text: &str, c: &Spanned<CheckTable>) -> Result<CheckInfo, String> {
+    let t = c.get_ref();
+    let minimum = t.minimum_success_percentage.unwrap_or(1.0);
+    if !(0.0..=1.0).contains(&minimum) {
+        return Err(at(
+            text,
+            c.span(),
+            &format!("agent_check `{}`", t.name),
+            format!("minimum_success_percentage = {minimum} must be a share between 0 and 1"),
+        ));
+    }
+    let weight = t.weight.unwrap_or(1.0);
+    if !(weight.is_finite() && weight >= 0.0) {
+        return Err(at(
+            text,
+            c.span(),
+            &format!("agent_check `{}`", t.name),
+            format!("weight = {weight} must be a finite number ≥ 0"),
+        ));
+    }
+    Ok(CheckInfo {
+        name: t.name.clone(),
+        message: t.message.clone().unwrap_or_else(|| t.kind.clone()),
+        minimum_success_percentage: minimum,
+        weight,
+        kind: CheckKind::Validator,
+    })
 }
 
 fn tool_decl(text: &str, t: Spanned<ToolTable>) -> Result<ToolDecl, String> {

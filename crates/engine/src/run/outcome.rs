@@ -51,6 +51,13 @@ pub enum Halt {
         /// `(check name, its most common cause)`, in column order.
         checks: Vec<(String, String)>,
     },
+    /// A shared run's inputs claimed [`crate::store::CLAIM_TRIES`] times
+    /// and never finished — every worker that took them died: given up
+    /// (dead letters), their cells missing, so the run has no verdict.
+    GivenUp {
+        /// The inputs' ids.
+        inputs: Vec<String>,
+    },
 }
 
 impl Halt {
@@ -92,6 +99,15 @@ impl std::fmt::Display for Halt {
                     named.join("; ")
                 )
             }
+            Halt::GivenUp { inputs } => write!(
+                f,
+                "{} given up after {} claims whose workers all died before finishing {}: {} (their outputs are missing; find why a worker dies on {}, then run again)",
+                if inputs.len() == 1 { "an input was" } else { "inputs were" },
+                crate::store::CLAIM_TRIES,
+                if inputs.len() == 1 { "it" } else { "them" },
+                inputs.join(", "),
+                if inputs.len() == 1 { "it" } else { "them" },
+            ),
         }
     }
 }

@@ -99,7 +99,7 @@ pub struct Served {
 
 /// Each check's rate in the tested run `spec` (an id, or a name: its
 /// latest complete run), by check name; `None` for a check it lacks.
-fn baselines(
+pub(crate) fn baselines(
     store: &Store,
     spec: &str,
     checks: &[probity_core::CheckInfo],

@@ -247,13 +247,11 @@ impl<'a> RunSession<'a> {
         Ok(())
     }
 
-    /// Keep this process's lease (and a shared run's claims) alive.
+    /// Keep this process's lease alive (a shared run's claims are
+    /// refreshed by its writer, with every batch it commits).
     fn on_lease_tick(&self) {
         if let Some((store, run_id)) = &self.store {
             let _ = store.refresh_lease(*run_id);
-            if self.source.claims() {
-                let _ = store.refresh_claims(*run_id);
-            }
         }
     }
 
@@ -402,6 +400,16 @@ impl<'a> RunSession<'a> {
             store.release_claims(*run_id)?;
         }
         let (open, held) = store.open_inputs(*run_id)?;
+        let given_up = store.given_up_inputs(*run_id)?;
+        if !given_up.is_empty() && self.halt.is_none() {
+            let ids = &self.experiment.inputs;
+            self.halt = Some(Halt::GivenUp {
+                inputs: given_up
+                    .iter()
+                    .map(|&i| ids.get(i).map_or_else(|| format!("#{i}"), |x| x.id.clone()))
+                    .collect(),
+            });
+        }
         let status = match open == 0 && self.halt.is_none() {
             true => RunStatus::Complete,
             false => RunStatus::Interrupted,

@@ -131,11 +131,6 @@ impl WorkSource {
         matches!(self, WorkSource::Claims { waiting: true, .. })
     }
 
-    /// Whether claims are this run's: refreshed with its lease.
-    pub fn claims(&self) -> bool {
-        matches!(self, WorkSource::Claims { .. })
-    }
-
     /// Why a sequential run stopped early, once a stop rule said so.
     pub fn stopped(&self) -> Option<StopReason> {
         match self {
@@ -175,7 +170,9 @@ impl WorkSource {
             return Ok(Batch::more(Vec::new()));
         };
         let m = *m;
-        feed.settle(store, writer).await?;
+        // Finished inputs go to the writer, never waited for: a claim does
+        // not wait for a commit.
+        feed.queue_done(writer)?;
         let cells: Vec<usize> = feed
             .claim(store)?
             .into_iter()
@@ -185,7 +182,8 @@ impl WorkSource {
         if feed.outstanding() > 0 {
             return Ok(Batch::more(cells));
         }
-        // Inputs claimed all stored are finished: marked at once.
+        // Inputs claimed all stored are finished: marked, and waited for,
+        // so that `open_inputs` counts this process's own.
         feed.settle(store, writer).await?;
         Ok(match store.open_inputs(feed.run())? {
             (0, _) => Batch::last(cells),

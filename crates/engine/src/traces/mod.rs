@@ -1,0 +1,34 @@
+//! Production traces (issue 37, paper §4.2.6): what an application already
+//! traces with OpenTelemetry — the GenAI semantic conventions, OpenInference
+//! or OpenLLMetry — checked by probity's validators and verifiers, watched
+//! live, stored as a run, and its failures exported as tests.
+//!
+//! - [`span`]: OTLP JSON decoded into spans; [`proto`] the same from OTLP
+//!   protobuf (feature `otlp-proto`).
+//! - [`map`] a span to an input (a conversation whole) and an output
+//!   (text and tool calls), by [`genai`], [`openinference`] or
+//!   [`openllmetry`]; [`mapped`] what comes out, or why nothing did.
+//! - [`ingest`] checks, watches and records mapped spans into a run that
+//!   [`run`] opens and closes; [`import`] reads files into it;
+//!   [`receiver`] is the OTLP/HTTP endpoint of `probity collect`.
+//! - [`mask`] secrets before anything is stored; [`failures`] the failing
+//!   spans as test inputs, de-duplicated.
+//!
+//! docs/traces.md describes the mappings, versions and the loop.
+
+pub mod config;
+pub mod failures;
+pub mod genai;
+pub mod import;
+pub mod ingest;
+pub mod map;
+pub mod mapped;
+pub mod mask;
+pub mod metrics;
+pub mod openinference;
+pub mod openllmetry;
+#[cfg(feature = "otlp-proto")]
+pub mod proto;
+pub mod receiver;
+pub mod run;
+pub mod span;
