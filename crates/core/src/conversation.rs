@@ -113,13 +113,18 @@ impl Message {
     /// Read message `index` in OpenAI's Chat Completions shape. Content may
     /// be a string, null (beside tool calls), or a list of text parts
     /// (joined in order); any other part (an image, audio) is an error
-    /// naming it, as is an unknown role or a field this type cannot hold.
+    /// naming it, as is an unknown role or a field this type cannot hold
+    /// (a null field holds nothing and is let through).
     pub fn from_openai(index: usize, v: &Value) -> Result<Message, ConversationError> {
         let err = |problem: String| ConversationError { index, problem };
         let obj = v
             .as_object()
             .ok_or_else(|| err(format!("expected an object, found {}", kind(v))))?;
-        for key in obj.keys() {
+        for (key, value) in obj {
+            // A null field carries nothing (SDKs echo `"audio": null`).
+            if value.is_null() {
+                continue;
+            }
             if !matches!(
                 key.as_str(),
                 "role" | "content" | "tool_calls" | "tool_call_id" | "name" | "refusal"

@@ -38,7 +38,9 @@ use crate::checks::check::Checks;
 use crate::checks::validator_table::ValidatorTable;
 use crate::checks::verifier::VerifierSpec;
 use crate::config::inputs::{load_inputs, InputError};
-use crate::config::template::PromptTemplate;
+use crate::config::template::{
+    ConversationPrompt, ConversationSystem, ConversationUser, PromptTemplate,
+};
 use crate::provider::call::CallSettings;
 use crate::provider::config::ProviderConfig;
 use crate::retry::policy::RetryPolicy;
@@ -87,6 +89,14 @@ pub struct PromptConfig {
     /// The user message; `{{ input.text }}` by default.
     #[serde(default = "default_user_prompt")]
     pub user: String,
+    /// For an input with its own conversation (`messages`): when `system`
+    /// is added to it (docs/config.md).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub conversation_system: ConversationSystem,
+    /// For an input with its own conversation: whether `user` renders its
+    /// last (user) message.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub conversation_user: ConversationUser,
 }
 
 fn default_user_prompt() -> String {
@@ -98,6 +108,8 @@ impl Default for PromptConfig {
         PromptConfig {
             system: None,
             user: default_user_prompt(),
+            conversation_system: ConversationSystem::default(),
+            conversation_user: ConversationUser::default(),
         }
     }
 }
@@ -413,7 +425,11 @@ impl Config {
                 .map_err(|m| invalid(format!("[retry] {m}")))?;
         }
         let prompt = PromptTemplate::new(file.prompt.system.as_deref(), &file.prompt.user)
-            .map_err(|e| invalid(format!("[prompt] {e}")))?;
+            .map_err(|e| invalid(format!("[prompt] {e}")))?
+            .with_conversation(ConversationPrompt {
+                system: file.prompt.conversation_system,
+                user: file.prompt.conversation_user,
+            });
         let verifiers = file
             .verifiers
             .iter()

@@ -339,10 +339,7 @@ async fn library_guard_with_and_without_an_output_cache() {
         attempts: 3,
         ..RetryPolicy::default()
     };
-    let msgs = [Message {
-        role: Role::User,
-        content: "Tell me about space".into(),
-    }];
+    let msgs = [Message::text(Role::User, "Tell me about space")];
     let input = Input::text("1", "Tell me about space");
 
     let plain = Guard::new(

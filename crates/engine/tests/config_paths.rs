@@ -16,10 +16,7 @@ const CHECK: &str = "[[validator]]\nname = \"any\"\ncheck = \"true\"\n";
 
 fn request(text: &str) -> Request {
     Request {
-        messages: vec![Message {
-            role: Role::User,
-            content: text.into(),
-        }],
+        messages: vec![Message::text(Role::User, text)],
         repetition: 0,
         attempt: 0,
         input: Input::text("i1", text),

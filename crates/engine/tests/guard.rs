@@ -221,10 +221,7 @@ async fn guarded(
         Arc::new(Caller::default()),
     )
     .unwrap();
-    let msgs = [Message {
-        role: Role::User,
-        content: question.into(),
-    }];
+    let msgs = [Message::text(Role::User, question)];
     let out = guard.run(&msgs, &Input::text("1", question), 0).await;
     let seen = seen.lock().unwrap().clone();
     (out, seen)
@@ -317,10 +314,7 @@ async fn never_passing(latency_ms: u64, policy: RetryPolicy) -> GuardOutcome {
         Arc::new(Caller::default()),
     )
     .unwrap();
-    let msgs = [Message {
-        role: Role::User,
-        content: "Hi".into(),
-    }];
+    let msgs = [Message::text(Role::User, "Hi")];
     guard.run(&msgs, &Input::text("1", "Hi"), 0).await
 }
 

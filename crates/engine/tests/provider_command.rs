@@ -1,5 +1,7 @@
 //! The command provider and the closure provider.
 
+mod common;
+
 use probity_core::Input;
 use probity_engine::provider::{
     CommandConfig, CommandProvider, Completion, FnProvider, Message, Provider, ProviderConfig,
@@ -10,14 +12,8 @@ use std::time::Duration;
 fn request(text: &str) -> Request {
     Request {
         messages: vec![
-            Message {
-                role: Role::System,
-                content: "SYS".into(),
-            },
-            Message {
-                role: Role::User,
-                content: text.into(),
-            },
+            Message::text(Role::System, "SYS"),
+            Message::text(Role::User, text),
         ],
         repetition: 2,
         attempt: 1,
@@ -208,4 +204,68 @@ async fn a_background_grandchild_holding_the_pipes_does_not_hold_the_call() {
         msg.contains("exit status: 3") && msg.contains("bad things"),
         "{msg}"
     );
+}
+
+/// A program with `stdin = "json"` gets the conversation whole: what it
+/// read from stdin (written to a file by the program itself) holds the
+/// four messages exactly, tool call and result included.
+#[tokio::test]
+async fn a_json_program_reads_the_whole_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let got = dir.path().join("got.json");
+    let mut c = sh("cat > \"$GOT\"; echo done");
+    c.env.insert("GOT".into(), got.display().to_string());
+    c.stdin = StdinMode::Json;
+    let input = common::conversation_input("trip", common::trip_conversation());
+    let out = CommandProvider::new(c)
+        .unwrap()
+        .complete(&common::conversation_request(&input))
+        .await
+        .unwrap();
+    assert_eq!(out.text, "done");
+    let read: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&got).unwrap()).unwrap();
+    assert_eq!(read["messages"], common::trip_conversation());
+    assert_eq!(read["input"]["id"], "trip");
+}
+
+/// `stdin = "prompt"` has room for text only: a conversation with an
+/// assistant turn is refused before the program starts, naming the input,
+/// the message and what would carry it.
+#[tokio::test]
+async fn a_prompt_program_refuses_a_conversation_it_cannot_carry() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let mut c = sh("touch \"$RAN\"; cat");
+    c.env.insert("RAN".into(), ran.display().to_string());
+    let input = common::conversation_input("trip", common::trip_conversation());
+    let err = CommandProvider::new(c)
+        .unwrap()
+        .complete(&common::conversation_request(&input))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot send input \"trip\": message 1 (assistant): stdin = \"prompt\" sends text only and has no place for an assistant turn with tool calls; set stdin = \"json\" to send the conversation whole"
+    );
+    assert!(!err.is_retryable());
+    assert!(!ran.exists(), "the program must not run");
+}
+
+/// A closure gets the messages whole.
+#[tokio::test]
+async fn a_closure_gets_the_whole_conversation() {
+    let p = FnProvider::new(|req: &Request| {
+        Ok(Completion {
+            text: probity_core::conversation::to_openai(&req.messages).to_string(),
+            ..Completion::default()
+        })
+    });
+    let input = common::conversation_input("trip", common::trip_conversation());
+    let out = p
+        .complete(&common::conversation_request(&input))
+        .await
+        .unwrap();
+    let got: serde_json::Value = serde_json::from_str(&out.text).unwrap();
+    assert_eq!(got, common::trip_conversation());
 }

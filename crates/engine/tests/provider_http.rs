@@ -1,4 +1,7 @@
-//! HTTP providers against the simulator server and a tiny Anthropic stand-in.
+//! HTTP providers against the simulator server and a tiny Anthropic stand-in;
+//! a conversation sent whole through each (a stand-in records the body).
+
+mod common;
 
 use probity_core::Input;
 use probity_engine::provider::{
@@ -11,14 +14,8 @@ use std::time::Duration;
 fn request(text: &str, repetition: u32) -> Request {
     Request {
         messages: vec![
-            Message {
-                role: Role::System,
-                content: "Be polite.".into(),
-            },
-            Message {
-                role: Role::User,
-                content: text.into(),
-            },
+            Message::text(Role::System, "Be polite."),
+            Message::text(Role::User, text),
         ],
         repetition,
         attempt: 0,
@@ -444,4 +441,208 @@ async fn fault_mix_is_counted() {
         ..FaultConfig::default()
     };
     assert!(spawn_test_server(sim(), bad).await.is_err());
+}
+
+/// A stand-in upstream on 127.0.0.1 answering every POST with `answer`
+/// and keeping the bodies it was sent.
+async fn recording(
+    answer: serde_json::Value,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+) {
+    use axum::Json;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    let app = axum::Router::new().fallback(axum::routing::post(
+        move |Json(body): Json<serde_json::Value>| {
+            let (keep, answer) = (keep.clone(), answer.clone());
+            async move {
+                keep.lock().unwrap().push(body);
+                Json(answer)
+            }
+        },
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (addr, seen)
+}
+
+fn trip_request() -> Request {
+    common::conversation_request(&common::conversation_input(
+        "trip",
+        common::trip_conversation(),
+    ))
+}
+
+/// The openai provider sends the conversation verbatim.
+#[tokio::test]
+async fn openai_sends_a_conversation_verbatim() {
+    let (addr, seen) = recording(serde_json::json!({"choices": [{"message":
+        {"role": "assistant", "content": "En français : réservé."}, "finish_reason": "stop"}]}))
+    .await;
+    let p = openai(format!("http://{addr}/v1"), |_| {});
+    let out = p.complete(&trip_request()).await.unwrap();
+    assert_eq!(out.text, "En français : réservé.");
+    let sent = seen.lock().unwrap()[0].clone();
+    assert_eq!(sent["messages"], common::trip_conversation());
+}
+
+/// The anthropic provider maps the conversation onto the messages API: a
+/// developer message as `system`, the tool call as a `tool_use` block
+/// with its arguments as JSON, the result as a `tool_result` block.
+#[tokio::test]
+async fn anthropic_maps_a_conversation_onto_blocks() {
+    use serde_json::json;
+    let (addr, seen) = recording(json!({"content": [{"type": "text", "text": "Réservé."}],
+        "usage": {"input_tokens": 30, "output_tokens": 3}}))
+    .await;
+    std::env::set_var("PROBITY_TEST_ANTHROPIC_CONV_KEY", "ant-key-2");
+    let mut c = AnthropicConfig::new("claude-test");
+    c.base_url = format!("http://{addr}");
+    c.api_key_env = "PROBITY_TEST_ANTHROPIC_CONV_KEY".into();
+    let p = AnthropicProvider::new(c).unwrap();
+    let mut conversation = common::trip_conversation();
+    conversation.as_array_mut().unwrap().insert(
+        0,
+        json!({"role": "developer", "content": "Answer briefly."}),
+    );
+    let input = common::conversation_input("trip", conversation);
+    let out = p
+        .complete(&common::conversation_request(&input))
+        .await
+        .unwrap();
+    assert_eq!(out.text, "Réservé.");
+    let sent = seen.lock().unwrap()[0].clone();
+    assert_eq!(sent["system"], "Answer briefly.");
+    assert_eq!(
+        sent["messages"],
+        json!([
+            {"role": "user", "content": "Book me seat 4A on the 9:15 to Lyon."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "call_1",
+                "name": "book_seat", "input": {"seat": "4A", "train": "9:15"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "call_1", "content": "{\"booked\":true,\"car\":7}"},
+                {"type": "text", "text": "And in French?"}]}
+        ])
+    );
+
+    // What the messages API has no place for is refused, named, unsent.
+    for (at, message, problem) in [
+        (
+            3,
+            json!({"role": "system", "content": "Now be verbose."}),
+            "message 3 (system): a system message after the first turn has no place in Anthropic's messages API",
+        ),
+        (
+            0,
+            json!({"role": "user", "content": "Hi", "name": "ann"}),
+            "message 0 (user): field `name` has no place in Anthropic's messages API",
+        ),
+    ] {
+        let mut conversation = common::trip_conversation();
+        conversation.as_array_mut().unwrap().insert(at, message);
+        let input = common::conversation_input("odd", conversation);
+        let e = p
+            .complete(&common::conversation_request(&input))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ProviderError::Unsendable(_)), "{e:?}");
+        assert!(
+            e.to_string().starts_with(&format!("cannot send input \"odd\": {problem}")),
+            "{e}"
+        );
+    }
+    let mut not_an_object = common::trip_conversation();
+    not_an_object[1]["tool_calls"][0]["function"]["arguments"] = json!("[1, 2]");
+    let input = common::conversation_input("args", not_an_object);
+    let e = p
+        .complete(&common::conversation_request(&input))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("message 1 (assistant): `tool_calls[0].function.arguments` is [1,2]"),
+        "{e}"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1, "nothing refused is sent");
+}
+
+/// An http body with `{{ messages }}` sends the conversation whole; one
+/// without it (the default `{"prompt": "{{ prompt }}"}`) refuses it,
+/// naming the first message it has no place for, and sends nothing.
+#[tokio::test]
+async fn http_sends_a_conversation_whole_or_refuses_it() {
+    use serde_json::json;
+    let (addr, seen) = recording(json!({"reply": "ok"})).await;
+    let mut c = HttpConfig::new(format!("http://{addr}/chat"));
+    c.body = json!({"messages": "{{ messages }}", "system": "{{ system }}"});
+    c.output_pointer = "/reply".into();
+    let p = HttpProvider::new(c.clone()).unwrap();
+    assert_eq!(p.complete(&trip_request()).await.unwrap().text, "ok");
+    assert_eq!(
+        seen.lock().unwrap()[0]["messages"],
+        common::trip_conversation()
+    );
+
+    let plain = HttpProvider::new(HttpConfig {
+        body: json!({"prompt": "{{ prompt }}"}),
+        ..c.clone()
+    })
+    .unwrap();
+    let e = plain
+        .complete(&trip_request())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("cannot send input \"trip\": message 1 (assistant): an assistant turn with tool calls has no place in the body"),
+        "{e}"
+    );
+    // A system prompt with no `{{ system }}` in the body is refused too.
+    let e = plain
+        .complete(&request("Hi", 0))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(
+            "cannot send input \"in-1\": message 0 (system): the http body has no `{{ system }}`"
+        ),
+        "{e}"
+    );
+    // A body that renders the row (`input`) is trusted to carry it.
+    let by_row = HttpProvider::new(HttpConfig {
+        body: json!({"q": "{{ input.text }}", "history": "{{ input.messages }}"}),
+        ..c
+    })
+    .unwrap();
+    assert_eq!(by_row.complete(&trip_request()).await.unwrap().text, "ok");
+    assert_eq!(seen.lock().unwrap().len(), 2);
+}
+
+/// The simulator answers the last user turn, its draws made over the
+/// whole conversation: two conversations that differ only in a tool
+/// call's argument are different inputs to it.
+#[test]
+fn the_simulator_draws_over_the_whole_conversation() {
+    let model = SimModel::new(SimConfig {
+        seed: Some(3),
+        input_spread: 0.5,
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let rates = |conversation: serde_json::Value| {
+        let r = common::conversation_request(&common::conversation_input("s", conversation));
+        model.true_rates(&r.messages).contractions
+    };
+    let base = rates(common::trip_conversation());
+    let mut other = common::trip_conversation();
+    other[1]["tool_calls"][0]["function"]["arguments"] =
+        serde_json::json!("{\"seat\":\"9C\",\"train\":\"9:15\"}");
+    assert_ne!(base, rates(other));
+    assert_eq!(base, rates(common::trip_conversation()));
+    let out = model.generate(&trip_request().messages, 0, 0).unwrap();
+    assert!(out.text.to_lowercase().contains("french"), "{}", out.text);
 }

@@ -5,14 +5,11 @@ use probity_engine::sim::{SimConfig, SimModel};
 
 fn user(text: &str) -> Vec<Message> {
     vec![
-        Message {
-            role: Role::System,
-            content: "You are a polite assistant. Never use contractions.".into(),
-        },
-        Message {
-            role: Role::User,
-            content: text.into(),
-        },
+        Message::text(
+            Role::System,
+            "You are a polite assistant. Never use contractions.",
+        ),
+        Message::text(Role::User, text),
     ]
 }
 

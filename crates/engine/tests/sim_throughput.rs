@@ -26,10 +26,10 @@ async fn server_throughput() {
         handles.push(tokio::spawn(async move {
             for r in 0..per_task {
                 let req = Request {
-                    messages: vec![probity_engine::provider::Message {
-                        role: probity_engine::provider::Role::User,
-                        content: format!("Thank you! Question {t}"),
-                    }],
+                    messages: vec![probity_engine::provider::Message::text(
+                        probity_engine::provider::Role::User,
+                        format!("Thank you! Question {t}"),
+                    )],
                     repetition: r,
                     attempt: 0,
                     input: probity_core::Input::text(format!("{t}"), "q"),

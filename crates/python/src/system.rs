@@ -1,7 +1,8 @@
 //! A Python callable as the system under test: a [`Provider`].
 //!
 //! The package's `_system.Caller` does the Python side: `submit(input,
-//! messages, repetition, attempt, done)` starts the call — a coroutine on
+//! messages, repetition, attempt, done)` (`messages`: the conversation
+//! whole in OpenAI's chat shape, as JSON text) starts the call — a coroutine on
 //! one asyncio loop in a background thread, or a plain function on a
 //! daemon thread (`probity._workers`) — and calls `done` with `(True,
 //! output)` or `(False, "Type: message\nTraceback …")` when it finishes. Here the GIL is held only to submit and to read the result; the
@@ -98,17 +99,9 @@ impl PySystem {
         crate::thread_state::keep();
         Python::attach(|py| {
             let input = self.inputs.get(py, &request.input)?;
-            let messages: Vec<(String, String)> = request
-                .messages
-                .iter()
-                .map(|m| {
-                    let role = serde_json::to_value(m.role)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default();
-                    (role, m.content.clone())
-                })
-                .collect();
+            // The conversation whole, in OpenAI's chat shape, as JSON text
+            // (`json.loads` on the Python side makes it dicts and lists).
+            let messages = probity_core::conversation::to_openai(&request.messages).to_string();
             let tx = Mutex::new(Some(tx));
             let done = PyCFunction::new_closure(
                 py,

@@ -140,6 +140,44 @@ def test_a_system_taking_messages_gets_the_rendered_prompt() -> None:
     assert got == [[{"role": "user", "content": "Q: hi"}]]
 
 
+TRIP: List[Dict[str, Any]] = [
+    {"role": "user", "content": "Book me seat 4A on the 9:15 to Lyon."},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "book_seat", "arguments": '{"seat":"4A","train":"9:15"}'}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": '{"booked":true,"car":7}'},
+    {"role": "user", "content": "And in French?"},
+]
+
+
+def test_a_system_taking_messages_gets_an_inputs_conversation_whole() -> None:
+    got: List[List[Dict[str, Any]]] = []
+
+    def system(i: probity.Input, messages: List[Dict[str, Any]]) -> str:
+        got.append(messages)
+        return "Réservé."
+
+    inputs = [{"id": "trip", "text": "And in French?", "messages": TRIP}]
+    probity.Experiment(
+        "conversation", system, inputs, [contraction()], outputs_per_input=2,
+        prompt=probity.Prompt(system="You book trains."),
+    ).run()
+    assert got == [[{"role": "system", "content": "You book trains."}] + TRIP] * 2
+    # The conversation's own instructions win over [prompt] system by default;
+    # conversation_system = "never" sends it exactly as it is.
+    got.clear()
+    probity.Experiment(
+        "conversation", system, inputs, [contraction()], outputs_per_input=1,
+        prompt=probity.Prompt(system="You book trains.", conversation_system="never"),
+    ).run()
+    assert got == [TRIP]
+    # A message that cannot be sent on is a configuration error naming it.
+    bad = [{"id": "odd", "messages": [{"role": "robot", "content": "beep"}]}]
+    with pytest.raises(probity.ConfigError) as e:
+        probity.Experiment("conversation", system, bad, [contraction()], outputs_per_input=1).run()
+    assert 'input "odd": field `messages`: message 0: unknown role `robot`' in str(e.value)
+
+
 def test_a_system_returning_something_else_than_a_str_is_a_failed_call() -> None:
     # Every call fails alike: the system is unreachable, and says why.
     with pytest.raises(probity.SystemUnreachableError) as e:

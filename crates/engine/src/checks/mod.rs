@@ -1,11 +1,12 @@
 //! What judges an output: the validators and verifiers of a run in column
 //! order (`check`), LLM judges (`verifier`, paper §4), `[[validator]]`
-//! tables and external programs, the keys that recognise a request
+//! tables and external programs, what a judge is shown (`judge_prompt`), the keys that recognise a request
 //! already answered, and judges' labelled sets (`labels`, `calibration`).
 
 pub mod cache_key;
 pub mod calibration;
 pub mod check;
+pub mod judge_prompt;
 pub mod labels;
 pub mod program;
 pub mod validator_table;

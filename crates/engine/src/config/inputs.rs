@@ -2,7 +2,10 @@
 //! `[[input]]` tables.
 //!
 //! Each input's id is its `id` field when present (it must be unique), else
-//! its 1-based position.
+//! its 1-based position. An input may carry a conversation in `messages`
+//! (OpenAI's chat shape): it is read whole when the inputs are loaded, and
+//! a message that cannot be sent on is an error naming the line, the
+//! message and the field ([`crate::config::template::input_conversation`]).
 
 use probity_core::Input;
 use serde_json::{Map, Value};
@@ -226,10 +229,13 @@ fn to_input(fields: Map<String, Value>, position: usize) -> Result<Input, String
             ))
         }
     };
-    Ok(Input {
+    let input = Input {
         id,
         fields: fields.into(),
-    })
+    };
+    crate::config::template::input_conversation(&input)
+        .map_err(|e| format!("input {:?}: field `messages`: {e}", input.id))?;
+    Ok(input)
 }
 
 fn kind(v: &Value) -> &'static str {
@@ -280,6 +286,42 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("in.csv:2:"), "{err}");
+    }
+
+    #[test]
+    fn a_conversation_is_read_whole_when_loaded_and_a_bad_message_named() {
+        let p = Path::new("chats.jsonl");
+        let ok = r#"{"id":"c1","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"t","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"t","content":"1"}]}"#;
+        let bad = r#"{"id":"c2","messages":[{"role":"user","content":"Hi"},{"role":"robot","content":"beep"}]}"#;
+        let rows = parse_jsonl(&format!("{ok}\n"), p).unwrap();
+        assert_eq!(
+            rows[0]
+                .fields
+                .get("messages")
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .len(),
+            3
+        );
+        let err = parse_jsonl(&format!("{ok}\n{bad}\n"), p)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "chats.jsonl:2: input \"c2\": field `messages`: message 1: unknown role `robot` (expected system, developer, user, assistant or tool)"
+        );
+        // A CSV column holds the conversation as JSON text.
+        let csv =
+            "id,messages\nx,\"[{\"\"role\"\":\"\"user\"\",\"\"content\"\":\"\"Hi\"\"}]\"\ny,[]\n";
+        let err = parse_csv(csv.as_bytes(), Path::new("c.csv"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("c.csv:3: input \"y\": field `messages`"),
+            "{err}"
+        );
+        assert!(err.contains("`messages` is empty"), "{err}");
     }
 
     #[test]

@@ -15,11 +15,21 @@
 //!
 //! Feedback templates (for retries that feed validator reasons back, paper
 //! §4.1) additionally see `previous_output` and `reasons` (a list of strings).
+//!
+//! An input with a `messages` field (a conversation in OpenAI's chat
+//! shape: system, developer, user, assistant with `tool_calls`, tool
+//! results) is sent as that conversation, whole and in order; the
+//! templates only add to it as [`ConversationPrompt`] says (by default:
+//! the `system` template when the conversation has no system or developer
+//! message of its own). A message that cannot be read is an error naming
+//! the input, the message and the field — never a dropped message.
 
 use crate::provider::types::{Message, Role};
 use minijinja::value::{Enumerator, Object, ObjectRepr};
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
+use probity_core::conversation::{self, ConversationError};
 use probity_core::Input;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use thiserror::Error;
@@ -45,6 +55,76 @@ pub enum TemplateError {
         input_id: String,
         message: String,
     },
+    /// An input's `messages` cannot be sent as they are: which input,
+    /// which message (from 0), what is wrong with it.
+    #[error("input {input_id:?}: `messages`: message {index}: {problem}")]
+    Conversation {
+        input_id: String,
+        index: usize,
+        problem: String,
+    },
+}
+
+/// When the `[prompt] system` template is added to an input's own
+/// conversation (`[prompt] conversation_system`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConversationSystem {
+    /// Only when the conversation has no system or developer message.
+    #[default]
+    IfNone,
+    /// Always, as the first message (before the conversation's own).
+    First,
+    /// Never: the conversation is sent as it is.
+    Never,
+}
+
+/// What the `[prompt] user` template does to an input's own conversation
+/// (`[prompt] conversation_user`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConversationUser {
+    /// Nothing: every message is sent as it is.
+    #[default]
+    AsSent,
+    /// The last message, which must be the user's, is replaced by the
+    /// rendered `user` template (where `input.messages` is the
+    /// conversation); every message before it is sent as it is.
+    Template,
+}
+
+/// How the templates meet an input that carries its own conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConversationPrompt {
+    pub system: ConversationSystem,
+    pub user: ConversationUser,
+}
+
+/// The conversation input `input` carries in its `messages` field (a list
+/// of messages in OpenAI's chat shape, or that list as JSON text), `None`
+/// without one. Every message is read whole; the first that cannot be is
+/// the error.
+pub fn input_conversation(input: &Input) -> Result<Option<Vec<Message>>, ConversationError> {
+    let Some(value) = input.fields.get("messages") else {
+        return Ok(None);
+    };
+    let value = match value {
+        serde_json::Value::String(text) => {
+            serde_json::from_str(&text).map_err(|e| ConversationError {
+                index: 0,
+                problem: format!("`messages` is a text that is not a JSON list of messages ({e})"),
+            })?
+        }
+        other => other,
+    };
+    let messages = conversation::from_openai(&value)?;
+    if messages.is_empty() {
+        return Err(ConversationError {
+            index: 0,
+            problem: "`messages` is empty: a conversation needs at least one message".into(),
+        });
+    }
+    Ok(Some(messages))
 }
 
 /// Instructions one render may execute (minijinja's fuel): loops over
@@ -71,6 +151,7 @@ pub const DEFAULT_FEEDBACK_TEMPLATE: &str = "\n\nYour previous answer was:\n{{ p
 pub struct PromptTemplate {
     env: Environment<'static>,
     has_system: bool,
+    conversation: ConversationPrompt,
 }
 
 impl PromptTemplate {
@@ -86,7 +167,14 @@ impl PromptTemplate {
         Ok(PromptTemplate {
             env,
             has_system: system.is_some(),
+            conversation: ConversationPrompt::default(),
         })
+    }
+
+    /// Sets how the templates meet an input's own conversation.
+    pub fn with_conversation(mut self, conversation: ConversationPrompt) -> Self {
+        self.conversation = conversation;
+        self
     }
 
     /// Replaces the feedback template (see [`PromptTemplate::render_feedback`]).
@@ -96,7 +184,9 @@ impl PromptTemplate {
     }
 
     /// Renders the messages for one input: a system message when a system
-    /// template was given, then one user message.
+    /// template was given, then one user message; for an input with its
+    /// own conversation (`messages`), that conversation whole and in
+    /// order, with the templates applied as [`ConversationPrompt`] says.
     pub fn render(&self, input: &Input) -> Result<Vec<Message>, TemplateError> {
         let ctx = minijinja::context! { input => input_object(input) };
         self.render_with(&ctx, input)
@@ -104,8 +194,10 @@ impl PromptTemplate {
 
     /// Renders the messages for a retry after `previous_output` failed for
     /// `reasons`: the normal messages, with the feedback template's text
-    /// appended to the user message. The default feedback template quotes the
-    /// previous output and lists the reasons.
+    /// appended to the last message when it is the user's, else (a
+    /// conversation ending with a tool's result) as one more user message.
+    /// The default feedback template quotes the previous output and lists
+    /// the reasons.
     pub fn render_feedback(
         &self,
         input: &Input,
@@ -115,9 +207,7 @@ impl PromptTemplate {
         let ctx = feedback_context(input, previous_output, reasons);
         let mut messages = self.render_with(&ctx, input)?;
         let feedback = render_one(&self.env, FEEDBACK, &ctx, input)?;
-        if let Some(last) = messages.last_mut() {
-            last.content.push_str(&feedback);
-        }
+        append_feedback(&mut messages, &feedback);
         Ok(messages)
     }
 
@@ -126,18 +216,62 @@ impl PromptTemplate {
         ctx: &minijinja::Value,
         input: &Input,
     ) -> Result<Vec<Message>, TemplateError> {
-        let mut messages = Vec::with_capacity(2);
-        if self.has_system {
-            messages.push(Message {
-                role: Role::System,
-                content: render_one(&self.env, SYSTEM, ctx, input)?,
-            });
+        let own = input_conversation(input).map_err(|e| TemplateError::Conversation {
+            input_id: input.id.clone(),
+            index: e.index,
+            problem: e.problem,
+        })?;
+        let Some(mut messages) = own else {
+            let mut messages = Vec::with_capacity(2);
+            if self.has_system {
+                let system = render_one(&self.env, SYSTEM, ctx, input)?;
+                messages.push(Message::text(Role::System, system));
+            }
+            messages.push(Message::text(
+                Role::User,
+                render_one(&self.env, USER, ctx, input)?,
+            ));
+            return Ok(messages);
+        };
+        if self.conversation.user == ConversationUser::Template {
+            let last = messages.len() - 1;
+            if messages[last].role != Role::User {
+                return Err(TemplateError::Conversation {
+                    input_id: input.id.clone(),
+                    index: last,
+                    problem: format!(
+                        "conversation_user = \"template\" renders the last message, which must be the user's (it is the {}'s)",
+                        messages[last].role.as_str()
+                    ),
+                });
+            }
+            messages[last].content = render_one(&self.env, USER, ctx, input)?;
         }
-        messages.push(Message {
-            role: Role::User,
-            content: render_one(&self.env, USER, ctx, input)?,
-        });
+        let has_own = messages
+            .iter()
+            .any(|m| matches!(m.role, Role::System | Role::Developer));
+        let add = self.has_system
+            && match self.conversation.system {
+                ConversationSystem::IfNone => !has_own,
+                ConversationSystem::First => true,
+                ConversationSystem::Never => false,
+            };
+        if add {
+            let system = render_one(&self.env, SYSTEM, ctx, input)?;
+            messages.insert(0, Message::text(Role::System, system));
+        }
         Ok(messages)
+    }
+}
+
+/// `feedback` added to `messages` for a retry: appended to the last
+/// message when it is the user's (the paper's "input + reasons"), else —
+/// a conversation ending with a tool's result or an assistant turn — as
+/// one more user message, so no earlier turn is changed.
+pub fn append_feedback(messages: &mut Vec<Message>, feedback: &str) {
+    match messages.last_mut() {
+        Some(last) if last.role == Role::User => last.content.push_str(feedback),
+        _ => messages.push(Message::text(Role::User, feedback.trim_start())),
     }
 }
 

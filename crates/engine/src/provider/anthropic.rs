@@ -3,7 +3,8 @@
 use super::anthropic_wire;
 use super::error::ConfigError;
 use super::types::{
-    AnswerMeta, Completion, Provider, ProviderError, Request, Role, WireAnswer, WireRequest,
+    unsendable, AnswerMeta, Completion, Message, Provider, ProviderError, Request, WireAnswer,
+    WireRequest,
 };
 use super::util::{self, Secret};
 use crate::provider::openai_wire::upstream_messages;
@@ -79,8 +80,9 @@ impl AnthropicConfig {
 }
 
 /// The `anthropic` provider: `POST {base_url}/v1/messages` with headers
-/// `x-api-key` and `anthropic-version`; system messages become the top-level
-/// `system`, the text content blocks of the answer are concatenated. Errors
+/// `x-api-key` and `anthropic-version`; the conversation is mapped as
+/// [`AnthropicProvider::body`] says, the text content blocks of the answer
+/// are concatenated. Errors
 /// map as for the OpenAI provider (529 "overloaded" is a `Server` error).
 #[derive(Debug)]
 pub struct AnthropicProvider {
@@ -107,31 +109,35 @@ impl AnthropicProvider {
         })
     }
 
-    /// The JSON body sent for `request`.
-    pub fn body(&self, request: &Request) -> Value {
-        Value::Object(self.body_fields(request))
-    }
-
-    fn body_fields(&self, request: &Request) -> Map<String, Value> {
-        let c = &self.config;
-        let system = util::system_texts(&request.messages);
-        let messages: Vec<&super::types::Message> = request
-            .messages
-            .iter()
-            .filter(|m| m.role != Role::System)
-            .collect();
-        let mut obj = Map::new();
-        obj.insert("model".into(), json!(c.model));
-        obj.insert("max_tokens".into(), json!(c.max_tokens));
+    /// The JSON body sent for `request`: its conversation mapped onto the
+    /// messages API as `probity serve` maps a client's
+    /// ([`anthropic_wire`]: system and developer messages as `system`,
+    /// tool calls as `tool_use` blocks, tool results as `tool_result`
+    /// blocks), then the configured fields. A message the API has no place
+    /// for is [`ProviderError::Unsendable`], naming it.
+    pub fn body(&self, request: &Request) -> Result<Value, ProviderError> {
+        let messages: Vec<Value> = request.messages.iter().map(Message::to_openai).collect();
+        let (system, turns) = anthropic_wire::map_messages(&messages)
+            .map_err(|(i, problem)| unsendable(request, i, &problem))?;
+        let mut obj = self.config_fields();
         if !system.is_empty() {
             obj.insert("system".into(), json!(system.join("\n\n")));
         }
-        obj.insert("messages".into(), json!(messages));
+        obj.insert("messages".into(), Value::Array(turns));
+        for (k, v) in &self.config.extra {
+            obj.insert(k.clone(), v.clone());
+        }
+        Ok(Value::Object(obj))
+    }
+
+    /// The configured fields but `extra`: model, `max_tokens`, temperature.
+    fn config_fields(&self) -> Map<String, Value> {
+        let c = &self.config;
+        let mut obj = Map::new();
+        obj.insert("model".into(), json!(c.model));
+        obj.insert("max_tokens".into(), json!(c.max_tokens));
         if let Some(t) = c.temperature {
             obj.insert("temperature".into(), json!(t));
-        }
-        for (k, v) in &c.extra {
-            obj.insert(k.clone(), v.clone());
         }
         obj
     }
@@ -142,7 +148,10 @@ impl AnthropicProvider {
     /// [`AnthropicProvider::body`] with the client's messages and fields
     /// mapped in (`anthropic_wire`); the request's fields win.
     pub fn wire_body(&self, request: &Request, wire: &WireRequest) -> Result<Value, String> {
-        let mut body = self.body_fields(request);
+        let mut body = self.config_fields();
+        for (k, v) in &self.config.extra {
+            body.insert(k.clone(), v.clone());
+        }
         let messages = upstream_messages(&wire.messages, &request.messages);
         anthropic_wire::apply(&mut body, &messages, &wire.params)?;
         Ok(Value::Object(body))
@@ -170,7 +179,7 @@ impl AnthropicProvider {
 #[async_trait::async_trait]
 impl Provider for AnthropicProvider {
     async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
-        parse_message(&self.post(&self.body(request)).await?)
+        parse_message(&self.post(&self.body(request)?).await?)
     }
 
     fn forwards(&self, field: &str) -> bool {

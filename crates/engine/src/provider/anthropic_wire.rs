@@ -7,7 +7,13 @@
 //! base64, any other URL by reference); an `assistant` message's
 //! `tool_calls` become `tool_use` blocks (arguments parsed as JSON); a
 //! `tool` message a `tool_result` block in a user turn; consecutive turns
-//! of one role are merged. Fields: `max_tokens` / `max_completion_tokens`
+//! of one role are merged, and a turn of one text is sent as a string.
+//! What the messages API has no place for is an error naming the message
+//! (from 0) and the field, never dropped: a system or developer message
+//! after the first turn (Anthropic's `system` comes before every turn), a
+//! `name`, a tool result without its `tool_call_id`, tool-call arguments
+//! that are not a JSON object, a content part other than text and images
+//! (text only in system messages). Fields: `max_tokens` / `max_completion_tokens`
 //! → `max_tokens`, `temperature`, `top_p`, `stop` → `stop_sequences`,
 //! `tools` → `{name, description, input_schema}`, `tool_choice` (`auto`,
 //! `required` → `any`, `none`, a named function → `tool`),
@@ -45,7 +51,7 @@ pub fn apply(
     messages: &[Value],
     params: &Map<String, Value>,
 ) -> Result<(), String> {
-    let (system, turns) = map_messages(messages)?;
+    let (system, turns) = map_messages(messages).map_err(|(i, p)| format!("message {i}: {p}"))?;
     if system.is_empty() {
         body.remove("system");
     } else {
@@ -130,27 +136,44 @@ fn map_tool_choice(choice: &Value) -> Result<Value, String> {
     })
 }
 
-/// The system texts and the turns, consecutive turns of one role merged.
-fn map_messages(messages: &[Value]) -> Result<(Vec<String>, Vec<Value>), String> {
+/// The system texts and the turns, consecutive turns of one role merged;
+/// or the first message (its index) the messages API cannot carry, and
+/// why.
+pub fn map_messages(messages: &[Value]) -> Result<(Vec<String>, Vec<Value>), (usize, String)> {
     let mut system = Vec::new();
     let mut turns: Vec<(String, Vec<Value>)> = Vec::new();
-    for m in messages {
+    for (i, m) in messages.iter().enumerate() {
+        let at = |problem: String| (i, problem);
         let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
+        if m.get("name").is_some_and(|n| !n.is_null()) {
+            return Err(at(
+                "field `name` has no place in Anthropic's messages API".into()
+            ));
+        }
         let (role, blocks) = match role {
-            "system" | "developer" => {
-                system.push(text_of(m.get("content")));
+            "system" | "developer" if turns.is_empty() => {
+                system.push(system_text(m.get("content")).map_err(at)?);
                 continue;
             }
-            "assistant" => ("assistant", assistant_blocks(m)?),
-            "tool" => (
-                "user",
-                vec![json!({
+            "system" | "developer" => {
+                return Err(at(format!(
+                    "a {role} message after the first turn has no place in Anthropic's messages API (its `system` comes before every turn)"
+                )))
+            }
+            "assistant" => ("assistant", assistant_blocks(m).map_err(at)?),
+            "tool" => {
+                let id = m
+                    .get("tool_call_id")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| at("a tool result without `tool_call_id`".into()))?;
+                let block = json!({
                     "type": "tool_result",
-                    "tool_use_id": m.get("tool_call_id").cloned().unwrap_or(Value::Null),
-                    "content": text_of(m.get("content")),
-                })],
-            ),
-            _ => ("user", content_blocks(m.get("content"))?),
+                    "tool_use_id": id,
+                    "content": system_text(m.get("content")).map_err(at)?,
+                });
+                ("user", vec![block])
+            }
+            _ => ("user", content_blocks(m.get("content")).map_err(at)?),
         };
         match turns.last_mut() {
             Some((last, b)) if last == role => b.extend(blocks),
@@ -159,29 +182,49 @@ fn map_messages(messages: &[Value]) -> Result<(Vec<String>, Vec<Value>), String>
     }
     let turns = turns
         .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
+        .map(|(role, content)| match content.as_slice() {
+            [one] if one["type"] == "text" => json!({"role": role, "content": one["text"]}),
+            _ => json!({"role": role, "content": content}),
+        })
         .collect();
     Ok((system, turns))
 }
 
-/// The text of a content (a string, or the `text` of its parts).
-fn text_of(content: Option<&Value>) -> String {
+/// The text of a content (a string, or its text parts joined) where only
+/// text has a place: a system prompt, a tool's result.
+fn system_text(content: Option<&Value>) -> Result<String, String> {
     match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Array(parts)) => {
+            let mut text = String::new();
+            for (p, part) in parts.iter().enumerate() {
+                match (part.get("type").and_then(Value::as_str), part.get("text")) {
+                    (Some("text"), Some(Value::String(t))) => text.push_str(t),
+                    (kind, _) => {
+                        return Err(format!(
+                            "content[{p}] is a `{}` part; only text has a place here",
+                            kind.unwrap_or("?")
+                        ))
+                    }
+                }
+            }
+            Ok(text)
+        }
+        Some(other) => Err(format!("`content` {other} is neither text nor parts")),
     }
 }
 
 fn content_blocks(content: Option<&Value>) -> Result<Vec<Value>, String> {
     match content {
         None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(s)) if s.is_empty() => Ok(Vec::new()),
         Some(Value::String(s)) => Ok(vec![json!({"type": "text", "text": s})]),
-        Some(Value::Array(parts)) => parts.iter().map(part_block).collect(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .enumerate()
+            .map(|(p, part)| part_block(part).map_err(|e| format!("content[{p}]: {e}")))
+            .collect(),
         Some(other) => Err(format!("message content {other} is neither text nor parts")),
     }
 }
@@ -220,18 +263,27 @@ fn image_block(url: &str) -> Value {
 
 fn assistant_blocks(m: &Value) -> Result<Vec<Value>, String> {
     let mut blocks = content_blocks(m.get("content"))?;
-    for call in m
+    for (c, call) in m
         .get("tool_calls")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
+        .enumerate()
     {
-        let args = call
-            .pointer("/function/arguments")
-            .and_then(Value::as_str)
-            .unwrap_or("{}");
-        let input: Value = serde_json::from_str(args)
-            .map_err(|e| format!("tool call arguments are not JSON ({e}): {args}"))?;
+        let field = format!("tool_calls[{c}].function.arguments");
+        let input = match call.pointer("/function/arguments") {
+            None | Some(Value::Null) => json!({}),
+            Some(Value::String(s)) if s.trim().is_empty() => json!({}),
+            Some(Value::String(s)) => {
+                serde_json::from_str(s).map_err(|e| format!("`{field}` is not JSON ({e}): {s}"))?
+            }
+            Some(other) => other.clone(),
+        };
+        if !input.is_object() {
+            return Err(format!(
+                "`{field}` is {input}; Anthropic's tool_use takes a JSON object"
+            ));
+        }
         blocks.push(json!({
             "type": "tool_use",
             "id": call.get("id").cloned().unwrap_or(Value::Null),

@@ -1,7 +1,7 @@
 //! Command provider: one process per call, prompt on stdin, output on stdout.
 
 use super::error::ConfigError;
-use super::types::{Completion, Provider, ProviderError, Request};
+use super::types::{unsendable, Completion, Provider, ProviderError, Request};
 use super::util;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -15,11 +15,15 @@ use tokio::sync::watch;
 #[serde(rename_all = "lowercase")]
 pub enum StdinMode {
     /// The rendered prompt: the messages' contents joined by blank lines
-    /// (system prompt first).
+    /// (system prompt first). Text only: a conversation with more than
+    /// system messages and one user turn is refused, naming the message
+    /// (use `json`).
     #[default]
     Prompt,
     /// The whole [`Request`] as one JSON object:
-    /// `{"messages": [{"role", "content"}…], "repetition", "attempt", "input": {"id", "fields"}}`.
+    /// `{"messages": […], "repetition", "attempt", "input": {"id", "fields"}}`,
+    /// the messages whole in OpenAI's chat shape (`role`, `content`, and
+    /// `tool_calls`, `tool_call_id`, `name` where a message has them).
     Json,
 }
 
@@ -206,15 +210,29 @@ impl CommandProvider {
 
     fn stdin_bytes(&self, request: &Request) -> Result<Vec<u8>, ProviderError> {
         match self.config.stdin {
-            StdinMode::Prompt => Ok(request
-                .messages
-                .iter()
-                .map(|m| m.content.as_str())
-                .collect::<Vec<_>>()
-                .join("\n\n")
-                .into_bytes()),
-            StdinMode::Json => serde_json::to_vec(request)
-                .map_err(|e| ProviderError::Command(format!("cannot encode the request: {e}"))),
+            StdinMode::Prompt => {
+                if let Some((i, what)) = util::beyond_prompt(&request.messages) {
+                    return Err(unsendable(
+                        request,
+                        i,
+                        &format!("stdin = \"prompt\" sends text only and has no place for {what}; set stdin = \"json\" to send the conversation whole"),
+                    ));
+                }
+                Ok(request
+                    .messages
+                    .iter()
+                    .map(|m| m.content.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+                    .into_bytes())
+            }
+            StdinMode::Json => serde_json::to_vec(&serde_json::json!({
+                "messages": probity_core::conversation::to_openai(&request.messages),
+                "repetition": request.repetition,
+                "attempt": request.attempt,
+                "input": request.input,
+            }))
+            .map_err(|e| ProviderError::Command(format!("cannot encode the request: {e}"))),
         }
     }
 

@@ -2,7 +2,7 @@
 //! output text.
 
 use super::error::ConfigError;
-use super::types::{Completion, Provider, ProviderError, Request, Role};
+use super::types::{unsendable, Completion, Provider, ProviderError, Request, Role};
 use super::util::{self, Secret};
 use crate::config::template::{self, TemplateError};
 use minijinja::Environment;
@@ -28,9 +28,15 @@ fn default_timeout() -> f64 {
 ///
 /// The request body is the JSON value `body` in which every **string leaf**
 /// is a minijinja template (strict undefined). In scope: `prompt` (the last
-/// user message), `system` (the system messages joined, or `""`),
-/// `messages` (a list of `{role, content}`), `input` (the row, as in prompt
-/// templates), `repetition` and `attempt`. A leaf that is exactly one
+/// user message), `system` (the system and developer messages joined, or
+/// `""`), `messages` (the conversation whole, in OpenAI's chat shape:
+/// `role`, `content`, and `tool_calls`, `tool_call_id`, `name` where a
+/// message has them), `input` (the row, as in prompt templates),
+/// `repetition` and `attempt`. A body that uses neither `messages` nor
+/// `input` sends a plain prompt: a request with more than system messages
+/// and one user turn, or with a system message but no `system` in the
+/// body, is refused naming the message ([`ProviderError::Unsendable`]),
+/// never cut to its last turn. A leaf that is exactly one
 /// expression, like `"{{ messages }}"` or `"{{ repetition }}"`, is replaced
 /// by the expression's value with its JSON type (a list, a number…); any
 /// other leaf renders to a string. Object keys are not templated.
@@ -103,8 +109,36 @@ pub struct HttpProvider {
     headers: Vec<(String, Secret)>,
     env: Environment<'static>,
     leaves: Vec<Leaf>,
+    /// What of a request the body sends: the conversation whole, or
+    /// only the system text and the last user turn (and which of them).
+    carries: Carries,
     timeout: Duration,
     client: reqwest::Client,
+}
+
+/// What of a request an http body sends, read from the variables its
+/// templates use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Carries {
+    /// `messages` (or the row, `input`, which holds an input's own).
+    conversation: bool,
+    /// `system`.
+    system: bool,
+}
+
+impl Carries {
+    fn of<'a>(variables: impl IntoIterator<Item = &'a String>) -> Self {
+        let mut carries = Carries {
+            conversation: false,
+            system: false,
+        };
+        for v in variables {
+            let root = v.split(['.', '[']).next().unwrap_or("");
+            carries.conversation |= matches!(root, "messages" | "input");
+            carries.system |= root == "system";
+        }
+        carries
+    }
 }
 
 impl HttpProvider {
@@ -133,13 +167,15 @@ impl HttpProvider {
         let headers = util::headers(&config.headers)?;
         let mut env = template::new_env();
         let mut leaves = Vec::new();
-        compile(&config.body, "body", &mut env, &mut leaves)?;
+        let mut variables = std::collections::HashSet::new();
+        compile(&config.body, "body", &mut env, &mut leaves, &mut variables)?;
         Ok(HttpProvider {
             method,
             url: Secret::new(url),
             headers,
             env,
             leaves,
+            carries: Carries::of(&variables),
             timeout,
             client: util::client()?,
             config,
@@ -161,7 +197,7 @@ impl HttpProvider {
         let ctx = json!({
             "prompt": prompt,
             "system": system.join("\n\n"),
-            "messages": request.messages,
+            "messages": probity_core::conversation::to_openai(&request.messages),
             "input": template::input_value(&request.input),
             "repetition": request.repetition,
             "attempt": request.attempt,
@@ -233,6 +269,39 @@ impl HttpProvider {
     }
 }
 
+impl HttpProvider {
+    /// The first message of `request` this body has no place for, as
+    /// [`ProviderError::Unsendable`]: with neither `messages` nor `input`
+    /// in the body, anything beyond system text and one user turn
+    /// ([`util::beyond_prompt`]), and a system message when the body has
+    /// no `system` either.
+    fn refuse_what_the_body_drops(&self, request: &Request) -> Result<(), ProviderError> {
+        if self.carries.conversation {
+            return Ok(());
+        }
+        let advice = "the http body sends `{{ prompt }}` and `{{ system }}` only; add `messages = \"{{ messages }}\"` to it to send the conversation whole";
+        if let Some((i, what)) = util::beyond_prompt(&request.messages) {
+            return Err(unsendable(
+                request,
+                i,
+                &format!("{what} has no place in the body: {advice}"),
+            ));
+        }
+        let system = request
+            .messages
+            .iter()
+            .position(|m| matches!(m.role, Role::System | Role::Developer));
+        match system {
+            Some(i) if !self.carries.system => Err(unsendable(
+                request,
+                i,
+                &format!("the http body has no `{{{{ system }}}}` for it: {advice}"),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Walks the body in the same order as [`HttpProvider::render`], compiling
 /// string leaves.
 fn compile(
@@ -240,6 +309,7 @@ fn compile(
     path: &str,
     env: &mut Environment<'static>,
     leaves: &mut Vec<Leaf>,
+    variables: &mut std::collections::HashSet<String>,
 ) -> Result<(), TemplateError> {
     match v {
         Value::String(s) => {
@@ -247,27 +317,32 @@ fn compile(
             let leaf = if !s.contains("{{") && !s.contains("{%") && !s.contains("{#") {
                 Leaf::Literal
             } else if let Some(expr) = single_expression(trimmed) {
-                env.compile_expression(expr)
+                let compiled = env
+                    .compile_expression(expr)
                     .map_err(|e| TemplateError::Syntax {
                         template: path.to_string(),
                         line: 1,
                         message: template::describe(&e),
                     })?;
+                variables.extend(compiled.undeclared_variables(false));
                 Leaf::Expr(expr.to_string())
             } else {
                 template::add(env, path, s)?;
+                if let Ok(t) = env.get_template(path) {
+                    variables.extend(t.undeclared_variables(false));
+                }
                 Leaf::Template(path.to_string())
             };
             leaves.push(leaf);
         }
         Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
-                compile(x, &format!("{path}/{i}"), env, leaves)?;
+                compile(x, &format!("{path}/{i}"), env, leaves, variables)?;
             }
         }
         Value::Object(o) => {
             for (k, x) in o {
-                compile(x, &format!("{path}/{k}"), env, leaves)?;
+                compile(x, &format!("{path}/{k}"), env, leaves, variables)?;
             }
         }
         _ => {}
@@ -289,6 +364,7 @@ fn single_expression(s: &str) -> Option<&str> {
 #[async_trait::async_trait]
 impl Provider for HttpProvider {
     async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
+        self.refuse_what_the_body_drops(request)?;
         let body = self.body(request).map_err(|e| ProviderError::Rejected {
             status: 0,
             body: format!("request template: {e}"),

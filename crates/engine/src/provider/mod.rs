@@ -35,6 +35,6 @@ pub use func::FnProvider;
 pub use http::{HttpConfig, HttpProvider};
 pub use openai::{parse_chat_completion, OpenAiConfig, OpenAiProvider};
 pub use types::{
-    AnswerMeta, Completion, Message, Provider, ProviderError, Request, Role, WireAnswer,
+    AnswerMeta, Completion, Message, Provider, ProviderError, Request, Role, ToolCall, WireAnswer,
     WireRequest,
 };

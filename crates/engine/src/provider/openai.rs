@@ -128,12 +128,18 @@ impl OpenAiProvider {
         })
     }
 
-    /// The JSON body sent for `request`.
+    /// The JSON body sent for `request`: its messages verbatim in the Chat
+    /// Completions shape, then the configured fields.
     pub fn body(&self, request: &Request) -> Value {
         let c = &self.config;
         let mut obj = Map::new();
         obj.insert("model".into(), json!(c.model));
-        obj.insert("messages".into(), json!(request.messages));
+        // The conversation whole, in OpenAI's own shape: roles, tool calls
+        // (arguments as JSON text), tool results and names as they are.
+        obj.insert(
+            "messages".into(),
+            probity_core::conversation::to_openai(&request.messages),
+        );
         if let Some(t) = c.temperature {
             obj.insert("temperature".into(), json!(t));
         }

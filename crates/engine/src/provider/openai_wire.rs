@@ -84,10 +84,7 @@ impl WireMessage {
     /// The message, with `system` and `developer` as system messages and
     /// any role but `assistant` as the user's.
     pub fn into_message(self) -> Message {
-        Message {
-            role: role_of(&self.role),
-            content: flat_content(&self.content),
-        }
+        Message::text(role_of(&self.role), flat_content(&self.content))
     }
 }
 
@@ -120,15 +117,15 @@ fn flat_content(content: &Value) -> String {
 /// A client's message (a JSON object with a string `role`) flattened to
 /// the [`Message`] that checks, the simulator and cache keys read.
 pub fn flatten(message: &Value) -> Message {
-    Message {
-        role: role_of(
+    Message::text(
+        role_of(
             message
                 .get("role")
                 .and_then(Value::as_str)
                 .unwrap_or("user"),
         ),
-        content: flat_content(message.get("content").unwrap_or(&Value::Null)),
-    }
+        flat_content(message.get("content").unwrap_or(&Value::Null)),
+    )
 }
 
 /// The messages to send upstream for a client's messages as sent (`raw`)

@@ -251,6 +251,7 @@ pub fn error(e: ProviderError) -> ProviderError {
         ProviderError::BadResponse(m) => ProviderError::BadResponse(redact_owned(m)),
         ProviderError::Command(m) => ProviderError::Command(redact_owned(m)),
         ProviderError::Raised(m) => ProviderError::Raised(redact_owned(m)),
+        ProviderError::Unsendable(m) => ProviderError::Unsendable(redact_owned(m)),
         e @ (ProviderError::RateLimited { .. } | ProviderError::Timeout(_)) => e,
     }
 }

@@ -6,25 +6,19 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use thiserror::Error;
 
-/// Who speaks a chat message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    System,
-    User,
-    Assistant,
-}
+/// One message of a conversation, whole: its role (system, developer,
+/// user, assistant, tool), text, the assistant's tool calls with their
+/// arguments as JSON, and the call a tool's result answers. It is
+/// `probity_core`'s conversation message ([`probity_core::conversation`]),
+/// read from and written to OpenAI's chat shape there.
+pub use probity_core::conversation::{Message, Role, ToolCall};
 
-/// One chat message.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Message {
-    pub role: Role,
-    pub content: String,
-}
-
-/// A request to the system: rendered messages for one input and the index
-/// of the repetition (`j`) it is for. `input` carries the dataset row for
-/// providers that want the fields themselves (command, sim).
+/// A request to the system: the messages for one input — rendered from
+/// the prompt templates, or the input's own conversation whole and in
+/// order — and the index of the repetition (`j`) it is for. `input`
+/// carries the dataset row for providers that want the fields themselves
+/// (command, sim). A provider sends every message as it is or refuses the
+/// request ([`ProviderError::Unsendable`]): it never drops one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Request {
     pub messages: Vec<Message>,
@@ -129,6 +123,26 @@ pub enum ProviderError {
     /// exception's type and message. Final, like a rejection.
     #[error("the system raised {0}")]
     Raised(String),
+    /// The provider cannot express the request's conversation as it is
+    /// (a role, a tool call, a field it has no place for): which input,
+    /// which message, what ([`unsendable`]). Final: nothing was sent.
+    #[error("cannot send {0}")]
+    Unsendable(String),
+}
+
+/// The error for message `index` of `request` (from 0), which the
+/// provider cannot send as it is: names the input, the message and its
+/// role, and `problem` (the field, and what would carry it).
+pub fn unsendable(request: &Request, index: usize, problem: &str) -> ProviderError {
+    let role = request
+        .messages
+        .get(index)
+        .map(|m| format!(" ({})", m.role.as_str()))
+        .unwrap_or_default();
+    ProviderError::Unsendable(format!(
+        "input {:?}: message {index}{role}: {problem}",
+        request.input.id
+    ))
 }
 
 impl ProviderError {

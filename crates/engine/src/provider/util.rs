@@ -1,7 +1,7 @@
 //! Helpers shared by the HTTP-based providers.
 
 use super::error::ConfigError;
-use super::types::ProviderError;
+use super::types::{Message, ProviderError, Role};
 use reqwest::header::HeaderMap;
 use std::time::{Duration, SystemTime};
 
@@ -189,13 +189,39 @@ pub(crate) fn headers(
         .collect()
 }
 
-/// The contents of a request's system messages, in order.
-pub(crate) fn system_texts(messages: &[super::types::Message]) -> Vec<&str> {
+/// The contents of a request's system and developer messages, in order.
+pub(crate) fn system_texts(messages: &[Message]) -> Vec<&str> {
     messages
         .iter()
-        .filter(|m| m.role == super::types::Role::System)
+        .filter(|m| matches!(m.role, Role::System | Role::Developer))
         .map(|m| m.content.as_str())
         .collect()
+}
+
+/// The first message a plain prompt cannot carry, with what it is: a
+/// plain prompt (the command provider's `stdin = "prompt"`, an http body
+/// without `messages`) has room for the system and developer messages'
+/// text, then one user message's text — no assistant turn, tool call or
+/// result, second user turn, later system message, or speaker `name`.
+pub(crate) fn beyond_prompt(messages: &[Message]) -> Option<(usize, String)> {
+    let mut user_seen = false;
+    for (i, m) in messages.iter().enumerate() {
+        let what = match m.role {
+            _ if m.name.is_some() => "its field `name`",
+            Role::System | Role::Developer if !user_seen => continue,
+            Role::User if !user_seen => {
+                user_seen = true;
+                continue;
+            }
+            Role::User => "a second user turn",
+            Role::System | Role::Developer => "an instruction after the user's turn",
+            Role::Assistant if !m.tool_calls.is_empty() => "an assistant turn with tool calls",
+            Role::Assistant => "an assistant turn",
+            Role::Tool => "a tool's result",
+        };
+        return Some((i, what.to_string()));
+    }
+    None
 }
 
 /// The shared HTTP client settings: connection pooling with many idle

@@ -20,7 +20,7 @@
 //!     ..Checks::default()
 //! };
 //! let guard = Guard::new(provider, Arc::new(checks), RetryPolicy::default(), Arc::new(Caller::default()))?;
-//! let messages = [Message { role: Role::User, content: "Thank you!".into() }];
+//! let messages = [Message::text(Role::User, "Thank you!")];
 //! match guard.run(&messages, &Input::text("live", "Thank you!"), 0).await {
 //!     GuardOutcome::Published { output, .. } => println!("{output}"),
 //!     GuardOutcome::NothingPassed { attempts, .. } => eprintln!("{} attempts failed", attempts.len()),

@@ -2,7 +2,7 @@
 //! decide whether an attempt passes, and what is fed back after a failure.
 
 use crate::config::template::{self, TemplateError, DEFAULT_FEEDBACK_TEMPLATE};
-use crate::provider::types::{Message, Role};
+use crate::provider::types::Message;
 use minijinja::Environment;
 use probity_core::Input;
 use serde::{Deserialize, Serialize};
@@ -130,8 +130,8 @@ impl Feedback {
         Ok(Feedback { env })
     }
 
-    /// `base` with the feedback appended to its last user message (the
-    /// paper's "input + reasons").
+    /// `base` with the feedback appended (the paper's "input + reasons";
+    /// [`template::append_feedback`]).
     pub fn apply(
         &self,
         base: &[Message],
@@ -142,13 +142,7 @@ impl Feedback {
         let ctx = template::feedback_context(input, previous_output, reasons);
         let text = template::render_one(&self.env, "feedback", &ctx, input)?;
         let mut messages = base.to_vec();
-        match messages.iter_mut().rev().find(|m| m.role == Role::User) {
-            Some(m) => m.content.push_str(&text),
-            None => messages.push(Message {
-                role: Role::User,
-                content: text,
-            }),
-        }
+        template::append_feedback(&mut messages, &text);
         Ok(messages)
     }
 }

@@ -7,7 +7,9 @@
 //! An input fails when any of its samples (the first attempt of a guarded
 //! request) has a check that failed or erred, or, for a guarded run, when
 //! no attempt of it was published. Its row is the stored input's fields
-//! (`text`, and `messages` for a served request), its `id`, and:
+//! (`text`, and for a served request `messages`, the conversation whole as
+//! the client sent it, which `probity run` sends whole again), its `id`,
+//! and:
 //! `failed_checks` (names, in column order), `reasons` (the stored reasons
 //! and each failed check's message), `published` (guarded runs) and
 //! `source_run`. The store holds no secret, so neither does the file.

@@ -277,15 +277,12 @@ async fn guard(
         .map(|m| m.content.clone())
         .unwrap_or_default();
     // The request as a test input (`probity export`): its last user
-    // message as `text`, its messages flattened to text (content parts'
-    // text; images are not kept), registered secrets masked.
+    // message as `text`, its messages whole as the client sent them
+    // (roles, content parts, tool calls and results), registered secrets
+    // masked in every text.
     let mask = crate::provider::redact::redact_owned;
     let mut input = Input::text(format!("request-{}", idx + 1), mask(last_user));
-    let messages: Vec<serde_json::Value> = req
-        .messages
-        .iter()
-        .map(|m| serde_json::json!({"role": m.role, "content": mask(m.content.clone())}))
-        .collect();
+    let messages = req.wire.messages.iter().cloned().map(masked).collect();
     input
         .fields
         .insert("messages".into(), serde_json::Value::Array(messages));
@@ -295,6 +292,17 @@ async fn guard(
         .await;
     record(&st, idx, input, &outcome);
     outcome
+}
+
+/// `v` with registered secrets masked in every string in it.
+fn masked(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => Value::String(crate::provider::redact::redact_owned(s)),
+        Value::Array(items) => Value::Array(items.into_iter().map(masked).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, masked(v))).collect()),
+        other => other,
+    }
 }
 
 /// Store the request as input `idx` with its attempts; the sample is the

@@ -319,6 +319,10 @@ fn last_user(messages: &[Message]) -> &str {
         .unwrap_or("")
 }
 
+/// A hash of the whole conversation: role and text of every message, and
+/// (only where a message has them, so a text-only conversation hashes as
+/// it always has) tool calls with their arguments, the call a result
+/// answers, the speaker's name.
 fn hash_messages(messages: &[Message]) -> u64 {
     let mut h = Fnv::new();
     h.u64(messages.len() as u64);
@@ -327,8 +331,22 @@ fn hash_messages(messages: &[Message]) -> u64 {
             Role::System => 0,
             Role::User => 1,
             Role::Assistant => 2,
+            Role::Developer => 3,
+            Role::Tool => 4,
         };
         h.u64(role).bytes(m.content.as_bytes());
+        for call in &m.tool_calls {
+            h.u64(5)
+                .bytes(call.id.as_bytes())
+                .bytes(call.name.as_bytes())
+                .bytes(call.arguments.to_string().as_bytes());
+        }
+        if let Some(id) = &m.tool_call_id {
+            h.u64(6).bytes(id.as_bytes());
+        }
+        if let Some(name) = &m.name {
+            h.u64(7).bytes(name.as_bytes());
+        }
     }
     h.finish()
 }

@@ -210,7 +210,7 @@ fn parse_messages(value: Option<&Value>) -> Result<(Vec<Message>, bool), BadRequ
         };
         last_is_user = m.get("role").and_then(Value::as_str) == Some("user");
         let content = content_text(m.get("content"), &at(".content"))?;
-        messages.push(Message { role, content });
+        messages.push(Message::text(role, content));
     }
     Ok((messages, last_is_user))
 }

@@ -79,3 +79,44 @@ pub fn bare_run(name: &str) -> probity_engine::store::NewRun<'_> {
 
 static DEFAULT_SETTINGS: std::sync::LazyLock<probity_engine::store::settings::StoredSettings> =
     std::sync::LazyLock::new(Default::default);
+
+/// A four-message conversation with a tool call, in OpenAI's chat shape:
+/// the user asks, the assistant calls a tool, the tool answers, the user
+/// follows up.
+pub fn trip_conversation() -> serde_json::Value {
+    serde_json::json!([
+        {"role": "user", "content": "Book me seat 4A on the 9:15 to Lyon."},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "book_seat", "arguments": "{\"seat\":\"4A\",\"train\":\"9:15\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "{\"booked\":true,\"car\":7}"},
+        {"role": "user", "content": "And in French?"}
+    ])
+}
+
+/// Input `id` carrying `messages` (and `text`, its last user message, as
+/// `probity export` writes a served request).
+pub fn conversation_input(id: &str, messages: serde_json::Value) -> Input {
+    let last_user = messages
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string();
+    let mut input = Input::text(id, last_user);
+    input.fields.insert("messages".into(), messages);
+    input
+}
+
+/// A request for `input`'s conversation as `[prompt]` defaults render it.
+pub fn conversation_request(input: &Input) -> Request {
+    Request {
+        messages: probity_engine::template::PromptTemplate::new(None, "{{ input.text }}")
+            .unwrap()
+            .render(input)
+            .unwrap(),
+        repetition: 0,
+        attempt: 0,
+        input: input.clone(),
+    }
+}

@@ -6,6 +6,7 @@ call. Plain functions run on daemon threads, coroutine functions on one
 asyncio loop (:mod:`probity._workers`)."""
 
 import inspect
+import json
 from typing import Any, Callable, Dict, List, Tuple
 
 from . import _workers
@@ -58,12 +59,16 @@ class Caller:
         self.fingerprint = fingerprint(fn)
 
     def submit(
-        self, input: Any, messages: List[Tuple[str, str]], repetition: int, attempt: int, done: _workers.Done
+        self, input: Any, messages: str, repetition: int, attempt: int, done: _workers.Done
     ) -> _workers.Handle:
         """Start one call; ``done`` gets ``(True, output)`` or ``(False,
-        "Type: message\\nTraceback …")``."""
+        "Type: message\\nTraceback …")``. ``messages`` is the conversation
+        as JSON text, in OpenAI's chat shape: a system taking two arguments
+        gets it as a list of dicts, whole (``role``, ``content``, and
+        ``tool_calls``, ``tool_call_id``, ``name`` where a message has
+        them)."""
         args: Tuple[Any, ...] = (input,)
         if self.arity == 2:
-            chat: List[Dict[str, str]] = [{"role": r, "content": c} for r, c in messages]
+            chat: List[Dict[str, Any]] = json.loads(messages)
             args = (input, chat)
         return _workers.submit(self.fn, args, self.is_async, done)

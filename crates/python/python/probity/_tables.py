@@ -142,15 +142,35 @@ class Prompt:
     """The chat messages the system is sent for an input: ``system`` and
     ``user`` minijinja templates over ``input`` (its fields, as
     ``input.question``; ``{{ input }}`` alone is its text, which is the
-    default ``user``)."""
+    default ``user``). An input with a ``messages`` field (a conversation
+    in OpenAI's chat shape) is sent as that conversation, whole;
+    ``conversation_system`` (``"if-none"``, ``"first"``, ``"never"``) and
+    ``conversation_user`` (``"as-sent"``, ``"template"``) say what the
+    templates add to it (docs/config.md)."""
 
-    def __init__(self, user: Optional[str] = None, *, system: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        user: Optional[str] = None,
+        *,
+        system: Optional[str] = None,
+        conversation_system: Optional[str] = None,
+        conversation_user: Optional[str] = None,
+    ) -> None:
         self.user = user
         self.system = system
+        self.conversation_system = conversation_system
+        self.conversation_user = conversation_user
 
     def to_dict(self) -> Dict[str, Any]:
         """The ``[prompt]`` table."""
-        return _drop_none({"system": self.system, "user": self.user})
+        return _drop_none(
+            {
+                "system": self.system,
+                "user": self.user,
+                "conversation_system": self.conversation_system,
+                "conversation_user": self.conversation_user,
+            }
+        )
 
     def __repr__(self) -> str:
         return f"Prompt(user={self.user!r}, system={self.system!r})"

@@ -8,6 +8,9 @@ stdin = "json", writes the request to its stdin as one JSON object:
      "repetition": 0, "attempt": 0,
      "input": {"id": "q01", "fields": {"id": "q01", "text": "..."}}}
 
+(an input that carries its own conversation arrives whole, in OpenAI's
+chat shape: developer and tool messages, assistant tool_calls included.)
+
 Whatever it prints on stdout is the output; a non-zero exit status is an
 error (with the end of stderr as the reason), not a failure.
 
