@@ -734,7 +734,7 @@ async fn tau2_airline_over_mcp_graded_by_replaying_gold_actions() {
     )];
     let client = Arc::new(
         probity_engine::agent::mcp::McpClient::stdio(
-            &[server.clone()],
+            std::slice::from_ref(&server),
             &env,
             Duration::from_secs(120),
         )

@@ -1,6 +1,6 @@
 //! The command provider and the closure provider.
 
-mod common;
+use crate::common;
 
 use probity_core::Input;
 use probity_engine::provider::{

@@ -1,7 +1,7 @@
 //! HTTP providers against the simulator server and a tiny Anthropic stand-in;
 //! a conversation sent whole through each (a stand-in records the body).
 
-mod common;
+use crate::common;
 
 use probity_core::Input;
 use probity_engine::provider::{

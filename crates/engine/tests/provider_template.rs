@@ -1,7 +1,7 @@
 //! Prompt templates: rendering, strict undefined, syntax errors, feedback;
 //! inputs that carry their own conversation.
 
-mod common;
+use crate::common;
 
 use probity_core::Input;
 use probity_engine::provider::Role;

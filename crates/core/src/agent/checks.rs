@@ -169,12 +169,12 @@ impl Outcome {
 impl AgentCheck {
     /// Judge the episode of `task` recorded in `t`.
     pub fn evaluate(&self, task: &Input, t: &Transcript) -> Outcome {
-        if let super::Ending::Error { by, message } = &t.ending {
+        if let super::transcript::Ending::Error { by, message } = &t.ending {
             let who = match by {
-                super::Party::Agent => "the agent's harness",
-                super::Party::User => "the user simulator",
-                super::Party::Tool => "a tool",
-                super::Party::Upstream => "the upstream",
+                super::transcript::Party::Agent => "the agent's harness",
+                super::transcript::Party::User => "the user simulator",
+                super::transcript::Party::Tool => "a tool",
+                super::transcript::Party::Upstream => "the upstream",
             };
             return Outcome::error(
                 Some(t.turn_count()),

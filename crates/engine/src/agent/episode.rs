@@ -18,9 +18,7 @@ use super::environment::Environment;
 use super::tools::{EpisodeId, Toolbox};
 use super::user::{User, UserTurn};
 use crate::config::agent::{CheckSpec, Scenario, ScenarioError};
-use crate::provider::types::{
-    Message as WireMessage, Provider, Request, Role as WireRole, WireRequest,
-};
+use crate::provider::types::{Message as WireMessage, Provider, Request, WireRequest};
 use probity_core::agent::{
     first_spoiled, AgentCheck, Ending, Outcome, Party, Spoiled, ToolOutcome, Transcript, Turn,
     UserCheck,
@@ -88,25 +86,10 @@ impl Judged {
     }
 }
 
-/// A flat copy of the conversation for providers that read
-/// [`Request::messages`] (the wire form carries the whole).
+/// The conversation for providers that read [`Request::messages`]: whole
+/// (a provider's `Message` is the conversation's, tool calls included).
 fn flat(messages: &[Message]) -> Vec<WireMessage> {
-    messages
-        .iter()
-        .map(|m| {
-            let role = match m.role {
-                Role::System | Role::Developer => WireRole::System,
-                Role::Assistant => WireRole::Assistant,
-                Role::User | Role::Tool => WireRole::User,
-            };
-            let content = match (m.role, m.tool_calls.is_empty()) {
-                (Role::Tool, _) => format!("[tool result] {}", m.content),
-                (_, false) => format!("{}\n{}", m.content, json!(m.tool_calls)),
-                _ => m.content.clone(),
-            };
-            WireMessage { role, content }
-        })
-        .collect()
+    messages.to_vec()
 }
 
 struct Run<'a> {

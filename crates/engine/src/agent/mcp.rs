@@ -31,7 +31,8 @@ const MAX_MESSAGE: usize = 64 << 20;
 
 enum Transport {
     Stdio {
-        io: Mutex<(ChildStdin, BufReader<ChildStdout>)>,
+        // Boxed: the pipes and their buffer dwarf the HTTP variant.
+        io: Box<Mutex<(ChildStdin, BufReader<ChildStdout>)>>,
         _child: Child,
     },
     Http {
@@ -80,7 +81,7 @@ impl McpClient {
         let stdout = BufReader::new(child.stdout.take().expect("stdout was piped"));
         let c = McpClient {
             transport: Transport::Stdio {
-                io: Mutex::new((stdin, stdout)),
+                io: Box::new(Mutex::new((stdin, stdout))),
                 _child: child,
             },
             next_id: AtomicU64::new(1),

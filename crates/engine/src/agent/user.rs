@@ -52,20 +52,14 @@ pub fn user_system_prompt(prompt: &str, scenario: &Scenario) -> String {
 
 /// The conversation as the simulated user sees it.
 pub fn flipped(system: &str, messages: &[Message]) -> Vec<WireMessage> {
-    let mut out = vec![WireMessage {
-        role: WireRole::System,
-        content: system.to_string(),
-    }];
+    let mut out = vec![WireMessage::text(WireRole::System, system)];
     for m in messages {
         let role = match m.role {
             Role::User => WireRole::Assistant,
             Role::Assistant if !m.content.is_empty() => WireRole::User,
             _ => continue,
         };
-        out.push(WireMessage {
-            role,
-            content: m.content.clone(),
-        });
+        out.push(WireMessage::text(role, m.content.clone()));
     }
     out
 }

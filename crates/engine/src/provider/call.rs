@@ -348,10 +348,7 @@ mod tests {
 
     fn request() -> Request {
         Request {
-            messages: vec![Message {
-                role: Role::User,
-                content: "hi".into(),
-            }],
+            messages: vec![Message::text(Role::User, "hi")],
             repetition: 0,
             attempt: 0,
             input: probity_core::Input::text("1", "hi"),

@@ -239,10 +239,7 @@ mod tests {
 
     fn request() -> Request {
         Request {
-            messages: vec![Message {
-                role: Role::User,
-                content: "judge".into(),
-            }],
+            messages: vec![Message::text(Role::User, "judge")],
             repetition: 0,
             attempt: 0,
             input: probity_core::Input::text("1", "x"),

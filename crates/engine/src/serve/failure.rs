@@ -180,6 +180,7 @@ pub fn what_failed(e: &ProviderError) -> String {
         ProviderError::Transport(_) => "could not be reached".into(),
         ProviderError::BadResponse(_) => "sent an answer that could not be read".into(),
         ProviderError::Command(_) | ProviderError::Raised(_) => "failed".into(),
+        ProviderError::Unsendable(_) => "cannot be sent this conversation".into(),
     }
 }
 

@@ -202,6 +202,8 @@ fn success(json: bool) -> Response {
 
 /// The request's spans: the body read within [`BODY_TIMEOUT`] and
 /// `max_body`, un-gzipped when it says so, decoded by its content type.
+// The error is the HTTP answer itself, handed back whole by the handler.
+#[allow(clippy::result_large_err)]
 async fn decode(st: &Collector, headers: &HeaderMap, body: Body) -> Result<Vec<Span>, Response> {
     let too_large = || {
         plain(
@@ -281,11 +283,15 @@ async fn decode(st: &Collector, headers: &HeaderMap, body: Body) -> Result<Vec<S
 }
 
 #[cfg(feature = "otlp-proto")]
+// The error is the HTTP answer itself, handed back whole by the handler.
+#[allow(clippy::result_large_err)]
 fn protobuf(_: &HeaderMap, bytes: &[u8]) -> Result<Vec<Span>, Response> {
     super::proto::from_protobuf(bytes).map_err(|e| plain(StatusCode::BAD_REQUEST, e))
 }
 
 #[cfg(not(feature = "otlp-proto"))]
+// The error is the HTTP answer itself, handed back whole by the handler.
+#[allow(clippy::result_large_err)]
 fn protobuf(headers: &HeaderMap, _: &[u8]) -> Result<Vec<Span>, Response> {
     let kind = headers
         .get(header::CONTENT_TYPE)
