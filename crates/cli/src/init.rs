@@ -18,6 +18,8 @@ pub enum InitProvider {
     Http,
     /// A program run once per call (writes system.py, a Python stand-in).
     Command,
+    /// An agent: the simulated shop assistant and customer (no key).
+    Agent,
 }
 
 impl InitProvider {
@@ -28,6 +30,7 @@ impl InitProvider {
             InitProvider::Anthropic => "anthropic",
             InitProvider::Http => "http",
             InitProvider::Command => "command",
+            InitProvider::Agent => "agent",
         }
     }
 }

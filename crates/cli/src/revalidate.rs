@@ -50,6 +50,14 @@ pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
         Some(_) => Failure::usage(format!("run {id} ({}): {e}", record.name)),
         None => Failure::usage(e.to_string()),
     })?;
+    // An agent's episodes are judged by its agent checks, which a
+    // re-check does not replay yet: refused, never a run with fewer columns.
+    if config.agent.is_some() {
+        return Err(Failure::usage(format!(
+            "{}: re-checking an agent's stored episodes is not supported yet (its [[agent_check]] tables are judged only while episodes run); run the agent again instead",
+            args.config.display()
+        )));
+    }
     // Another configuration's checks may be applied on purpose (a looser
     // rule, a new check); another system's or name's file is more likely
     // the wrong file, and its run would be filed under that name.

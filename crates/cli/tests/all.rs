@@ -4,6 +4,7 @@
 //! file not declared here would not run, which
 //! `every_test_file_is_in_the_suite` refuses.
 
+mod agents;
 mod calibration_cache;
 mod classes;
 mod common;

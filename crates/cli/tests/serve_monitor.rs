@@ -528,7 +528,10 @@ async fn monitor_uses_the_served_runs_settings_and_agrees_with_its_report() {
         "{g}"
     );
     assert_eq!(g["confidence"], 0.9);
-    assert_eq!(g["checks"][0]["first"]["recent"]["requests"], 120);
+    // The flag's epoch of 1000 holds more than the stored 50 requests (a
+    // change the watch detects starts a new epoch, so not always all 120).
+    let recent = g["checks"][0]["first"]["recent"]["requests"].as_u64();
+    assert!(recent > Some(50) && recent <= Some(120), "{g}");
 }
 
 /// A confidence too close to 1 for the watches (α = 1 − confidence below

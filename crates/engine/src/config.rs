@@ -244,6 +244,22 @@ pub struct ConfigFile {
     /// `PROBITY_STORE` says otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<StoreTable>,
+    /// The agent under test (docs/agents.md): with it, each output is one
+    /// whole episode. These tables are read whole by
+    /// [`agent::AgentConfig::from_toml`] (errors naming their line); here
+    /// they are kept as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<serde_json::Value>,
+    #[serde(default, rename = "tool", skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<serde_json::Value>,
+    #[serde(default, rename = "agent_check", skip_serializing_if = "Vec::is_empty")]
+    pub agent_checks: Vec<serde_json::Value>,
+    #[serde(default, rename = "user_check", skip_serializing_if = "Vec::is_empty")]
+    pub user_checks: Vec<serde_json::Value>,
 }
 
 /// `[store]`: the run store shared by everyone who runs this file.
@@ -305,6 +321,8 @@ pub struct Config {
     /// SHA-256 over the configuration and the inputs' content: runs with the
     /// same hash ask the same questions.
     pub hash: String,
+    /// The agent under test, when the file has an `[agent]` table.
+    pub agent: Option<Arc<agent::AgentConfig>>,
 }
 
 /// Settings given on the command line in place of the file's
@@ -414,9 +432,13 @@ impl Config {
             message,
         };
         check_experiment(&file.experiment).map_err(|m| invalid(format!("[experiment] {m}")))?;
-        if file.validators.is_empty() && file.verifiers.is_empty() && !from_code {
+        if file.validators.is_empty()
+            && file.verifiers.is_empty()
+            && file.agent_checks.is_empty()
+            && !from_code
+        {
             return Err(invalid(
-                "no [[validator]] or [[verifier]] tables: a reliability test needs at least one check".into(),
+                "no [[validator]], [[verifier]] or [[agent_check]] tables: a reliability test needs at least one check".into(),
             ));
         }
         if let Some(retry) = &file.retry {
@@ -482,10 +504,22 @@ impl Config {
                     .into(),
             ));
         }
+        let agent = match (&file.agent, file.agent_checks.is_empty()) {
+            (None, true) => None,
+            (None, false) => {
+                return Err(invalid(
+                    "[[agent_check]] tables need an [agent] table: the agent under test".into(),
+                ))
+            }
+            (Some(_), _) => Some(Arc::new(
+                agent::AgentConfig::from_toml(text).map_err(invalid)?,
+            )),
+        };
+        let agent_checks = agent.as_ref().map_or(0, |a| a.infos.len());
         bounds::shape(
             inputs.len(),
             file.experiment.outputs_per_input,
-            validators.len() + verifiers.len(),
+            agent_checks + validators.len() + verifiers.len(),
         )
         .map_err(|m| invalid(format!("[experiment] {m}")))?;
         // A field an expression reads that no input has can only make the
@@ -543,6 +577,7 @@ impl Config {
             },
             prompt: Arc::new(prompt),
             hash,
+            agent,
         };
         // The weights are read now, so a bad one stops the run before any call.
         config
@@ -598,7 +633,13 @@ impl Config {
     /// The experiment: the `[system]` provider built (reading the key
     /// variables it names), everything else as loaded.
     pub fn experiment(&self) -> Result<Experiment, ConfigError> {
-        let system = self.file.system.build().map_err(|e| ConfigError::System {
+        // The system under test is the agent when there is one: its
+        // fingerprint and label are the run's.
+        let provider = match self.agent.as_deref().map(|a| &a.agent) {
+            Some(agent::AgentSpec::Model { provider, .. }) => provider,
+            _ => &self.file.system,
+        };
+        let system = provider.build().map_err(|e| ConfigError::System {
             path: self.path.clone(),
             message: e.to_string(),
         })?;
@@ -621,6 +662,7 @@ impl Config {
                 .then(crate::run::experiment::Sequential::default),
             source: Some(self.source()),
             variant: None,
+            agent: self.agent.clone(),
         })
     }
 

@@ -20,6 +20,7 @@
 //!   and `[faults]`).
 //! * `<!-- classes -->`: a `classes` file of `probity serve` (attempts per
 //!   class of request).
+//! * `<!-- traces -->`: a `probity collect` / `traces import` file.
 //! * `<!-- variants -->`: `[[variant]]` tables, completed as a fragment;
 //!   every variant's configuration must load and build its system.
 //! * `<!-- defaults: KIND -->` before a Markdown table with `key` and
@@ -333,6 +334,13 @@ fn load_classes(text: &str) -> Result<(), String> {
     serve::classes::Classes::load(&path).map(|_| ())
 }
 
+fn load_traces(text: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let path = dir.path().join("traces.toml");
+    std::fs::write(&path, text).map_err(|e| e.to_string())?;
+    probity_engine::traces::config::load(&path).map(|_| ())
+}
+
 fn load_sim_serve(text: &str) -> Result<(), String> {
     let f: SimServeFile = toml::from_str(text).map_err(|e| e.to_string())?;
     f.model.validate().map_err(|e| e.to_string())?;
@@ -356,6 +364,7 @@ fn check_block(b: &Block) -> Result<(), String> {
         Some("serve") => load_serve(&b.text),
         Some("sim-serve") => load_sim_serve(&b.text),
         Some("classes") => load_classes(&b.text),
+        Some("traces") => load_traces(&b.text),
         Some("variants") => load_variants(&complete_fragment(&b.text)?),
         Some(other) => Err(format!(
             "unknown marker <!-- {other} --> before a toml block"
@@ -499,7 +508,11 @@ fn every_init_example_loads_and_builds() {
         }
         let config = Config::load(&dir.path().join("probity.toml"))
             .unwrap_or_else(|e| panic!("{provider}: {e}"));
-        assert_eq!(config.file.system.kind(), provider);
+        // The agent example's system under test is its [agent].
+        match provider {
+            "agent" => assert!(config.agent.is_some(), "{provider}"),
+            _ => assert_eq!(config.file.system.kind(), provider),
+        }
         config
             .experiment()
             .unwrap_or_else(|e| panic!("{provider}: {e}"));

@@ -86,8 +86,11 @@ async fn reported_intervals_cover_the_simulators_truth() {
     let naive = naive_covered as f64 / replicates as f64;
     println!("clustered coverage {coverage:.3}, naive coverage {naive:.3} over {replicates} runs");
     // 300 replicates: the standard error of a 95% coverage is 1.3 points.
+    // At 10 inputs the default allows for a minority of inputs the sample
+    // may have missed (issue 35, STATISTICS.md "What each interval
+    // assumes"), so it is conservative here: up to 99%.
     assert!(
-        (0.91..=0.985).contains(&coverage),
+        (0.91..=0.99).contains(&coverage),
         "clustered coverage {coverage}"
     );
     assert!(

@@ -50,6 +50,12 @@ pub fn config(spec: &str, cwd: &Path, code: Vec<(usize, Validator)>) -> Result<C
         retry: None,
         inputs: Vec::new(),
         store: None,
+        agent: None,
+        user: None,
+        environment: None,
+        tools: Vec::new(),
+        agent_checks: Vec::new(),
+        user_checks: Vec::new(),
     };
     if let Some(v) = field(&mut spec, "system") {
         file.system = section("system", v)?;

@@ -48,6 +48,14 @@ async fn add_tool(toolbox: &mut Toolbox, d: &ToolDecl) -> Result<(), String> {
             argv: argv.clone(),
             timeout: Duration::from_secs_f64(*timeout_s),
         })),
+        ToolImpl::Shop => {
+            let shop = crate::sim::shop::toolbox();
+            for spec in shop.specs() {
+                let tool = shop.get(&spec.name).cloned().ok_or("the shop's tools")?;
+                toolbox.add(spec.clone(), tool)?;
+            }
+            return Ok(());
+        }
         ToolImpl::McpStdio { .. } | ToolImpl::McpHttp { .. } => {
             let client = match &d.implementation {
                 ToolImpl::McpStdio { argv, env } => {

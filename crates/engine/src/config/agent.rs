@@ -195,6 +195,9 @@ pub enum ToolImpl {
     McpHttp {
         url: String,
     },
+    /// The built-in shop's tools (`builtin = "shop"`, `probity init
+    /// agent`'s demo: [`crate::sim::shop`]).
+    Shop,
 }
 
 /// One `[[tool]]` table, validated.
@@ -261,6 +264,7 @@ struct ToolTable {
     command: Option<Vec<String>>,
     timeout_s: Option<f64>,
     mcp: Option<McpTable>,
+    builtin: Option<String>,
     #[serde(default)]
     arguments: Map<String, Value>,
 }
@@ -501,13 +505,25 @@ fn tool_decl(text: &str, t: Spanned<ToolTable>) -> Result<ToolDecl, String> {
     let span = t.span();
     let t = t.into_inner();
     let e = |m: &str| at(text, span.clone(), "tool", m);
-    let kinds = [t.mock.is_some(), t.command.is_some(), t.mcp.is_some()];
+    let kinds = [
+        t.mock.is_some(),
+        t.command.is_some(),
+        t.mcp.is_some(),
+        t.builtin.is_some(),
+    ];
     if kinds.iter().filter(|k| **k).count() != 1 {
         return Err(e(
-            "a tool is implemented by exactly one of `mock`, `command` or `mcp`",
+            "a tool is implemented by exactly one of `mock`, `command`, `mcp` or `builtin`",
         ));
     }
-    let implementation = if let Some(m) = t.mock {
+    let implementation = if let Some(b) = &t.builtin {
+        if b != "shop" {
+            return Err(e(&format!(
+                "unknown builtin `{b}` (the one built in is `shop`)"
+            )));
+        }
+        ToolImpl::Shop
+    } else if let Some(m) = t.mock {
         if m.is_empty() {
             return Err(e("`mock` has no answer"));
         }
@@ -528,12 +544,17 @@ fn tool_decl(text: &str, t: Spanned<ToolTable>) -> Result<ToolDecl, String> {
             _ => return Err(e("`mcp` takes either `command` (not empty) or `url`")),
         }
     };
+    // MCP servers and the built-in shop list their own tools.
     let is_mcp = matches!(
         implementation,
-        ToolImpl::McpStdio { .. } | ToolImpl::McpHttp { .. }
+        ToolImpl::McpStdio { .. } | ToolImpl::McpHttp { .. } | ToolImpl::Shop
     );
     let spec = match (t.name, is_mcp) {
-        (Some(_), true) => return Err(e("an `mcp` tool lists its own tools: leave out `name`")),
+        (Some(_), true) => {
+            return Err(e(
+                "an `mcp` or `builtin` tool lists its own tools: leave out `name`",
+            ))
+        }
         (None, true) => None,
         (None, false) => return Err(e("a tool needs a `name`")),
         (Some(name), false) => Some(crate::agent::tools::ToolSpec {
@@ -544,7 +565,12 @@ fn tool_decl(text: &str, t: Spanned<ToolTable>) -> Result<ToolDecl, String> {
                 .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
         }),
     };
-    if !t.arguments.is_empty() && !is_mcp {
+    if !t.arguments.is_empty()
+        && !matches!(
+            implementation,
+            ToolImpl::McpStdio { .. } | ToolImpl::McpHttp { .. }
+        )
+    {
         return Err(e("`arguments` (added to every call) is for `mcp` tools"));
     }
     Ok(ToolDecl {

@@ -17,9 +17,11 @@ pub const HTTP_CONFIG: &str = include_str!("example/http.toml");
 pub const COMMAND_CONFIG: &str = include_str!("example/command.toml");
 /// `system.py`, the command example's system under test.
 pub const COMMAND_SCRIPT: &str = include_str!("example/system.py");
+pub const AGENT_CONFIG: &str = include_str!("example/agent.toml");
+pub const AGENT_TASKS: &str = include_str!("example/tasks.jsonl");
 
 /// The provider kinds an example exists for, the default first.
-pub const PROVIDERS: [&str; 5] = ["sim", "openai", "anthropic", "http", "command"];
+pub const PROVIDERS: [&str; 6] = ["sim", "openai", "anthropic", "http", "command", "agent"];
 
 /// One file of an example.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,9 +74,15 @@ const COMMAND: &[ExampleFile] = &[
 ];
 
 /// The example for `provider` (one of [`PROVIDERS`]).
+const AGENT: &[ExampleFile] = &[
+    file("probity.toml", AGENT_CONFIG),
+    file("tasks.jsonl", AGENT_TASKS),
+];
+
 pub fn example(provider: &str) -> Option<Example> {
     let (files, key_env) = match provider {
         "sim" => (SIM, None),
+        "agent" => (AGENT, None),
         "openai" => (OPENAI, Some("OPENAI_API_KEY")),
         "anthropic" => (ANTHROPIC, Some("ANTHROPIC_API_KEY")),
         "http" => (HTTP, Some("HTTP_API_KEY")),

@@ -6,6 +6,7 @@ use super::error::ConfigError;
 use super::http::{HttpConfig, HttpProvider};
 use super::openai::{OpenAiConfig, OpenAiProvider};
 use super::types::Provider;
+use crate::sim::agent::{SimAgentConfig, SimUserConfig};
 use crate::sim::model::{SimConfig, SimModel};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -42,6 +43,14 @@ pub enum ProviderConfig {
     Http(HttpConfig),
     Command(CommandConfig),
     Sim(SimConfig),
+    /// The simulated tool-using agent (an `[agent]` table; docs/agents.md).
+    #[serde(rename = "sim-agent")]
+    #[strum(serialize = "sim-agent")]
+    SimAgent(SimAgentConfig),
+    /// The simulated user (a `[user]` table).
+    #[serde(rename = "sim-user")]
+    #[strum(serialize = "sim-user")]
+    SimUser(SimUserConfig),
 }
 
 impl Default for ProviderConfig {
@@ -82,6 +91,8 @@ impl ProviderConfig {
             ProviderConfig::Openai(c) => Some(&c.model),
             ProviderConfig::Anthropic(c) => Some(&c.model),
             ProviderConfig::Sim(_) => Some("probity-sim"),
+            ProviderConfig::SimAgent(_) => Some("probity-sim-agent"),
+            ProviderConfig::SimUser(_) => Some("probity-sim-user"),
             ProviderConfig::Http(_) | ProviderConfig::Command(_) => None,
         }
     }
@@ -106,6 +117,8 @@ impl ProviderConfig {
             ProviderConfig::Http(c) => Arc::new(HttpProvider::new(c.clone())?),
             ProviderConfig::Command(c) => Arc::new(CommandProvider::new(c.clone())?),
             ProviderConfig::Sim(c) => Arc::new(SimModel::new(c.clone())?),
+            ProviderConfig::SimAgent(c) => Arc::new(c.build().map_err(ConfigError::Invalid)?),
+            ProviderConfig::SimUser(c) => Arc::new(c.build().map_err(ConfigError::Invalid)?),
         })
     }
 }

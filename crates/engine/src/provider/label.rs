@@ -13,7 +13,8 @@ use serde_json::Value;
 /// escaped: the report escapes for its medium.
 pub fn system_label(fingerprint: &str) -> String {
     let mut parts = fingerprint.splitn(3, '|');
-    let kind = parts.next().unwrap_or("");
+    // The simulated agent and user write `kind:…`.
+    let kind = parts.next().unwrap_or("").split(':').next().unwrap_or("");
     let second = parts.next().unwrap_or("");
     let third = parts.next();
     let json_of = |s: &str| serde_json::from_str::<Value>(s).ok();
@@ -25,6 +26,8 @@ pub fn system_label(fingerprint: &str) -> String {
                 None => kind.to_string(),
             }
         }
+        Ok(ProviderKind::SimAgent) => "sim agent".to_string(),
+        Ok(ProviderKind::SimUser) => "sim user".to_string(),
         Ok(ProviderKind::Sim) => match field(&third.and_then(json_of), "seed") {
             Some(seed) => format!("sim seed {seed}"),
             None => "sim".to_string(),

@@ -418,6 +418,11 @@ impl Guard {
         &self.caller
     }
 
+    /// Where its judgements are cached.
+    pub fn judging(&self) -> &Judging {
+        &self.judging
+    }
+
     /// The deciding columns.
     pub fn columns(&self) -> &[usize] {
         &self.columns

@@ -88,6 +88,10 @@ pub struct Experiment {
     /// The variant it is of a variants run (`[[variant]]`), stored with
     /// its run; `None` for an experiment of its own.
     pub variant: Option<VariantTag>,
+    /// The agent under test (docs/agents.md): each output is one whole
+    /// episode, judged first by the agent checks (the first columns), then
+    /// by `checks` over the agent's last reply.
+    pub agent: Option<Arc<crate::config::agent::AgentConfig>>,
 }
 
 /// How a sequential run orders its inputs.
@@ -134,7 +138,24 @@ impl Experiment {
             sequential: None,
             source: None,
             variant: None,
+            agent: None,
         }
+    }
+
+    /// Every column of the tensor, in order: the agent checks, then the
+    /// validators and verifiers.
+    pub fn check_infos(&self) -> Vec<probity_core::CheckInfo> {
+        let mut infos = self
+            .agent
+            .as_ref()
+            .map_or_else(Vec::new, |a| a.infos.clone());
+        infos.extend(self.checks.infos());
+        infos
+    }
+
+    /// The number of columns, K.
+    pub fn columns(&self) -> usize {
+        self.agent.as_ref().map_or(0, |a| a.infos.len()) + self.checks.len()
     }
 
     /// Add inputs.
@@ -246,7 +267,7 @@ impl Experiment {
         ) {
             return Some(m);
         }
-        if self.checks.is_empty() {
+        if self.columns() == 0 {
             return Some(
                 "no validators or verifiers: a reliability test needs at least one check".into(),
             );
@@ -254,11 +275,9 @@ impl Experiment {
         if let Err(m) = within("concurrency", self.concurrency, MAX_CONCURRENCY) {
             return Some(m);
         }
-        if let Err(m) = crate::config::bounds::shape(
-            self.inputs.len(),
-            self.outputs_per_input,
-            self.checks.len(),
-        ) {
+        if let Err(m) =
+            crate::config::bounds::shape(self.inputs.len(), self.outputs_per_input, self.columns())
+        {
             return Some(m);
         }
         if !(0.0..=1.0).contains(&self.error_budget) {

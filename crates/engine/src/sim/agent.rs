@@ -318,3 +318,95 @@ impl Provider for SimUser {
         format!("sim-user:{}:{:?}", self.seed, self.errors)
     }
 }
+
+/// `provider = "sim-agent"` (an `[agent]` table): the simulated agent of
+/// `probity init agent`, on the built-in shop unless told otherwise.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimAgentConfig {
+    /// Pin it to repeat a run to the digit; drawn afresh for each run
+    /// otherwise, as a real model samples afresh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Its per-episode error rates (docs/agents.md has the truth they make).
+    #[serde(default)]
+    pub errors: AgentErrors,
+    /// Tools that change the state (default: the shop's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<Vec<String>>,
+    /// The read tool called instead of a write (default `get_order`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decoy: Option<String>,
+    /// Its forbidden write (default: the shop's refund of order A5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forbidden_action: Option<CallPattern>,
+}
+
+impl SimAgentConfig {
+    /// The agent, its rates checked (each a probability).
+    pub fn build(&self) -> Result<GoldAgent, String> {
+        let e = &self.errors;
+        for (name, q) in [
+            ("wrong_tool", e.wrong_tool),
+            ("wrong_argument", e.wrong_argument),
+            ("forbidden_write", e.forbidden_write),
+            ("stop_early", e.stop_early),
+        ] {
+            if !(0.0..=1.0).contains(&q) {
+                return Err(format!(
+                    "errors.{name} = {q} must be a probability from 0 to 1"
+                ));
+            }
+        }
+        Ok(GoldAgent {
+            seed: self.seed.unwrap_or_else(rand::random),
+            errors: self.errors,
+            writes: self
+                .writes
+                .clone()
+                .unwrap_or_else(|| super::shop::WRITES.iter().map(|s| s.to_string()).collect()),
+            wrong_tool: self.decoy.clone().unwrap_or_else(|| "get_order".into()),
+            forbidden_action: Some(
+                self.forbidden_action
+                    .clone()
+                    .unwrap_or_else(super::shop::forbidden_action),
+            ),
+        })
+    }
+}
+
+/// `provider = "sim-user"` (a `[user]` table): the simulated user, who
+/// may spoil an episode (hang up at once, leak a secret) at known rates.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimUserConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub errors: UserErrors,
+    /// Its stop signal (default the episode's default, `###STOP###`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<String>,
+}
+
+impl SimUserConfig {
+    /// The user, its rates checked.
+    pub fn build(&self) -> Result<SimUser, String> {
+        let e = &self.errors;
+        for (name, q) in [("stop_early", e.stop_early), ("leak", e.leak)] {
+            if !(0.0..=1.0).contains(&q) {
+                return Err(format!(
+                    "errors.{name} = {q} must be a probability from 0 to 1"
+                ));
+            }
+        }
+        Ok(SimUser {
+            seed: self.seed.unwrap_or_else(rand::random),
+            errors: self.errors,
+            stop: self
+                .stop
+                .clone()
+                .unwrap_or_else(|| crate::config::agent::DEFAULT_STOP.into()),
+        })
+    }
+}

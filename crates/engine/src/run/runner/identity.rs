@@ -44,7 +44,7 @@ fn content_hash(experiment: &Experiment, fingerprint: &str) -> Result<String, Te
     }
     h.update(b"]");
     h.update((experiment.outputs_per_input as u64).to_le_bytes());
-    h.update(serde_json::to_vec(&experiment.checks.infos()).unwrap_or_default());
+    h.update(serde_json::to_vec(&experiment.check_infos()).unwrap_or_default());
     h.update(serde_json::to_vec(&experiment.stored_settings()).unwrap_or_default());
     Ok(hex::encode(h.finalize()))
 }

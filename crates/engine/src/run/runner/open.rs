@@ -2,6 +2,7 @@
 //! through, and the run itself — new, resumed or joined in the store, or in
 //! memory — with what it already holds and the answers `--reuse` serves.
 
+use crate::agent::episode::Episode;
 use crate::checks::cache_key::sample_key;
 use crate::checks::check::{Checks, Judging, StopFlag};
 use crate::provider::call::{Answer, Caller};
@@ -47,6 +48,9 @@ pub(super) struct Opened<'s> {
     pub store: Option<(&'s mut Store, i64)>,
     /// The sequential design: a new run's, or a resumed run's own.
     pub sequential: Option<StoredSequential>,
+    /// The agent's episodes, built (its tools listed, its MCP servers
+    /// started) before the first call.
+    pub episode: Option<Arc<Episode>>,
 }
 
 /// Open `experiment`'s run in `sink`, as `control` asks.
@@ -59,7 +63,7 @@ pub(super) async fn open<'s>(
     let (n, m, k) = (
         experiment.inputs.len(),
         experiment.outputs_per_input,
-        experiment.checks.len(),
+        experiment.columns(),
     );
     let fingerprint = experiment.system.fingerprint();
     // Every request renders, or the run stops before it starts.
@@ -84,7 +88,7 @@ pub(super) async fn open<'s>(
     )
     .await;
     let mut opened = Opened {
-        infos: experiment.checks.infos(),
+        infos: experiment.check_infos(),
         settings,
         caller,
         checks_stop: StopFlag::default(),
@@ -103,6 +107,14 @@ pub(super) async fn open<'s>(
         sequential: experiment.sequential.map(|s| StoredSequential {
             seed: s.seed.unwrap_or_else(rand::random),
         }),
+        episode: match &experiment.agent {
+            Some(agent) => Some(Arc::new(
+                crate::agent::build::episode(agent)
+                    .await
+                    .map_err(|e| config_error(experiment, e))?,
+            )),
+            None => None,
+        },
     };
     let (judging, outputs) = match sink {
         Sink::Memory => {
@@ -272,7 +284,7 @@ fn reopen(
     let (n, m, k) = (
         experiment.inputs.len(),
         experiment.outputs_per_input,
-        experiment.checks.len(),
+        experiment.columns(),
     );
     let previous = store.run(id)?;
     // The config hash does not cover `--outputs`: a run is continued at the

@@ -1,6 +1,7 @@
 //! What produces one cell's output: sample `(i, j)` through the guard and
 //! turn the attempts into rows. Shared by every worker of a run.
 
+use crate::agent::episode::Episode;
 use crate::checks::cache_key::sample_key;
 use crate::config::template::{PromptTemplate, TemplateError};
 use crate::provider::call::Answer;
@@ -48,6 +49,9 @@ pub(super) struct Sampler {
     /// The store's writer, when samples are stored: a worker starts no
     /// call while it is stuck in a commit (see [`Sampler::store_ready`]).
     pub store_health: Option<WriterHealth>,
+    /// The agent's episodes, when the system under test is an agent: each
+    /// cell is one whole episode ([`Sampler::episode`]).
+    pub episode: Option<Arc<Episode>>,
     /// The inputs whose outputs are being sampled (a handful: workers take
     /// cells in input order), shared by those outputs and dropped with the
     /// last of them.
@@ -70,8 +74,15 @@ impl Sampler {
             fingerprint,
             record_attempts,
             store_health,
+            episode: None,
             in_flight: Mutex::default(),
         }
+    }
+
+    /// Sample with `episode`: every cell one whole episode of the agent.
+    pub fn with_episode(mut self, episode: Option<Arc<Episode>>) -> Sampler {
+        self.episode = episode;
+        self
     }
 
     /// Resolves when a call may start: at once, unless the store's writer
@@ -105,8 +116,80 @@ impl Sampler {
         Ok(f)
     }
 
-    /// Sample `job` through the guard.
+    /// Sample `job`: one answer through the guard, or one episode.
     pub async fn sample(&self, job: Job) -> Sampled {
+        match &self.episode {
+            Some(e) => (self.episode(e, job.i, job.j).await, Vec::new()),
+            None => self.answer(job).await,
+        }
+    }
+
+    /// Cell `(i, j)` of an agent: one whole episode (docs/agents.md),
+    /// its transcript the stored output (JSON), judged by the agent checks
+    /// (the first columns, a failure naming its turn), then by the
+    /// validators and verifiers over the agent's last reply. An episode
+    /// that ended on an error (upstream, tool, user simulator) or that the
+    /// simulated user spoiled says nothing about the agent: its cells are
+    /// errors, with the cause, never the agent's failure.
+    async fn episode(&self, e: &Episode, i: usize, j: usize) -> SampleRow {
+        let input = &self.inputs[i];
+        let k = e.checks.len() + self.guard.checks().len();
+        let key = format!("{}|episode|{}|{j}", self.fingerprint, input.id);
+        let started = std::time::Instant::now();
+        let (t, judged) = match e.cell(input, j as u32).await {
+            Ok(done) => done,
+            Err(err) => return error_row(i, j, key, format!("input {:?}: {err}", input.id), k),
+        };
+        let mut row = error_row(i, j, key, String::new(), k);
+        row.output = serde_json::to_string(&t).ok();
+        row.latency_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+        row.input_tokens = t.turns.iter().map(|t| t.input_tokens).sum();
+        row.output_tokens = t.turns.iter().map(|t| t.output_tokens).sum();
+        row.call_attempts = t.turns.len() as u32;
+        row.error = match (&t.ending, &judged.spoiled) {
+            (probity_core::agent::Ending::Error { by, message }, _) => {
+                Some(format!("the episode broke ({by:?}): {message}"))
+            }
+            (_, Some(s)) => Some(format!(
+                "the simulated user spoiled the episode: {} at turn {}: {}",
+                s.check, s.turn, s.reason
+            )),
+            _ => None,
+        };
+        if row.error.is_some() {
+            return row;
+        }
+        row.error = None;
+        for (kk, (_, o)) in judged.outcomes.iter().enumerate() {
+            row.cells[kk] = o.cell;
+            if o.cell != Cell::Pass {
+                row.reasons.push((kk, o.describe()));
+            }
+        }
+        let first = e.checks.len();
+        if self.guard.checks().len() > 0 {
+            let prepared = PreparedInput::shared(&self.inputs, i);
+            let checked = Arc::new(self.guard.checks().clone())
+                .check(
+                    self.guard.caller(),
+                    self.guard.judging(),
+                    &prepared,
+                    t.last_text(),
+                    j as u32,
+                    0,
+                )
+                .await;
+            for (kk, c) in checked.cells.into_iter().enumerate() {
+                row.cells[first + kk] = c;
+            }
+            row.reasons
+                .extend(checked.reasons.into_iter().map(|(kk, r)| (first + kk, r)));
+        }
+        row
+    }
+
+    /// Sample `job` through the guard.
+    async fn answer(&self, job: Job) -> Sampled {
         let Job { i, j, known } = job;
         let k = self.guard.checks().len();
         let input = match self.in_flight(i) {

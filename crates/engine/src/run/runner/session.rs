@@ -100,6 +100,7 @@ impl<'a> RunSession<'a> {
             recorder,
             store,
             sequential,
+            episode,
         } = opened;
         let pending = done.iter().filter(|d| !**d).count();
         let workers = experiment
@@ -127,14 +128,17 @@ impl<'a> RunSession<'a> {
             _ => WorkSource::Every { done },
         };
         let guard = guard.ok_or_else(|| RunError::Aborted("the run has no guard".into()))?;
-        let sampler = Arc::new(Sampler::new(
-            guard,
-            experiment.inputs.clone(),
-            experiment.prompt.clone(),
-            fingerprint,
-            experiment.retry.is_some(),
-            recorder.health(),
-        ));
+        let sampler = Arc::new(
+            Sampler::new(
+                guard,
+                experiment.inputs.clone(),
+                experiment.prompt.clone(),
+                fingerprint,
+                experiment.retry.is_some(),
+                recorder.health(),
+            )
+            .with_episode(episode),
+        );
         let mut session = RunSession {
             experiment,
             started,
@@ -394,7 +398,7 @@ impl<'a> RunSession<'a> {
         let (n, m, k) = (
             self.experiment.inputs.len(),
             self.m,
-            self.experiment.checks.len(),
+            self.experiment.columns(),
         );
         if self.interrupted {
             store.release_claims(*run_id)?;
