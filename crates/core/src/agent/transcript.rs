@@ -83,6 +83,10 @@ pub struct ToolOutcome {
     pub latency_ms: Option<f64>,
 }
 
+/// The stop signal an episode ends on unless its configuration names
+/// another: said by the agent (it is done) or the user (goodbye).
+pub const DEFAULT_STOP: &str = "###STOP###";
+
 /// One episode, whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Transcript {

@@ -47,7 +47,7 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 /// The default stop signal (τ²-bench's).
-pub const DEFAULT_STOP: &str = "###STOP###";
+pub const DEFAULT_STOP: &str = probity_core::agent::DEFAULT_STOP;
 /// The default turn limit.
 pub const DEFAULT_MAX_TURNS: u32 = 20;
 

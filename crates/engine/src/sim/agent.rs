@@ -406,7 +406,7 @@ impl SimUserConfig {
             stop: self
                 .stop
                 .clone()
-                .unwrap_or_else(|| crate::config::agent::DEFAULT_STOP.into()),
+                .unwrap_or_else(|| probity_core::agent::DEFAULT_STOP.into()),
         })
     }
 }

@@ -167,7 +167,7 @@ impl Sampler {
             }
         }
         let first = e.checks.len();
-        if self.guard.checks().len() > 0 {
+        if !self.guard.checks().is_empty() {
             let prepared = PreparedInput::shared(&self.inputs, i);
             let checked = Arc::new(self.guard.checks().clone())
                 .check(
