@@ -149,8 +149,8 @@ inputs = "failing.jsonl"
 outputs_per_input = 5
 """ + CHECK.format(minimum=0.5)
     (tmp_path / "probity.toml").write_text(config)
-    code, out, err = probity(tmp_path, "run", "--config", "probity.toml", "--store", store)
+    code, out, err = probity(tmp_path, "run", "probity.toml", "--store", store)
     assert code in (0, 1), err
-    code, out, err = probity(tmp_path, "run", "--config", "probity.toml", "--store", store, "--baseline", "regression")
+    code, out, err = probity(tmp_path, "run", "probity.toml", "--store", store, "--baseline", "regression")
     assert code in (0, 1), err
     assert "contraction_validator" in out + err
