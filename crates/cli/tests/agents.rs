@@ -23,26 +23,18 @@ fn truth() -> (f64, f64) {
     (end_state, no_refund)
 }
 
+/// The demo run with 30 episodes a task and both simulators' seeds pinned.
+fn pinned_run(dir: &std::path::Path) -> std::process::Output {
+    let args = "run --quiet --outputs 30 --format json --set agent.seed=11 --set user.seed=11";
+    probity(dir, &args.split(' ').collect::<Vec<_>>())
+}
+
 #[test]
 fn the_agent_demo_runs_episodes_and_its_intervals_cover_the_simulators_truth() {
     let dir = tempfile::tempdir().unwrap();
     let init = probity(dir.path(), &["init", "--provider", "agent"]);
     assert_eq!(init.status.code(), Some(0), "{}", text(&init.stderr));
-    let run = probity(
-        dir.path(),
-        &[
-            "run",
-            "--quiet",
-            "--outputs",
-            "30",
-            "--format",
-            "json",
-            "--set",
-            "agent.seed=11",
-            "--set",
-            "user.seed=11",
-        ],
-    );
+    let run = pinned_run(dir.path());
     // A verdict (the forbidden-refund check's minimum of 99% is above the
     // simulator's truth, by design), never a run that could not complete.
     assert!(
@@ -94,21 +86,7 @@ fn the_agent_demo_runs_episodes_and_its_intervals_cover_the_simulators_truth() {
     );
     assert!(t["final_state"]["orders"].is_object(), "{t}");
     // Pinned seeds repeat the run to the digit.
-    let again = probity(
-        dir.path(),
-        &[
-            "run",
-            "--quiet",
-            "--outputs",
-            "30",
-            "--format",
-            "json",
-            "--set",
-            "agent.seed=11",
-            "--set",
-            "user.seed=11",
-        ],
-    );
+    let again = pinned_run(dir.path());
     let k: Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(k["checks"][0]["rate"]["pass"], checks[0]["rate"]["pass"]);
 }

@@ -75,3 +75,43 @@ impl ValidatorTable {
         }
     }
 }
+
+/// The `[[validator]]` and `[[verifier]]` tables of a guard or traces
+/// file compiled, each error naming its table; verifiers without a
+/// `[verifier.system]` judge with `judge`.
+pub fn compile_checks(
+    validators: &[ValidatorTable],
+    verifiers: &[crate::checks::verifier::VerifierSpec],
+    judge: &crate::provider::config::ProviderConfig,
+) -> Result<(Vec<Validator>, Vec<crate::checks::verifier::Verifier>), String> {
+    let validators = validators
+        .iter()
+        .map(|s| {
+            s.compile()
+                .map_err(|e| format!("[[validator]] {}: {e}", s.name()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let verifiers = verifiers
+        .iter()
+        .map(|s| {
+            s.compile(judge)
+                .map_err(|e| format!("[[verifier]] {}: {e}", s.name))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((validators, verifiers))
+}
+
+/// The bearer token a server asks of its clients, read from the
+/// environment variable `token_env` names (registered for redaction, so
+/// it never reaches a log); `None` without one.
+pub fn token_from_env(token_env: Option<&str>) -> Result<Option<String>, String> {
+    let Some(var) = token_env else {
+        return Ok(None);
+    };
+    std::env::var(var)
+        .ok()
+        .filter(|t| !t.is_empty())
+        .inspect(|t| crate::provider::redact::register(t))
+        .map(Some)
+        .ok_or_else(|| format!("token_env: environment variable `{var}` is not set"))
+}

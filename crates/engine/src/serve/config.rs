@@ -233,36 +233,14 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
             config.max_body_mb
         )));
     }
-    let validators = config
-        .validators
-        .iter()
-        .map(|s| {
-            s.compile()
-                .map_err(|e| at(format!("[[validator]] {}: {e}", s.name())))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let verifiers = config
-        .verifiers
-        .iter()
-        .map(|s| {
-            s.compile(&config.upstream)
-                .map_err(|e| at(format!("[[verifier]] {}: {e}", s.name)))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let token = match &config.token_env {
-        Some(var) => Some(
-            std::env::var(var)
-                .ok()
-                .filter(|t| !t.is_empty())
-                .inspect(|t| crate::provider::redact::register(t))
-                .ok_or_else(|| {
-                    at(format!(
-                        "token_env: environment variable `{var}` is not set"
-                    ))
-                })?,
-        ),
-        None => None,
-    };
+    let (validators, verifiers) = crate::checks::validator_table::compile_checks(
+        &config.validators,
+        &config.verifiers,
+        &config.upstream,
+    )
+    .map_err(at)?;
+    let token =
+        crate::checks::validator_table::token_from_env(config.token_env.as_deref()).map_err(at)?;
     let name = config.name.clone().unwrap_or_else(|| {
         path.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
