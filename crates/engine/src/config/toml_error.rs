@@ -228,6 +228,23 @@ fn key_depth(s: &str) -> usize {
     parts
 }
 
+/// A server's TOML file (a guard file, a traces file) read and parsed:
+/// its text and its table, or an error naming the file — one it cannot
+/// read, a non-finite number (named with its line), a parse error (with
+/// its line and column).
+pub fn read_file<T: serde::de::DeserializeOwned>(
+    path: &std::path::Path,
+) -> Result<(String, T), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let at = |m: String| format!("{}: {m}", path.display());
+    if let Some(e) = non_finite(&text) {
+        return Err(at(e));
+    }
+    let table = toml::from_str(&text).map_err(|e| at(describe(&e, &text)))?;
+    Ok((text, table))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -156,14 +156,8 @@ impl std::fmt::Debug for Loaded {
 
 /// Read and check a guard configuration; errors name the file.
 pub fn load(path: &Path) -> Result<Loaded, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let (text, mut config): (String, ServeConfig) = crate::config::toml_error::read_file(path)?;
     let at = |m: String| format!("{}: {m}", path.display());
-    if let Some(e) = crate::config::toml_error::non_finite(&text) {
-        return Err(at(e));
-    }
-    let mut config: ServeConfig =
-        toml::from_str(&text).map_err(|e| at(crate::config::toml_error::describe(&e, &text)))?;
     // Relative paths in provider tables resolve against the file's directory.
     let dir = path.parent().unwrap_or(Path::new("."));
     config.upstream.resolve_paths(dir);

@@ -126,14 +126,8 @@ pub struct Loaded {
 
 /// Read and check a configuration; errors name the file and the key.
 pub fn load(path: &Path) -> Result<Loaded, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let (text, mut config): (String, TracesConfig) = crate::config::toml_error::read_file(path)?;
     let at = |m: String| format!("{}: {m}", path.display());
-    if let Some(e) = crate::config::toml_error::non_finite(&text) {
-        return Err(at(e));
-    }
-    let mut config: TracesConfig =
-        toml::from_str(&text).map_err(|e| at(crate::config::toml_error::describe(&e, &text)))?;
     let dir = path.parent().unwrap_or(Path::new("."));
     config.judge.resolve_paths(dir);
     for v in &mut config.validators {
