@@ -124,7 +124,7 @@ pub fn run(args: &PlanArgs) -> Result<u8, Failure> {
 /// measurement when the run had a retry policy.
 fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
     use probity_core::guarded::columns_of;
-    use probity_engine::stored;
+    use probity_engine::run::stored;
     let store = args.store.open()?;
     let id = args.store.resolve(&store, run)?;
     let loaded = stored::load(&store, id).map_err(|e| Failure::usage(e.to_string()))?;
@@ -227,7 +227,7 @@ fn sample_size(
     icc: f64,
     confidence: f64,
 ) -> Result<SampleSizePlan, Failure> {
-    use probity_core::sequential::{
+    use probity_core::simulate::plan::{
         budget_for_power, fixed_inputs_for_power, sequential_cost, BUDGET_MULTIPLES,
     };
     use probity_core::simulate::SimDesign;

@@ -5,9 +5,9 @@ use crate::output::{load_report, OutputArgs};
 use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_core::stats::Decision;
-use probity_engine::provider::label::system_label;
+use probity_engine::run::stored;
 use probity_engine::store::RunRecord;
-use probity_engine::stored;
+use probity_engine::system::label::system_label;
 
 #[derive(Args)]
 pub struct ReportArgs {

@@ -9,7 +9,7 @@ use crate::output::{load_report, OutputArgs};
 use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_engine::config::variant;
-use probity_engine::revalidate::revalidate;
+use probity_engine::run::revalidate::revalidate;
 use std::path::PathBuf;
 
 #[derive(Args)]

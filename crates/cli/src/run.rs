@@ -6,12 +6,12 @@ use crate::run_display::{check_pace, print_causes, Display};
 use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_engine::checks::calibration::LabelAnswers;
-use probity_engine::compare::RunTensor;
 use probity_engine::config::set::{self, Set};
 use probity_engine::config::variant;
 use probity_engine::config::{Config, Overrides};
+use probity_engine::run::compare::RunTensor;
+use probity_engine::run::stored::StoredRun;
 use probity_engine::store::{masked_url, RunStatus};
-use probity_engine::stored::StoredRun;
 use probity_engine::{run_with, Control, ErrorClass, Progress, RunError, Sink};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -251,7 +251,7 @@ fn text_of(path: &Path, sets: &[Set]) -> Result<String, Failure> {
 /// `--outputs` and `--concurrency` as the settings they replace, checked
 /// and named as the flags, not as the file's fields.
 fn overrides(args: &RunArgs) -> Result<Overrides, Failure> {
-    use probity_engine::config::bounds::{within, MAX_CONCURRENCY, MAX_OUTPUTS_PER_INPUT};
+    use probity_engine::bounds::{within, MAX_CONCURRENCY, MAX_OUTPUTS_PER_INPUT};
     for (flag, value, most) in [
         ("--outputs", args.outputs, MAX_OUTPUTS_PER_INPUT),
         ("--concurrency", args.concurrency, MAX_CONCURRENCY),

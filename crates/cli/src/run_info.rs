@@ -12,7 +12,7 @@ pub(crate) fn run_info(r: &RunRecord) -> RunInfo {
         created_at: r.created_at.clone(),
         config_hash: r.config_hash.clone(),
         system: r.system.clone(),
-        system_label: probity_engine::provider::label::system_label(&r.system),
+        system_label: probity_engine::system::label::system_label(&r.system),
         duration_s: r.duration_s,
         model_calls: r.model_calls,
         cached: r.cached,

@@ -3,8 +3,8 @@
 
 use crate::failure::Failure;
 use crate::output::OutputArgs;
+use probity_engine::run::stored;
 use probity_engine::store::{RunStatus, Store};
-use probity_engine::stored;
 use probity_report::{render, Format, RunInfo, TrendReport, TrendRun};
 
 /// Most runs a trend shows (the latest ones).

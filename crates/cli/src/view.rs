@@ -10,9 +10,9 @@ use crate::failure::Failure;
 use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_core::stats::Decision;
-use probity_engine::provider::label::system_label;
+use probity_engine::run::stored;
 use probity_engine::store::{RunRecord, RunStatus, Store, StoreLocation};
-use probity_engine::stored;
+use probity_engine::system::label::system_label;
 use probity_engine::view::{Page, Pages, Params};
 use probity_report::html::view as pages;
 use probity_report::{FailingSample, RunReport};
@@ -286,7 +286,7 @@ impl Pages for Viewer {
             let (a, b) = (query::run_id(q, "a")?, query::run_id(q, "b")?);
             let only = query::choice(q, "only", &["differ"])?;
             let store = self.open()?;
-            let cmp = probity_engine::compare::compare_stored(&store, a, b, None)
+            let cmp = probity_engine::run::compare::compare_stored(&store, a, b, None)
                 .map_err(|e| Failure::usage(e.to_string()))?;
             let c = crate::compare::comparison_report(cmp);
             let (ra, rb) = (self.report(&store, a)?, self.report(&store, b)?);

@@ -5,8 +5,8 @@ use crate::common;
 
 use common::{json_runs, probity, text};
 use probity_core::stats::Decision;
+use probity_engine::run::stored;
 use probity_engine::store::Store;
-use probity_engine::stored;
 
 #[test]
 fn runs_shows_the_verdicts_a_rebuild_gives() {

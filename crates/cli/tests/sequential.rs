@@ -11,12 +11,16 @@ use std::path::Path;
 /// The init example with replies that fail the contraction check 60 % of
 /// the time (minimum 95 %) and never forget their manners.
 fn write_config(dir: &Path) {
-    let cfg = probity_engine::example::CONFIG
+    let cfg = probity_engine::config::example::CONFIG
         .replace("contractions = 0.10", "contractions = 0.60")
         .replace("omit_welcome = 0.15", "omit_welcome = 0.0");
     assert!(cfg.contains("contractions = 0.60"));
     std::fs::write(dir.join("probity.toml"), cfg).unwrap();
-    std::fs::write(dir.join("inputs.jsonl"), probity_engine::example::INPUTS).unwrap();
+    std::fs::write(
+        dir.join("inputs.jsonl"),
+        probity_engine::config::example::INPUTS,
+    )
+    .unwrap();
 }
 
 #[test]

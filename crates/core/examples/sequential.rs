@@ -15,7 +15,8 @@
 //! Usage: `cargo run --release -p probity-core --example sequential --
 //! [runs] [seed]` (defaults 2000, 1).
 
-use probity_core::sequential::{sequential_cost, SequenceState};
+use probity_core::sequential::SequenceState;
+use probity_core::simulate::plan::sequential_cost;
 use probity_core::simulate::{fixed_verdicts, simulate_run, SimDesign};
 use probity_core::stats::Decision;
 use rand::rngs::StdRng;

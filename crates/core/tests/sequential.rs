@@ -3,9 +3,8 @@
 //! definition, its error under optional stopping and its cost, by
 //! simulation with known truth (the full table: bench/sequential.sh).
 
-use probity_core::sequential::{
-    input_order, round_end, sequential_cost, SequenceState, SequentialTest, StopReason,
-};
+use probity_core::sequential::{input_order, round_end, SequenceState, SequentialTest, StopReason};
+use probity_core::simulate::plan::sequential_cost;
 use probity_core::simulate::{fixed_verdicts, simulate_run, SimDesign};
 use probity_core::stats::sequential::{
     projected_observations, projected_requests, BettingSequence, BET_CAP, GRID_STEPS,

@@ -25,28 +25,26 @@
 //! Unknown keys are errors, and every error names the file, the line and
 //! column, and the field.
 
-pub mod agent;
-pub mod bounds;
 pub mod example;
 pub mod inputs;
 pub mod set;
-pub mod template;
-pub mod toml_error;
 pub mod variant;
 
+use crate::agent::config as agent;
+use crate::bounds;
 use crate::checks::check::Checks;
 use crate::checks::validator_table::ValidatorTable;
 use crate::checks::verifier::VerifierSpec;
 use crate::config::inputs::{load_inputs, InputError};
-use crate::config::template::{
+use crate::provider::call::CallSettings;
+use crate::provider::template::{
     ConversationPrompt, ConversationSystem, ConversationUser, PromptTemplate,
 };
-use crate::provider::call::CallSettings;
-use crate::provider::config::ProviderConfig;
 use crate::retry::policy::RetryPolicy;
 use crate::run::experiment::{Experiment, Source};
 use crate::run::revalidate::Recheck;
 use crate::store::settings::{Analysis, StoredSettings};
+use crate::system::config::ProviderConfig;
 use probity_core::stats::ClusterMethod;
 use probity_core::stats::VerdictMode;
 use probity_core::validator::ValidatorError;
@@ -386,7 +384,7 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         // Before the fields are read: serde would take `nan` for a
         // missing value or `null`, and the error would not say why.
-        if let Some(message) = crate::config::toml_error::non_finite(text) {
+        if let Some(message) = crate::toml_error::non_finite(text) {
             return Err(ConfigError::Parse {
                 path: path.to_path_buf(),
                 message,
@@ -394,7 +392,7 @@ impl Config {
         }
         let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: crate::config::toml_error::describe(&e, text),
+            message: crate::toml_error::describe(&e, text),
         })?;
         Config::checked(file, text, path, Vec::new(), overrides)
     }

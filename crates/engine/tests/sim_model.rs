@@ -1,7 +1,8 @@
 //! The simulator's contract: determinism and known true rates.
 
-use probity_engine::provider::{Message, Provider, ProviderConfig, Role};
+use probity_engine::provider::{Message, Provider, Role};
 use probity_engine::sim::{SimConfig, SimModel};
+use probity_engine::system::ProviderConfig;
 
 fn user(text: &str) -> Vec<Message> {
     vec![

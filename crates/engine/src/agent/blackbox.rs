@@ -10,7 +10,7 @@
 //! transcript that cannot be read ends the episode as an error of the
 //! agent's harness — not a failure of the agent's behaviour.
 
-use crate::config::agent::Scenario;
+use crate::agent::config::Scenario;
 use probity_core::agent::{Ending, Party, Transcript};
 use probity_core::conversation::{from_openai, to_openai};
 use probity_core::Input;

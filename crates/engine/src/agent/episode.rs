@@ -15,10 +15,10 @@
 
 use super::blackbox::BlackBox;
 use super::environment::Environment;
-use super::tools::{EpisodeId, Toolbox};
 use super::user::{User, UserTurn};
-use crate::config::agent::{CheckSpec, Scenario, ScenarioError};
+use crate::agent::config::{CheckSpec, Scenario, ScenarioError};
 use crate::provider::types::{Message as WireMessage, Provider, Request, WireRequest};
+use crate::tools::{EpisodeId, Toolbox};
 use probity_core::agent::{
     first_spoiled, AgentCheck, Ending, Outcome, Party, Spoiled, ToolOutcome, Transcript, Turn,
     UserCheck,
@@ -116,8 +116,8 @@ impl Episode {
             user: User::Scripted,
             tools: Toolbox::new(),
             environment: None,
-            max_turns: crate::config::agent::DEFAULT_MAX_TURNS,
-            stop: crate::config::agent::DEFAULT_STOP.to_string(),
+            max_turns: crate::agent::config::DEFAULT_MAX_TURNS,
+            stop: crate::agent::config::DEFAULT_STOP.to_string(),
             checks: Vec::new(),
             user_checks: Vec::new(),
             gold: Mutex::new(HashMap::new()),

@@ -4,7 +4,7 @@
 //! messages as the assistant's, the agent's text as the user's, tool
 //! traffic left out.
 
-use crate::config::agent::Scenario;
+use crate::agent::config::Scenario;
 use crate::provider::types::{Message as WireMessage, Provider, Request, Role as WireRole};
 use probity_core::conversation::{Message, Role};
 use probity_core::Input;

@@ -40,13 +40,13 @@
 use crate::checks::cache_key::{judgement_key, JudgeQuestion};
 use crate::checks::judge_prompt::{self, quoted_output};
 use crate::checks::labels::LabelledSet;
-use crate::provider::config::ProviderConfig;
 use crate::provider::error::ConfigError;
 use crate::provider::negotiate::Negotiated;
 pub use crate::provider::negotiate::Structured;
 use crate::provider::openai::OpenAiConfig;
 use crate::provider::types::{Completion, Message, Provider, ProviderError, Request, Role};
 use crate::sim::rng::{Fnv, SplitMix64};
+use crate::system::config::ProviderConfig;
 use probity_core::{CheckInfo, CheckKind, Input};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -13,7 +13,7 @@
 //! use probity_engine::provider::{Message, Role};
 //! use probity_core::{Input, Validator};
 //! use std::sync::Arc;
-//! let provider = probity_engine::provider::ProviderConfig::default().build()?;
+//! let provider = probity_engine::system::ProviderConfig::default().build()?;
 //! let checks = Checks {
 //!     validators: vec![Validator::new("short").check(|o: &str| o.len() < 500)],
 //!     verifiers: vec![],
@@ -30,8 +30,8 @@
 
 use crate::checks::cache_key::attempt_key;
 use crate::checks::check::{Checks, Judging};
-use crate::config::template::TemplateError;
 use crate::provider::call::{Answer, CallFailure, Caller};
+use crate::provider::template::TemplateError;
 use crate::provider::types::{
     AnswerMeta, CutWhen, Message, Provider, ProviderError, Request, WireRequest,
 };
@@ -498,11 +498,11 @@ impl Guard {
         let deadline = self
             .policy
             .deadline_s
-            .and_then(|s| started.checked_add(crate::config::bounds::clamp_seconds(s)));
+            .and_then(|s| started.checked_add(crate::bounds::clamp_seconds(s)));
         let attempt_timeout = self
             .policy
             .attempt_timeout_s
-            .map(crate::config::bounds::clamp_seconds);
+            .map(crate::bounds::clamp_seconds);
         let mut attempts: Vec<Attempt> = Vec::new();
         let mut current = messages.to_vec();
         let mut first = first;

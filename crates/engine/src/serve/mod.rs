@@ -66,7 +66,7 @@ use crate::checks::calibration::LabelAnswers;
 use crate::provider::call::{CallSettings, Caller};
 use crate::retry::guard::Guard;
 use crate::run::recording::Recording;
-use crate::store::settings::{StoredLive, StoredRetry, StoredSettings};
+use crate::store::settings::{StoredLive, StoredSettings};
 use crate::store::{NewRun, RunStatus, RunTotals, Store, StoreError, StoreLocation};
 use axum::routing::{get, post};
 use axum::Router;
@@ -182,11 +182,10 @@ pub async fn open(
         calibrate::calibrate(&checks, &caller, Some(&mut store), answers, c.confidence).await?;
     let settings = StoredSettings {
         calibration: calibration.labels,
-        retry: Some(StoredRetry::of(
-            &c.retry,
-            checks.validators.len(),
-            checks.verifiers.len(),
-        )),
+        retry: Some(
+            c.retry
+                .stored(checks.validators.len(), checks.verifiers.len()),
+        ),
         live: Some(StoredLive {
             watch: c.monitor.watch_settings(c.confidence),
             baselines: baselines.clone(),

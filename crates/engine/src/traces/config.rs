@@ -5,8 +5,8 @@
 use crate::checks::check::Checks;
 use crate::checks::validator_table::ValidatorTable;
 use crate::checks::verifier::VerifierSpec;
-use crate::provider::config::ProviderConfig;
 use crate::serve::monitor::MonitorConfig;
+use crate::system::config::ProviderConfig;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -126,7 +126,7 @@ pub struct Loaded {
 
 /// Read and check a configuration; errors name the file and the key.
 pub fn load(path: &Path) -> Result<Loaded, String> {
-    let (text, mut config): (String, TracesConfig) = crate::config::toml_error::read_file(path)?;
+    let (text, mut config): (String, TracesConfig) = crate::toml_error::read_file(path)?;
     let at = |m: String| format!("{}: {m}", path.display());
     let dir = path.parent().unwrap_or(Path::new("."));
     config.judge.resolve_paths(dir);

@@ -14,7 +14,7 @@ pub struct RunInfo {
     /// The system under test as stored: its provider's fingerprint.
     pub system: String,
     /// Its compact label, e.g. `openai/gpt-4o-mini`, `sim seed 42` (the
-    /// engine's `provider::label::system_label` of the fingerprint).
+    /// engine's `system::label::system_label` of the fingerprint).
     pub system_label: String,
     /// Wall-clock duration of the run in seconds, when known.
     pub duration_s: Option<f64>,

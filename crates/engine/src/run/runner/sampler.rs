@@ -3,8 +3,8 @@
 
 use crate::agent::episode::Episode;
 use crate::checks::cache_key::sample_key;
-use crate::config::template::{PromptTemplate, TemplateError};
 use crate::provider::call::Answer;
+use crate::provider::template::{PromptTemplate, TemplateError};
 use crate::provider::types::Message;
 use crate::retry::guard::{Guard, GuardOutcome};
 use crate::store::{AttemptRow, SampleRow, WriterHealth};

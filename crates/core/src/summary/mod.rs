@@ -1,18 +1,20 @@
 //! The summary of a reliability test: everything a report shows, computed
 //! from the tensor and the checks' settings alone (no outputs, no I/O).
 
+pub mod sequential;
+
 use crate::aggregate::{aggregate, Aggregate, AggregateResult};
 use crate::options::AnalysisOptions;
 use crate::profile::{
     profile, strategy_rates, worst, worst_input_for, Profile, ProfileEntry, Strategy,
 };
 use crate::retry::RetryPlan;
-use crate::sequential::outcome::SequentialOutcome;
 use crate::stats::projection::settle;
 use crate::stats::{
     error::check_threshold, judge, Calibrated, ClusterMethod, ClusterSum, Consistency, Counts,
     Decision, NotEstablished, RateEstimate, Scope, StatsError, ThresholdVerdict,
 };
+use crate::summary::sequential::SequentialOutcome;
 use crate::tensor::{Cell, ReliabilityTensor};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;

@@ -3,9 +3,9 @@
 //! the expected cost of a sequential run with that N × M as its budget,
 //! by simulation with known truth ([`crate::simulate`], seeded).
 
-use crate::sequential::outcome::{SequenceState, StopReason};
-use crate::simulate::{simulate_run, SimDesign};
+use super::{simulate_run, SimDesign};
 use crate::stats::{normal_quantile, StatsError, MIN_INPUTS};
+use crate::summary::sequential::{SequenceState, StopReason};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
