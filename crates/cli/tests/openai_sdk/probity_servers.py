@@ -132,24 +132,42 @@ def completion(content="Hello from upstream.", *, model=None, finish_reason="sto
     }
 
 
+#: Top-level and choice fields of a completion that a chunk does not repeat as is.
+_OWN_TOP = ("id", "object", "created", "model", "choices", "usage")
+_OWN_CHOICE = ("index", "message", "finish_reason", "logprobs")
+
+
 def sse_chunks(body, include_usage=False):
-    """A completion as the chunks an OpenAI server streams for it (the
-    usage chunk, with no choices, only when asked for)."""
+    """A completion as the chunks an OpenAI server streams for it: content
+    and a refusal in pieces, tool calls, the message's other fields
+    (annotations, audio, …) in one delta, the answer's other top-level
+    fields (service_tier, system_fingerprint) on every chunk, the choice's
+    others and the logprobs with the finish reason; the usage chunk, with
+    no choices, only when asked for."""
     choice = body["choices"][0]
     msg = choice["message"]
     base = {"id": body["id"], "object": "chat.completion.chunk", "created": body["created"],
-            "model": body["model"]}
-    out = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                  "finish_reason": None}]}]
-    if msg.get("content"):
-        for i in range(0, len(msg["content"]), 4):
-            out.append({**base, "choices": [{"index": 0, "delta": {"content": msg["content"][i:i + 4]},
-                                              "finish_reason": None}]})
+            "model": body["model"], **{k: v for k, v in body.items() if k not in _OWN_TOP}}
+
+    def delta(d, **more):
+        return {**base, "choices": [{"index": 0, "delta": d, "finish_reason": None, **more}]}
+
+    out = [delta({"role": "assistant", "content": ""})]
+    for key in ("content", "refusal"):
+        text = msg.get(key) or ""
+        for i in range(0, len(text), 4):
+            out.append(delta({key: text[i:i + 4]}))
     if msg.get("tool_calls"):
-        calls = [{"index": i, **c} for i, c in enumerate(msg["tool_calls"])]
-        out.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": calls},
-                                          "finish_reason": None}]})
-    out.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+        out.append(delta({"tool_calls": [{"index": i, **c} for i, c in enumerate(msg["tool_calls"])]}))
+    others = {k: v for k, v in msg.items()
+              if k not in ("role", "content", "refusal", "tool_calls") and v is not None}
+    if others:
+        out.append(delta(others))
+    last = {"index": 0, "delta": {}, "finish_reason": choice["finish_reason"],
+            **{k: v for k, v in choice.items() if k not in _OWN_CHOICE}}
+    if choice.get("logprobs") is not None:
+        last["logprobs"] = choice["logprobs"]
+    out.append({**base, "choices": [last]})
     if include_usage:
         out.append({**base, "choices": [], "usage": body.get("usage")})
     return out

@@ -174,7 +174,7 @@ fn respond(
     cancel: &mut CancelCount,
     started: Instant,
     pinned: &[String],
-    publish: impl FnOnce(&Publish, crate::provider::openai_wire::Usage) -> Response,
+    publish: impl FnOnce(&Publish, serde_json::Value) -> Response,
 ) -> Response {
     let Ok(outcome) = joined else {
         return error_response(
@@ -186,7 +186,19 @@ fn respond(
     cancel.disarm();
     let (verdict, usage) = finish(st, &outcome, started);
     let (mut resp, name) = match verdict {
-        Verdict::Publish(p) => (publish(&p, usage), p.outcome),
+        Verdict::Publish(p) => {
+            let mut resp = publish(&p, usage);
+            // The upstream's request id and rate-limit state, as sent.
+            for (name, value) in p.headers() {
+                if let (Ok(k), Ok(v)) = (
+                    header::HeaderName::from_bytes(name.as_bytes()),
+                    HeaderValue::from_str(value),
+                ) {
+                    resp.headers_mut().insert(k, v);
+                }
+            }
+            (resp, p.outcome)
+        }
         Verdict::Refuse {
             status,
             body,
@@ -360,7 +372,7 @@ fn finish(
     st: &ServeState,
     outcome: &GuardOutcome,
     started: Instant,
-) -> (Verdict, crate::provider::openai_wire::Usage) {
+) -> (Verdict, serde_json::Value) {
     let attempts = outcome.attempts();
     let m = &st.metrics;
     m.attempts.inc_by(attempts.len() as u64);
@@ -524,7 +536,7 @@ async fn stream(
 fn published_events(
     h: &Header,
     p: &Publish,
-    usage: crate::provider::openai_wire::Usage,
+    usage: serde_json::Value,
     include_usage: bool,
 ) -> String {
     let mut text: String = answer::chunks(h, p, usage, include_usage)
