@@ -186,6 +186,8 @@ class FakeUpstream:
     def __init__(self, replies=None):
         self.replies = replies if replies is not None else [(200, completion())]
         self.requests = []
+        #: The path of each request (`…/chat/completions` or `…/responses`).
+        self.paths = []
         self.headers = []
         self.lock = threading.Lock()
         upstream = self
@@ -216,7 +218,8 @@ class FakeUpstream:
             def do_POST(self):
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                route = self.path.rstrip("/")
+                if not (route.endswith("/chat/completions") or route.endswith("/responses")):
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                     return
                 try:
@@ -227,6 +230,7 @@ class FakeUpstream:
                 with upstream.lock:
                     n = len(upstream.requests)
                     upstream.requests.append(body)
+                    upstream.paths.append(route)
                     upstream.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status, answer, *rest = upstream.reply(n, body)
                 headers = rest[0] if rest else None
@@ -258,6 +262,28 @@ class FakeUpstream:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=STOP_TIMEOUT)
+
+
+def response(text="Hello from upstream.", *, function_call=None, usage=(11, 7), rid="resp_up_1"):
+    """An OpenAI-shaped Responses API response: one message of output text,
+    or a function call."""
+    if function_call is not None:
+        name, arguments = function_call
+        output = [{"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": name,
+                   "arguments": arguments, "status": "completed"}]
+    else:
+        output = [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+                   "content": [{"type": "output_text", "text": text, "annotations": []}]}]
+    return {
+        "id": rid, "object": "response", "created_at": 1700000000, "status": "completed",
+        "model": "up-model", "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
+        "tools": [], "error": None, "incomplete_details": None, "instructions": None,
+        "metadata": {}, "temperature": 1.0, "top_p": 1.0,
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1],
+                  "total_tokens": usage[0] + usage[1],
+                  "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens_details": {"reasoning_tokens": 0}},
+    }
 
 
 # --- probity serve ------------------------------------------------------------

@@ -272,6 +272,12 @@ fn publish(output: &str, attempt: Option<&Attempt>, outcome: Outcome) -> Publish
 /// estimated, `provider::openai`) and `total_tokens` their sum. With one
 /// attempt whose usage the upstream reported, this is that usage as sent.
 pub fn usage(attempts: &[Attempt]) -> Value {
+    usage_as(attempts, ("prompt_tokens", "completion_tokens"))
+}
+
+/// [`usage`] with the input and output counts named `names` (the
+/// Responses API's `input_tokens`, `output_tokens`).
+pub fn usage_as(attempts: &[Attempt], names: (&str, &str)) -> Value {
     let (p, c) = attempts.iter().fold((0, 0), |(p, c), a| {
         (
             p + a.input_tokens.unwrap_or(0),
@@ -285,8 +291,8 @@ pub fn usage(attempts: &[Attempt]) -> Value {
     {
         add_counts(&mut sum, u);
     }
-    sum.insert("prompt_tokens".into(), json!(p));
-    sum.insert("completion_tokens".into(), json!(c));
+    sum.insert(names.0.into(), json!(p));
+    sum.insert(names.1.into(), json!(c));
     sum.insert("total_tokens".into(), json!(p + c));
     Value::Object(sum)
 }
