@@ -389,6 +389,35 @@ mod tests {
             .is_none());
     }
 
+    /// A refusal streamed in pieces, an audio answer's fields and a list
+    /// of indexed objects accumulate as the SDKs accumulate them; the
+    /// refusal is the checked text, and content is null beside it.
+    #[test]
+    fn a_streamed_refusal_and_other_fields_accumulate() {
+        let mut a = Assembly::default();
+        for data in [
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"service_tier":"default"}"#,
+            r#"{"choices":[{"index":0,"delta":{"refusal":"I can"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"refusal":"not."}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"annotations":[{"index":0,"type":"url_citation","title":"a"}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"annotations":[{"index":0,"title":"b"},{"index":1,"type":"x"}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop","stop_reason":7}]}"#,
+        ] {
+            a.take(data).unwrap();
+        }
+        let w = a.finish(false).unwrap();
+        assert_eq!(w.completion.text, "I cannot.");
+        let m = w.meta.unwrap();
+        assert_eq!(m.content, None);
+        assert_eq!(m.message_fields["refusal"], "I cannot.");
+        assert_eq!(
+            m.message_fields["annotations"],
+            serde_json::json!([{"index":0,"type":"url_citation","title":"ab"},{"index":1,"type":"x"}])
+        );
+        assert_eq!(m.choice_fields["stop_reason"], 7);
+        assert_eq!(m.response_fields["service_tier"], "default");
+    }
+
     #[test]
     fn an_error_event_and_an_empty_stream_are_errors() {
         let mut a = Assembly::default();
