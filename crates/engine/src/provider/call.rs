@@ -8,7 +8,7 @@ use crate::provider::limits::{Backoff, RateLimiter};
 use crate::provider::load::UpstreamLoad;
 use crate::provider::negotiate::says_format_unsupported;
 use crate::provider::types::{
-    AnswerMeta, CutWhen, Message, Provider, ProviderError, Request, WireAnswer, WireRequest,
+    AnswerMeta, Api, CutWhen, Message, Provider, ProviderError, Request, WireAnswer, WireRequest,
 };
 use crate::store::{CachedOutput, RunTotals};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -151,6 +151,10 @@ fn redact_meta(meta: AnswerMeta) -> AnswerMeta {
             serde_json::from_str(&clean).unwrap_or(serde_json::Value::Null)
         }
     };
+    let map = |m: serde_json::Map<String, serde_json::Value>| match json(m.into()) {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
     AnswerMeta {
         content: meta.content.map(redact_owned),
         tool_calls: meta.tool_calls.map(json),
@@ -158,6 +162,16 @@ fn redact_meta(meta: AnswerMeta) -> AnswerMeta {
         model: meta.model.map(redact_owned),
         logprobs: meta.logprobs.map(json),
         system_fingerprint: meta.system_fingerprint.map(redact_owned),
+        message_fields: map(meta.message_fields),
+        choice_fields: map(meta.choice_fields),
+        response_fields: map(meta.response_fields),
+        usage: meta.usage.map(json),
+        headers: meta
+            .headers
+            .into_iter()
+            .map(|(k, v)| (k, redact_owned(v)))
+            .collect(),
+        response: meta.response.map(json),
     }
 }
 
@@ -235,10 +249,25 @@ impl Caller {
         wire: &WireRequest,
         cut: Option<CutWhen<'_>>,
     ) -> Result<Answer, CallFailure> {
+        self.call_api(provider, request, (wire, Api::Chat), cut)
+            .await
+    }
+
+    /// [`Caller::call_wire`] for a client of `api`: a Responses API
+    /// request is sent with [`Provider::complete_responses`] and read
+    /// whole (never cut).
+    pub async fn call_api(
+        &self,
+        provider: &dyn Provider,
+        request: &Request,
+        (wire, api): (&WireRequest, Api),
+        cut: Option<CutWhen<'_>>,
+    ) -> Result<Answer, CallFailure> {
         self.call_with(request, || async {
-            match cut {
-                Some(cut) => provider.stream_wire(request, wire, cut).await,
-                None => provider.complete_wire(request, wire).await,
+            match (api, cut) {
+                (Api::Responses, _) => provider.complete_responses(request, wire).await,
+                (Api::Chat, Some(cut)) => provider.stream_wire(request, wire, cut).await,
+                (Api::Chat, None) => provider.complete_wire(request, wire).await,
             }
         })
         .await

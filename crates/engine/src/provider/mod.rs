@@ -19,6 +19,7 @@ pub mod limits;
 pub mod load;
 pub mod negotiate;
 pub(crate) mod openai;
+pub(crate) mod openai_responses;
 pub(crate) mod openai_stream;
 pub mod openai_wire;
 pub mod redact;
@@ -32,6 +33,7 @@ pub use error::ConfigError;
 pub use func::FnProvider;
 pub use http::{HttpConfig, HttpProvider};
 pub use openai::{parse_chat_completion, OpenAiConfig, OpenAiProvider};
+pub use types::Api;
 pub use types::{
     AnswerMeta, Completion, Message, Provider, ProviderError, Request, Role, ToolCall, WireAnswer,
     WireRequest,

@@ -58,6 +58,7 @@ mod failure;
 mod metrics;
 pub mod monitor;
 mod request;
+mod responses;
 mod state;
 
 pub use config::{load, Loaded, NothingPassed, ServeConfig};
@@ -305,6 +306,10 @@ impl Server {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat::chat))
             .route("/chat/completions", post(chat::chat))
+            .route("/v1/responses", post(chat::responses))
+            .route("/responses", post(chat::responses))
+            .route("/v1/embeddings", post(metrics::embeddings))
+            .route("/embeddings", post(metrics::embeddings))
             .route("/v1/models", get(metrics::models))
             .route("/models", get(metrics::models))
             .route("/v1/models/{id}", get(metrics::model))
