@@ -94,15 +94,16 @@ impl<'de> Deserialize<'de> for Concurrency {
             Count(i64),
             Word(String),
         }
-        let expected = || {
-            format!(
-                "concurrency must be a number from 1 to {} or \"auto\"",
-                bounds::MAX_CONCURRENCY
-            )
-        };
+        let expected = || "concurrency must be a number of calls at once or \"auto\"".to_string();
         match Raw::deserialize(d).map_err(|_| serde::de::Error::custom(expected()))? {
-            // Out of range is told by `check`, naming the value.
-            Raw::Count(n) => Ok(Concurrency::Fixed(usize::try_from(n).unwrap_or(0))),
+            Raw::Count(n) => bounds::count(
+                "concurrency",
+                u64::try_from(n).ok(),
+                &n,
+                bounds::MAX_CONCURRENCY,
+            )
+            .map(Concurrency::Fixed)
+            .map_err(serde::de::Error::custom),
             Raw::Word(w) if w == "auto" => Ok(Concurrency::Auto),
             Raw::Word(w) => Err(serde::de::Error::custom(format!(
                 "{}, not \"{}\"",
@@ -133,7 +134,8 @@ mod tests {
             .check()
             .unwrap_err()
             .contains("from 1"));
-        assert_eq!(read("concurrency = -3").unwrap().check().is_err(), true);
+        let e = read("concurrency = -3").err().unwrap().to_string();
+        assert!(e.contains("from 1 to 10,000, not -3"), "{e}");
         assert_eq!("auto".parse(), Ok(Concurrency::Auto));
         assert_eq!("8".parse(), Ok(Concurrency::Fixed(8)));
         assert!("0".parse::<Concurrency>().unwrap_err().contains("auto"));
