@@ -118,7 +118,7 @@ fn write_inputs(
     run: i64,
     inputs: &[(usize, Input)],
 ) -> Result<(), postgres::Error> {
-    let keep = last_of_each(&inputs, |(i, _)| *i);
+    let keep = last_of_each(inputs, |(i, _)| *i);
     let idx: Vec<i64> = keep.iter().map(|&k| inputs[k].0 as i64).collect();
     let ids: Vec<Vec<u8>> = keep
         .iter()
@@ -151,7 +151,7 @@ fn write_samples(
     recheck: bool,
     samples: &[SampleRow],
 ) -> Result<(), postgres::Error> {
-    let keep = last_of_each(&samples, |s| (s.input_idx, s.repetition));
+    let keep = last_of_each(samples, |s| (s.input_idx, s.repetition));
     let rows: Vec<_> = keep.iter().map(|&k| &samples[k]).collect();
     let i: Vec<i64> = rows.iter().map(|s| s.input_idx as i64).collect();
     let j: Vec<i64> = rows.iter().map(|s| s.repetition as i64).collect();
@@ -206,7 +206,7 @@ fn write_attempts(
     run: i64,
     attempts: &[AttemptRow],
 ) -> Result<(), postgres::Error> {
-    let keep = last_of_each(&attempts, |a| (a.input_idx, a.repetition, a.attempt));
+    let keep = last_of_each(attempts, |a| (a.input_idx, a.repetition, a.attempt));
     let rows: Vec<_> = keep.iter().map(|&k| &attempts[k]).collect();
     let i: Vec<i64> = rows.iter().map(|a| a.input_idx as i64).collect();
     let j: Vec<i64> = rows.iter().map(|a| a.repetition as i64).collect();
@@ -263,7 +263,7 @@ fn write_judgements(
     tx: &mut Transaction<'_>,
     judgements: &[JudgementRow],
 ) -> Result<(), postgres::Error> {
-    let keep = last_of_each(&judgements, |j| j.cache_key.clone());
+    let keep = last_of_each(judgements, |j| j.cache_key.clone());
     let rows: Vec<_> = keep.iter().map(|&k| &judgements[k]).collect();
     let key: Vec<&str> = rows.iter().map(|j| j.cache_key.as_str()).collect();
     let pass: Vec<bool> = rows.iter().map(|j| j.pass).collect();
