@@ -8,7 +8,10 @@
 //! {
 //!   "schema": "probity.report.v1",
 //!   "run": {id, name, created_at, config_hash, system, duration_s, model_calls, cached, complete,
-//!           judge_calls, tokens, reused_from},
+//!           judge_calls, tokens, reused_from,
+//!           calls: null | {processes, wall_s, process_s, call_s, queued_s,
+//!                  structured_output: [{check, asked, used}],
+//!                  auto_concurrency: null | {chosen, most, settled, tried: [[n, calls/s]]}}},
 //!   "shape": {inputs, outputs_per_input, checks},
 //!   "options": {confidence, interval, errors, verdict, strategy, aggregate, retry_target, cluster},
 //!   "passed": bool,
