@@ -37,6 +37,7 @@ mod set;
 mod store_urls;
 mod traces;
 mod trouble;
+mod upstream;
 mod variants;
 mod view;
 

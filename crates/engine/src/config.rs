@@ -25,6 +25,7 @@
 //! Unknown keys are errors, and every error names the file, the line and
 //! column, and the field.
 
+pub mod concurrency;
 pub mod example;
 pub mod inputs;
 pub mod set;
@@ -132,8 +133,9 @@ pub struct ExperimentConfig {
     pub errors: ErrorPolicy,
     /// `point` (the paper), `lower-bound` or `three-way`.
     pub verdict: VerdictMode,
-    /// Calls in flight at once.
-    pub concurrency: usize,
+    /// Calls in flight at once: a number, or `"auto"` (found while the
+    /// run goes, [`concurrency::Concurrency::Auto`]).
+    pub concurrency: concurrency::Concurrency,
     /// Seconds before one call is abandoned (and retried).
     pub timeout_s: f64,
     /// Seconds the whole run may take; what is done by then is reported.
@@ -185,7 +187,7 @@ impl Default for ExperimentConfig {
             interval: o.interval,
             errors: o.errors,
             verdict: o.verdict,
-            concurrency: 16,
+            concurrency: concurrency::Concurrency::default(),
             timeout_s: 60.0,
             deadline_s: None,
             call_attempts: 4,
@@ -333,7 +335,7 @@ pub struct Overrides {
     /// In place of `[experiment] outputs_per_input`.
     pub outputs_per_input: Option<usize>,
     /// In place of `[experiment] concurrency`.
-    pub concurrency: Option<usize>,
+    pub concurrency: Option<concurrency::Concurrency>,
 }
 
 impl Overrides {
@@ -652,7 +654,8 @@ impl Config {
             retry: self.file.retry.clone(),
             analysis: self.analysis(),
             calls: self.calls(),
-            concurrency: e.concurrency,
+            concurrency: e.concurrency.workers(),
+            auto_concurrency: e.concurrency.is_auto(),
             deadline: e.deadline_s.map(bounds::clamp_seconds),
             error_budget: e.error_budget,
             sequential: e
@@ -672,7 +675,7 @@ impl Config {
             checks: &self.checks,
             settings: StoredSettings::new(&self.analysis(), None),
             calls: self.calls(),
-            concurrency: self.file.experiment.concurrency,
+            concurrency: self.file.experiment.concurrency.workers(),
             source: Some(self.source()),
         }
     }
@@ -684,7 +687,7 @@ fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
         e.outputs_per_input,
         bounds::MAX_OUTPUTS_PER_INPUT,
     )?;
-    bounds::within("concurrency", e.concurrency, bounds::MAX_CONCURRENCY)?;
+    e.concurrency.check()?;
     bounds::within(
         "call_attempts",
         e.call_attempts as usize,

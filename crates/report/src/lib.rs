@@ -46,7 +46,7 @@ mod svg;
 pub mod text;
 
 pub use document::comparison::ComparisonReport;
-pub use document::info::RunInfo;
+pub use document::info::{AutoConcurrencyInfo, CallsInfo, RunInfo};
 pub use document::plan::{PlanReport, PlanRun, SampleSizeCheck, SampleSizePlan};
 pub use document::run::{Example, FailingSample, RunReport};
 pub use document::trend::{TrendReport, TrendRun};

@@ -114,6 +114,7 @@ fn run(r: &RunReport) -> String {
     }
     md.push_str(&facts_line.join(" · "));
     md.push_str("  \n");
+    md.push_str(&calls_time_md(r));
     md.push_str(&facts::statistics_line(r));
     md.push_str("\n\n");
     // A sequential run: why and when it stopped, its sequences.
@@ -286,6 +287,19 @@ fn run(r: &RunReport) -> String {
 /// Per calibrated verifier: its judge's sensitivity and specificity, the
 /// corrected rate beside the raw one, and a warning when the judge is too
 /// weak (`facts::calibration`).
+/// The wall and call time, structured output and auto concurrency lines
+/// ([`crate::facts::upstream`]), escaped, each ending a Markdown line;
+/// empty when the store has none.
+fn calls_time_md(r: &RunReport) -> String {
+    let Some(c) = &r.run.calls else {
+        return String::new();
+    };
+    crate::facts::upstream::lines(c)
+        .iter()
+        .map(|line| format!("{}  \n", md_inline(line)))
+        .collect()
+}
+
 fn calibration_section(md: &mut String, r: &RunReport) {
     let calibrated: Vec<_> = r
         .summary

@@ -10,6 +10,7 @@
 
 use crate::checks::verifier::{JudgeVerdict, Verifier};
 use crate::provider::call::Caller;
+use crate::provider::types::Provider;
 use crate::store::{JudgementCache, JudgementRow};
 use probity_core::validator::{on_eval_stack, PreparedInput};
 use probity_core::{Cell, CheckInfo, CheckKind, Validator, Verdict};
@@ -168,6 +169,19 @@ impl Checks {
             .iter()
             .map(validator_info)
             .chain(self.verifiers.iter().map(Verifier::info))
+            .collect()
+    }
+
+    /// Each verifier whose judge negotiates structured output: `(check,
+    /// mode asked, mode used)` ([`Provider::structured_output`]), in
+    /// column order.
+    pub fn structured_outputs(&self) -> Vec<(String, String, String)> {
+        self.verifiers
+            .iter()
+            .filter_map(|v| {
+                let (asked, used) = v.judge.structured_output()?;
+                Some((v.name.clone(), asked.to_string(), used.to_string()))
+            })
             .collect()
     }
 

@@ -208,11 +208,11 @@ impl Caller {
         }
     }
 
-    /// This caller with `concurrency = "auto"`: once the upstream is found
-    /// to answer only a few calls at a time, only that many are sent at
-    /// once ([`UpstreamLoad::auto`]).
-    pub fn auto_concurrency(mut self) -> Self {
-        self.load = std::mem::take(&mut self.load).auto();
+    /// This caller with `concurrency = "auto"`, at most `most` calls at
+    /// once: the calls sent at once start at one and double while the
+    /// upstream's throughput grows with them ([`UpstreamLoad::set_auto`]).
+    pub fn auto_concurrency(self, most: usize) -> Self {
+        self.load.set_auto(most);
         self
     }
 
@@ -336,18 +336,19 @@ impl Caller {
 
     /// An answered call's latency, kept per calls in flight; the first
     /// time they show an upstream answering one call at a time, a note on
-    /// standard error says so and what concurrency it is worth.
+    /// standard error says so and what concurrency it is worth; with
+    /// `concurrency = "auto"`, a note says where it settled.
     fn answered(&self, level: u64, service: Duration) {
         self.service_us
             .fetch_add(micros(service), Ordering::Relaxed);
-        let answered = self.load.answered(level, service);
+        let (answered, settled) = self.load.answered(level, service);
+        if let Some(search) = settled {
+            crate::stderr::line(format_args!(
+                "note: {search}; the rest wait on this side (not counted against timeout_s)"
+            ));
+        }
         if let Some(serial) = self.load.notice(answered) {
-            match self.load.limit() {
-                Some(n) => crate::stderr::line(format_args!(
-                    "note: {serial}; concurrency auto: {n} sent at a time from now on, the rest waiting on this side (not counted against timeout_s)"
-                )),
-                None => crate::stderr::line(format_args!("note: {serial}")),
-            }
+            crate::stderr::line(format_args!("note: {serial}, or `concurrency = \"auto\"`"));
         }
     }
 
@@ -417,16 +418,17 @@ mod tests {
         assert_eq!(tries("overloaded").await, (4, 4));
     }
 
-    /// An upstream answering one call at a time, `SERVICE` each, first
-    /// come first served (a llama.cpp server with one slot).
-    struct OneAtATime(tokio::sync::Mutex<()>);
+    /// An upstream answering as many calls at a time as its semaphore
+    /// has places, `SERVICE` each, first come first served (a llama.cpp
+    /// server with that many slots).
+    struct Slots(tokio::sync::Semaphore);
 
     const SERVICE: Duration = Duration::from_millis(100);
 
     #[async_trait::async_trait]
-    impl Provider for OneAtATime {
+    impl Provider for Slots {
         async fn complete(&self, _: &Request) -> Result<Completion, ProviderError> {
-            let _one = self.0.lock().await;
+            let _slot = self.0.acquire().await.unwrap();
             tokio::time::sleep(SERVICE).await;
             Ok(Completion {
                 text: "ok".into(),
@@ -439,16 +441,26 @@ mod tests {
     }
 
     /// 16 workers making 8 calls each, one after another (the runner's
-    /// shape): every answer's latency, in the order answered.
+    /// shape), to an upstream with one slot: every answer's latency, in
+    /// the order answered.
     async fn sixteen_workers(caller: Arc<Caller>) -> Vec<f64> {
-        let upstream = Arc::new(OneAtATime(tokio::sync::Mutex::new(())));
+        workers_on_slots(caller, 16, 8, 1).await
+    }
+
+    async fn workers_on_slots(
+        caller: Arc<Caller>,
+        workers: usize,
+        calls: usize,
+        slots: usize,
+    ) -> Vec<f64> {
+        let upstream = Arc::new(Slots(tokio::sync::Semaphore::new(slots)));
         let answers = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let workers: Vec<_> = (0..16)
+        let workers: Vec<_> = (0..workers)
             .map(|_| {
                 let (caller, upstream, answers) =
                     (caller.clone(), upstream.clone(), answers.clone());
                 tokio::spawn(async move {
-                    for _ in 0..8 {
+                    for _ in 0..calls {
                         let a = caller.call(upstream.as_ref(), &request()).await.unwrap();
                         answers.lock().unwrap().push(a.latency_ms.unwrap());
                     }
@@ -467,7 +479,7 @@ mod tests {
         let settings = || Caller::new(Arc::new(RateLimiter::default()), Duration::from_secs(60), 1);
         let plain = Arc::new(settings());
         let queued_there = sixteen_workers(plain.clone()).await;
-        let auto = Arc::new(settings().auto_concurrency());
+        let auto = Arc::new(settings().auto_concurrency(16));
         let queued_here = sixteen_workers(auto.clone()).await;
         assert_eq!(plain.load.limit(), None, "only asked for");
         assert_eq!(auto.load.limit(), Some(1));
@@ -486,6 +498,31 @@ mod tests {
         );
         assert!(Caller::count(&auto.queued_us) > 0);
         assert_eq!(Caller::count(&plain.queued_us), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn auto_concurrency_settles_at_what_the_upstream_serves_at_once() {
+        // (slots at the upstream, where auto may settle): one at a time
+        // settles at 1 (2 bought nothing); four slots at 4; an upstream
+        // serving every call at once goes up to the most it may send.
+        for (slots, settle) in [(1, 1..=2), (2, 2..=2), (4, 4..=4), (1000, 32..=32)] {
+            let caller = Caller::new(Arc::new(RateLimiter::default()), Duration::from_secs(60), 1);
+            let caller = Arc::new(caller.auto_concurrency(32));
+            workers_on_slots(caller.clone(), 32, 16, slots).await;
+            let search = caller.load.auto_search().unwrap();
+            assert!(search.settled, "{slots} slots: {search:?}");
+            assert!(settle.contains(&search.chosen), "{slots} slots: {search:?}");
+            assert_eq!(caller.load.limit(), Some(search.chosen));
+            // Each limit tried twice the one before, from 1.
+            let tried: Vec<u64> = search.tried.iter().map(|t| t.0).collect();
+            assert_eq!(tried[0], 1);
+            assert!(tried.windows(2).all(|w| w[1] == 2 * w[0]), "{tried:?}");
+            let text = search.to_string();
+            assert!(
+                text.starts_with(&format!("concurrency auto: {} at a time", search.chosen)),
+                "{text}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -303,6 +303,13 @@ pub trait Provider: Send + Sync {
     /// key. Never includes secrets.
     fn fingerprint(&self) -> String;
 
+    /// For a provider that negotiates structured output with its upstream
+    /// (`crate::provider::negotiate`): the mode asked for and the mode its
+    /// next call uses, by their configuration names. `None` for others.
+    fn structured_output(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
+
     /// Whether this provider sends the Chat Completions request field
     /// `field` of a [`WireRequest`] on to its system. The default: none —
     /// a provider without a chat protocol honours no such field, and
@@ -389,6 +396,10 @@ impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
 
     fn speaks(&self, api: Api) -> bool {
         (**self).speaks(api)
+    }
+
+    fn structured_output(&self) -> Option<(&'static str, &'static str)> {
+        (**self).structured_output()
     }
 
     async fn complete_wire(

@@ -71,8 +71,12 @@ pub struct Experiment {
     pub analysis: Analysis,
     /// Rate limits, per-call timeout and retries on transient errors.
     pub calls: CallSettings,
-    /// Calls in flight at once.
+    /// Calls in flight at once (with `auto_concurrency`, at most).
     pub concurrency: usize,
+    /// `concurrency = "auto"`: the calls sent at once start at one and
+    /// double while the upstream's throughput grows with them
+    /// ([`crate::provider::load::UpstreamLoad::auto`]).
+    pub auto_concurrency: bool,
     /// The whole run's time limit; what is done by then is reported.
     pub deadline: Option<Duration>,
     /// The share of samples whose call may fail before the run stops with
@@ -133,6 +137,7 @@ impl Experiment {
             analysis: Analysis::default(),
             calls: CallSettings::default(),
             concurrency: 16,
+            auto_concurrency: false,
             deadline: None,
             error_budget: DEFAULT_ERROR_BUDGET,
             sequential: None,

@@ -226,6 +226,9 @@ struct Header {
     conclusion: String,
     experiment: String,
     calls: String,
+    /// The wall and call time, structured output, auto concurrency
+    /// (`facts::upstream`).
+    calls_time: Vec<String>,
     statistics: String,
     sequential: Option<Sequential>,
     cells: String,
@@ -280,7 +283,17 @@ fn header(r: &RunReport) -> Header {
         ),
         aggregate: facts::aggregate_line(r, &|s| s.to_string()),
         aggregate_scope: facts::scope_note(&s.aggregate.rate),
+        calls_time: calls_time(r),
     }
+}
+
+/// [`crate::facts::upstream::lines`] of the run, when the store has them.
+fn calls_time(r: &RunReport) -> Vec<String> {
+    r.run
+        .calls
+        .as_ref()
+        .map(crate::facts::upstream::lines)
+        .unwrap_or_default()
 }
 
 /// Inputs offered by the input filter: those in the (capped) tables and

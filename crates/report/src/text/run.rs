@@ -65,6 +65,19 @@ fn safe(s: &str) -> String {
     terminal_line(s, LINE_MAX_CHARS)
 }
 
+/// The wall and call time, structured output and auto concurrency lines
+/// ([`crate::facts::upstream`]), dim, one per line; empty when the store
+/// has none.
+fn calls_time(r: &RunReport, p: &Paint, indent: &str) -> String {
+    let Some(c) = &r.run.calls else {
+        return String::new();
+    };
+    crate::facts::upstream::lines(c)
+        .iter()
+        .map(|line| format!("{indent}{}\n", p.dim(&safe(line))))
+        .collect()
+}
+
 /// Render the terminal report; `color` adds ANSI colours and bold.
 pub(crate) fn render(r: &RunReport, color: bool) -> String {
     let p = Paint { on: color };
@@ -106,6 +119,7 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
     if !meta.is_empty() {
         out.push_str(&format!("{indent}{}\n", p.dim(&meta.join(" · "))));
     }
+    out.push_str(&calls_time(r, &p, &indent));
     out.push_str(&format!("{indent}{}\n", p.dim(&facts::statistics_line(r))));
     // A sequential run: why and when it stopped, its sequences.
     if let Some(o) = &s.sequential {

@@ -180,6 +180,7 @@ pub fn report() -> RunReport {
             reused_from: Some(11),
             judge_calls_by_check: Vec::new(),
             complete: true,
+            calls: None,
         },
         summary: summary(),
         input_labels: vec![
@@ -361,6 +362,7 @@ pub fn tensor_report(n: usize, m: usize) -> RunReport {
             tokens: 0,
             reused_from: None,
             complete: true,
+            calls: None,
             judge_calls_by_check: vec![(format!("judge {HOSTILE}"), 3)],
         },
         summary,

@@ -73,6 +73,9 @@ pub(super) async fn open<'s>(
         ReliabilityTensor::new(n, m, k).map_err(|e| config_error(experiment, e.to_string()))?;
     let mut settings = experiment.stored_settings();
     let caller: Arc<Caller> = experiment.calls.caller();
+    if experiment.auto_concurrency {
+        caller.load.set_auto(experiment.concurrency);
+    }
     // Calibrated verifiers: their judges answer the labelled sets first
     // (stored with the run, so its reports correct the rate as this one);
     // verdicts the store keeps for the same questions are not asked again.
