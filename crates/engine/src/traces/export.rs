@@ -176,10 +176,8 @@ async fn send_loop(
         } else if events >= BATCH {
             None
         } else {
-            match tokio::time::timeout(LINGER, rx.recv()).await {
-                Ok(v) => v,
-                Err(_) => None,
-            }
+            // The linger ran out, or the queue closed: send.
+            tokio::time::timeout(LINGER, rx.recv()).await.ok().flatten()
         };
         match next {
             Some(v) => batch.push(v),
