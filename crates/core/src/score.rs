@@ -113,3 +113,33 @@ impl ClusterAccumulator {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_that_does_not_apply_is_no_condition_on_the_output() {
+        let p = ErrorPolicy::Exclude;
+        assert_eq!(
+            output_passes_all(&[Cell::Pass, Cell::NotApplicable], p),
+            Some(true)
+        );
+        assert_eq!(
+            output_passes_all(&[Cell::Fail, Cell::NotApplicable], p),
+            Some(false)
+        );
+        assert_eq!(
+            output_passes_all(&[Cell::Missing, Cell::NotApplicable], p),
+            None
+        );
+        assert_eq!(
+            cell_value(Cell::NotApplicable, ErrorPolicy::AsFailure),
+            None
+        );
+        assert_eq!(
+            output_score(&[Cell::Pass, Cell::NotApplicable], &[1.0, 5.0], p),
+            Some(1.0)
+        );
+    }
+}

@@ -466,6 +466,44 @@ mod tests {
     }
 
     #[test]
+    fn not_applicable_belongs_to_an_input_and_check_and_survives_packing() {
+        let mut t = ReliabilityTensor::new(3, 4, 2).unwrap();
+        t.set(1, 0, 1, Cell::NotApplicable).unwrap();
+        t.set(0, 2, 1, Cell::Pass).unwrap();
+        t.set(1, 2, 0, Cell::Fail).unwrap();
+        // Every output of input 1 is not applicable to check 1, none other.
+        for j in 0..4 {
+            assert_eq!(t.get(1, j, 1), Some(Cell::NotApplicable));
+        }
+        assert_eq!(t.get(1, 2, 0), Some(Cell::Fail));
+        assert_eq!(t.get(0, 2, 1), Some(Cell::Pass));
+        assert_eq!(t.applicable_inputs(1), 2);
+        assert_eq!(t.applicable_inputs(0), 3);
+        // A verdict where the check does not apply is refused.
+        assert!(matches!(
+            t.set(1, 3, 1, Cell::Pass),
+            Err(TensorError::NotApplicable {
+                i: 1,
+                j: 3,
+                k: 1,
+                ..
+            })
+        ));
+        // Not counted: check 1's counts are over inputs 0 and 2 alone.
+        let m = t.marginals();
+        assert_eq!(m.by_validator[1].total(), 8);
+        assert_eq!(t.input_counts(1, 1).total(), 0);
+        // The mask is read back from the packed bytes; the cells alone
+        // (a tensor stored before the mask existed) still read.
+        let back = ReliabilityTensor::from_packed(3, 4, 2, t.packed()).unwrap();
+        assert_eq!(back, t);
+        let plain = ReliabilityTensor::new(3, 4, 2).unwrap();
+        assert_eq!(plain.packed().len(), 6);
+        assert!(ReliabilityTensor::from_packed(3, 4, 2, plain.packed()).is_ok());
+        assert!(ReliabilityTensor::from_packed(3, 4, 2, vec![0; 8]).is_err());
+    }
+
+    #[test]
     fn cells_round_trip_and_neighbours_are_untouched() {
         let mut t = ReliabilityTensor::new(3, 5, 7).unwrap();
         let cells = [Cell::Pass, Cell::Fail, Cell::Error, Cell::Missing];
