@@ -686,6 +686,7 @@ mod tests {
             structured: Structured::default(),
             system: None,
             calibration: None,
+            when: None,
         }
         .compile(&ProviderConfig::default())
         .unwrap();
@@ -709,6 +710,7 @@ mod tests {
             structured: Structured::default(),
             system: None,
             calibration: None,
+            when: None,
         }
         .compile(&ProviderConfig::default())
         .unwrap();
@@ -742,6 +744,7 @@ mod tests {
             structured: Structured::None,
             system: None,
             calibration: None,
+            when: None,
         }
         .compile(&ProviderConfig::default())
         .unwrap();
