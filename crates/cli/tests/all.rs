@@ -28,6 +28,7 @@ mod report_facts;
 mod resume;
 mod run;
 mod runs;
+mod scoped_checks;
 mod sequential;
 mod serve;
 mod serve_calibration;

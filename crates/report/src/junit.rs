@@ -354,7 +354,7 @@ fn check_case(r: &RunReport, idx: usize, classname: &str) -> TestCase {
     if let Some(b) = broken {
         out.insert(0, causes::broken_line(r, b, &|s| s.to_string()));
     }
-    out.extend(facts::inputs_note(&c.rate));
+    out.extend(facts::check_inputs_note(c));
     out.extend(facts::scope_note(&c.rate));
     out.extend(facts::errors(&c.rate, s.options.errors));
     if let Some(g) = r.causes.checks.get(idx).filter(|g| g.total > 0) {

@@ -217,7 +217,14 @@ impl Checks {
             let (verdict, given) = if self.stop.is_stopped() {
                 (Verdict::error(STOPPED), None)
             } else {
-                v.explain_prepared(input, output)
+                match v.applies(input) {
+                    Ok(true) => v.explain_prepared(input, output),
+                    Ok(false) => {
+                        cells.push(Cell::NotApplicable);
+                        continue;
+                    }
+                    Err(reason) => (Verdict::error(reason), None),
+                }
             };
             match (&verdict, given) {
                 (Verdict::Error { reason }, _) => reasons.push((k, reason.clone())),
@@ -314,9 +321,23 @@ impl Checks {
             self.validate(input, output)
         };
         let (mut judge_calls, mut judge_cached) = (0, 0);
+        let prepared = input;
         let input = input.input();
         for (w, v) in self.verifiers.iter().enumerate() {
             let k = self.validators.len() + w;
+            // Not applicable: no judgement asked, none cached.
+            match v.when.as_ref().map(|c| c.applies(prepared)) {
+                Some(Ok(false)) => {
+                    cells.push(Cell::NotApplicable);
+                    continue;
+                }
+                Some(Err(reason)) => {
+                    cells.push(Cell::Error);
+                    reasons.push((k, reason));
+                    continue;
+                }
+                _ => {}
+            }
             let key = judging
                 .cache
                 .as_ref()

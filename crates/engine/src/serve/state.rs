@@ -370,6 +370,7 @@ impl Metrics {
                 Cell::Fail => "fail",
                 Cell::Error => "error",
                 Cell::Missing => "missing",
+                Cell::NotApplicable => "not_applicable",
             };
             self.cells
                 .get_or_create(&CellLabels {

@@ -21,7 +21,8 @@ pub(super) trait RowRead {
     fn flag(&self, i: usize) -> Result<bool, Self::Error>;
 }
 
-/// A cell as stored: one byte (0 missing, 1 pass, 2 fail, 3 error).
+/// A cell as stored: one byte (0 missing, 1 pass, 2 fail, 3 error, 4 not
+/// applicable).
 pub(super) fn cell_byte(c: Cell) -> u8 {
     c as u8
 }
@@ -31,6 +32,7 @@ pub(super) fn byte_cell(b: u8) -> Cell {
         1 => Cell::Pass,
         2 => Cell::Fail,
         3 => Cell::Error,
+        4 => Cell::NotApplicable,
         _ => Cell::Missing,
     }
 }

@@ -478,6 +478,25 @@ pub fn inputs_note(rate: &RateEstimate) -> Option<String> {
     })
 }
 
+/// [`inputs_note`] of a check's rate, with the inputs it applies to when
+/// not all: `over 2 inputs · applies to 2 of 5 inputs (3 not applicable)`.
+pub fn check_inputs_note(c: &probity_core::CheckSummary) -> Option<String> {
+    let over = inputs_note(&c.rate);
+    let Some(a) = c.applies_to else {
+        return over;
+    };
+    let applies = format!(
+        "applies to {} of {} inputs ({} not applicable)",
+        a.inputs,
+        a.of,
+        a.of - a.inputs
+    );
+    Some(match over {
+        Some(o) => format!("{o} · {applies}"),
+        None => applies,
+    })
+}
+
 /// What a rate's interval is about, when it is not the population of
 /// inputs (`Scope::TheseInputs`): `interval about these 3 inputs only
 /// (fewer than 5): no verdict about the system is established`.

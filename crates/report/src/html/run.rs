@@ -338,7 +338,7 @@ fn checks(r: &RunReport, lo: f64) -> Vec<CheckRow> {
             let broken = r.broken_cause(k);
             let shown = crate::facts::calibration::shown_rate(c, s.sequential.is_some());
             let mut notes = Vec::new();
-            notes.extend(facts::inputs_note(&c.rate));
+            notes.extend(facts::check_inputs_note(c));
             notes.extend(facts::errors(&c.rate, s.options.errors));
             notes.extend(facts::design_effect(&c.rate));
             if let Some(w) = &c.worst_input {

@@ -19,7 +19,8 @@
 //!   "counts": {pass, fail, error, missing},
 //!   "checks": [{index, name, kind, message, threshold, weight, rate, verdict,
 //!               worst_input, breakdown_by, breakdown_below, breakdown,
-//!               broken, errors: causes, consistency, calibration}],
+//!               broken, errors: causes, consistency, calibration,
+//!               applies_to: {inputs, of} | null}],
 //!   "aggregate": {method, rate, worst_check, per_check},
 //!   "profiles": {inputs: [entry], outputs: [entry]},
 //!   "retry": {target, rates, p_independent, independent, measured, conservative,
@@ -548,6 +549,10 @@ pub struct WireCheck<'a> {
     pub consistency: Option<WireConsistency<'a>>,
     /// A verifier calibrated on a labelled set (added within v1).
     pub calibration: Option<crate::json::calibration::WireCalibration>,
+    /// The inputs the check applies to, `{inputs, of}` (its `when`, or
+    /// its inputs' own checks); `null` when it applies to all (added
+    /// within v1). Its rate is over these inputs alone.
+    pub applies_to: Option<probity_core::AppliesTo>,
 }
 
 #[derive(Debug, Serialize)]
@@ -787,6 +792,7 @@ fn check<'a>(r: &'a RunReport, index: usize, c: &'a CheckSummary) -> WireCheck<'
             c,
             r.summary.sequential.is_some(),
         ),
+        applies_to: c.applies_to,
     }
 }
 

@@ -207,7 +207,7 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
         if facts::not_passing(c) && !c.info.message.is_empty() {
             out.push_str(&format!("{indent}{}\n", safe(&c.info.message)));
         }
-        if let Some(i) = facts::inputs_note(&c.rate) {
+        if let Some(i) = facts::check_inputs_note(c) {
             notes.push(i);
         }
         if let Some(e) = facts::errors(&c.rate, s.options.errors) {

@@ -63,6 +63,7 @@ pub fn check(
         breakdown: Vec::new(),
         consistency: None,
         calibration: None,
+        applies_to: None,
         breakdown_below: 0,
         worst_input: None,
         example_failure: None,

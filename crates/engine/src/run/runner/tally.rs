@@ -42,7 +42,7 @@ impl Tally {
     pub fn cells(&mut self, i: usize, j: usize, cells: &[Cell]) {
         for (kk, &cell) in cells.iter().enumerate().take(self.progress.passes.len()) {
             let _ = self.tensor.set(i, j, kk, cell);
-            if cell != Cell::Missing {
+            if !matches!(cell, Cell::Missing | Cell::NotApplicable) {
                 self.progress.passes[kk].1 += 1;
                 self.progress.passes[kk].0 += (cell == Cell::Pass) as u64;
             }
