@@ -117,14 +117,15 @@ fn header(out: &mut String, r: &RunReport, p: &Paint, indent: &str) {
     }
     out.push_str(&format!("{indent}{}\n", p.dim(&facts::statistics_line(r))));
     // A sequential run: why and when it stopped, its sequences.
+    // probity's own sentences, whole: cut, a stop reason would end mid-word.
     if let Some(o) = &s.sequential {
         out.push_str(&format!(
             "{indent}{}\n",
-            p.bold(&safe(&sequential::headline(o)))
+            p.bold(&terminal_line(&sequential::headline(o), 0))
         ));
         out.push_str(&format!(
             "{indent}{}\n",
-            p.dim(&safe(&sequential::method_line(o)))
+            p.dim(&terminal_line(&sequential::method_line(o), 0))
         ));
         for c in &o.checks {
             let line = sequential::check_line(c, m as u64, &|n| terminal_line(n, NAME_MAX_CHARS));
