@@ -197,8 +197,11 @@ pub struct SimModel {
     seed: u64,
     /// Tries so far per request (hash of messages, repetition, attempt):
     /// numbers a retry's own draws (clones share it).
-    tries: Arc<Mutex<HashMap<(u64, u64, u64), u64>>>,
+    tries: Tries,
 }
+
+/// Tries so far per request: (hash of messages, repetition, attempt) → count.
+type Tries = Arc<Mutex<HashMap<(u64, u64, u64), u64>>>;
 
 /// Stream labels, so each use of randomness has its own independent draws.
 const STREAM_CALL: u64 = 1;
