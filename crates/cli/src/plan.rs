@@ -25,9 +25,14 @@ pub struct PlanArgs {
         allow_hyphen_values = true
     )]
     rates: Vec<f64>,
-    /// Target probability that some attempt passes every check.
+    /// Target probability that some attempt passes every check (the
+    /// retry target of §4.2).
     #[arg(long, default_value_t = 0.99)]
-    confidence: f64,
+    target: f64,
+    /// The retry target's old name, refused with a message naming
+    /// `--target`: everywhere else `--confidence` is an interval's.
+    #[arg(long = "confidence", hide = true, allow_hyphen_values = true)]
+    old_confidence: Option<String>,
     /// Minimum success rates, one per rate (e.g. 0.95,0.9): also plan the
     /// sample size — the fixed N × M for --power and the cost of a
     /// sequential run.
@@ -75,15 +80,19 @@ pub struct PlanArgs {
 }
 
 pub fn run(args: &PlanArgs) -> Result<u8, Failure> {
+    if let Some(old) = &args.old_confidence {
+        return Err(Failure::usage(format!(
+            "--confidence {old}: the retry target of `probity plan` is now --target (e.g. --target 0.99); --confidence means an interval's confidence everywhere else (the sample size's is --test-confidence)"
+        )));
+    }
     if let Some(run) = &args.run {
-        let target = check_target(args.confidence)
-            .map_err(|e| Failure::usage(format!("--confidence: {e}")))?;
+        let target =
+            check_target(args.target).map_err(|e| Failure::usage(format!("--target: {e}")))?;
         return from_run(args, run, target);
     }
     let plan =
         RetryPlan::from_rates(&args.rates).map_err(|e| Failure::usage(format!("--rates: {e}")))?;
-    let target =
-        check_target(args.confidence).map_err(|e| Failure::usage(format!("--confidence: {e}")))?;
+    let target = check_target(args.target).map_err(|e| Failure::usage(format!("--target: {e}")))?;
     let sample_size = if args.thresholds.is_empty() {
         None
     } else {
