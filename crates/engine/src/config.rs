@@ -676,6 +676,8 @@ impl Config {
             calls: self.calls(),
             concurrency: self.file.experiment.concurrency,
             source: Some(self.source()),
+            agent: self.agent.clone(),
+            episode: None,
         }
     }
 }
