@@ -124,9 +124,22 @@ fn an_agents_run_is_revalidated_and_exported_without_new_episodes() {
     let path = dir.path().join("probity.toml");
     let run = probity(
         dir.path(),
-        &["run", "--quiet", "--outputs", "3", "--format", "json", "--set", "user.seed=1"],
+        &[
+            "run",
+            "--quiet",
+            "--outputs",
+            "3",
+            "--format",
+            "json",
+            "--set",
+            "user.seed=1",
+        ],
     );
-    assert!(matches!(run.status.code(), Some(0 | 1)), "{}", text(&run.stderr));
+    assert!(
+        matches!(run.status.code(), Some(0 | 1)),
+        "{}",
+        text(&run.stderr)
+    );
     let first: Value = serde_json::from_slice(&run.stdout).unwrap();
     // The episodes' model calls are the run's calls (one per agent turn,
     // the simulated user's included), never 0.
@@ -141,9 +154,20 @@ fn an_agents_run_is_revalidated_and_exported_without_new_episodes() {
     .unwrap();
     let re = probity(
         dir.path(),
-        &["revalidate", "1", "--config", "probity.toml", "--format", "json"],
+        &[
+            "revalidate",
+            "1",
+            "--config",
+            "probity.toml",
+            "--format",
+            "json",
+        ],
     );
-    assert!(matches!(re.status.code(), Some(0 | 1)), "{}", text(&re.stderr));
+    assert!(
+        matches!(re.status.code(), Some(0 | 1)),
+        "{}",
+        text(&re.stderr)
+    );
     let j: Value = serde_json::from_slice(&re.stdout).unwrap();
     let names: Vec<&str> = j["checks"]
         .as_array()
@@ -155,22 +179,34 @@ fn an_agents_run_is_revalidated_and_exported_without_new_episodes() {
     // The stored verdicts judged again, the same; the new check fails
     // every judged episode; no call was made.
     for k in 0..2 {
-        assert_eq!(j["checks"][k]["rate"]["pass"], first["checks"][k]["rate"]["pass"]);
+        assert_eq!(
+            j["checks"][k]["rate"]["pass"],
+            first["checks"][k]["rate"]["pass"]
+        );
         assert_eq!(j["checks"][k]["rate"]["n"], first["checks"][k]["rate"]["n"]);
     }
     assert_eq!(j["checks"][2]["rate"]["pass"], 0, "{}", j["checks"][2]);
     assert_eq!(j["checks"][2]["rate"]["n"], first["checks"][0]["rate"]["n"]);
-    assert_eq!(j["errors"]["system"]["total"], first["errors"]["system"]["total"]);
+    assert_eq!(
+        j["errors"]["system"]["total"],
+        first["errors"]["system"]["total"]
+    );
     assert_eq!(j["run"]["model_calls"], 0);
     let db = rusqlite::Connection::open(dir.path().join("runs.db")).unwrap();
     let failing: String = db
         .query_row(
-            "SELECT reasons FROM samples WHERE run_id = 2 AND error IS NULL LIMIT 1",
+            "SELECT reasons FROM rechecks WHERE run_id = 2 AND reasons LIKE '%turn 2%' LIMIT 1",
             [],
             |r| r.get(0),
         )
         .unwrap();
-    assert!(failing.contains("turn 2"), "{failing}");
+    assert!(failing.contains("turn 2:"), "{failing}");
+    let fresh: i64 = db
+        .query_row("SELECT count(*) FROM samples WHERE run_id = 2", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(fresh, 0, "no episode was run again");
 
     // Export: every task, its scenario kept, its episodes' transcripts.
     let out = probity(dir.path(), &["export", "1", "--all"]);
