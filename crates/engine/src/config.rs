@@ -603,6 +603,8 @@ impl Config {
             calls: self.calls(),
             concurrency: self.file.experiment.concurrency.workers(),
             source: Some(self.source()),
+            agent: self.agent.clone(),
+            episode: None,
         }
     }
 }

@@ -860,3 +860,114 @@ async fn tau2_airline_over_mcp_graded_by_replaying_gold_actions() {
         .interval
         .contains(truth * truth));
 }
+
+/// The gold agent behind an upstream that answers every episode's third
+/// turn with a rate limit (HTTP 429) the first time it is asked.
+struct RateLimitedAtTurn3 {
+    inner: GoldAgent,
+    failed: std::sync::Mutex<std::collections::HashSet<(String, u32)>>,
+}
+
+#[async_trait::async_trait]
+impl Provider for RateLimitedAtTurn3 {
+    async fn complete(
+        &self,
+        r: &Request,
+    ) -> Result<probity_engine::provider::Completion, ProviderError> {
+        self.inner.complete(r).await
+    }
+    fn fingerprint(&self) -> String {
+        self.inner.fingerprint()
+    }
+    fn forwards(&self, field: &str) -> bool {
+        self.inner.forwards(field)
+    }
+    async fn complete_wire(
+        &self,
+        r: &Request,
+        wire: &probity_engine::provider::WireRequest,
+    ) -> Result<probity_engine::provider::WireAnswer, ProviderError> {
+        let turn = 1 + wire
+            .messages
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .count();
+        let key = (r.input.id.clone(), r.repetition);
+        if turn == 3 && self.failed.lock().unwrap().insert(key) {
+            return Err(ProviderError::RateLimited { retry_after: None });
+        }
+        self.inner.complete_wire(r, wire).await
+    }
+}
+
+/// A transient upstream error in turn 3 is retried per the run's caller
+/// (its `call_attempts`) rather than spoiling the episode; every call,
+/// retries included, is counted. Without retries the same error ends the
+/// episode as the upstream's error, never the agent's failure.
+#[tokio::test]
+async fn a_rate_limit_in_turn_3_is_retried_inside_the_episode() {
+    use probity_engine::provider::call::Caller;
+    use probity_engine::provider::limits::{Backoff, RateLimiter};
+    let episode = |attempts: Option<u32>| {
+        let mut e = shop_episode(AgentErrors::default());
+        let AgentUnderTest::Model { system, params, .. } = e.agent.clone() else {
+            unreachable!()
+        };
+        let inner = GoldAgent {
+            seed: 34,
+            errors: AgentErrors::default(),
+            writes: shop::WRITES.iter().map(|s| s.to_string()).collect(),
+            wrong_tool: "get_order".into(),
+            forbidden_action: Some(shop::forbidden_action()),
+        };
+        e.agent = AgentUnderTest::Model {
+            provider: Arc::new(RateLimitedAtTurn3 {
+                inner,
+                failed: Default::default(),
+            }),
+            system,
+            params,
+        };
+        e.caller = attempts.map(|n| {
+            let mut c = Caller::new(
+                Arc::new(RateLimiter::new(None, None)),
+                Duration::from_secs(10),
+                n,
+            );
+            c.backoff = Backoff {
+                base: Duration::from_millis(1),
+                cap: Duration::from_millis(2),
+            };
+            Arc::new(c)
+        });
+        e
+    };
+    let tasks = shop::tasks();
+    let retried = episode(Some(3));
+    let done = run_all(&retried, &tasks, 2).await;
+    let turns: u64 = done.iter().map(|d| u64::from(d.2.turn_count())).sum();
+    for (i, r, t, res, why) in &done {
+        assert!(!t.ending.is_error(), "task {i} #{r}: {:?}", t.ending);
+        assert_eq!(res.cell, Cell::Pass, "task {i} #{r}: {why:?}");
+        assert!(t.turn_count() >= 3, "task {i} #{r}");
+    }
+    // One rate limit per episode, each retried once: counted as calls.
+    let episodes = done.len() as u64;
+    let calls = Caller::count(&retried.caller.as_ref().unwrap().calls);
+    assert_eq!(calls, turns + episodes, "{calls} calls, {turns} turns");
+
+    for attempts in [None, Some(1)] {
+        let once = episode(attempts);
+        for (i, r, t, res, _) in run_all(&once, &tasks, 1).await {
+            match &t.ending {
+                Ending::Error {
+                    by: Party::Upstream,
+                    message,
+                } => assert!(message.contains("429"), "{message}"),
+                other => panic!("task {i} #{r}: {other:?}"),
+            }
+            assert_eq!(t.turn_count(), 2, "the error came at turn 3");
+            assert_eq!(res.cell, Cell::Error, "never the agent's failure");
+        }
+    }
+}

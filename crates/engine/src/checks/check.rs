@@ -13,7 +13,7 @@ use crate::provider::call::Caller;
 use crate::provider::types::Provider;
 use crate::store::{JudgementCache, JudgementRow};
 use probity_core::validator::{on_eval_stack, PreparedInput};
-use probity_core::{Cell, CheckInfo, CheckKind, Validator, Verdict};
+use probity_core::{Cell, CheckInfo, CheckKind, Input, Validator, Verdict};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -313,6 +313,33 @@ impl Checks {
         repetition: u32,
         attempt: u32,
     ) -> Checked {
+        self.check_judged_as(
+            caller,
+            judging,
+            input,
+            output,
+            (input.input(), output),
+            repetition,
+            attempt,
+        )
+        .await
+    }
+
+    /// [`Checks::check`], the verifiers shown `judged` — (input, output)
+    /// — instead: an agent's episode, whose judge reads the whole
+    /// transcript while its validators read the last reply
+    /// (`agent::episode::judge_view`).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn check_judged_as(
+        self: &Arc<Self>,
+        caller: &Caller,
+        judging: &Judging,
+        input: &PreparedInput<'_>,
+        output: &str,
+        judged: (&Input, &str),
+        repetition: u32,
+        attempt: u32,
+    ) -> Checked {
         let (mut cells, mut reasons) = if self.has_expressions() {
             self.validate_on_eval_pool(input.input(), output).await
         } else if self.has_external() {
@@ -322,7 +349,7 @@ impl Checks {
         };
         let (mut judge_calls, mut judge_cached) = (0, 0);
         let prepared = input;
-        let input = input.input();
+        let (input, output) = judged;
         for (w, v) in self.verifiers.iter().enumerate() {
             let k = self.validators.len() + w;
             // Not applicable: no judgement asked, none cached.

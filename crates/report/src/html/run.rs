@@ -709,6 +709,9 @@ pub(crate) struct Output {
     pub error: Option<String>,
     pub output: Option<String>,
     pub cut: Option<String>,
+    /// An agent's episode drawn as a conversation (`html/transcript.rs`),
+    /// when the output is one.
+    pub transcript: Option<crate::html::transcript::ShownTranscript>,
 }
 
 #[derive(Serialize)]
@@ -766,6 +769,16 @@ pub(crate) fn output(r: &RunReport, f: &crate::document::run::FailingSample) -> 
         })
         .unwrap_or_default();
     let len = f.output.as_ref().map_or(0, |o| o.chars().count());
+    let failed: Vec<(String, String)> = f
+        .reasons
+        .iter()
+        .filter(|(k, _)| f.failed.contains(k) || f.errored.contains(k))
+        .map(|(k, reason)| (r.check_name(*k), reason.clone()))
+        .collect();
+    let transcript = f
+        .output
+        .as_deref()
+        .and_then(|o| crate::html::transcript::transcript(o, &failed));
     Output {
         input: f.input,
         repetition: f.repetition,
@@ -785,6 +798,7 @@ pub(crate) fn output(r: &RunReport, f: &crate::document::run::FailingSample) -> 
             .map(|o| truncate_chars(o, OUTPUT_MAX_CHARS).into_owned()),
         cut: (len > OUTPUT_MAX_CHARS)
             .then(|| format!("output cut at {OUTPUT_MAX_CHARS} of {len} characters")),
+        transcript,
     }
 }
 

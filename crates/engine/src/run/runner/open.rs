@@ -110,14 +110,19 @@ pub(super) async fn open<'s>(
         sequential: experiment.sequential.map(|s| StoredSequential {
             seed: s.seed.unwrap_or_else(rand::random),
         }),
-        episode: match &experiment.agent {
-            Some(agent) => Some(Arc::new(
-                crate::agent::build::episode(agent)
-                    .await
-                    .map_err(|e| config_error(experiment, e))?,
-            )),
-            None => None,
-        },
+        episode: None,
+    };
+    // The agent's and the simulated user's calls go through the run's
+    // caller: counted, rate-limited, retried on transient errors.
+    opened.episode = match &experiment.agent {
+        Some(agent) => {
+            let mut e = crate::agent::build::episode(agent)
+                .await
+                .map_err(|e| config_error(experiment, e))?;
+            e.caller = Some(opened.caller.clone());
+            Some(Arc::new(e))
+        }
+        None => None,
     };
     let (judging, outputs) = match sink {
         Sink::Memory => {
@@ -332,7 +337,7 @@ fn reopen(
         }
     })?;
     opened.tally.causes = store.causes(id, k)?;
-    opened.tally.progress.errors = opened.tally.causes.system.total;
+    opened.tally.progress.errors = crate::run::runner::tally::failed_calls(&opened.tally.causes);
     Ok(Recording::reopen(store, id)?)
 }
 

@@ -221,7 +221,7 @@ impl<'a> RunSession<'a> {
         let cell = row.input_idx * self.m + row.repetition;
         let input = row.input_idx;
         self.session.0 += 1;
-        self.session.1 += row.error.is_some() as u64;
+        self.session.1 += crate::run::runner::tally::failed_call(&row) as u64;
         self.tally.record(&row);
         self.tally.progress.model_calls = Caller::count(&self.caller.calls);
         self.tally.progress.attempts_cached = Caller::count(&self.caller.outputs_cached);
