@@ -48,7 +48,7 @@ if [[ -z "${LOAD:-}" ]]; then
 fi
 command -v python3 >/dev/null || { echo "bench/guard.sh needs python3" >&2; exit 2; }
 WORK="$(mktemp -d)"
-trap 'kill $(jobs -p) $(cat "$WORK/pids" 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'kill $(jobs -p) $(cat "$WORK/pids" 2>/dev/null) 2>/dev/null || true; sleep 0.5; rm -rf "$WORK"' EXIT
 
 checks() {
   cat <<'TOML'
@@ -175,7 +175,7 @@ for pair in "stream_upstream=true $G1 3" "stream_upstream=false $G1W 6"; do
   before=$(cpu_ticks "$pid")
   "$LOAD" --url "http://$addr/v1/chat/completions" --concurrency 64 --requests "$N4" --warmup 0 >/dev/null
   after=$(cpu_ticks "$pid")
-  python3 -c "import sys; b,a,hz,n=map(float,sys.argv[1:]); print(f'  guard, {sys.argv[5]}: {(a-b)/hz/n*1e6:.0f} us CPU per request ({n:.0f} requests)')" \
+  python3 -c "import sys; b,a,hz,n=map(float,sys.argv[1:5]); print(f'  guard, {sys.argv[5]}: {(a-b)/hz/n*1e6:.0f} us CPU per request ({n:.0f} requests)')" \
     "$before" "$after" "$hz" "$N4" "$label"
 done
 if command -v perf >/dev/null 2>&1; then

@@ -22,6 +22,7 @@ GROUPS = [
     ("async runtime (tokio)", r"tokio|mio|futures|parking_lot|std::sync|crossbeam"),
     ("metrics (prometheus-client)", r"prometheus"),
     ("probity (guard, serve, provider)", r"probity"),
+    ("Rust core library (slice scans, iterators, comparisons)", r"core::"),
 ]
 
 
@@ -43,7 +44,7 @@ def main():
     total = sum(shares.values())
     print(f"  {'share of samples':>16}  group (top functions)")
     for group, pct in sorted(shares.items(), key=lambda kv: -kv[1]):
-        names = ", ".join(s[:60] for _, s in sorted(top[group], reverse=True)[:3])
+        names = ", ".join(s.strip()[:60] for _, s in sorted(top[group], reverse=True)[:3])
         print(f"  {pct / total * 100:>15.1f}%  {group} ({names})")
 
 

@@ -84,7 +84,7 @@ pub async fn embeddings() -> Response {
     super::chat::error_response(
         StatusCode::NOT_FOUND,
         "invalid_request_error",
-        "probity serve does not proxy embeddings: it guards chat completions and responses, and an embedding has no output for its checks to judge; call your embeddings provider directly",
+        "probity serve does not proxy embeddings: it guards POST /v1/chat/completions and POST /v1/responses, and an embedding has no output for its checks to judge; call your embeddings provider directly",
     )
 }
 
