@@ -202,7 +202,9 @@ fn guarded_system_beside_its_prediction() {
         "{t}"
     );
     assert!(
-        t.contains("prediction held: the joint-rate model's band overlaps"),
+        t.contains(
+            "prediction held: the measured P(success within m) and attempts used lie inside"
+        ),
         "{t}"
     );
     // Before the conclusion, which stays last.

@@ -24,7 +24,8 @@ pub mod test;
 
 pub use outcome::{CheckSequence, RoundDesign, SequenceState, SequentialOutcome, StopReason};
 pub use plan::{
-    budget_for_power, fixed_inputs_for_power, sequential_cost, CostDistribution, BUDGET_MULTIPLES,
+    budget_for_power, fixed_inputs_for_power, fixed_power, sequential_cost, CostDistribution,
+    BUDGET_MULTIPLES,
 };
 pub use test::{
     design_for, input_order, input_share, replay, round_end, SequentialTest, FUTILITY_MIN_INPUTS,
