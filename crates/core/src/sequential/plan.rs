@@ -40,6 +40,7 @@ pub const MAX_POWER_SAMPLES: u64 = 200_000;
 /// verdict a run uses ([`fixed_verdicts`]: the default clustered interval,
 /// three-way). Seeded: the same `seed` gives the same runs at every size
 /// (common random numbers, so the search below sees a smooth curve).
+#[allow(clippy::too_many_arguments)]
 pub fn fixed_power(
     p: f64,
     threshold: f64,
