@@ -60,7 +60,8 @@ pub struct PlanArgs {
     /// it settles every verdict with the target power).
     #[arg(long)]
     inputs: Option<u64>,
-    /// Simulated sequential runs.
+    /// Simulated runs: of the fixed-size run at each size tried (its N
+    /// for the target power), and of the sequential run.
     #[arg(long, default_value_t = 500)]
     sims: u64,
     /// Seed of the simulation.
@@ -265,8 +266,13 @@ fn sample_size(
     }
     let mut planned = Vec::with_capacity(checks.len());
     for (name, rate, threshold) in checks {
-        let fixed = fixed_inputs_for_power(*rate, *threshold, m, icc, confidence, args.power)
-            .map_err(|e| usage(name, &e))?;
+        // The fixed run's size by simulation under the interval and
+        // verdict the run uses (issue 35 item 3), with the plan's runs and
+        // seed.
+        let fixed = fixed_inputs_for_power(
+            *rate, *threshold, m, icc, confidence, args.power, args.sims, args.seed,
+        )
+        .map_err(|e| usage(name, &e))?;
         planned.push(SampleSizeCheck {
             name: name.clone(),
             rate: *rate,

@@ -365,7 +365,7 @@ fn guarded_section_histogram_table_and_verdict() {
     assert_eq!(table.matches("class=\"measured-band\"").count(), 6);
     assert!(sec.contains("410 calls (2.05 per request, judge calls included), 12345 tokens"));
     assert!(sec.contains("<p class=\"verdict pass\" id=\"guard-verdict\">Prediction held"));
-    assert!(sec.contains("Rule: the joint-rate model&#39;s band overlaps"));
+    assert!(sec.contains("Rule: the measured P(success within m) and attempts used lie inside the per-input model&#39;s intervals"));
 
     let mut r = tensor_report(5, 20);
     r.guarded = Some(common::retry_check(false));
