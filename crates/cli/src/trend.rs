@@ -3,8 +3,8 @@
 
 use crate::failure::Failure;
 use crate::output::OutputArgs;
-use probity_engine::store::{RunRecord, RunStatus, Store};
 use probity_engine::run::stored;
+use probity_engine::store::{RunRecord, RunStatus, Store};
 use probity_report::{render, Format, RunInfo, TrendMark, TrendReport, TrendRun};
 
 /// Most runs a trend shows (the latest ones).

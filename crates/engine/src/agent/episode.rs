@@ -16,8 +16,8 @@
 use super::blackbox::BlackBox;
 use super::environment::Environment;
 use super::user::{User, UserTurn};
-use crate::checks::check::{Checked, Checks, Judging};
 use crate::agent::config::{CheckSpec, Scenario, ScenarioError};
+use crate::checks::check::{Checked, Checks, Judging};
 use crate::provider::call::Caller;
 use crate::provider::types::{Message as WireMessage, Provider, Request, WireRequest};
 use crate::tools::{EpisodeId, Toolbox};
@@ -80,6 +80,10 @@ pub struct Judged {
     pub spoiled: Option<Spoiled>,
 }
 
+/// A judged episode's row: one cell per agent check, and the failures'
+/// reasons by column ("turn T: …").
+pub type JudgedRow = (Vec<Cell>, Vec<(usize, String)>);
+
 impl Judged {
     /// The episode's cell over all its checks
     /// ([`probity_core::agent::episode_cell`]).
@@ -93,7 +97,7 @@ impl Judged {
     /// upstream, a tool, the user simulator, a black box's harness) or
     /// that the simulated user spoiled. Neither is the agent's failure:
     /// their cells are errors, counted apart (docs/agents.md).
-    pub fn row(&self, t: &Transcript) -> Result<(Vec<Cell>, Vec<(usize, String)>), String> {
+    pub fn row(&self, t: &Transcript) -> Result<JudgedRow, String> {
         if let Ending::Error { by, message } = &t.ending {
             return Err(format!("the episode broke ({by:?}): {message}"));
         }

@@ -3,9 +3,9 @@
 //! verdicts (the outputs stay where they were sampled). No call to the
 //! system under test; judges only for judgements not already cached.
 
+use crate::agent::config::AgentConfig;
 use crate::agent::episode::Episode;
 use crate::checks::check::{Checks, NOT_JUDGED};
-use crate::agent::config::AgentConfig;
 use crate::provider::call::{CallSettings, Caller};
 use crate::run::experiment::{Experiment, Source};
 use crate::run::finish::{close_run, Closing};

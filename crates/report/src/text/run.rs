@@ -128,7 +128,7 @@ fn header(out: &mut String, r: &RunReport, p: &Paint, indent: &str) {
     if !meta.is_empty() {
         out.push_str(&format!("{indent}{}\n", p.dim(&meta.join(" · "))));
     }
-    out.push_str(&calls_time(r, &p, &indent));
+    out.push_str(&calls_time(r, p, indent));
     out.push_str(&format!("{indent}{}\n", p.dim(&facts::statistics_line(r))));
     // A sequential run: why and when it stopped, its sequences.
     // probity's own sentences, whole: cut, a stop reason would end mid-word.
