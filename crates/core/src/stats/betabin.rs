@@ -812,16 +812,11 @@ fn profile_nv(nv: &NullVariance, confidence: f64) -> ScoreInterval {
     let extend_upper = p <= 0.5 && passing < FEW_RARER_INPUTS;
     if extend_lower || extend_upper {
         let bound = icc_bound_nv(nv, confidence, ICC_BOUND_LEVEL).interval;
-        // Never above the all-pass sample's end (Wilson-t on the G inputs
-        // at x = G: G/(G + c²)), mirrored for the upper end: one more
-        // failure must not raise the lower end (issue 35 item 5: the
-        // first failure at 10 × 10 raised it from 66.1 to 68.5 %).
-        let all_pass_lower = nv.g / (nv.g + c2);
         if extend_lower {
-            lower = lower.min(bound.lower).min(all_pass_lower);
+            lower = lower.min(bound.lower);
         }
         if extend_upper {
-            upper = upper.max(bound.upper).max(1.0 - all_pass_lower);
+            upper = upper.max(bound.upper);
         }
     }
     let icc = nv.icc_at(p, &mut scratch);
