@@ -510,26 +510,32 @@ fn plan_sizes_reach_their_power() {
         } else {
             Decision::Fail
         };
-        let mut rng = StdRng::seed_from_u64(4242);
-        let mut hit = 0;
-        for _ in 0..runs {
-            let (clusters, counts) = crate::sim::replicate(&mut rng, p, icc, n as usize, m);
-            let rate = RateEstimate::try_clustered(
-                &clusters,
-                counts,
-                0.95,
-                IntervalMethod::Wilson,
-                ClusterMethod::Profile,
-            )
-            .unwrap();
-            let v = judge(
-                &rate,
-                threshold,
-                VerdictMode::ThreeWay,
-                IntervalMethod::Wilson,
-            );
-            hit += usize::from(v.established && v.decision == right);
-        }
+        // Runs of `inputs` × m (seeded) that establish the right verdict
+        // with the run's default interval and three-way verdict.
+        let established = |seed: u64, inputs: usize| {
+            let mut rng = StdRng::seed_from_u64(seed);
+            (0..runs)
+                .filter(|_| {
+                    let (clusters, counts) = crate::sim::replicate(&mut rng, p, icc, inputs, m);
+                    let rate = RateEstimate::try_clustered(
+                        &clusters,
+                        counts,
+                        0.95,
+                        IntervalMethod::Wilson,
+                        ClusterMethod::Profile,
+                    )
+                    .unwrap();
+                    let v = judge(
+                        &rate,
+                        threshold,
+                        VerdictMode::ThreeWay,
+                        IntervalMethod::Wilson,
+                    );
+                    v.established && v.decision == right
+                })
+                .count()
+        };
+        let hit = established(4242, n as usize);
         let got = hit as f64 / runs as f64;
         assert!(
             got >= power - 2.5 * se,
@@ -537,26 +543,7 @@ fn plan_sizes_reach_their_power() {
         );
         // And not far beyond what it needs: at half the inputs the power
         // is below the target.
-        let mut rng = StdRng::seed_from_u64(4243);
-        let mut hit = 0;
-        for _ in 0..runs {
-            let (clusters, counts) = crate::sim::replicate(&mut rng, p, icc, (n / 2) as usize, m);
-            let rate = RateEstimate::try_clustered(
-                &clusters,
-                counts,
-                0.95,
-                IntervalMethod::Wilson,
-                ClusterMethod::Profile,
-            )
-            .unwrap();
-            let v = judge(
-                &rate,
-                threshold,
-                VerdictMode::ThreeWay,
-                IntervalMethod::Wilson,
-            );
-            hit += usize::from(v.established && v.decision == right);
-        }
+        let hit = established(4243, (n / 2) as usize);
         assert!(
             (hit as f64 / runs as f64) < power,
             "{p} vs {threshold}: {} inputs already reach {power}",

@@ -231,12 +231,7 @@ pub fn parse_message(body: &str) -> Result<Completion, ProviderError> {
 /// (`anthropic_wire`); the checked text as
 /// [`AnswerMeta::checked_text`]. A response with neither is malformed.
 pub fn parse_answer(body: &str) -> Result<WireAnswer, ProviderError> {
-    let v: Value = serde_json::from_str(body).map_err(|e| {
-        ProviderError::BadResponse(format!(
-            "response is not JSON ({e}): {}",
-            util::body_excerpt(body)
-        ))
-    })?;
+    let v = util::json_body(body)?;
     let blocks = v.get("content").and_then(Value::as_array).ok_or_else(|| {
         ProviderError::BadResponse(format!(
             "no content array in response: {}",

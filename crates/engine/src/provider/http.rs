@@ -390,12 +390,7 @@ impl Provider for HttpProvider {
                 ..Completion::default()
             });
         }
-        let v: Value = serde_json::from_str(&text).map_err(|e| {
-            ProviderError::BadResponse(format!(
-                "response is not JSON ({e}): {}",
-                util::body_excerpt(&text)
-            ))
-        })?;
+        let v = util::json_body(&text)?;
         let out = v.pointer(&self.config.output_pointer).ok_or_else(|| {
             ProviderError::BadResponse(format!(
                 "nothing at {} in response: {}",

@@ -448,12 +448,7 @@ pub fn parse_answer_with(
     body: &str,
     headers: Vec<(String, String)>,
 ) -> Result<WireAnswer, ProviderError> {
-    let v: Value = serde_json::from_str(body).map_err(|e| {
-        ProviderError::BadResponse(format!(
-            "response is not JSON ({e}): {}",
-            util::body_excerpt(body)
-        ))
-    })?;
+    let v = util::json_body(body)?;
     let missing = || {
         ProviderError::BadResponse(format!(
             "no choices[0].message in response: {}",

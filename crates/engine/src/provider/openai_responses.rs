@@ -89,12 +89,7 @@ pub fn parse_response(
     body: &str,
     headers: Vec<(String, String)>,
 ) -> Result<WireAnswer, ProviderError> {
-    let v: Value = serde_json::from_str(body).map_err(|e| {
-        ProviderError::BadResponse(format!(
-            "response is not JSON ({e}): {}",
-            util::body_excerpt(body)
-        ))
-    })?;
+    let v = util::json_body(body)?;
     let Some(output) = v.get("output").and_then(Value::as_array) else {
         return Err(ProviderError::BadResponse(format!(
             "no `output` in the response: {}",

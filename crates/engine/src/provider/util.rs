@@ -273,6 +273,17 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     )
 }
 
+/// An upstream's answer body read as JSON; otherwise a
+/// [`ProviderError::BadResponse`] quoting an excerpt of it.
+pub(crate) fn json_body(body: &str) -> Result<serde_json::Value, ProviderError> {
+    serde_json::from_str(body).map_err(|e| {
+        ProviderError::BadResponse(format!(
+            "response is not JSON ({e}): {}",
+            body_excerpt(body)
+        ))
+    })
+}
+
 /// The body, cut to a readable length for an error message.
 pub(crate) fn body_excerpt(body: &str) -> String {
     let body = body.trim();

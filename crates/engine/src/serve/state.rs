@@ -132,59 +132,70 @@ struct LiveFamilies {
     alarms_raised: Family<AlarmLabels, Gauge>,
 }
 
+/// A family of f64 gauges registered under `name` with `help`.
+fn gauge_family<L>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+) -> Family<L, Gauge<f64, AtomicU64>>
+where
+    L: Clone
+        + std::hash::Hash
+        + Eq
+        + prometheus_client::encoding::EncodeLabelSet
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let g = Family::<L, Gauge<f64, AtomicU64>>::default();
+    registry.register(name, help, g.clone());
+    g
+}
+
 impl LiveFamilies {
     fn register(registry: &mut Registry) -> LiveFamilies {
-        let gauges = |registry: &mut Registry, name: &str, help: &str| {
-            let g = Family::<RateLabels, Gauge<f64, AtomicU64>>::default();
-            registry.register(name, help, g.clone());
-            g
-        };
-        let rate = gauges(
+        let rate = gauge_family(
             registry,
             "probity_check_pass_rate",
             "Each check's live pass rate as its cells say: attempt = first (the system's own) or published. For a calibrated verifier, its judge's own rate, not corrected for the judge's errors: see probity_check_corrected_pass_rate.",
         );
-        let rate_lower = gauges(
+        let rate_lower = gauge_family(
             registry,
             "probity_check_pass_rate_lower",
             "Lower bound of the rate's anytime-valid confidence sequence (valid however often it is read).",
         );
-        let rate_upper = gauges(
+        let rate_upper = gauge_family(
             registry,
             "probity_check_pass_rate_upper",
             "Upper bound of the rate's anytime-valid confidence sequence.",
         );
-        let rate_window = gauges(
+        let rate_window = gauge_family(
             registry,
             "probity_check_pass_rate_window",
             "The rate over the last [monitor] window requests (a snapshot, not a sequence).",
         );
-        let corrected = gauges(
+        let corrected = gauge_family(
             registry,
             "probity_check_corrected_pass_rate",
             "A calibrated verifier's live pass rate corrected for its judge's errors (Rogan-Gladen; the judge measured on its labelled set at startup).",
         );
-        let corrected_lower = gauges(
+        let corrected_lower = gauge_family(
             registry,
             "probity_check_corrected_pass_rate_lower",
             "Lower bound of the corrected rate's interval: the all-traffic sequence and the judge's sensitivity and specificity together, valid however often it is read.",
         );
-        let corrected_upper = gauges(
+        let corrected_upper = gauge_family(
             registry,
             "probity_check_corrected_pass_rate_upper",
             "Upper bound of the corrected rate's interval (valid however often it is read).",
         );
-        let judge = |registry: &mut Registry, name: &str, help: &str| {
-            let g = Family::<CheckLabel, Gauge<f64, AtomicU64>>::default();
-            registry.register(name, help, g.clone());
-            g
-        };
-        let judge_sensitivity = judge(
+        let judge_sensitivity = gauge_family(
             registry,
             "probity_judge_sensitivity",
             "A calibrated verifier's judge on its labelled set: P(judge PASS | labelled PASS).",
         );
-        let judge_specificity = judge(
+        let judge_specificity = gauge_family(
             registry,
             "probity_judge_specificity",
             "A calibrated verifier's judge on its labelled set: P(judge FAIL | labelled FAIL).",
