@@ -108,7 +108,17 @@ CHECKS = [
 
 
 def transcript(sample: probity.Sample) -> Dict[str, Any]:
+    """The stored transcript, with ``tool_calls``: each call's name,
+    arguments, result and whether the tool answered an error."""
+    assert sample.output is not None
     out: Dict[str, Any] = json.loads(sample.output)
+    errors = {o["call_id"]: o["is_error"] for o in out.get("tool_outcomes", [])}
+    results = {m["tool_call_id"]: m["content"] for m in out["messages"] if m["role"] == "tool"}
+    out["tool_calls"] = [
+        {**c, "result": results.get(c["id"]), "is_error": errors.get(c["id"], False)}
+        for m in out["messages"]
+        for c in m.get("tool_calls") or []
+    ]
     return out
 
 
@@ -215,16 +225,20 @@ def test_a_tool_that_ends_the_episode_and_one_that_hangs_are_errors_counted_apar
         return "never"
 
     for tools, cause in (([get_order, cancel_order], "RuntimeError: the database is down"), ([slow, refund], "did not answer within")):
-        result = probity.AgentExperiment(
-            "py-tools-broken",
-            sim_agent(0.0, 0.0),
-            tasks(2),
-            CHECKS[:1],
-            tools=tools,
-            state=STATE,
-            outputs_per_input=2,
-            error_budget=1.0,
-        ).run()
+        # Every episode broke the same way: the run halts, naming the cause.
+        with pytest.raises(probity.SystemUnreachableError, match="episode broke") as halted:
+            probity.AgentExperiment(
+                "py-tools-broken",
+                sim_agent(0.0, 0.0),
+                tasks(2),
+                CHECKS[:1],
+                tools=tools,
+                state=STATE,
+                outputs_per_input=2,
+                error_budget=1.0,
+            ).run()
+        result = halted.value.result
+        assert result is not None
         assert result.checks[0].n == 0 and result.checks[0].errors == 4
         for s in result.samples:
             assert s.cells == [probity.ERROR]

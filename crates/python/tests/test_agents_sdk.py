@@ -11,6 +11,7 @@ welcome" with probability 0.15, and overuses contractions with
 probability 0.10 — independently per request (the request's ``seed`` is
 the episode's repetition, so the run repeats to the digit)."""
 
+import json
 import os
 import re
 import selectors
@@ -25,6 +26,7 @@ from openai import AsyncOpenAI
 import probity
 import probity.agents_sdk
 from conftest import paper_validators, probity_binary
+from test_agents import transcript, wilson_contains
 
 
 @pytest.fixture
@@ -96,7 +98,7 @@ def test_an_agents_sdk_agent_against_the_simulator(sim_url: str) -> None:
     rows = [{"id": f"named-{k}", "text": t} for k, t in enumerate(NAMED)]
     rows += [{"id": f"plain-{k}", "text": t} for k, t in enumerate(UNNAMED)]
     m = 15
-    checks = [
+    checks: List[Dict[str, Any]] = [
         {"name": "looked_up", "kind": "tool_called", "tool": "get_order", "minimum_success_percentage": 0.5},
         {"name": "never_cancels", "kind": "tool_not_called", "tool": "cancel_order"},
         {"name": "one_call", "kind": "tool_calls", "max": 1},
@@ -111,7 +113,7 @@ def test_an_agents_sdk_agent_against_the_simulator(sim_url: str) -> None:
     for s in result.samples:
         named = s.input_id.startswith("named")
         assert s.cells[0] == (probity.PASS if named else probity.FAIL)
-        t: Dict[str, Any] = __import__("json").loads(s.output)
+        t = transcript(s)
         calls: List[Dict[str, Any]] = t["tool_calls"]
         if named:
             # The call with its arguments, the Python tool's result, its
@@ -127,5 +129,12 @@ def test_an_agents_sdk_agent_against_the_simulator(sim_url: str) -> None:
             assert calls == [] and t["final_state"] == {"looked_up": []}
     # The replies' rates: the simulator's known ones within the intervals.
     assert contractions.interval[0] <= 0.90 <= contractions.interval[1], contractions
-    assert politeness.interval[0] <= 0.85 <= politeness.interval[1], politeness
-    assert 0.7 < politeness.rate < 1.0
+    # The served simulator reads a tool's result as the last user message,
+    # so a reply after a tool call is never to thanks: the politeness
+    # check fails there, and passes with 0.85 on the plain tasks only.
+    plain = [s for s in result.samples if s.input_id.startswith("plain")]
+    assert all(s.cells[4] == probity.FAIL for s in result.samples if s not in plain)
+    polite = sum(s.cells[4] == probity.PASS for s in plain)
+    assert wilson_contains(polite, len(plain), 0.85), polite
+    truth = 0.85 * len(UNNAMED) / len(rows)
+    assert politeness.interval[0] <= truth <= politeness.interval[1], politeness
