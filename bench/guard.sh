@@ -4,7 +4,7 @@
 #   bench/guard.sh               # every figure (release build)
 #   PROBITY=target/debug/probity bench/guard.sh   # use another binary
 #   N1=200 N64=4000 NS=200 bench/guard.sh         # more requests in Figure 2
-#   ONLY=2 bench/guard.sh                         # Figures 2 and 3 only
+#   ONLY=2 bench/guard.sh                         # Figures 2, 4 and 3 only
 #   ONLY=3 bench/guard.sh                         # Figure 3 only
 #
 # Figure 1 — predicted vs measured. For several true rates, `probity run`
@@ -25,6 +25,12 @@
 #   and the added latency (guarded − direct) per percentile; errors, if
 #   any, by HTTP status. The overhead rows use a sim that answers at once;
 #   the stream rows one that takes 1 ms per token.
+#   Its last lines give, at concurrency 64 and 0 ms upstream, the guard's
+#   throughput as a ratio of direct and the added p50.
+# Figure 4 — where the guard's CPU goes: CPU time per request of the
+#   guard process, reading the upstream's stream and not; with `perf`, a
+#   sampled profile of the guard under that load, grouped by component
+#   (bench/guard_profile.py).
 # Figure 3 — cutting failing answers short: the same requests through a
 #   guard that reads the upstream's stream and drops a doomed answer at
 #   its first forbidden character (`stream_upstream = true`) and one that
@@ -42,7 +48,7 @@ if [[ -z "${LOAD:-}" ]]; then
 fi
 command -v python3 >/dev/null || { echo "bench/guard.sh needs python3" >&2; exit 2; }
 WORK="$(mktemp -d)"
-trap 'kill $(jobs -p) $(cat "$WORK/pids" 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'kill $(jobs -p) $(cat "$WORK/pids" 2>/dev/null) 2>/dev/null || true; sleep 0.5; rm -rf "$WORK"' EXIT
 
 checks() {
   cat <<'TOML'
@@ -140,7 +146,50 @@ for r in rows:
     added = "" if r["target"] == "direct" else "/".join(f"{q[p] - d[p]:+.2f}" for p in ("p50", "p90", "p99"))
     print(f"  {r['scenario']:<20} {r['target']:<18} {r['requests']:>6} {r['rps']:>9.1f} {q['p50']:>8.2f} {q['p90']:>8.2f} {q['p99']:>8.2f}   {added:<27}   {errors}")
 print("  (stream rows: time to first byte at 1 ms per token; the guard sends nothing before the whole answer has passed)")
+d = direct.get("concurrency 64")
+for r in rows:
+    if r["scenario"] == "concurrency 64" and r["target"] != "direct" and d and r["ok"]:
+        print(f"  concurrency 64, 0 ms upstream, {r['target']}: throughput {r['rps'] / d['rps']:.2f}x direct, "
+              f"added p50 {r['latency_ms']['p50'] - d['latency_ms']['p50']:+.2f} ms")
 PY
+
+echo
+echo "== Figure 4: where the guard's CPU goes per request (concurrency 64, 0 ms upstream, attempts = 1)"
+# CPU time of the guard process (utime + stime from /proc/PID/stat)
+# over N4 requests, reading the upstream's stream (stream_upstream = true,
+# the default) and asking for whole answers (false); then, with `perf`
+# when it is installed (Debian: linux-perf), a sampled profile of the
+# first guard under the same load, its samples grouped by what the
+# function belongs to (symbols only: release builds keep their symbol
+# table).
+N4=${N4:-2000}
+guard_config 1 "$SIM" | sed 's/^call_attempts = 1$/call_attempts = 1\nstream_upstream = false/' >"$WORK/guard1w.toml"
+G1W=$(start guard1w "$PROBITY" serve --config "$WORK/guard1w.toml" --listen 127.0.0.1:0 --store "$WORK/g1w.db")
+pid_of() { sed -n "$1p" "$WORK/pids"; }
+# pids: sim, simp, guard1, guard3, guard1p, guard1w (in the order started).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+for pair in "stream_upstream=true $G1 3" "stream_upstream=false $G1W 6"; do
+  read -r label addr line <<<"$pair"
+  pid=$(pid_of "$line")
+  before=$(cpu_ticks "$pid")
+  "$LOAD" --url "http://$addr/v1/chat/completions" --concurrency 64 --requests "$N4" --warmup 0 >/dev/null
+  after=$(cpu_ticks "$pid")
+  python3 -c "import sys; b,a,hz,n=map(float,sys.argv[1:5]); print(f'  guard, {sys.argv[5]}: {(a-b)/hz/n*1e6:.0f} us CPU per request ({n:.0f} requests)')" \
+    "$before" "$after" "$hz" "$N4" "$label"
+done
+if command -v perf >/dev/null 2>&1; then
+  pid=$(pid_of 3)
+  perf record -F 2999 -p "$pid" -o "$WORK/perf.data" >/dev/null 2>"$WORK/perf.err" &
+  perfpid=$!
+  sleep 0.5
+  "$LOAD" --url "http://$G1/v1/chat/completions" --concurrency 64 --requests "$N4" --warmup 0 >/dev/null
+  kill -INT "$perfpid"; wait "$perfpid" || true
+  perf report -i "$WORK/perf.data" --no-children --sort symbol --stdio 2>/dev/null \
+    | python3 "$(dirname "$0")/guard_profile.py"
+else
+  echo "  (perf not installed: apt-get install linux-perf for the profile)"
+fi
 fi
 
 echo

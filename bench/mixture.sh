@@ -7,7 +7,8 @@
 # M in {10, 30}: coverage, wrongly established PASS (lower end above the
 # true mean) and FAIL, and width, for the default and the default before.
 #
-#   bench/mixture.sh            # 1000 replicates per cell, seed 1 (the figures in STATISTICS.md)
+#   bench/mixture.sh            # 1000 replicates per cell, seed 1
+#   bench/mixture.sh 400 1      # the figures in STATISTICS.md (one core: RAYON_NUM_THREADS=1)
 #   bench/mixture.sh 4000 7     # replicates, seed
 set -euo pipefail
 cd "$(dirname "$0")/.."

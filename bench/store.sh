@@ -20,6 +20,11 @@
 #    `work --wait`, all started at once): wall time, its ratio to one
 #    process (goals ≤ 0.45 and ≤ 0.3), calls paid at the stand-in and the
 #    server's deadlocks. ONLY=3 runs this part alone.
+# 4. A fast system (the in-process simulator, 0 ms a call): FAST_INPUTS ×
+#    1 output (default 20,000) as one process's plain run and as a shared
+#    run (`run --shared`, the same process claiming its inputs), on SQLite
+#    and PostgreSQL: samples/s and the ratio shared/plain (goal ≥ 0.5×),
+#    and PostgreSQL/SQLite plain (goal ≥ 0.6×). ONLY=4 runs this part alone.
 #
 # Figures depend on the machine and its load: compare them within one run.
 set -euo pipefail
@@ -72,7 +77,7 @@ min = 1
 TOML
 samples=$((INPUTS * OUTPUTS))
 
-if [ "${ONLY:-}" != 3 ]; then
+if [ -z "${ONLY:-}" ]; then
 echo "== 1. $INPUTS × $OUTPUTS = $samples samples × 3 checks"
 t0=$(now_ms); "$BIN" run "$WORK/probity.toml" --store "$WORK/runs.db" -q >/dev/null || [ $? = 1 ]; t1=$(now_ms)
 lite_ms=$((t1 - t0))
@@ -119,6 +124,32 @@ done
 
 fi
 
+if [ -z "${ONLY:-}" ] || [ "${ONLY:-}" = 4 ]; then
+echo "== 4. a fast system (0 ms): one process, plain against shared"
+FAST_INPUTS="${FAST_INPUTS:-20000}"
+for i in $(seq 1 "$FAST_INPUTS"); do
+  printf '{"id":"f%06d","text":"Thank you for answer number %d."}\n' "$i" "$i"
+done >"$WORK/fast.jsonl"
+fast() { # $1 store, $2 tag, $3 extra flag → wall ms
+  sed -e "s/^name = \"store-bench\"/name = \"store-bench-fast-$2\"/" \
+    -e 's/^inputs = "inputs.jsonl"/inputs = "fast.jsonl"/' -e 's/^outputs_per_input = .*/outputs_per_input = 1/' \
+    "$WORK/probity.toml" >"$WORK/fast-$2.toml"
+  local t0 t1; t0=$(now_ms)
+  "$BIN" run "$WORK/fast-$2.toml" --store "$1" $3 -q >/dev/null || [ $? = 1 ]
+  t1=$(now_ms); echo $((t1 - t0))
+}
+lite_plain=$(fast "$WORK/fast-plain.db" lite-plain "")
+lite_shared=$(fast "$WORK/fast-shared.db" lite-shared --shared)
+pg_plain=$(fast "$PG" pg-plain "")
+pg_shared=$(fast "$PG" pg-shared --shared)
+awk -v s="$FAST_INPUTS" -v lp="$lite_plain" -v ls="$lite_shared" -v pp="$pg_plain" -v ps="$pg_shared" 'BEGIN {
+  printf "SQLite:     plain %8.0f samples/s  shared %8.0f samples/s  shared/plain %.2f× (goal ≥ 0.5×)\n", s/(lp/1000), s/(ls/1000), lp/ls
+  printf "PostgreSQL: plain %8.0f samples/s  shared %8.0f samples/s  shared/plain %.2f× (goal ≥ 0.5×)\n", s/(pp/1000), s/(ps/1000), pp/ps
+  printf "plain PostgreSQL/SQLite: %.2f× (goal ≥ 0.6×)\n", lp/pp
+}'
+fi
+
+[ -n "${ONLY:-}" ] && [ "${ONLY:-}" != 3 ] && exit 0
 echo "== 3. one shared run on a latency-bound system: 1 / 3 / 6 workers"
 # The system is a provider stand-in (`probity sim serve`, 200 ms a call)
 # that counts every request: the calls paid, never probity's own count.

@@ -13,6 +13,11 @@ an inline `mod tests { … }` is the file itself. Usage:
 Without a directory, every crates/*/src of the workspace. Prints, per
 crate, the cycles (with -v also the modules and edges); exits 1 when there
 is a cycle anywhere.
+
+The same is checked one level up: a crate's top-level modules (a folder
+such as `run/`, or a file such as `bounds.rs`) must form no cycle either,
+so every folder sits on a floor and imports only floors below it (the
+crate root, lib.rs, which names every module, is left out).
 """
 import os
 import re
@@ -199,7 +204,39 @@ def check(SRC):
         for c in sccs:
             print("  " + " <-> ".join(sorted(name(m) for m in c)))
         return False
-    print(f"{label}: no cycle: {len(files)} files, {sum(len(e) for e in edges.values())} edges")
+    # One level up: the top-level modules, each file standing for its folder.
+    top = {}
+    for mod, targets in edges.items():
+        if not mod:
+            continue
+        top.setdefault(mod[:1], set()).update(t[:1] for t in targets if t and t[:1] != mod[:1])
+    files_before, edges_before = files, edges
+    files = {m: (m[0] + "/") for m in top}
+    edges = {m: sorted(top[m]) for m in top}
+    index.clear(), low.clear(), stack.clear(), on.clear()
+    counter[0] = 0
+    for v in files:
+        if v not in index:
+            strong(v)
+    if sccs:
+        print(f"{label}: cycles between top-level modules (folders that import each other):")
+        for c in sccs:
+            print("  " + " <-> ".join(sorted(m[0] for m in c)))
+            for a in sorted(c):
+                for b in sorted(c):
+                    if a != b:
+                        why = [
+                            files_before[m] for m, ts in edges_before.items()
+                            if m[:1] == a and any(t[:1] == b for t in ts)
+                        ]
+                        if why:
+                            print(f"    {a[0]} -> {b[0]}: " + ", ".join(sorted(why)))
+        return False
+    print(
+        f"{label}: no cycle: {len(files_before)} files, "
+        f"{sum(len(e) for e in edges_before.values())} edges, "
+        f"{len(top)} top-level modules on floors"
+    )
     return True
 
 

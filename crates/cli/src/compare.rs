@@ -7,7 +7,7 @@ use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_core::compare::CompareOptions;
 use probity_core::stats::MultipleTesting;
-use probity_engine::compare::{compare_stored, RunComparison};
+use probity_engine::run::compare::{compare_stored, RunComparison};
 use probity_report::ComparisonReport;
 
 #[derive(Args)]
@@ -88,9 +88,9 @@ pub fn run(args: &CompareArgs) -> Result<u8, Failure> {
 pub fn against_baseline(
     store: &probity_engine::store::Store,
     spec: &str,
-    current: probity_engine::compare::RunTensor<'_>,
+    current: probity_engine::run::compare::RunTensor<'_>,
 ) -> Result<Option<ComparisonReport>, Failure> {
-    let baseline = probity_engine::compare::resolve_baseline(store, spec, current.record.id)
+    let baseline = probity_engine::run::compare::resolve_baseline(store, spec, current.record.id)
         .map_err(|e| Failure::usage(format!("--baseline {spec}: {e}")))?;
     let Some(a) = baseline else {
         probity_engine::stderr_line!(
@@ -99,13 +99,13 @@ pub fn against_baseline(
         );
         return Ok(None);
     };
-    let a =
-        probity_engine::stored::load(store, a).map_err(|e| Failure::incomplete(e.to_string()))?;
-    let baseline = probity_engine::compare::RunTensor {
+    let a = probity_engine::run::stored::load(store, a)
+        .map_err(|e| Failure::incomplete(e.to_string()))?;
+    let baseline = probity_engine::run::compare::RunTensor {
         record: &a.record,
         tensor: &a.tensor,
     };
-    let cmp = probity_engine::compare::compare_loaded(store, baseline, current, None)
+    let cmp = probity_engine::run::compare::compare_loaded(store, baseline, current, None)
         .map_err(|e| Failure::incomplete(e.to_string()))?;
     Ok(Some(comparison_report(cmp)))
 }

@@ -2,7 +2,7 @@
 
 use crate::failure::Failure;
 use clap::{Args, ValueEnum};
-use probity_engine::example;
+use probity_engine::config::example;
 use std::path::{Path, PathBuf};
 
 /// The provider the example configuration uses.

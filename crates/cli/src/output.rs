@@ -4,8 +4,8 @@
 use crate::failure::Failure;
 use clap::Args;
 use probity_core::Cell;
+use probity_engine::run::stored::{self, StoredRun};
 use probity_engine::store::{SampleRow, Store};
-use probity_engine::stored::{self, StoredRun};
 use probity_report::{
     html, render, render_to, Document, Example, FailingSample, Format, RunReport,
 };

@@ -25,9 +25,14 @@ pub struct PlanArgs {
         allow_hyphen_values = true
     )]
     rates: Vec<f64>,
-    /// Target probability that some attempt passes every check.
+    /// Target probability that some attempt passes every check (the
+    /// retry target of §4.2).
     #[arg(long, default_value_t = 0.99)]
-    confidence: f64,
+    target: f64,
+    /// The retry target's old name, refused with a message naming
+    /// `--target`: everywhere else `--confidence` is an interval's.
+    #[arg(long = "confidence", hide = true, allow_hyphen_values = true)]
+    old_confidence: Option<String>,
     /// Minimum success rates, one per rate (e.g. 0.95,0.9): also plan the
     /// sample size — the fixed N × M for --power and the cost of a
     /// sequential run.
@@ -55,7 +60,8 @@ pub struct PlanArgs {
     /// it settles every verdict with the target power).
     #[arg(long)]
     inputs: Option<u64>,
-    /// Simulated sequential runs.
+    /// Simulated runs: of the fixed-size run at each size tried (its N
+    /// for the target power), and of the sequential run.
     #[arg(long, default_value_t = 500)]
     sims: u64,
     /// Seed of the simulation.
@@ -75,15 +81,19 @@ pub struct PlanArgs {
 }
 
 pub fn run(args: &PlanArgs) -> Result<u8, Failure> {
+    if let Some(old) = &args.old_confidence {
+        return Err(Failure::usage(format!(
+            "--confidence {old}: the retry target of `probity plan` is now --target (e.g. --target 0.99); --confidence means an interval's confidence everywhere else (the sample size's is --test-confidence)"
+        )));
+    }
     if let Some(run) = &args.run {
-        let target = check_target(args.confidence)
-            .map_err(|e| Failure::usage(format!("--confidence: {e}")))?;
+        let target =
+            check_target(args.target).map_err(|e| Failure::usage(format!("--target: {e}")))?;
         return from_run(args, run, target);
     }
     let plan =
         RetryPlan::from_rates(&args.rates).map_err(|e| Failure::usage(format!("--rates: {e}")))?;
-    let target =
-        check_target(args.confidence).map_err(|e| Failure::usage(format!("--confidence: {e}")))?;
+    let target = check_target(args.target).map_err(|e| Failure::usage(format!("--target: {e}")))?;
     let sample_size = if args.thresholds.is_empty() {
         None
     } else {
@@ -124,7 +134,7 @@ pub fn run(args: &PlanArgs) -> Result<u8, Failure> {
 /// measurement when the run had a retry policy.
 fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
     use probity_core::guarded::columns_of;
-    use probity_engine::stored;
+    use probity_engine::run::stored;
     let store = args.store.open()?;
     let id = args.store.resolve(&store, run)?;
     let loaded = stored::load(&store, id).map_err(|e| Failure::usage(e.to_string()))?;
@@ -227,7 +237,7 @@ fn sample_size(
     icc: f64,
     confidence: f64,
 ) -> Result<SampleSizePlan, Failure> {
-    use probity_core::sequential::{
+    use probity_core::simulate::plan::{
         budget_for_power, fixed_inputs_for_power, sequential_cost, BUDGET_MULTIPLES,
     };
     use probity_core::simulate::SimDesign;
@@ -256,8 +266,13 @@ fn sample_size(
     }
     let mut planned = Vec::with_capacity(checks.len());
     for (name, rate, threshold) in checks {
-        let fixed = fixed_inputs_for_power(*rate, *threshold, m, icc, confidence, args.power)
-            .map_err(|e| usage(name, &e))?;
+        // The fixed run's size by simulation under the interval and
+        // verdict the run uses (issue 35 item 3), with the plan's runs and
+        // seed.
+        let fixed = fixed_inputs_for_power(
+            *rate, *threshold, m, icc, confidence, args.power, args.sims, args.seed,
+        )
+        .map_err(|e| usage(name, &e))?;
         planned.push(SampleSizeCheck {
             name: name.clone(),
             rate: *rate,

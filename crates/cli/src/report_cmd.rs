@@ -5,9 +5,9 @@ use crate::output::{load_report, OutputArgs};
 use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_core::stats::Decision;
-use probity_engine::provider::label::system_label;
+use probity_engine::run::stored;
 use probity_engine::store::RunRecord;
-use probity_engine::stored;
+use probity_engine::system::label::system_label;
 
 #[derive(Args)]
 pub struct ReportArgs {
@@ -134,16 +134,25 @@ pub fn runs(args: &RunsArgs) -> Result<u8, Failure> {
         }
         return Ok(0);
     }
+    // Names whole (a cut name reads like another run's): the column is
+    // as wide as the longest.
+    let names: Vec<String> = runs.iter().map(|r| clean(&r.name)).collect();
+    let wn = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
     crate::stdout::line(&format!(
-        "{:>5}  {:<20}  {:<20}  {:<10}  {:<12}  {:<24}  {:>12}  {:<8}  verdicts",
+        "{:>5}  {:<wn$}  {:<20}  {:<10}  {:<12}  {:<24}  {:>12}  {:<8}  verdicts",
         "run", "name", "created", "status", "config", "model", "N×M×K", "calls"
     ));
-    for r in &runs {
+    for (r, name) in runs.iter().zip(&names) {
         let verdicts = tally(&store, r);
         crate::stdout::line(&format!(
-            "{:>5}  {:<20}  {:<20}  {:<10}  {:<12}  {:<24}  {:>12}  {:<8}  {}",
+            "{:>5}  {:<wn$}  {:<20}  {:<10}  {:<12}  {:<24}  {:>12}  {:<8}  {}",
             r.id,
-            name_cell(r, NAME_WIDTH),
+            name,
             clean(&r.created_at),
             format!("{:?}", r.status).to_lowercase(),
             clean(r.config_hash.get(..12).unwrap_or(&r.config_hash)),
@@ -185,45 +194,6 @@ fn tally(store: &probity_engine::store::Store, r: &RunRecord) -> String {
 /// terminal line.
 fn clean(s: &str) -> String {
     probity_report::sanitize::terminal_line(s, 0)
-}
-
-/// Characters of the runs table's name column.
-const NAME_WIDTH: usize = 20;
-
-/// A run's name cut to `width` characters. A variant's run
-/// (`NAME/VARIANT`) keeps its variant whole and cuts the base name
-/// (`polite-…/baseline-v2`): variants of one name often share a prefix,
-/// and cut at the end they would read the same. A variant too long even
-/// alone keeps its two ends (`…/baseline-…ong-v2`).
-fn name_cell(r: &RunRecord, width: usize) -> String {
-    let name = clean(&r.name);
-    let variant = r.variant.as_ref().map(|v| clean(&v.name));
-    let chars = |s: &str| s.chars().count();
-    let base = variant
-        .as_deref()
-        .and_then(|v| name.strip_suffix(v)?.strip_suffix('/'));
-    match (base, variant.as_deref()) {
-        _ if chars(&name) <= width => name,
-        (Some(base), Some(v)) if chars(v) + 2 < width => {
-            format!("{}/{v}", truncate(base, width - chars(v) - 1))
-        }
-        (Some(_), Some(v)) => format!("…/{}", middle(v, width - 2)),
-        _ => truncate(&name, width),
-    }
-}
-
-/// `s` cut to `n` characters in its middle: its start and its end kept.
-fn middle(s: &str, n: usize) -> String {
-    let all: Vec<char> = s.chars().collect();
-    if all.len() <= n {
-        return s.to_string();
-    }
-    let head = (n - 1).div_ceil(2);
-    let tail = n - 1 - head;
-    let mut out: String = all[..head].iter().collect();
-    out.push('…');
-    out.extend(&all[all.len() - tail..]);
-    out
 }
 
 fn truncate(s: &str, n: usize) -> String {

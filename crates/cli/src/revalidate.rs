@@ -9,7 +9,7 @@ use crate::output::{load_report, OutputArgs};
 use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_engine::config::variant;
-use probity_engine::revalidate::revalidate;
+use probity_engine::run::revalidate::revalidate;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -50,14 +50,6 @@ pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
         Some(_) => Failure::usage(format!("run {id} ({}): {e}", record.name)),
         None => Failure::usage(e.to_string()),
     })?;
-    // An agent's episodes are judged by its agent checks, which a
-    // re-check does not replay yet: refused, never a run with fewer columns.
-    if config.agent.is_some() {
-        return Err(Failure::usage(format!(
-            "{}: re-checking an agent's stored episodes is not supported yet (its [[agent_check]] tables are judged only while episodes run); run the agent again instead",
-            args.config.display()
-        )));
-    }
     // Another configuration's checks may be applied on purpose (a looser
     // rule, a new check); another system's or name's file is more likely
     // the wrong file, and its run would be filed under that name.
@@ -71,14 +63,19 @@ pub fn run(args: &RevalidateArgs) -> Result<u8, Failure> {
             config.name
         );
     }
-    let done = crate::failure::runtime()?
-        .block_on(revalidate(
-            &mut store,
-            id,
-            &config.recheck(),
-            !args.no_calls,
-        ))
-        .map_err(|e| Failure::usage(e.to_string()))?;
+    // An agent's run: its stored transcripts and final states judged by
+    // the agent checks again (its tools and environment built for the
+    // gold state); no episode is run.
+    let mut recheck = config.recheck();
+    let done = crate::failure::runtime()?.block_on(async {
+        recheck
+            .build_agent()
+            .await
+            .map_err(|e| Failure::usage(format!("{}: the agent: {e}", args.config.display())))?;
+        revalidate(&mut store, id, &recheck, !args.no_calls)
+            .await
+            .map_err(|e| Failure::usage(e.to_string()))
+    })?;
     if config.checks.verifiers.is_empty() {
         probity_engine::stderr_line!(
             "revalidated run {id} as run {} (no model calls)",

@@ -6,12 +6,13 @@ use crate::run_display::{check_pace, print_causes, Display};
 use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_engine::checks::calibration::LabelAnswers;
-use probity_engine::compare::RunTensor;
+use probity_engine::config::concurrency::Concurrency;
 use probity_engine::config::set::{self, Set};
 use probity_engine::config::variant;
 use probity_engine::config::{Config, Overrides};
+use probity_engine::run::compare::RunTensor;
+use probity_engine::run::stored::StoredRun;
 use probity_engine::store::{masked_url, RunStatus};
-use probity_engine::stored::StoredRun;
 use probity_engine::{run_with, Control, ErrorClass, Progress, RunError, Sink};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,9 +34,10 @@ pub struct RunArgs {
     /// Override [experiment] outputs_per_input (M).
     #[arg(long, value_name = "M")]
     outputs: Option<usize>,
-    /// Override [experiment] concurrency.
-    #[arg(long, value_name = "N")]
-    concurrency: Option<usize>,
+    /// Override [experiment] concurrency: a number, or `auto` (found
+    /// while the run goes: docs/providers.md).
+    #[arg(long, value_name = "N|auto", value_parser = parse_concurrency)]
+    concurrency: Option<Concurrency>,
     /// Compare with this baseline run (an id, or a name: the latest complete
     /// run of that name other than this one); exit 1 on a significant
     /// regression of any check. Without a stored baseline of that name the
@@ -99,9 +101,10 @@ pub struct WorkArgs {
     /// the latest unfinished run of the file.
     #[arg(long, value_name = "RUN")]
     run: Option<String>,
-    /// Override [experiment] concurrency (this worker's calls at once).
-    #[arg(long, value_name = "N")]
-    concurrency: Option<usize>,
+    /// Override [experiment] concurrency (this worker's calls at once; a
+    /// number, or `auto`).
+    #[arg(long, value_name = "N|auto", value_parser = parse_concurrency)]
+    concurrency: Option<Concurrency>,
     /// The same --outputs the run was made with, if any.
     #[arg(long, value_name = "M")]
     outputs: Option<usize>,
@@ -251,10 +254,14 @@ fn text_of(path: &Path, sets: &[Set]) -> Result<String, Failure> {
 /// `--outputs` and `--concurrency` as the settings they replace, checked
 /// and named as the flags, not as the file's fields.
 fn overrides(args: &RunArgs) -> Result<Overrides, Failure> {
-    use probity_engine::config::bounds::{within, MAX_CONCURRENCY, MAX_OUTPUTS_PER_INPUT};
+    use probity_engine::bounds::{within, MAX_CONCURRENCY, MAX_OUTPUTS_PER_INPUT};
+    let fixed = match args.concurrency {
+        Some(Concurrency::Fixed(n)) => Some(n),
+        _ => None,
+    };
     for (flag, value, most) in [
         ("--outputs", args.outputs, MAX_OUTPUTS_PER_INPUT),
-        ("--concurrency", args.concurrency, MAX_CONCURRENCY),
+        ("--concurrency", fixed, MAX_CONCURRENCY),
     ] {
         if let Some(v) = value {
             within(flag, v, most).map_err(Failure::usage)?;
@@ -265,6 +272,18 @@ fn overrides(args: &RunArgs) -> Result<Overrides, Failure> {
         outputs_per_input: args.outputs,
         concurrency: args.concurrency,
     })
+}
+
+/// `--concurrency`: `auto`, or a count (its bounds are checked with
+/// the other flags', naming the flag).
+fn parse_concurrency(s: &str) -> Result<Concurrency, String> {
+    match s.trim() {
+        "auto" => Ok(Concurrency::Auto),
+        n => n
+            .parse::<usize>()
+            .map(Concurrency::Fixed)
+            .map_err(|_| format!("a number of calls at once, or `auto`, not `{s}`")),
+    }
 }
 
 /// The configuration of a run of one system (no `[[variant]]` tables),

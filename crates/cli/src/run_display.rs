@@ -4,7 +4,7 @@
 
 use crate::failure::Failure;
 use indicatif::{ProgressBar, ProgressStyle};
-use probity_engine::limits::{ABSURD_RUN_S, LONG_RUN_S};
+use probity_engine::provider::limits::{ABSURD_RUN_S, LONG_RUN_S};
 use probity_engine::{Experiment, Progress};
 use std::io::IsTerminal;
 use std::path::Path;

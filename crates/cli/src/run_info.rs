@@ -1,8 +1,8 @@
 //! A stored run's header as the reports show it.
 
 use probity_core::CheckKind;
-use probity_engine::store::{RunRecord, RunStatus};
-use probity_report::RunInfo;
+use probity_engine::store::{RunCalls, RunRecord, RunStatus};
+use probity_report::{AutoConcurrencyInfo, CallsInfo, RunInfo};
 
 /// The report header of stored run `r`.
 pub(crate) fn run_info(r: &RunRecord) -> RunInfo {
@@ -12,8 +12,9 @@ pub(crate) fn run_info(r: &RunRecord) -> RunInfo {
         created_at: r.created_at.clone(),
         config_hash: r.config_hash.clone(),
         system: r.system.clone(),
-        system_label: probity_engine::provider::label::system_label(&r.system),
-        duration_s: r.duration_s,
+        system_label: probity_engine::system::label::system_label(&r.system),
+        // A shared run's processes overlap: its wall time, not their sum.
+        duration_s: r.calls.as_ref().map(|c| c.wall_s).or(r.duration_s),
         model_calls: r.model_calls,
         cached: r.cached,
         judge_calls: r.judge_calls,
@@ -27,5 +28,28 @@ pub(crate) fn run_info(r: &RunRecord) -> RunInfo {
             .map(|(c, &calls)| (c.name.clone(), calls))
             .collect(),
         complete: r.status == RunStatus::Complete,
+        calls: r.calls.as_ref().map(calls_info),
+    }
+}
+
+/// A run's calls as the reports show them.
+fn calls_info(c: &RunCalls) -> CallsInfo {
+    CallsInfo {
+        processes: c.processes,
+        wall_s: c.wall_s,
+        process_s: c.process_s,
+        call_s: c.call_s,
+        queued_s: c.queued_s,
+        structured: c.upstream.structured.clone(),
+        auto_concurrency: c
+            .upstream
+            .auto_concurrency
+            .as_ref()
+            .map(|a| AutoConcurrencyInfo {
+                chosen: a.chosen,
+                most: a.most,
+                tried: a.tried.clone(),
+                settled: a.settled,
+            }),
     }
 }

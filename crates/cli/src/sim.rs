@@ -33,6 +33,10 @@ pub struct ServeArgs {
     /// sends each piece as it is generated, a whole answer once all are.
     #[arg(long)]
     token_ms: Option<u64>,
+    /// Requests answered at once; the rest wait their turn (a llama.cpp
+    /// server with N slots; 1: one request at a time).
+    #[arg(long)]
+    slots: Option<u32>,
     /// Probability of answering 429 with Retry-After.
     #[arg(long)]
     rate_limit: Option<f64>,
@@ -83,6 +87,7 @@ pub async fn run(cmd: SimCommand) -> Result<u8, Failure> {
     f.timeout = args.timeout.unwrap_or(f.timeout);
     f.timeout_ms = args.timeout_ms.unwrap_or(f.timeout_ms);
     f.malformed = args.malformed.unwrap_or(f.malformed);
+    f.slots = args.slots.or(f.slots);
     let model = SimModel::new(file.model).map_err(|e| Failure::usage(format!("simulator: {e}")))?;
     file.faults
         .validate()

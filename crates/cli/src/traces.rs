@@ -53,6 +53,7 @@ pub async fn import(args: ImportArgs) -> Result<u8, Failure> {
     probity_engine::traces::import::import(&run, &args.files)
         .await
         .map_err(Failure::incomplete)?;
+    run.ingest.close_export().await;
     run.close().map_err(Failure::incomplete)?;
     crate::stdout::out(&summary(&run.ingest, spans));
     Ok(0)
@@ -71,6 +72,28 @@ fn summary(i: &Ingest, spans: u64) -> String {
         for ((reason, convention), n) in m.iter() {
             text.push_str(&format!("  not mapped: {n} {reason} ({convention})\n"));
         }
+    }
+    let s = &i.sampler;
+    if s.samples() {
+        let judged = s.judged.load(Ordering::Relaxed);
+        let over = s.over_budget.load(Ordering::Relaxed);
+        text.push_str(&format!(
+            "  judged: {judged} (a random sample: judge_share), not judged: {} outside the sample, {over} over judge_budget_per_hour\n",
+            s.not_sampled.load(Ordering::Relaxed)
+        ));
+        if over > 0 {
+            text.push_str("  (over budget: the judged spans leave out the later spans of the hours the budget ran out; docs/traces.md, \"Judges on a sample\")\n");
+        }
+    }
+    if let Some((sent, failed)) = i.exported() {
+        text.push_str(&format!(
+            "  evaluation events exported: {sent}{}\n",
+            if failed > 0 {
+                format!(", {failed} not exported (see the warnings above)")
+            } else {
+                String::new()
+            }
+        ));
     }
     let unrecorded = c.unrecorded.load(Ordering::Relaxed);
     if unrecorded > 0 {
@@ -130,8 +153,9 @@ pub async fn collect(args: CollectArgs) -> Result<u8, Failure> {
         shutdown,
     )
     .await;
-    // Whatever the server's end, what was checked is flushed and the run
-    // closed.
+    // Whatever the server's end, what was checked is flushed, its
+    // verdicts sent, and the run closed.
+    run.ingest.close_export().await;
     run.close().map_err(Failure::incomplete)?;
     served.map_err(Failure::incomplete)?;
     let spans = run.ingest.counts.spans.load(Ordering::Relaxed);

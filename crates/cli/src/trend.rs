@@ -3,9 +3,9 @@
 
 use crate::failure::Failure;
 use crate::output::OutputArgs;
-use probity_engine::store::{RunStatus, Store};
-use probity_engine::stored;
-use probity_report::{render, Format, RunInfo, TrendReport, TrendRun};
+use probity_engine::run::stored;
+use probity_engine::store::{RunRecord, RunStatus, Store};
+use probity_report::{render, Format, RunInfo, TrendMark, TrendReport, TrendRun};
 
 /// Most runs a trend shows (the latest ones).
 pub const MAX_RUNS: usize = 200;
@@ -55,7 +55,11 @@ pub fn trend_report(
             )));
         }
     }
+    let latest = loaded.last().map(|r| r.record.clone());
     for run in loaded {
+        let marks = latest
+            .as_ref()
+            .map_or_else(Vec::new, |l| marks(&run.record, l));
         let rates = t
             .checks
             .iter()
@@ -73,9 +77,33 @@ pub fn trend_report(
                 ..crate::run_info::run_info(&run.record)
             },
             rates,
+            marks,
         });
     }
     Ok(t)
+}
+
+/// What sets run `r` apart from a plain run of the latest configuration
+/// (`latest`): outputs reused or revalidated from another run, and settings
+/// other than the latest run's — the same file text with another hash is
+/// the file overridden (`--set`, or its inputs changed); another text,
+/// another configuration.
+fn marks(r: &RunRecord, latest: &RunRecord) -> Vec<TrendMark> {
+    let mut marks = Vec::new();
+    if let Some(from) = r.reused_from {
+        marks.push(TrendMark::Reused(from));
+    }
+    if let Some(from) = r.outputs_from {
+        marks.push(TrendMark::Revalidated(from));
+    }
+    if r.config_hash != latest.config_hash {
+        marks.push(if r.config == latest.config {
+            TrendMark::Overridden
+        } else {
+            TrendMark::OtherConfig
+        });
+    }
+    marks
 }
 
 pub fn trend(

@@ -18,8 +18,8 @@ use probity_core::stats::MultipleTesting;
 use probity_engine::checks::calibration::LabelAnswers;
 use probity_engine::config::variant::Variants;
 use probity_engine::config::Overrides;
+use probity_engine::run::stored::{self, StoredRun};
 use probity_engine::store::{RunRecord, Store};
-use probity_engine::stored::{self, StoredRun};
 use probity_engine::variants::{
     self as group, run_variants, VariantRun, VariantsError, VariantsPlan, VariantsWatch,
 };

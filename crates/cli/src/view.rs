@@ -10,9 +10,9 @@ use crate::failure::Failure;
 use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_core::stats::Decision;
-use probity_engine::provider::label::system_label;
+use probity_engine::run::stored;
 use probity_engine::store::{RunRecord, RunStatus, Store, StoreLocation};
-use probity_engine::stored;
+use probity_engine::system::label::system_label;
 use probity_engine::view::{Page, Pages, Params};
 use probity_report::html::view as pages;
 use probity_report::{FailingSample, RunReport};
@@ -26,9 +26,10 @@ const REFRESH_MAX: i64 = 86_400;
 
 #[derive(Args)]
 pub struct ViewArgs {
-    /// Address to listen on. Anything but a loopback address needs a
+    /// Address to listen on (port 8091: `probity serve` takes 8090, so
+    /// both run side by side). Anything but a loopback address needs a
     /// token (given, or made up and printed).
-    #[arg(long, default_value = "127.0.0.1:8090")]
+    #[arg(long, default_value = "127.0.0.1:8091")]
     listen: String,
     /// The token a request must carry when the viewer is not bound to a
     /// loopback address (`?token=`, a cookie, or `Authorization: Bearer`).
@@ -249,7 +250,7 @@ impl Pages for Viewer {
     fn outputs(&self, id: i64, q: &Params) -> Page {
         page((|| {
             let store = self.open()?;
-            let r = self.report(&store, id)?;
+            let mut r = self.report(&store, id)?;
             query::only(q, &["check", "input", "verdict"])?;
             let of = format!("run {id}");
             let filter = pages::OutputsFilter {
@@ -260,10 +261,26 @@ impl Pages for Viewer {
                     ("check", "checks"),
                     &of,
                 )?,
-                input: query::position(q, "input", r.summary.shape.0, ("input", "inputs"), &of)?,
+                input: query::input(q, "input", &r, &of)?,
                 verdict: query::choice(q, "verdict", &OUTPUT_VERDICTS)?.to_string(),
             };
             let samples = self.samples(&store, id)?;
+            // Each shown output beside its input's text: the fields of
+            // the inputs of the outputs shown (at most OUTPUTS_SHOWN).
+            let mut shown: Vec<usize> = samples
+                .iter()
+                .filter(|s| filter.keeps(s))
+                .take(pages::OUTPUTS_SHOWN)
+                .map(|s| s.input)
+                .collect();
+            shown.sort_unstable();
+            shown.dedup();
+            let fields = store
+                .inputs_at(id, &shown)
+                .map_err(|e| Failure::incomplete(e.to_string()))?;
+            for (i, input) in fields {
+                r.input_fields.insert(i, input.fields.to_map());
+            }
             Ok(pages::outputs_page(&r, &samples, &filter))
         })())
     }
@@ -286,7 +303,7 @@ impl Pages for Viewer {
             let (a, b) = (query::run_id(q, "a")?, query::run_id(q, "b")?);
             let only = query::choice(q, "only", &["differ"])?;
             let store = self.open()?;
-            let cmp = probity_engine::compare::compare_stored(&store, a, b, None)
+            let cmp = probity_engine::run::compare::compare_stored(&store, a, b, None)
                 .map_err(|e| Failure::usage(e.to_string()))?;
             let c = crate::compare::comparison_report(cmp);
             let (ra, rb) = (self.report(&store, a)?, self.report(&store, b)?);

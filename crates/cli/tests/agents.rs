@@ -110,19 +110,118 @@ fn an_agent_file_with_a_typo_in_a_check_is_named_before_any_episode() {
         err.contains("tool_not_caled") && err.contains("line"),
         "{err}"
     );
-    // A re-check of an agent's stored episodes is refused, not run with
-    // fewer columns.
-    std::fs::write(&path, config).unwrap();
+    std::fs::write(&path, &config).unwrap();
+}
+
+/// `probity revalidate` of an agent's run judges the stored transcripts
+/// and final states with the changed checks (no episode run, no call), and
+/// `probity export` writes the tasks with their episodes' transcripts.
+#[test]
+fn an_agents_run_is_revalidated_and_exported_without_new_episodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let init = probity(dir.path(), &["init", "--provider", "agent"]);
+    assert_eq!(init.status.code(), Some(0), "{}", text(&init.stderr));
+    let path = dir.path().join("probity.toml");
     let run = probity(
         dir.path(),
-        &["run", "--quiet", "--outputs", "3", "--set", "user.seed=1"],
+        &[
+            "run",
+            "--quiet",
+            "--outputs",
+            "3",
+            "--format",
+            "json",
+            "--set",
+            "user.seed=1",
+        ],
     );
     assert!(
         matches!(run.status.code(), Some(0 | 1)),
         "{}",
         text(&run.stderr)
     );
-    let re = probity(dir.path(), &["revalidate", "1", "--config", "probity.toml"]);
-    assert_eq!(re.status.code(), Some(2), "{}", text(&re.stderr));
-    assert!(text(&re.stderr).contains("agent"), "{}", text(&re.stderr));
+    let first: Value = serde_json::from_slice(&run.stdout).unwrap();
+    // The episodes' model calls are the run's calls (one per agent turn,
+    // the simulated user's included), never 0.
+    let calls = first["run"]["model_calls"].as_u64().unwrap();
+    assert!(calls >= 36 * 2, "{calls} calls for 36 episodes");
+    // A new check that every episode of more than one turn fails.
+    let config = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        format!("{config}\n[[agent_check]]\nname = \"one_turn\"\nkind = \"turns\"\nmax = 1\n"),
+    )
+    .unwrap();
+    let re = probity(
+        dir.path(),
+        &[
+            "revalidate",
+            "1",
+            "--config",
+            "probity.toml",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(
+        matches!(re.status.code(), Some(0 | 1)),
+        "{}",
+        text(&re.stderr)
+    );
+    let j: Value = serde_json::from_slice(&re.stdout).unwrap();
+    let names: Vec<&str> = j["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["end_state", "no_forbidden_refund", "one_turn"]);
+    // The stored verdicts judged again, the same; the new check fails
+    // every judged episode; no call was made.
+    for k in 0..2 {
+        assert_eq!(
+            j["checks"][k]["rate"]["pass"],
+            first["checks"][k]["rate"]["pass"]
+        );
+        assert_eq!(j["checks"][k]["rate"]["n"], first["checks"][k]["rate"]["n"]);
+    }
+    assert_eq!(j["checks"][2]["rate"]["pass"], 0, "{}", j["checks"][2]);
+    assert_eq!(j["checks"][2]["rate"]["n"], first["checks"][0]["rate"]["n"]);
+    assert_eq!(
+        j["errors"]["system"]["total"],
+        first["errors"]["system"]["total"]
+    );
+    assert_eq!(j["run"]["model_calls"], 0);
+    let db = rusqlite::Connection::open(dir.path().join("runs.db")).unwrap();
+    let failing: String = db
+        .query_row(
+            "SELECT reasons FROM rechecks WHERE run_id = 2 AND reasons LIKE '%turn 2%' LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(failing.contains("turn 2:"), "{failing}");
+    let fresh: i64 = db
+        .query_row("SELECT count(*) FROM samples WHERE run_id = 2", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(fresh, 0, "no episode was run again");
+
+    // Export: every task, its scenario kept, its episodes' transcripts.
+    let out = probity(dir.path(), &["export", "1", "--all"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 12);
+    for row in &rows {
+        assert!(row["scenario"].is_object(), "{row}");
+        let episodes = row["episodes"].as_array().unwrap();
+        assert_eq!(episodes.len(), 3, "{row}");
+        let t = &episodes[0]["transcript"];
+        assert!(t["messages"].as_array().unwrap().len() >= 2, "{t}");
+        assert!(t["ending"]["kind"].is_string(), "{t}");
+    }
 }

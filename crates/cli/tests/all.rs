@@ -28,6 +28,7 @@ mod report_facts;
 mod resume;
 mod run;
 mod runs;
+mod scoped_checks;
 mod sequential;
 mod serve;
 mod serve_calibration;
@@ -37,6 +38,7 @@ mod set;
 mod store_urls;
 mod traces;
 mod trouble;
+mod upstream;
 mod variants;
 mod view;
 

@@ -127,7 +127,7 @@ fn requests_are_read_strictly_and_the_scheme_case_insensitively() {
     let _ = s.read_to_string(&mut out);
     assert!(out.starts_with("HTTP/1.1 413"), "{out}");
     // Unknown paths answer in OpenAI's error shape.
-    let r = request(&g.1, "GET", "/v1/embeddings", "", "");
+    let r = request(&g.1, "GET", "/v1/no-such-path", "", "");
     assert!(
         r.starts_with("HTTP/1.1 404") && r.contains("\"error\""),
         "{r}"

@@ -56,7 +56,7 @@ fn default_is_the_sim_example_unchanged() {
     let out = probity(tmp.path(), &tmp.path().join("runs.db"), &["init", "demo"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let written = std::fs::read_to_string(tmp.path().join("demo/probity.toml")).unwrap();
-    assert_eq!(written, probity_engine::example::CONFIG);
+    assert_eq!(written, probity_engine::config::example::CONFIG);
     assert!(!tmp.path().join("demo/system.py").exists());
 }
 

@@ -255,6 +255,26 @@ fn a_shared_run_on_sqlite_buys_each_call_once() {
         sqlite_count(dir.path(), "SELECT model_calls FROM runs WHERE id = 1"),
         144
     );
+    // Wall time and the calls' time apart (issue 38, item 5): three
+    // processes worked at once, so their calls (144 × 100 ms, sent to
+    // answered) add up to more than the run's wall, and so do their
+    // durations.
+    let out = common::probity(dir.path(), &["report", "1", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&common::text(&out.stdout)).unwrap();
+    let calls = &report["run"]["calls"];
+    assert_eq!(calls["processes"], 3, "{calls}");
+    let secs = |k: &str| calls[k].as_f64().unwrap();
+    assert!(secs("call_s") >= 144.0 * 0.1 * 0.99, "{calls}");
+    assert!(secs("wall_s") < secs("process_s"), "{calls}");
+    assert!(secs("wall_s") < secs("call_s"), "{calls}");
+    assert_eq!(
+        report["run"]["duration_s"], calls["wall_s"],
+        "the header's time is the wall"
+    );
+    let out = common::probity(dir.path(), &["report", "1"]);
+    let page = common::text(&out.stdout);
+    assert!(page.contains(" · 3 processes "), "{page}");
+    assert!(page.contains("calls took "), "{page}");
 }
 
 /// Issue 38: a worker killed outright (kill -9) while it holds inputs: the

@@ -16,7 +16,7 @@ fn probity(args: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn worked_example_exits_zero() {
-    let (code, out, _) = probity(&["plan", "--rates", "0.95,0.90,0.85", "--confidence", "0.99"]);
+    let (code, out, _) = probity(&["plan", "--rates", "0.95,0.90,0.85", "--target", "0.99"]);
     assert_eq!(code, 0);
     assert!(out.contains("0.72675"), "{out}");
     assert!(out.contains("1.376"), "{out}");
@@ -33,9 +33,18 @@ fn bad_arguments_exit_two_with_a_clear_message() {
     assert_eq!(code, 2);
     assert!(err.contains("--rates"), "{err}");
 
-    let (code, _, err) = probity(&["plan", "--rates", "0.9", "--confidence", "1"]);
+    let (code, _, err) = probity(&["plan", "--rates", "0.9", "--target", "1"]);
     assert_eq!(code, 2);
-    assert!(err.contains("--confidence"), "{err}");
+    assert!(err.contains("--target"), "{err}");
+
+    // The retry target's old name: refused, naming the new one (a
+    // `--confidence` that silently meant something else would mislead).
+    let (code, _, err) = probity(&["plan", "--rates", "0.9", "--confidence", "0.99"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--confidence 0.99: the retry target of `probity plan` is now --target"),
+        "{err}"
+    );
 
     let (code, _, _) = probity(&["plan"]);
     assert_eq!(code, 2);
@@ -124,13 +133,13 @@ fn counts_past_u64_are_said_to_be_so() {
 /// An extreme target is written as a number, not hundreds of digits.
 #[test]
 fn an_extreme_target_is_written_with_an_exponent() {
-    let (code, out, _) = probity(&["plan", "--rates", "0.95,0.9", "--confidence", "1e-300"]);
+    let (code, out, _) = probity(&["plan", "--rates", "0.95,0.9", "--target", "1e-300"]);
     assert_eq!(code, 0);
     let line = out.lines().find(|l| l.contains("attempts for")).unwrap();
     assert!(line.contains("m = ln(1 − 1e-300)"), "{line}");
     assert!(line.len() < 150, "{line}");
     assert!(!out.contains("0000000000"), "{out}");
-    let (_, out, _) = probity(&["plan", "--rates", "0.95,0.9", "--confidence", "0.99"]);
+    let (_, out, _) = probity(&["plan", "--rates", "0.95,0.9", "--target", "0.99"]);
     assert!(
         out.contains("attempts for 99%      m = ln(1 − 0.99)"),
         "{out}"

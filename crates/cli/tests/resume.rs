@@ -12,7 +12,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 fn write_config(dir: &Path, addr: &str) {
-    let cfg = probity_engine::example::CONFIG
+    let cfg = probity_engine::config::example::CONFIG
         .replace(
             "[system]\nprovider = \"sim\"\n# seed = 42                 # pin it and every run repeats the same samples;\n                            # unpinned, each run samples afresh like a real model\ncontractions = 0.10\nomit_welcome = 0.15\n",
             &format!("[system]\nprovider = \"openai\"\nmodel = \"sim\"\nbase_url = \"http://{addr}/v1\"\nseed = 1\n"),
@@ -20,7 +20,11 @@ fn write_config(dir: &Path, addr: &str) {
         .replace("concurrency = 16", "concurrency = 4");
     assert!(cfg.contains("provider = \"openai\""));
     std::fs::write(dir.join("probity.toml"), cfg).unwrap();
-    std::fs::write(dir.join("inputs.jsonl"), probity_engine::example::INPUTS).unwrap();
+    std::fs::write(
+        dir.join("inputs.jsonl"),
+        probity_engine::config::example::INPUTS,
+    )
+    .unwrap();
 }
 
 fn report(dir: &Path, run: &str) -> Value {

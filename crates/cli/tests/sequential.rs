@@ -11,12 +11,16 @@ use std::path::Path;
 /// The init example with replies that fail the contraction check 60 % of
 /// the time (minimum 95 %) and never forget their manners.
 fn write_config(dir: &Path) {
-    let cfg = probity_engine::example::CONFIG
+    let cfg = probity_engine::config::example::CONFIG
         .replace("contractions = 0.10", "contractions = 0.60")
         .replace("omit_welcome = 0.15", "omit_welcome = 0.0");
     assert!(cfg.contains("contractions = 0.60"));
     std::fs::write(dir.join("probity.toml"), cfg).unwrap();
-    std::fs::write(dir.join("inputs.jsonl"), probity_engine::example::INPUTS).unwrap();
+    std::fs::write(
+        dir.join("inputs.jsonl"),
+        probity_engine::config::example::INPUTS,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -107,7 +111,9 @@ fn plan_gives_the_fixed_size_and_the_sequential_cost() {
     );
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    // N = ⌈(1.95996 + 0.84162)² · 0.25 · 1.8 / 5 / 0.45²⌉ = 4 → at least 5.
+    // Half the outputs failing a 95 % minimum: the default interval of 5
+    // inputs establishes the fail in every simulated run, so the fewest
+    // inputs (5) reach the power.
     assert!(
         stdout.contains("fixed run: 5 inputs (25 samples)"),
         "{stdout}"

@@ -355,3 +355,157 @@ async fn a_collector_that_cannot_keep_up_answers_429_with_retry_after() {
     // Both spans taken were checked before the run closed.
     assert!(log.contains("2 mapped and checked"), "{log}");
 }
+
+/// `n` GenAI v1.37 chat spans in one OTLP JSON line; every fifth answer
+/// uses contractions (five apostrophes: the simulator's judge and the
+/// contraction validator both fail it), so exactly a fifth fail.
+fn contraction_spans(n: usize) -> String {
+    let kv = |k: &str, v: &str| json!({"key": k, "value": {"stringValue": v}});
+    let spans: Vec<Value> = (0..n)
+        .map(|i| {
+            let answer = if i % 5 == 0 {
+                "It isn't hard: you'll see it's there, and it's quick, isn't it."
+            } else {
+                "Open the settings and choose reset."
+            };
+            let input = json!([{"role": "user", "parts": [{"type": "text", "content": format!("Question {i}: how do I reset my password?")}]}]);
+            let output = json!([{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]);
+            json!({"traceId": format!("{:032x}", i + 1), "spanId": format!("{:016x}", i + 1), "name": "chat m",
+                "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000500000000",
+                "attributes": [kv("gen_ai.operation.name", "chat"), kv("gen_ai.request.model", "m"),
+                    kv("gen_ai.input.messages", &input.to_string()), kv("gen_ai.output.messages", &output.to_string())]})
+        })
+        .collect();
+    json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).to_string()
+}
+
+const JUDGED: &str = r#"
+[[validator]]
+name = "contractions"
+check = '''count(output, "'") <= 3'''
+
+[[verifier]]
+name = "judge"
+instructions = "Write words out in full."
+[verifier.system]
+provider = "sim"
+"#;
+
+/// The judged spans of an imported run: (judged, not judged, judged and
+/// failed by the judge), from `probity export --all`, each judged span's
+/// verdict checked against the validator's (the same rule).
+fn judged_rows(d: &Path) -> (usize, usize, usize) {
+    let id = common::json_runs(d)[0]["id"].to_string();
+    let out = probity(d, &["export", &id, "--all"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (mut judged, mut not, mut failed) = (0, 0, 0);
+    for r in jsonl(&text(&out.stdout)) {
+        assert_eq!(r["count"], json!(1), "{r}");
+        let fails: Vec<&str> = r["failed_checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        if r["judged"] == json!(true) {
+            judged += 1;
+            let by_judge = fails.contains(&"judge");
+            assert_eq!(by_judge, fails.contains(&"contractions"), "{r}");
+            failed += usize::from(by_judge);
+        } else {
+            assert_eq!(r["judged"], json!(false), "{r}");
+            assert!(!fails.contains(&"judge"), "{r}");
+            not += 1;
+        }
+    }
+    (judged, not, failed)
+}
+
+#[test]
+fn judges_see_a_random_share_of_the_spans_and_the_sample_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let n = 2000;
+    std::fs::write(d.join("spans.jsonl"), contraction_spans(n)).unwrap();
+    std::fs::write(
+        d.join("traces.toml"),
+        format!("name = \"sampled\"\njudge_share = 0.25\n{JUDGED}"),
+    )
+    .unwrap();
+    let out = probity(
+        d,
+        &["traces", "import", "--config", "traces.toml", "spans.jsonl"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary = text(&out.stdout);
+    let (judged, not, failed) = judged_rows(d);
+    assert_eq!(judged + not, n);
+    assert!(
+        summary.contains(&format!(
+            "judged: {judged} (a random sample: judge_share), not judged: {not} outside the sample, 0 over"
+        )),
+        "{summary}"
+    );
+    // Binomial(2000, 0.25): mean 500, sd 19.4; five sd either side.
+    assert!((judged as f64 - 500.0).abs() < 5.0 * 19.37, "{judged}");
+    // The sample is drawn blind to the content: the judge's failure rate
+    // on it estimates the population's 0.2 without bias. Given the sample's
+    // size m, its failures are hypergeometric (N = 2000, K = 400): sd
+    // sqrt(m p (1-p) (N-m)/(N-1)), about 0.0155 as a share at m = 500.
+    let m = judged as f64;
+    let sd = (m * 0.2 * 0.8 * (2000.0 - m) / 1999.0).sqrt();
+    assert!(
+        (failed as f64 - 0.2 * m).abs() < 5.0 * sd,
+        "{failed} of {judged}"
+    );
+    // One judge call per judged span, and none for the others.
+    let runs = common::json_runs(d);
+    assert_eq!(runs[0]["judge_calls"], json!(judged), "{}", runs[0]);
+}
+
+#[test]
+fn a_judge_budget_caps_the_calls_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("spans.jsonl"), contraction_spans(300)).unwrap();
+    std::fs::write(
+        d.join("traces.toml"),
+        format!("judge_budget_per_hour = 40\n{JUDGED}"),
+    )
+    .unwrap();
+    let out = probity(
+        d,
+        &["traces", "import", "--config", "traces.toml", "spans.jsonl"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary = text(&out.stdout);
+    assert!(
+        summary.contains("judged: 40 (a random sample: judge_share), not judged: 0 outside the sample, 260 over judge_budget_per_hour"),
+        "{summary}"
+    );
+    assert!(summary.contains("leave out the later spans"), "{summary}");
+    let (judged, not, _) = judged_rows(d);
+    assert_eq!((judged, not), (40, 260));
+    // A share out of range, or one with no judge to apply to, is refused
+    // with the file and the key named.
+    for (body, says) in [
+        (format!("judge_share = 1.5\n{JUDGED}"), "judge_share = 1.5"),
+        (
+            format!("judge_budget_per_hour = 0\n{JUDGED}"),
+            "judge_budget_per_hour = 0",
+        ),
+        (
+            format!("judge_share = 0.5\n{CHECKS}"),
+            "apply to [[verifier]]s, and there is none",
+        ),
+    ] {
+        std::fs::write(d.join("bad.toml"), body).unwrap();
+        let out = probity(
+            d,
+            &["traces", "import", "--config", "bad.toml", "spans.jsonl"],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(err.contains("bad.toml") && err.contains(says), "{err}");
+    }
+}

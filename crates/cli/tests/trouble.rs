@@ -179,8 +179,13 @@ command = ["sh", "-c", "echo 'Traceback: ModuleNotFoundError: No module named ap
 #[test]
 fn too_many_failed_calls_spend_the_error_budget_and_give_no_verdict() {
     let dir = tempfile::tempdir().unwrap();
-    // 30% of calls fail: far more than the default budget of 5%.
-    write_config(dir.path(), "provider = \"sim\"\nerror_rate = 0.3", "");
+    // 30% of calls fail, on every retry (sticky, as a system that is down
+    // for those inputs): far more than the default budget of 5%.
+    write_config(
+        dir.path(),
+        "provider = \"sim\"\nerror_rate = 0.3\nsticky_errors = true",
+        "",
+    );
     let out = probity(dir.path(), &["run", "--quiet"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
@@ -190,7 +195,7 @@ fn too_many_failed_calls_spend_the_error_budget_and_give_no_verdict() {
     // Counted as failures by choice, with no budget: a verdict.
     write_config(
         dir.path(),
-        "provider = \"sim\"\nerror_rate = 0.3",
+        "provider = \"sim\"\nerror_rate = 0.3\nsticky_errors = true",
         "errors = \"as-failure\"\nerror_budget = 1.0",
     );
     let out = probity(dir.path(), &["run", "--quiet"]);

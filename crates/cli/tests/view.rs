@@ -188,9 +188,18 @@ fn pages_filters_and_comparison_over_http() {
     let fail0 = cards(&get(&a, "/runs/1/outputs?check=0&verdict=fail").1);
     let fail1 = cards(&get(&a, "/runs/1/outputs?check=1&verdict=fail").1);
     assert!(fail0 <= fail && fail1 <= fail && fail0 + fail1 >= fail);
-    let (_, h) = get(&a, "/runs/1/outputs?input=3");
+    // An input by the id every page shows; the old position still works.
+    let (s, h) = get(&a, "/runs/1/outputs?input=q04");
+    assert_eq!(s, 200, "{h}");
     assert_eq!(cards(&h), 20);
     assert!(h.contains("20 of 400 outputs match"));
+    assert!(h.contains(r#"<option value="q04" selected>"#), "{h}");
+    assert_eq!(get(&a, "/runs/1/outputs?input=3").1, h);
+    // Each output beside its input's text.
+    assert!(
+        h.contains("input text</dt><dd><pre class=\"output\">Can you explain"),
+        "{h}"
+    );
     let (s, _) = get(&a, "/runs/1/outputs?check=x");
     assert_eq!(s, 400);
 
@@ -275,12 +284,17 @@ fn unknown_or_out_of_range_filter_values_are_a_400_page_naming_them() {
     refused(
         &a,
         "/runs/1/outputs?input=99999",
-        &[&format!("input={q}99999{q}"), "0 to 19"],
+        &[
+            &format!("input={q}99999{q}"),
+            "no input of run 1",
+            "q01, q02, q03, …",
+        ],
     );
+    refused(&a, "/runs/1/outputs?input=20", &["is no input of run 1"]);
     refused(
         &a,
-        "/runs/1/outputs?input=20",
-        &["0 to 19", "run 1 has 20 inputs"],
+        "/runs/1/outputs?input=q99",
+        &["input=", "is no input of run 1", "or empty for all"],
     );
     refused(
         &a,
@@ -316,7 +330,7 @@ fn unknown_or_out_of_range_filter_values_are_a_400_page_naming_them() {
         &[&format!("only={q}all{q}"), "differ"],
     );
     // Values in range still filter, and empty ones mean any.
-    let (s, h) = get(&a, "/runs/1/outputs?check=1&input=19&verdict=");
+    let (s, h) = get(&a, "/runs/1/outputs?check=1&input=q20&verdict=");
     assert_eq!(s, 200);
     assert!(h.contains("20 of 400 outputs match"), "{h}");
     let (s, h) = get(&a, "/?name=&since=2000-01-01&verdict=fail&token=x");
@@ -629,7 +643,9 @@ fn submit(dom: &str, form_id: &str, field: &str, value: &str) -> String {
 #[test]
 fn the_viewer_works_in_chromium() {
     let Some(browser) = chromium() else {
-        eprintln!("NOTICE: chromium is not on PATH; skipping the browser test of probity view");
+        common::notice(
+            "NOTICE: chromium is not on PATH; skipping the browser test of probity view",
+        );
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -779,8 +795,8 @@ fn the_variants_page_shows_the_matrix_over_http_and_in_chromium() {
     assert_eq!(s, 404);
 
     let Some(browser) = chromium() else {
-        eprintln!(
-            "NOTICE: chromium is not on PATH; skipping the browser part of the variants page test"
+        common::notice(
+            "NOTICE: chromium is not on PATH; skipping the browser part of the variants page test",
         );
         return;
     };

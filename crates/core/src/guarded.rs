@@ -8,8 +8,8 @@
 //! (`P = Π p_k`), at the empirical joint rate (with its interval), and per
 //! input (§4.2.3, averaged over inputs). This module measures the same two
 //! quantities on the guarded samples, with intervals clustered by input,
-//! and says whether the prediction held: whether the joint-rate
-//! prediction's band overlaps the measured interval for both.
+//! and says whether the prediction held: whether the measured figures lie
+//! inside the per-input prediction's intervals (issue 35 item 3).
 
 use crate::options::AnalysisOptions;
 use crate::retry::{Geometric, RetryPlan};
@@ -173,7 +173,17 @@ fn band_of(p: Band, m: u32) -> (Band, Band) {
 
 /// The predictions of `plan` (built from the single-attempt tensor over the
 /// deciding checks) for `m` attempts, beside `measured`.
-pub fn check_plan(plan: &RetryPlan, measured: GuardedMeasurement) -> RetryCheck {
+///
+/// The per-input prediction averages over inputs, each at its own joint
+/// rate (§4.2.3): P(success within m) is
+/// [`RetryPlan::success_over_inputs`] (mean of 1 − (1 − p̂_i)^m, interval
+/// t_{G−1} over inputs at `confidence`), the attempts used the mean of
+/// (1 − (1 − p̂_i)^m)/p̂_i with the same kind of interval. The prediction
+/// **held** when the measured share published and the measured attempts
+/// used both lie inside the per-input prediction's intervals (issue 35
+/// item 3) — not when two intervals merely overlap, and not at the joint
+/// rate, whose 1 − (1 − P̄)^m overstates what inputs that differ publish.
+pub fn check_plan(plan: &RetryPlan, measured: GuardedMeasurement, confidence: f64) -> RetryCheck {
     let m = measured.m;
     let mut predictions = Vec::new();
     let ind = Band::point(plan.p_independent);
@@ -192,44 +202,78 @@ pub fn check_plan(plan: &RetryPlan, measured: GuardedMeasurement) -> RetryCheck 
             upper: e.overall.interval.upper,
         };
         let (s, a) = band_of(p, m);
-        held = s.overlaps(&Band {
-            estimate: measured.success.estimate,
-            lower: measured.success.interval.lower,
-            upper: measured.success.interval.upper,
-        }) && a.overlaps(&measured.attempts);
         predictions.push(Prediction {
             model: "joint".into(),
             p,
             success_within: s,
             attempts: a,
         });
-        let n = e.per_input.len().max(1) as f64;
-        let mut acc = [Band::point(0.0); 3];
-        for r in &e.per_input {
-            let p = Band {
-                estimate: r.estimate,
-                lower: r.interval.lower,
-                upper: r.interval.upper,
-            };
-            let (s, a) = band_of(p, m);
-            for (t, b) in acc.iter_mut().zip([p, s, a]) {
-                t.estimate += b.estimate / n;
-                t.lower += b.lower / n;
-                t.upper += b.upper / n;
-            }
+        if let Some(per_input) = per_input_prediction(plan, &e.per_input, m, confidence) {
+            let inside = |b: &Band, x: f64| b.lower - 1e-12 <= x && x <= b.upper + 1e-12;
+            held = inside(&per_input.success_within, measured.success.estimate)
+                && inside(&per_input.attempts, measured.attempts.estimate);
+            predictions.push(per_input);
         }
-        predictions.push(Prediction {
-            model: "per-input".into(),
-            p: acc[0],
-            success_within: acc[1],
-            attempts: acc[2],
-        });
     }
     RetryCheck {
         measured,
         predictions,
         held,
     }
+}
+
+/// The per-input prediction of [`check_plan`]; `None` when no input has a
+/// rate.
+fn per_input_prediction(
+    plan: &RetryPlan,
+    per_input: &[RateEstimate],
+    m: u32,
+    confidence: f64,
+) -> Option<Prediction> {
+    let success = plan.success_over_inputs(m, confidence)?;
+    let rows: Vec<&RateEstimate> = per_input.iter().filter(|r| r.n > 0).collect();
+    let g = rows.len() as f64;
+    let mean_of = |f: &dyn Fn(f64) -> f64, pick: &dyn Fn(&RateEstimate) -> f64| {
+        rows.iter().map(|r| f(pick(r))).sum::<f64>() / g
+    };
+    let calls = |p: f64| Geometric { p }.expected_calls(m);
+    let a: Vec<f64> = rows.iter().map(|r| calls(r.estimate)).collect();
+    let a_mean = a.iter().sum::<f64>() / g;
+    let a_var = if rows.len() > 1 {
+        a.iter().map(|x| (x - a_mean).powi(2)).sum::<f64>() / (g - 1.0)
+    } else {
+        0.0
+    };
+    let attempts = if a_var > 1e-18 {
+        let half = crate::stats::t_value(confidence, g - 1.0) * (a_var / g).sqrt();
+        Band {
+            estimate: a_mean,
+            lower: (a_mean - half).max(1.0),
+            upper: (a_mean + half).min(f64::from(m)),
+        }
+    } else {
+        // Inputs alike: each input's own interval, averaged (expected
+        // attempts fall as p rises).
+        Band {
+            estimate: a_mean,
+            lower: mean_of(&calls, &|r| r.interval.upper).min(a_mean),
+            upper: mean_of(&calls, &|r| r.interval.lower).max(a_mean),
+        }
+    };
+    Some(Prediction {
+        model: "per-input".into(),
+        p: Band {
+            estimate: mean_of(&|p| p, &|r| r.estimate),
+            lower: mean_of(&|p| p, &|r| r.interval.lower),
+            upper: mean_of(&|p| p, &|r| r.interval.upper),
+        },
+        success_within: Band {
+            estimate: success.estimate,
+            lower: success.lower,
+            upper: success.upper,
+        },
+        attempts,
+    })
 }
 
 /// The tensor restricted to `columns` (the checks that decide a retry).

@@ -43,7 +43,7 @@ pub use profile::{profile, strategy_rates, Profile, ProfileEntry, Strategy};
 pub use retry::{Geometric, RetryPlan};
 pub use sequential::{SequentialOutcome, SequentialTest, StopReason};
 pub use stats::{Counts, ErrorPolicy, Interval, IntervalMethod, RateEstimate};
-pub use summary::{CheckInfo, CheckKind, CheckSummary, Summary};
+pub use summary::{AppliesTo, CheckInfo, CheckKind, CheckSummary, Summary};
 pub use tensor::{Cell, ReliabilityTensor};
 pub use validator::{evaluate_all, Builtin, Validator, ValidatorError, ValidatorSpec};
 pub use verdict::Verdict;

@@ -51,7 +51,8 @@ pub struct ProfileEntry {
 /// input are exchangeable; one repetition across inputs touches each input
 /// once), so each entry is a plain binomial rate. `All` spans the repeated
 /// outputs of every input, which are correlated: its single entry is the
-/// clustered rate with inputs as clusters. Empty when `k` is out of range.
+/// clustered rate with inputs as clusters. Inputs check `k` does not apply
+/// to enter none of them (and have no row). Empty when `k` is out of range.
 pub fn strategy_rates(
     t: &ReliabilityTensor,
     k: usize,
@@ -61,7 +62,7 @@ pub fn strategy_rates(
     if k >= t.validators() {
         return Vec::new();
     }
-    let binomial = |counts: Vec<crate::stats::Counts>, one_input: bool| {
+    let binomial = |counts: Vec<crate::stats::Counts>, one_input: bool| -> Vec<ProfileEntry> {
         counts
             .into_iter()
             .enumerate()
@@ -76,7 +77,11 @@ pub fn strategy_rates(
             .collect()
     };
     match strategy {
-        Strategy::Rows => binomial(t.input_counts_for(k), true),
+        // Only the inputs check k applies to have a row.
+        Strategy::Rows => binomial(t.input_counts_for(k), true)
+            .into_iter()
+            .filter(|e| t.applies(e.index, k))
+            .collect(),
         Strategy::Columns => binomial(t.repetition_counts_for(k), false),
         Strategy::All => {
             // Only check k's cells: scanning the whole tensor for each of

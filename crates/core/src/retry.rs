@@ -360,6 +360,95 @@ impl RetryPlan {
     }
 }
 
+/// The most attempts [`RetryPlan::attempts_over_inputs`] searches.
+pub const MAX_PLANNED_ATTEMPTS: u32 = 10_000;
+
+/// P(success within m) averaged over inputs (paper §4.2.3: each input at
+/// its own rate), with an interval for the population of inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SuccessOverInputs {
+    pub estimate: f64,
+    pub lower: f64,
+    pub upper: f64,
+    /// Inputs it averages over.
+    pub inputs: u64,
+}
+
+impl RetryPlan {
+    /// P(success within `m`) averaged over the measured inputs, each at its
+    /// own joint rate: s̄ = (1/G) Σ s_i, s_i = 1 − (1 − p̂_i)^m (the plug-in:
+    /// (1 − p)^m is convex, so s_i errs low on average — conservative — and
+    /// s̄ increases with m, unlike the unbiased pass@m, which is not
+    /// defined past m = n_i and jumps to 1 there). The
+    /// interval is s̄ ± t_{G−1, 1−α/2} · sd(s_i)/√G (inputs as the unit,
+    /// `confidence` two-sided), clamped to [0, 1]; when the s_i do not vary
+    /// (or G < 2) it is the mean of each input's s at its own interval's
+    /// ends, so an all-pass sample still has a width. This, not the joint
+    /// rate's 1 − (1 − P̄)^m, is what a guarded system publishes when inputs
+    /// differ (Jensen: the mean of a concave function of p_i is below it at
+    /// the mean; issue 35's audit: 99.1 % at the joint rate, 93.1 % measured,
+    /// 92.7 % averaged over inputs). `None` without a measurement.
+    pub fn success_over_inputs(&self, m: u32, confidence: f64) -> Option<SuccessOverInputs> {
+        let e = self.empirical.as_ref()?;
+        let rows: Vec<&RateEstimate> = e.per_input.iter().filter(|r| r.n > 0).collect();
+        let g = rows.len();
+        if g == 0 {
+            return None;
+        }
+        let s: Vec<f64> = rows
+            .iter()
+            .map(|r| Geometric { p: r.estimate }.success_within(u64::from(m)))
+            .collect();
+        let mean = s.iter().sum::<f64>() / g as f64;
+        let var = if g > 1 {
+            s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (g - 1) as f64
+        } else {
+            0.0
+        };
+        let (lower, upper) = if var > 1e-18 {
+            let half = crate::stats::t_value(confidence, (g - 1) as f64) * (var / g as f64).sqrt();
+            (mean - half, mean + half)
+        } else {
+            let at = |p: f64| Geometric { p }.success_within(u64::from(m));
+            let lo = rows.iter().map(|r| at(r.interval.lower)).sum::<f64>() / g as f64;
+            let hi = rows.iter().map(|r| at(r.interval.upper)).sum::<f64>() / g as f64;
+            (lo.min(mean), hi.max(mean))
+        };
+        Some(SuccessOverInputs {
+            estimate: mean,
+            lower: lower.clamp(0.0, 1.0),
+            upper: upper.clamp(0.0, 1.0),
+            inputs: g as u64,
+        })
+    }
+
+    /// The fewest attempts m whose [`RetryPlan::success_over_inputs`]
+    /// estimate reaches `target`: what a guarded system needs for `target`
+    /// of its calls to publish when inputs differ. `None` without a
+    /// measurement, or when no m up to [`MAX_PLANNED_ATTEMPTS`] reaches it
+    /// (inputs that never passed hold the mean below their complement).
+    pub fn attempts_over_inputs(&self, target: f64, confidence: f64) -> Option<u32> {
+        let reaches = |m: u32| {
+            self.success_over_inputs(m, confidence)
+                .is_some_and(|s| s.estimate >= target)
+        };
+        if !reaches(MAX_PLANNED_ATTEMPTS) {
+            return None;
+        }
+        let (mut lo, mut hi) = (0u32, MAX_PLANNED_ATTEMPTS);
+        // s̄(m) increases with m: bisection.
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if reaches(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Some(hi)
+    }
+}
+
 /// Check a target confidence for [`Geometric::attempts_for`].
 pub fn check_target(target: f64) -> Result<f64, PlanError> {
     if target > 0.0 && target < 1.0 {
@@ -411,6 +500,49 @@ mod tests {
         let e = RetryPlan::from_tensor(&t, &AnalysisOptions::default()).unwrap_err();
         assert_eq!(e, PlanError::NoChecks);
         assert!(e.to_string().contains("no deciding check"), "{e}");
+    }
+
+    /// Issue 35 item 3: 18 inputs that always pass and 2 that pass 3 of
+    /// 10. The joint rate (0.93) says 2 attempts publish 99 % of calls
+    /// (1 − 0.07² = 0.9951); averaged over inputs 2 attempts publish
+    /// 1 − 0.1·0.7² = 95.1 %, and 99 % needs 0.7^m ≤ 0.1, m = 7
+    /// (1 − 0.1·0.7^7 = 0.99176457; m = 6: 0.98823510). The interval:
+    /// scipy, `s = [1]*18 + [1 - 0.7**7]*2; s.mean() ∓
+    /// t.ppf(0.975, 19)*s.std(ddof=1)/sqrt(20)` = [0.97990129, 1.00362785],
+    /// clamped to 1.
+    #[test]
+    fn attempts_average_over_inputs_at_their_own_rates() {
+        let mut t = ReliabilityTensor::new(20, 10, 1).unwrap();
+        for i in 0..20 {
+            for j in 0..10 {
+                let pass = i < 18 || j < 3;
+                t.set(i, j, 0, if pass { Cell::Pass } else { Cell::Fail })
+                    .unwrap();
+            }
+        }
+        let plan = RetryPlan::from_tensor(&t, &AnalysisOptions::default()).unwrap();
+        assert_eq!(plan.measured().unwrap().attempts_for(0.99), Some(2));
+        assert_eq!(plan.attempts_over_inputs(0.99, 0.95), Some(7));
+        let s = plan.success_over_inputs(7, 0.95).unwrap();
+        assert!(close(s.estimate, 0.99176457, 1e-8), "{s:?}");
+        assert!(close(s.lower, 0.9799012852725999, 1e-6), "{s:?}");
+        assert_eq!(s.upper, 1.0);
+        assert_eq!(s.inputs, 20);
+        assert!(close(
+            plan.success_over_inputs(6, 0.95).unwrap().estimate,
+            0.9882351,
+            1e-7
+        ));
+        // An input that never passes caps the mean: 99 % is out of reach
+        // when 1 of 20 inputs never passes.
+        for j in 0..10 {
+            t.set(19, j, 0, Cell::Fail).unwrap();
+        }
+        let plan = RetryPlan::from_tensor(&t, &AnalysisOptions::default()).unwrap();
+        assert_eq!(plan.attempts_over_inputs(0.99, 0.95), None);
+        // 18 inputs at 1, one at 0.3, one at 0: the mean is
+        // 1 − (0.7^m + 1)/20, 0.935 at m = 1.
+        assert_eq!(plan.attempts_over_inputs(0.90, 0.95), Some(1));
     }
 
     /// The paper's worked example, §4.2.4. The paper's P_pass, E[R] and

@@ -6,13 +6,14 @@ use crate::stats::{ClusterSum, Counts, ErrorPolicy, RateEstimate};
 use crate::tensor::Cell;
 
 /// The 0/1 value of a cell under `policy`, or `None` when the cell does not
-/// enter rates (missing, or an error under [`ErrorPolicy::Exclude`]).
+/// enter rates (missing, not applicable, or an error under
+/// [`ErrorPolicy::Exclude`]).
 #[inline]
 pub fn cell_value(cell: Cell, policy: ErrorPolicy) -> Option<f64> {
     match (cell, policy) {
         (Cell::Pass, _) => Some(1.0),
         (Cell::Fail, _) | (Cell::Error, ErrorPolicy::AsFailure) => Some(0.0),
-        (Cell::Missing, _) | (Cell::Error, ErrorPolicy::Exclude) => None,
+        (Cell::Missing | Cell::NotApplicable, _) | (Cell::Error, ErrorPolicy::Exclude) => None,
     }
 }
 
@@ -33,10 +34,11 @@ pub fn output_score(cells: &[Cell], weights: &[f64], policy: ErrorPolicy) -> Opt
 /// Whether one output passed every check (§4.2.3's `Π_k R[i][j][k]`): `Some(false)`
 /// as soon as one cell fails (or errs, when errors count as failures),
 /// `Some(true)` when all pass, `None` when undecided (a missing cell, or an
-/// excluded error, and no failure).
+/// excluded error, and no failure). A check that does not apply to the
+/// input is no condition on it.
 pub fn output_passes_all(cells: &[Cell], policy: ErrorPolicy) -> Option<bool> {
     let mut decided = true;
-    for &cell in cells {
+    for &cell in cells.iter().filter(|&&c| c != Cell::NotApplicable) {
         match cell_value(cell, policy) {
             Some(0.0) => return Some(false),
             Some(_) => {}
@@ -109,5 +111,35 @@ impl ClusterAccumulator {
             opts.interval,
             opts.cluster,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_that_does_not_apply_is_no_condition_on_the_output() {
+        let p = ErrorPolicy::Exclude;
+        assert_eq!(
+            output_passes_all(&[Cell::Pass, Cell::NotApplicable], p),
+            Some(true)
+        );
+        assert_eq!(
+            output_passes_all(&[Cell::Fail, Cell::NotApplicable], p),
+            Some(false)
+        );
+        assert_eq!(
+            output_passes_all(&[Cell::Missing, Cell::NotApplicable], p),
+            None
+        );
+        assert_eq!(
+            cell_value(Cell::NotApplicable, ErrorPolicy::AsFailure),
+            None
+        );
+        assert_eq!(
+            output_score(&[Cell::Pass, Cell::NotApplicable], &[1.0, 5.0], p),
+            Some(1.0)
+        );
     }
 }

@@ -15,6 +15,14 @@ use thiserror::Error;
 /// `Missing` marks a cell that was never filled (the run stopped, or the
 /// output could not be produced and no check ran): it is counted, never
 /// silently dropped, and never enters a rate.
+///
+/// `NotApplicable` marks a check that does not apply to the input (its
+/// `when` is false for it, or it is another input's own check): it is
+/// neither a pass nor a failure, enters no rate, interval or profile and
+/// is counted apart (per check: [`ReliabilityTensor::applicable_inputs`]).
+/// Applicability belongs to an (input, check) pair, never to one output:
+/// the tensor keeps it in a mask over `(i, k)` beside the packed cells, so
+/// one output of an input cannot be applicable and another not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[repr(u8)]
@@ -23,6 +31,7 @@ pub enum Cell {
     Pass = 1,
     Fail = 2,
     Error = 3,
+    NotApplicable = 4,
 }
 
 impl Cell {
@@ -36,7 +45,8 @@ impl Cell {
         }
     }
 
-    /// Add this cell to `counts`.
+    /// Add this cell to `counts`. A `NotApplicable` cell adds nothing:
+    /// [`Counts`] are over the cells a check applies to.
     #[inline]
     pub fn tally(self, counts: &mut Counts) {
         match self {
@@ -44,6 +54,7 @@ impl Cell {
             Cell::Pass => counts.pass += 1,
             Cell::Fail => counts.fail += 1,
             Cell::Error => counts.error += 1,
+            Cell::NotApplicable => {}
         }
     }
 }
@@ -80,6 +91,13 @@ pub enum TensorError {
         expected: usize,
         shape: (usize, usize, usize),
     },
+    #[error("check {k} does not apply to input {i}: cell ({i}, {j}, {k}) cannot hold {cell:?}")]
+    NotApplicable {
+        i: usize,
+        j: usize,
+        k: usize,
+        cell: Cell,
+    },
     #[error("output ({i}, {j}) has {got} verdicts but the tensor has {expected} validators")]
     WrongWidth {
         i: usize,
@@ -90,13 +108,17 @@ pub enum TensorError {
 }
 
 /// `R[i][j][k]` for `N` inputs × `M` repetitions × `K` validators, cells in
-/// row-major order `((i·M + j)·K + k)`, two bits each.
+/// row-major order `((i·M + j)·K + k)`, two bits each; beside them, which
+/// checks do not apply to which inputs: one bit per `(i, k)` at `i·K + k`,
+/// held only once a check does not apply somewhere (empty otherwise).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReliabilityTensor {
     inputs: usize,
     repetitions: usize,
     validators: usize,
     bits: Vec<u8>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    not_applicable: Vec<u8>,
 }
 
 impl ReliabilityTensor {
@@ -116,6 +138,7 @@ impl ReliabilityTensor {
             repetitions,
             validators,
             bits: vec![0; len.div_ceil(4)],
+            not_applicable: Vec::new(),
         })
     }
 
@@ -144,31 +167,80 @@ impl ReliabilityTensor {
         self.bits.len()
     }
 
-    /// The packed cells (two bits each, in storage order): what
-    /// [`ReliabilityTensor::from_packed`] reads back.
-    pub fn packed(&self) -> &[u8] {
-        &self.bits
+    /// The packed cells (two bits each, in storage order), followed by the
+    /// not-applicable mask (one bit per `(i, k)`) when a check does not
+    /// apply to some input: what [`ReliabilityTensor::from_packed`] reads
+    /// back.
+    pub fn packed(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.bits.len() + self.not_applicable.len());
+        out.extend_from_slice(&self.bits);
+        out.extend_from_slice(&self.not_applicable);
+        out
+    }
+
+    /// Bytes of the not-applicable mask of this shape.
+    fn mask_len(&self) -> usize {
+        (self.inputs * self.validators).div_ceil(8)
     }
 
     /// A tensor of shape `(inputs, repetitions, validators)` from its
-    /// [`ReliabilityTensor::packed`] cells; an error when their length does
-    /// not fit the shape.
+    /// [`ReliabilityTensor::packed`] bytes: the cells alone, or the cells
+    /// then the not-applicable mask; an error when their length fits
+    /// neither.
     pub fn from_packed(
         inputs: usize,
         repetitions: usize,
         validators: usize,
-        bits: Vec<u8>,
+        mut bits: Vec<u8>,
     ) -> Result<Self, TensorError> {
         let mut tensor = ReliabilityTensor::new(inputs, repetitions, validators)?;
-        if bits.len() != tensor.bits.len() {
+        let (cells, mask) = (tensor.bits.len(), tensor.mask_len());
+        if bits.len() == cells + mask && mask > 0 {
+            tensor.not_applicable = bits.split_off(cells);
+        } else if bits.len() != cells {
             return Err(TensorError::WrongPacking {
                 got: bits.len(),
-                expected: tensor.bits.len(),
+                expected: cells,
                 shape: tensor.shape(),
             });
         }
         tensor.bits = bits;
         Ok(tensor)
+    }
+
+    /// Whether check `k` applies to input `i` (`false` outside the tensor).
+    pub fn applies(&self, i: usize, k: usize) -> bool {
+        if i >= self.inputs || k >= self.validators {
+            return false;
+        }
+        let at = i * self.validators + k;
+        self.not_applicable
+            .get(at >> 3)
+            .is_none_or(|b| b & (1 << (at & 7)) == 0)
+    }
+
+    /// Record that check `k` does not apply to input `i`: every cell
+    /// `(i, ·, k)` reads `NotApplicable` from now on.
+    pub fn mark_not_applicable(&mut self, i: usize, k: usize) -> Result<(), TensorError> {
+        self.index(i, 0, k).or_else(|e| {
+            // A tensor with no repetition still has its (i, k) pairs.
+            if i < self.inputs && k < self.validators {
+                Ok(0)
+            } else {
+                Err(e)
+            }
+        })?;
+        if self.not_applicable.is_empty() {
+            self.not_applicable = vec![0; self.mask_len()];
+        }
+        let at = i * self.validators + k;
+        self.not_applicable[at >> 3] |= 1 << (at & 7);
+        Ok(())
+    }
+
+    /// How many inputs check `k` applies to (of [`ReliabilityTensor::inputs`]).
+    pub fn applicable_inputs(&self, k: usize) -> usize {
+        (0..self.inputs).filter(|&i| self.applies(i, k)).count()
     }
 
     fn index(&self, i: usize, j: usize, k: usize) -> Result<usize, TensorError> {
@@ -190,21 +262,65 @@ impl ReliabilityTensor {
         *byte = (*byte & !(0b11 << shift)) | ((cell as u8) << shift);
     }
 
+    /// The cell at `idx`: `NotApplicable` when its `(i, k)` is masked.
     #[inline]
     fn read(&self, idx: usize) -> Cell {
+        if !self.not_applicable.is_empty() {
+            let k = idx % self.validators;
+            let i = idx / self.validators / self.repetitions;
+            if !self.applies(i, k) {
+                return Cell::NotApplicable;
+            }
+        }
         Cell::from_bits(self.bits[idx >> 2] >> ((idx & 3) * 2))
     }
 
-    /// Set `R[i][j][k]`.
+    /// Write `cell` at `(i, j, k)`: `NotApplicable` masks the whole
+    /// `(i, k)`; a verdict into a masked `(i, k)` is refused.
+    fn put(
+        &mut self,
+        (i, j, k): (usize, usize, usize),
+        idx: usize,
+        cell: Cell,
+    ) -> Result<(), TensorError> {
+        match (cell, self.applies(i, k)) {
+            (Cell::NotApplicable, _) => self.mark_not_applicable(i, k),
+            (_, true) => {
+                self.write(idx, cell);
+                Ok(())
+            }
+            (_, false) => Err(TensorError::NotApplicable { i, j, k, cell }),
+        }
+    }
+
+    /// Set `R[i][j][k]`. `NotApplicable` marks check `k` as not applying
+    /// to input `i` (all its outputs); any other cell where `k` does not
+    /// apply to `i` is an error.
     pub fn set(&mut self, i: usize, j: usize, k: usize, cell: Cell) -> Result<(), TensorError> {
         let idx = self.index(i, j, k)?;
-        self.write(idx, cell);
-        Ok(())
+        self.put((i, j, k), idx, cell)
     }
 
     /// `R[i][j][k]`, or `None` outside the tensor.
     pub fn get(&self, i: usize, j: usize, k: usize) -> Option<Cell> {
         self.index(i, j, k).ok().map(|idx| self.read(idx))
+    }
+
+    /// Record all `K` cells of output `j` of input `i` at once, as
+    /// [`ReliabilityTensor::set`] does each.
+    pub fn set_cells(&mut self, i: usize, j: usize, cells: &[Cell]) -> Result<(), TensorError> {
+        if cells.len() != self.validators {
+            return Err(TensorError::WrongWidth {
+                i,
+                j,
+                got: cells.len(),
+                expected: self.validators,
+            });
+        }
+        for (k, &cell) in cells.iter().enumerate() {
+            self.set(i, j, k, cell)?;
+        }
+        Ok(())
     }
 
     /// Record all `K` verdicts of output `j` of input `i` at once: the unit
@@ -228,7 +344,7 @@ impl ReliabilityTensor {
         }
         let base = self.index(i, j, 0)?;
         for (k, v) in verdicts.iter().enumerate() {
-            self.write(base + k, Cell::from(v));
+            self.put((i, j, k), base + k, Cell::from(v))?;
         }
         Ok(())
     }
@@ -347,6 +463,44 @@ mod tests {
             matches!(err, TensorError::WrongPacking { expected: 30, .. }),
             "{err}"
         );
+    }
+
+    #[test]
+    fn not_applicable_belongs_to_an_input_and_check_and_survives_packing() {
+        let mut t = ReliabilityTensor::new(3, 4, 2).unwrap();
+        t.set(1, 0, 1, Cell::NotApplicable).unwrap();
+        t.set(0, 2, 1, Cell::Pass).unwrap();
+        t.set(1, 2, 0, Cell::Fail).unwrap();
+        // Every output of input 1 is not applicable to check 1, none other.
+        for j in 0..4 {
+            assert_eq!(t.get(1, j, 1), Some(Cell::NotApplicable));
+        }
+        assert_eq!(t.get(1, 2, 0), Some(Cell::Fail));
+        assert_eq!(t.get(0, 2, 1), Some(Cell::Pass));
+        assert_eq!(t.applicable_inputs(1), 2);
+        assert_eq!(t.applicable_inputs(0), 3);
+        // A verdict where the check does not apply is refused.
+        assert!(matches!(
+            t.set(1, 3, 1, Cell::Pass),
+            Err(TensorError::NotApplicable {
+                i: 1,
+                j: 3,
+                k: 1,
+                ..
+            })
+        ));
+        // Not counted: check 1's counts are over inputs 0 and 2 alone.
+        let m = t.marginals();
+        assert_eq!(m.by_validator[1].total(), 8);
+        assert_eq!(t.input_counts(1, 1).total(), 0);
+        // The mask is read back from the packed bytes; the cells alone
+        // (a tensor stored before the mask existed) still read.
+        let back = ReliabilityTensor::from_packed(3, 4, 2, t.packed()).unwrap();
+        assert_eq!(back, t);
+        let plain = ReliabilityTensor::new(3, 4, 2).unwrap();
+        assert_eq!(plain.packed().len(), 6);
+        assert!(ReliabilityTensor::from_packed(3, 4, 2, plain.packed()).is_ok());
+        assert!(ReliabilityTensor::from_packed(3, 4, 2, vec![0; 8]).is_err());
     }
 
     #[test]

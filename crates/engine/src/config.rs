@@ -25,28 +25,28 @@
 //! Unknown keys are errors, and every error names the file, the line and
 //! column, and the field.
 
-pub mod agent;
-pub mod bounds;
+pub mod applicability;
+pub mod concurrency;
 pub mod example;
 pub mod inputs;
 pub mod set;
-pub mod template;
-pub mod toml_error;
 pub mod variant;
 
+use crate::agent::config as agent;
+use crate::bounds;
 use crate::checks::check::Checks;
 use crate::checks::validator_table::ValidatorTable;
-use crate::checks::verifier::VerifierSpec;
+use crate::checks::verifier::{Verifier, VerifierSpec};
 use crate::config::inputs::{load_inputs, InputError};
-use crate::config::template::{
+use crate::provider::call::CallSettings;
+use crate::provider::template::{
     ConversationPrompt, ConversationSystem, ConversationUser, PromptTemplate,
 };
-use crate::provider::call::CallSettings;
-use crate::provider::config::ProviderConfig;
 use crate::retry::policy::RetryPolicy;
 use crate::run::experiment::{Experiment, Source};
 use crate::run::revalidate::Recheck;
 use crate::store::settings::{Analysis, StoredSettings};
+use crate::system::config::ProviderConfig;
 use probity_core::stats::ClusterMethod;
 use probity_core::stats::VerdictMode;
 use probity_core::validator::ValidatorError;
@@ -134,8 +134,9 @@ pub struct ExperimentConfig {
     pub errors: ErrorPolicy,
     /// `point` (the paper), `lower-bound` or `three-way`.
     pub verdict: VerdictMode,
-    /// Calls in flight at once.
-    pub concurrency: usize,
+    /// Calls in flight at once: a number, or `"auto"` (found while the
+    /// run goes, [`concurrency::Concurrency::Auto`]).
+    pub concurrency: concurrency::Concurrency,
     /// Seconds before one call is abandoned (and retried).
     pub timeout_s: f64,
     /// Seconds the whole run may take; what is done by then is reported.
@@ -187,7 +188,7 @@ impl Default for ExperimentConfig {
             interval: o.interval,
             errors: o.errors,
             verdict: o.verdict,
-            concurrency: 16,
+            concurrency: concurrency::Concurrency::default(),
             timeout_s: 60.0,
             deadline_s: None,
             call_attempts: 4,
@@ -335,7 +336,7 @@ pub struct Overrides {
     /// In place of `[experiment] outputs_per_input`.
     pub outputs_per_input: Option<usize>,
     /// In place of `[experiment] concurrency`.
-    pub concurrency: Option<usize>,
+    pub concurrency: Option<concurrency::Concurrency>,
 }
 
 impl Overrides {
@@ -386,7 +387,7 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         // Before the fields are read: serde would take `nan` for a
         // missing value or `null`, and the error would not say why.
-        if let Some(message) = crate::config::toml_error::non_finite(text) {
+        if let Some(message) = crate::toml_error::non_finite(text) {
             return Err(ConfigError::Parse {
                 path: path.to_path_buf(),
                 message,
@@ -394,7 +395,7 @@ impl Config {
         }
         let file: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: crate::config::toml_error::describe(&e, text),
+            message: crate::toml_error::describe(&e, text),
         })?;
         Config::checked(file, text, path, Vec::new(), overrides)
     }
@@ -452,58 +453,11 @@ impl Config {
                 system: file.prompt.conversation_system,
                 user: file.prompt.conversation_user,
             });
-        let verifiers = file
-            .verifiers
-            .iter()
-            .enumerate()
-            .map(|(k, spec)| {
-                spec.compile(&file.system)
-                    .map_err(|e| invalid(format!("[[verifier]] #{} ({}): {e}", k + 1, spec.name)))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut validators = file
-            .validators
-            .iter()
-            .enumerate()
-            .map(|(k, spec)| {
-                spec.compile().map_err(|e: ValidatorError| {
-                    invalid(format!("[[validator]] #{} ({}): {e}", k + 1, spec.name()))
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        for (at, v) in code {
-            v.validate()
-                .map_err(|e| invalid(format!("validator ({}): {e}", v.name)))?;
-            validators.insert(at.min(validators.len()), v);
-        }
-        let mut names = std::collections::HashSet::new();
-        if let Some(dup) = validators
-            .iter()
-            .map(|v| v.name.as_str())
-            .chain(verifiers.iter().map(|v| v.name.as_str()))
-            .find(|n| !names.insert(*n))
-        {
-            return Err(invalid(format!(
-                "two checks are named {dup:?}; names must be unique"
-            )));
-        }
-        let base = path.parent().unwrap_or(Path::new("."));
-        let inputs = load_inputs(
-            &file.experiment.inputs.as_ref().map(|p| base.join(p)),
-            &file.inputs,
-        )?;
-        if let (true, Some(file)) = (inputs.is_empty(), &file.experiment.inputs) {
-            return Err(invalid(format!(
-                "[experiment] inputs = {:?}: the file holds no input (empty, or a CSV with only its header row)",
-                file.display().to_string()
-            )));
-        }
-        if inputs.is_empty() {
-            return Err(invalid(
-                "no inputs: set [experiment] inputs = \"file.jsonl\" or add [[input]] tables"
-                    .into(),
-            ));
-        }
+        let (validators, verifiers) = compile_checks(&file, text, code).map_err(invalid)?;
+        let inputs = read_inputs(&file, path).map_err(|e| match e {
+            Ok(message) => invalid(message),
+            Err(e) => ConfigError::Inputs(e),
+        })?;
         let agent = match (&file.agent, file.agent_checks.is_empty()) {
             (None, true) => None,
             (None, false) => {
@@ -522,26 +476,7 @@ impl Config {
             agent_checks + validators.len() + verifiers.len(),
         )
         .map_err(|m| invalid(format!("[experiment] {m}")))?;
-        // A field an expression reads that no input has can only make the
-        // check fail (or err) on every output: a broken check, not a
-        // verdict about the system. (A field only some inputs lack is an
-        // Error cell, with the field named, for those inputs.)
-        for (k, v) in validators.iter().enumerate() {
-            for field in v.input_fields() {
-                if !inputs.iter().any(|i| i.fields.contains_key(&field)) {
-                    let mut known: Vec<String> =
-                        inputs.iter().flat_map(|i| i.fields.keys()).collect();
-                    known.sort_unstable();
-                    known.dedup();
-                    return Err(invalid(format!(
-                        "[[validator]] #{} ({}): its check reads input field `{field}`, which no input has (the inputs' fields: {})",
-                        k + 1,
-                        v.name,
-                        known.join(", ")
-                    )));
-                }
-            }
-        }
+        check_reads(text, &validators, &verifiers, &inputs).map_err(invalid)?;
         if let Some(store) = &file.store {
             store.location().map_err(invalid)?;
         }
@@ -550,16 +485,7 @@ impl Config {
                 "[experiment] pass_k = 0: pass^k and pass@k need k ≥ 1".into(),
             ));
         }
-        let name = file.name.clone().unwrap_or_else(|| {
-            path.file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "probity".into())
-        });
-        if name.trim().is_empty() || name.chars().any(char::is_control) {
-            return Err(invalid(format!(
-                "name = {name:?}: a run's name must have a visible character and no control character (runs are found by it)"
-            )));
-        }
+        let name = run_name(&file, path).map_err(invalid)?;
         let mut hash = hash_config(&file, &written, &inputs);
         if from_code {
             hash = hex::encode(Sha256::digest(format!("{hash}\n{text}")));
@@ -654,7 +580,8 @@ impl Config {
             retry: self.file.retry.clone(),
             analysis: self.analysis(),
             calls: self.calls(),
-            concurrency: e.concurrency,
+            concurrency: e.concurrency.workers(),
+            auto_concurrency: e.concurrency.is_auto(),
             deadline: e.deadline_s.map(bounds::clamp_seconds),
             error_budget: e.error_budget,
             sequential: e
@@ -674,10 +601,139 @@ impl Config {
             checks: &self.checks,
             settings: StoredSettings::new(&self.analysis(), None),
             calls: self.calls(),
-            concurrency: self.file.experiment.concurrency,
+            concurrency: self.file.experiment.concurrency.workers(),
             source: Some(self.source()),
+            agent: self.agent.clone(),
+            episode: None,
         }
     }
+}
+
+/// The file's validators (with those built in `code` inserted at their
+/// columns) and verifiers, compiled; names unique. Errors name the table
+/// (and the line of a `when` that does not compile).
+fn compile_checks(
+    file: &ConfigFile,
+    text: &str,
+    code: Vec<(usize, Validator)>,
+) -> Result<(Vec<Validator>, Vec<Verifier>), String> {
+    // An error in a `when` is placed at its line.
+    let located = |kind: &str, k: usize, name: &str, e: String| {
+        if e.contains("field `when`") {
+            format!("{}: {e}", applicability::table(text, kind, k, name))
+        } else {
+            format!("[[{kind}]] #{} ({name}): {e}", k + 1)
+        }
+    };
+    let verifiers = file
+        .verifiers
+        .iter()
+        .enumerate()
+        .map(|(k, spec)| {
+            spec.compile(&file.system)
+                .map_err(|e| located("verifier", k, &spec.name, e))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut validators = file
+        .validators
+        .iter()
+        .enumerate()
+        .map(|(k, spec)| {
+            spec.compile()
+                .map_err(|e: ValidatorError| located("validator", k, spec.name(), e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for (at, v) in code {
+        v.validate()
+            .map_err(|e| format!("validator ({}): {e}", v.name))?;
+        validators.insert(at.min(validators.len()), v);
+    }
+    let mut names = std::collections::HashSet::new();
+    if let Some(dup) = validators
+        .iter()
+        .map(|v| v.name.as_str())
+        .chain(verifiers.iter().map(|v| v.name.as_str()))
+        .find(|n| !names.insert(*n))
+    {
+        return Err(format!(
+            "two checks are named {dup:?}; names must be unique"
+        ));
+    }
+    Ok((validators, verifiers))
+}
+
+/// The file's inputs (its inputs file's, then its `[[input]]` tables'):
+/// `Err(Ok(message))` when there are none, `Err(Err(e))` when they cannot
+/// be read.
+fn read_inputs(file: &ConfigFile, path: &Path) -> Result<Vec<Input>, Result<String, InputError>> {
+    let base = path.parent().unwrap_or(Path::new("."));
+    let inputs = load_inputs(
+        &file.experiment.inputs.as_ref().map(|p| base.join(p)),
+        &file.inputs,
+    )
+    .map_err(Err)?;
+    if let (true, Some(file)) = (inputs.is_empty(), &file.experiment.inputs) {
+        return Err(Ok(format!(
+            "[experiment] inputs = {:?}: the file holds no input (empty, or a CSV with only its header row)",
+            file.display().to_string()
+        )));
+    }
+    if inputs.is_empty() {
+        return Err(Ok(
+            "no inputs: set [experiment] inputs = \"file.jsonl\" or add [[input]] tables".into(),
+        ));
+    }
+    Ok(inputs)
+}
+
+/// What the checks read of the inputs, checked against them before any
+/// call. A field an expression reads that no input has can only make the
+/// check fail (or err) on every output: a broken check, not a verdict
+/// about the system. (A field only some inputs lack is an Error cell, with
+/// the field named, for those inputs.) Each `when` is checked by
+/// [`applicability::check`].
+fn check_reads(
+    text: &str,
+    validators: &[Validator],
+    verifiers: &[Verifier],
+    inputs: &[Input],
+) -> Result<(), String> {
+    for (k, v) in validators.iter().enumerate() {
+        for field in v.input_fields() {
+            if !inputs.iter().any(|i| i.fields.contains_key(&field)) {
+                let mut known: Vec<String> = inputs.iter().flat_map(|i| i.fields.keys()).collect();
+                known.sort_unstable();
+                known.dedup();
+                return Err(format!(
+                    "[[validator]] #{} ({}): its check reads input field `{field}`, which no input has (the inputs' fields: {})",
+                    k + 1,
+                    v.name,
+                    known.join(", ")
+                ));
+            }
+        }
+    }
+    let scoped = applicability::scoped(
+        text,
+        validators,
+        verifiers.iter().map(|v| (v.name.as_str(), v.when.as_ref())),
+    );
+    applicability::check(&scoped, inputs).map(|_| ())
+}
+
+/// The name runs are stored under: `name`, or the file's stem.
+fn run_name(file: &ConfigFile, path: &Path) -> Result<String, String> {
+    let name = file.name.clone().unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "probity".into())
+    });
+    if name.trim().is_empty() || name.chars().any(char::is_control) {
+        return Err(format!(
+            "name = {name:?}: a run's name must have a visible character and no control character (runs are found by it)"
+        ));
+    }
+    Ok(name)
 }
 
 fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
@@ -686,7 +742,7 @@ fn check_experiment(e: &ExperimentConfig) -> Result<(), String> {
         e.outputs_per_input,
         bounds::MAX_OUTPUTS_PER_INPUT,
     )?;
-    bounds::within("concurrency", e.concurrency, bounds::MAX_CONCURRENCY)?;
+    e.concurrency.check()?;
     bounds::within(
         "call_attempts",
         e.call_attempts as usize,

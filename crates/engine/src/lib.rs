@@ -20,6 +20,7 @@
 #![deny(clippy::print_stderr)]
 
 pub mod agent;
+pub mod bounds;
 pub mod checks;
 pub mod config;
 #[cfg(feature = "server")]
@@ -32,24 +33,20 @@ pub mod serve;
 pub mod sim;
 pub mod stderr;
 pub mod store;
+pub mod system;
+pub mod toml_error;
+pub mod tools;
 #[cfg(feature = "server")]
 pub mod traces;
+pub mod variants;
 #[cfg(feature = "server")]
 pub mod view;
 
-// The modules by their earlier, flat names, for users of the crate.
-pub use checks::{cache_key, check, program, validator_table, verifier};
-pub use config::{bounds, example, inputs, template, toml_error};
-pub use provider::{call, limits, openai_wire, redact};
-pub use retry::{guard, policy as retry_policy};
-pub use run::{compare, experiment, outcome, recording, revalidate, runner, stored, variants};
-pub use store::settings;
-
-pub use call::{CallSettings, Caller};
-pub use check::{Checks, Judging};
-pub use experiment::Experiment;
-pub use guard::{Guard, GuardOutcome};
-pub use outcome::{Progress, RunOutcome};
-pub use retry_policy::RetryPolicy;
-pub use runner::{run, run_with, Control, ErrorClass, RunError, Sink};
-pub use settings::Analysis;
+pub use checks::check::{Checks, Judging};
+pub use provider::call::{CallSettings, Caller};
+pub use retry::guard::{Guard, GuardOutcome};
+pub use retry::policy::RetryPolicy;
+pub use run::experiment::Experiment;
+pub use run::outcome::{Progress, RunOutcome};
+pub use run::runner::{run, run_with, Control, ErrorClass, RunError, Sink};
+pub use store::settings::Analysis;

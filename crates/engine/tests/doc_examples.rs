@@ -31,8 +31,8 @@
 //!   default (setting the key to it changes nothing). Other defaults
 //!   ("required", "none: …") are prose.
 
+use probity_engine::config::example;
 use probity_engine::config::{Config, ConfigFile};
-use probity_engine::example;
 use probity_engine::serve::{self, ServeConfig};
 use probity_engine::sim::{FaultConfig, SimConfig};
 use serde::Deserialize;

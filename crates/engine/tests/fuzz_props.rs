@@ -8,10 +8,10 @@
 
 use probity_core::validator::Expression;
 use probity_core::Input;
+use probity_engine::config::inputs::{parse_csv, parse_jsonl};
 use probity_engine::config::Config;
-use probity_engine::inputs::{parse_csv, parse_jsonl};
-use probity_engine::openai_wire::ChatRequest;
-use probity_engine::template::PromptTemplate;
+use probity_engine::provider::openai_wire::ChatRequest;
+use probity_engine::provider::template::PromptTemplate;
 use proptest::prelude::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -147,7 +147,7 @@ proptest! {
     #[test]
     fn expressions_never_panic_or_hang(src in expression_source(), output in "[ -~]{0,40}") {
         let input = Input::text("0", "t");
-        probity_engine::check::install_expression_clock();
+        probity_engine::checks::check::install_expression_clock();
         timed(|| {
             if let Ok(e) = Expression::compile(&src) {
                 let _ = e.evaluate(&input, &output);

@@ -3,12 +3,12 @@
 //! errs with known probabilities.
 
 use probity_core::{Cell, CheckKind, Input, Validator};
+use probity_engine::checks::verifier::sim_truth;
 use probity_engine::config::Config;
-use probity_engine::guard::{Guard, GuardOutcome, Stop};
 use probity_engine::provider::{Completion, FnProvider, Message, Provider, Role};
+use probity_engine::retry::guard::{Guard, GuardOutcome, Stop};
+use probity_engine::run::stored;
 use probity_engine::store::Store;
-use probity_engine::stored;
-use probity_engine::verifier::sim_truth;
 use probity_engine::{run, RunOutcome, Sink};
 use probity_engine::{Caller, Checks, RetryPolicy};
 use std::path::Path;

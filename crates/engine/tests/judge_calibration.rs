@@ -8,8 +8,9 @@
 
 use probity_core::stats::Calibrated;
 use probity_engine::config::Config;
+use probity_engine::run::stored;
 use probity_engine::store::Store;
-use probity_engine::{run_with, stored, Control, Sink};
+use probity_engine::{run_with, Control, Sink};
 use std::path::Path;
 
 use crate::labels;
@@ -117,7 +118,7 @@ async fn the_calibrated_judge_is_measured_and_its_rate_corrected() {
     // what is asked again). With calls off and nothing kept it cannot be,
     // and the result says which verifier went uncalibrated.
     let id = outcome.run_id.unwrap();
-    let again = probity_engine::revalidate::revalidate(&mut store, id, &cfg.recheck(), true)
+    let again = probity_engine::run::revalidate::revalidate(&mut store, id, &cfg.recheck(), true)
         .await
         .unwrap();
     assert_eq!(again.judge_calls, 0);
@@ -140,7 +141,7 @@ async fn the_calibrated_judge_is_measured_and_its_rate_corrected() {
         .unwrap()
         .execute_batch("DELETE FROM calibration_verdicts")
         .unwrap();
-    let off = probity_engine::revalidate::revalidate(&mut store, id, &cfg.recheck(), false)
+    let off = probity_engine::run::revalidate::revalidate(&mut store, id, &cfg.recheck(), false)
         .await
         .unwrap();
     assert_eq!(off.uncalibrated, vec!["noisy".to_string()]);

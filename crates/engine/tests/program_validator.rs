@@ -4,8 +4,8 @@
 //! that is not JSON, silence (a timeout).
 
 use probity_core::{Input, Validator, Verdict};
+use probity_engine::checks::program::ProgramSpec;
 use probity_engine::config::Config;
-use probity_engine::program::ProgramSpec;
 use probity_engine::{run, Sink};
 use std::path::Path;
 
@@ -79,7 +79,7 @@ fn a_fails_reason_is_kept_with_its_cell() {
         v.explain_prepared(&prepared, "no"),
         (Verdict::Fail, Some("no welcome in 'no'".to_string()))
     );
-    let checks = probity_engine::check::Checks {
+    let checks = probity_engine::checks::check::Checks {
         validators: vec![v],
         verifiers: Vec::new(),
         ..Default::default()
@@ -252,7 +252,7 @@ fn unknown_keys_of_a_program_table_are_errors_listing_its_keys() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revalidating_with_a_program_gives_the_programs_verdicts() {
-    use probity_engine::revalidate::revalidate;
+    use probity_engine::run::revalidate::revalidate;
     use probity_engine::store::Store;
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();

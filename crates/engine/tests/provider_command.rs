@@ -4,9 +4,10 @@ use crate::common;
 
 use probity_core::Input;
 use probity_engine::provider::{
-    CommandConfig, CommandProvider, Completion, FnProvider, Message, Provider, ProviderConfig,
-    ProviderError, Request, Role, StdinMode,
+    CommandConfig, CommandProvider, Completion, FnProvider, Message, Provider, ProviderError,
+    Request, Role, StdinMode,
 };
+use probity_engine::system::ProviderConfig;
 use std::time::Duration;
 
 fn request(text: &str) -> Request {

@@ -6,9 +6,10 @@ use crate::common;
 use probity_core::Input;
 use probity_engine::provider::{
     AnthropicConfig, AnthropicProvider, HttpConfig, HttpProvider, Message, OpenAiConfig,
-    OpenAiProvider, Provider, ProviderConfig, ProviderError, Request, Role,
+    OpenAiProvider, Provider, ProviderError, Request, Role,
 };
 use probity_engine::sim::{spawn_test_server, FaultConfig, SimConfig, SimModel};
+use probity_engine::system::ProviderConfig;
 use std::time::Duration;
 
 fn request(text: &str, repetition: u32) -> Request {

@@ -4,8 +4,8 @@
 use crate::common;
 
 use probity_core::Input;
+use probity_engine::provider::template::{PromptTemplate, TemplateError};
 use probity_engine::provider::Role;
-use probity_engine::template::{PromptTemplate, TemplateError};
 use serde_json::json;
 
 fn row() -> Input {
@@ -185,7 +185,9 @@ fn a_conversation_is_rendered_whole_and_in_order() {
 /// otherwise; `conversation_user = "template"` renders the last user turn.
 #[test]
 fn the_prompt_adds_to_a_conversation_only_as_configured() {
-    use probity_engine::template::{ConversationPrompt, ConversationSystem, ConversationUser};
+    use probity_engine::provider::template::{
+        ConversationPrompt, ConversationSystem, ConversationUser,
+    };
     let plain = common::conversation_input("a", common::trip_conversation());
     let mut own = common::trip_conversation();
     own.as_array_mut().unwrap().insert(

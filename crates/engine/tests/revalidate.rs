@@ -7,11 +7,12 @@ use crate::common;
 
 use probity_core::{Cell, Input, Validator};
 use probity_engine::provider::Provider;
-use probity_engine::revalidate::revalidate;
+use probity_engine::run::revalidate::revalidate;
+use probity_engine::run::stored;
 use probity_engine::sim::server::{spawn_test_server, FaultConfig};
 use probity_engine::sim::{SimConfig, SimModel};
 use probity_engine::store::Store;
-use probity_engine::{run, run_with, stored, Control, Experiment, Sink};
+use probity_engine::{run, run_with, Control, Experiment, Sink};
 use std::sync::Arc;
 
 /// `n` questions, M = `m`, asked of `system`, with the paper's contraction

@@ -325,7 +325,7 @@ async fn a_server_that_dies_mid_run_stops_it_without_a_verdict() {
     assert_eq!(out.status, RunStatus::Interrupted);
     let halt = out.halt.clone().expect("the run halted");
     assert!(
-        matches!(&halt, probity_engine::outcome::Halt::ErrorBudget { share, .. } if *share == 0.05),
+        matches!(&halt, probity_engine::run::outcome::Halt::ErrorBudget { share, .. } if *share == 0.05),
         "{halt:?}"
     );
     assert!(halt.to_string().contains("error budget"), "{halt}");
@@ -372,7 +372,7 @@ async fn a_finished_run_stores_its_verdicts() {
     use probity_core::stats::Decision;
     assert_eq!(decisions, [Decision::Fail, Decision::Pass]);
     assert_eq!(store.run(id).unwrap().verdicts, Some(decisions.clone()));
-    let rebuilt: Vec<_> = probity_engine::stored::load(&store, id)
+    let rebuilt: Vec<_> = probity_engine::run::stored::load(&store, id)
         .unwrap()
         .summary
         .checks

@@ -8,8 +8,9 @@ use probity_core::stats::Decision;
 
 use common::{contraction_experiment, system};
 use probity_core::Validator;
+use probity_engine::run::stored;
 use probity_engine::store::{RunStatus, Store};
-use probity_engine::{run_with, stored, Control, Experiment, RetryPolicy, RunError, Sink};
+use probity_engine::{run_with, Control, Experiment, RetryPolicy, RunError, Sink};
 
 /// The paper's contraction validator (§2.1, minimum 0.95) over `n`
 /// questions, M outputs each, asked of a simulator whose replies fail it
@@ -223,7 +224,7 @@ async fn a_revalidated_sequential_run_is_read_with_its_sequences() {
                 .check(|_: &str| true),
         )
         .sequential();
-    let re = probity_engine::revalidate::revalidate(
+    let re = probity_engine::run::revalidate::revalidate(
         &mut store,
         out.stored_id(),
         &lenient.recheck(),

@@ -1,7 +1,8 @@
 //! The simulator's contract: determinism and known true rates.
 
-use probity_engine::provider::{Message, Provider, ProviderConfig, Role};
+use probity_engine::provider::{Message, Provider, Role};
 use probity_engine::sim::{SimConfig, SimModel};
+use probity_engine::system::ProviderConfig;
 
 fn user(text: &str) -> Vec<Message> {
     vec![
@@ -319,4 +320,142 @@ fn unpinned_simulator_samples_afresh_pinned_repeats() {
         c.fingerprint()
     );
     assert_ne!(a.fingerprint(), c.fingerprint());
+}
+
+mod retries {
+    //! The simulator's errors behind a real [`Caller`]: independent across
+    //! retries (a transient error), sticky when asked, and 429s with
+    //! `Retry-After` that the backoff honours.
+    use super::*;
+    use probity_engine::provider::call::Caller;
+    use probity_engine::provider::limits::{Backoff, RateLimiter};
+    use probity_engine::provider::{ProviderError, Request};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    fn request(i: u32) -> Request {
+        let text = format!("Question {i}: how do I bake bread?");
+        Request {
+            messages: user(&text),
+            repetition: 0,
+            attempt: 0,
+            input: probity_core::Input::text(i.to_string(), text),
+        }
+    }
+
+    /// A caller of 4 tries per call; `wait` false: its backoff does not wait.
+    fn caller(wait: bool) -> Caller {
+        let mut c = Caller::new(Arc::new(RateLimiter::default()), Duration::from_secs(60), 4);
+        if !wait {
+            c.backoff = Backoff {
+                base: Duration::ZERO,
+                cap: Duration::ZERO,
+            };
+        }
+        c
+    }
+
+    /// Calls 400 requests; the failures and the tries each answer took.
+    async fn calls(m: &SimModel, c: &Caller) -> (usize, Vec<u32>) {
+        let (mut failed, mut tries) = (0, Vec::new());
+        for i in 0..400 {
+            match c.call(m, &request(i)).await {
+                Ok(a) => tries.push(a.attempts),
+                Err((_, n)) => {
+                    assert_eq!(n, 4, "a failure used every try");
+                    failed += 1
+                }
+            }
+        }
+        (failed, tries)
+    }
+
+    #[tokio::test]
+    async fn errors_are_independent_across_retries_unless_sticky() {
+        let p = 0.3;
+        let free = model(|c| c.error_rate = p);
+        let (failed, tries) = calls(&free, &caller(false)).await;
+        // Independent: a call fails for good with p^4 = 0.0081.
+        assert_rate(failed, 400, p.powi(4), "failures after 4 independent tries");
+        // The tries of a call that answered: geometric, P(k) = p^(k−1)(1−p).
+        let once = tries.iter().filter(|&&k| k == 1).count();
+        let twice = tries.iter().filter(|&&k| k == 2).count();
+        assert_rate(once, 400, 1.0 - p, "answered on the first try");
+        assert_rate(twice, 400, p * (1.0 - p), "answered on the second try");
+        assert!(
+            twice > 40,
+            "retries must have answered: {twice} on the 2nd try"
+        );
+
+        // Sticky: a failed request fails again, so retries never help.
+        let sticky = model(|c| {
+            c.error_rate = p;
+            c.sticky_errors = true
+        });
+        let (failed_sticky, tries_sticky) = calls(&sticky, &caller(false)).await;
+        assert_rate(failed_sticky, 400, p, "failures with sticky errors");
+        assert!(tries_sticky.iter().all(|&k| k == 1), "{tries_sticky:?}");
+
+        // A request's first try draws as the sticky one does, and an
+        // answer never depends on the try that got it.
+        for i in 0..50 {
+            let msgs = request(i).messages;
+            let first = free.generate_try(&msgs, 0, 0, 0).map(|o| o.text).ok();
+            assert_eq!(
+                first,
+                sticky.generate_try(&msgs, 0, 0, 0).map(|o| o.text).ok()
+            );
+            if let (Ok(a), Ok(b)) = (
+                free.generate_try(&msgs, 0, 0, 3),
+                sticky.generate(&msgs, 0, 0),
+            ) {
+                assert_eq!(a.text, b.text);
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_429_says_retry_after_and_the_backoff_waits_it() {
+        let m = model(|c| {
+            c.rate_limit = 0.5;
+            c.retry_after_s = 2.0
+        });
+        // About half the first tries are 429s, each with its Retry-After.
+        let limited: Vec<Option<Duration>> = (0..200)
+            .filter_map(|i| match m.generate_try(&request(i).messages, 0, 0, 0) {
+                Err(ProviderError::RateLimited { retry_after }) => Some(retry_after),
+                Err(e) => panic!("{e}"),
+                Ok(_) => None,
+            })
+            .collect();
+        assert_rate(limited.len(), 200, 0.5, "429s");
+        assert!(limited.iter().all(|r| *r == Some(Duration::from_secs(2))));
+        // Through a caller with its real backoff (250 ms base, below the
+        // 2 s asked): each retry waits the server's Retry-After. Time is
+        // tokio's paused clock: the waits are counted, not slept.
+        let c = caller(true);
+        let (mut waited_tries, mut answered) = (0u32, 0);
+        for i in 0..40 {
+            let start = tokio::time::Instant::now();
+            let got = c.call(&m, &request(i)).await;
+            let tries = match &got {
+                Ok(a) => {
+                    answered += 1;
+                    a.attempts
+                }
+                Err((_, n)) => *n,
+            };
+            let retries = tries - 1;
+            let elapsed = start.elapsed();
+            assert!(
+                elapsed >= Duration::from_secs(2) * retries,
+                "request {i}: {retries} retries in {elapsed:?}, each should wait 2 s"
+            );
+            assert!(elapsed < Duration::from_secs(2) * retries + Duration::from_millis(100));
+            waited_tries += retries;
+        }
+        assert!(waited_tries > 10, "only {waited_tries} retries");
+        // P(4 429s in a row) = 1/16: most calls answer.
+        assert!(answered >= 30, "{answered} of 40 answered");
+    }
 }

@@ -1,5 +1,5 @@
 //! Python functions as the engine's hosted tools and black-box agents
-//! ([`probity_engine::agent::hosted`]): the package's `_agents` wraps
+//! ([`probity_engine::tools::hosted`]): the package's `_agents` wraps
 //! each user function as `runner(request_json: str) -> str` (a tool's
 //! answer, or the agent's transcript, as JSON text; `async def` when the
 //! user's function is), and this side calls it through
@@ -11,7 +11,7 @@
 
 use crate::system::Pending;
 use crate::workers::Workers;
-use probity_engine::agent::hosted::{Hosted, HostedFn};
+use probity_engine::tools::hosted::{Hosted, HostedFn};
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyTuple};
 use serde_json::Value;
@@ -92,7 +92,7 @@ impl Hosted for PyHosted {
     async fn call(&self, request: Value) -> Result<String, String> {
         // Waiting for the GIL may take a while: not on an async worker.
         let (rx, pending) =
-            probity_engine::check::blocking(|| self.start(&request)).map_err(|e| e.to_string())?;
+            probity_engine::checks::check::blocking(|| self.start(&request)).map_err(|e| e.to_string())?;
         let answer = rx.await;
         pending.answered();
         answer.unwrap_or_else(|_| Err("the call ended without an answer".into()))

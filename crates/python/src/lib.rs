@@ -372,7 +372,7 @@ fn run_variants(
 /// wording for every door ([`bounds::count`]); `None` when it is valid.
 #[pyfunction]
 fn count_error(field: &str, value: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<String>> {
-    use probity_engine::config::bounds;
+    use probity_engine::bounds;
     let most = match what {
         "outputs_per_input" => bounds::MAX_OUTPUTS_PER_INPUT,
         "concurrency" => bounds::MAX_CONCURRENCY,

@@ -70,7 +70,7 @@ use crate::document::Document;
 use crate::facts::causes;
 use crate::facts::comparison::{check_lines, points, points_interval};
 use crate::facts::guarded::{
-    attempts_band, joint, measured_success, outcome as prediction_outcome,
+    attempts_band, measured_success, outcome as prediction_outcome, per_input,
 };
 use crate::facts::guarded::{pct_band, Outcome as GuardOutcome};
 use crate::facts::run as facts;
@@ -354,7 +354,7 @@ fn check_case(r: &RunReport, idx: usize, classname: &str) -> TestCase {
     if let Some(b) = broken {
         out.insert(0, causes::broken_line(r, b, &|s| s.to_string()));
     }
-    out.extend(facts::inputs_note(&c.rate));
+    out.extend(facts::check_inputs_note(c));
     out.extend(facts::scope_note(&c.rate));
     out.extend(facts::errors(&c.rate, s.options.errors));
     if let Some(g) = r.causes.checks.get(idx).filter(|g| g.total > 0) {
@@ -393,9 +393,9 @@ pub const GUARD_CASE: &str = "guard prediction";
 /// The `guard prediction` test case of a run with a retry policy.
 fn guard_case(check: &RetryCheck, classname: &str) -> TestCase {
     let g = &check.measured;
-    let figures = match joint(check) {
+    let figures = match per_input(check) {
         Some(j) => format!(
-            "P(success within {m}) measured {} vs predicted (joint rate) {}; attempts used measured {} vs predicted {}",
+            "P(success within {m}) measured {} vs predicted (each input at its own rate) {}; attempts used measured {} vs predicted {}",
             pct_band(&measured_success(g)),
             pct_band(&j.success_within),
             attempts_band(&g.attempts),

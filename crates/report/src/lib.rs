@@ -46,10 +46,10 @@ mod svg;
 pub mod text;
 
 pub use document::comparison::ComparisonReport;
-pub use document::info::RunInfo;
+pub use document::info::{AutoConcurrencyInfo, CallsInfo, RunInfo};
 pub use document::plan::{PlanReport, PlanRun, SampleSizeCheck, SampleSizePlan};
 pub use document::run::{Example, FailingSample, RunReport};
-pub use document::trend::{TrendReport, TrendRun};
+pub use document::trend::{TrendMark, TrendReport, TrendRun};
 pub use document::variants::{InputOutputs, VariantColumn, VariantsReport};
 pub use document::Document;
 pub use format::{Format, UnknownFormat};

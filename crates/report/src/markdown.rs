@@ -68,9 +68,27 @@ fn quoted(heading: &str, text: &str) -> String {
 
 /// The report of a run (without its comparison).
 fn run(r: &RunReport) -> String {
+    let mut md = String::new();
+    run_heading(&mut md, r);
+    checks_section(&mut md, r);
+    worst_inputs_section(&mut md, r);
+    failing_section(&mut md, r);
+    if let Some(g) = &r.guarded {
+        md.push_str(&guarded_section(g));
+    }
+    if let Some(l) = &r.live {
+        md.push_str(&live_section(l));
+    }
+    retry_section(&mut md, r);
+    md
+}
+
+/// The heading with the overall verdict, the conclusion, the run's shape,
+/// calls, duration, system and config, the statistics used, and a
+/// sequential run's stop with its sequences.
+fn run_heading(md: &mut String, r: &RunReport) {
     let s = &r.summary;
     let (n, m, k) = s.shape;
-    let mut md = String::new();
     let overall = if r.passed() {
         Decision::Pass
     } else {
@@ -114,9 +132,9 @@ fn run(r: &RunReport) -> String {
     }
     md.push_str(&facts_line.join(" · "));
     md.push_str("  \n");
+    md.push_str(&calls_time_md(r));
     md.push_str(&facts::statistics_line(r));
     md.push_str("\n\n");
-    // A sequential run: why and when it stopped, its sequences.
     if let Some(o) = &s.sequential {
         md.push_str(&format!(
             "**{}**  \n{}\n\n",
@@ -131,161 +149,186 @@ fn run(r: &RunReport) -> String {
         }
         md.push('\n');
     }
+}
 
-    // Checks table.
-    if !s.checks.is_empty() {
-        md.push_str("| check | success | interval | threshold | verdict | established |\n");
-        md.push_str("| --- | ---: | --- | --- | --- | --- |\n");
-        for (idx, c) in s.checks.iter().enumerate() {
-            let shown = crate::facts::calibration::shown_rate(c, s.sequential.is_some());
-            let (rate, iv) = if shown.n == 0 {
-                ("–".to_string(), "no outputs judged".to_string())
-            } else {
-                (
-                    pct(shown.estimate),
-                    interval(shown.interval.lower, shown.interval.upper),
-                )
-            };
-            let (verdict, established) = match r.broken_cause(idx) {
-                Some(_) => (
-                    "⛔ BROKEN".to_string(),
-                    "no verdict about the system".to_string(),
+/// The checks table, then (when there are checks) their statistics,
+/// calibration, errors and the aggregate.
+fn checks_section(md: &mut String, r: &RunReport) {
+    let s = &r.summary;
+    if s.checks.is_empty() {
+        return;
+    }
+    md.push_str("| check | success | interval | threshold | verdict | established |\n");
+    md.push_str("| --- | ---: | --- | --- | --- | --- |\n");
+    for (idx, c) in s.checks.iter().enumerate() {
+        let shown = crate::facts::calibration::shown_rate(c, s.sequential.is_some());
+        let (rate, iv) = if shown.n == 0 {
+            ("–".to_string(), "no outputs judged".to_string())
+        } else {
+            (
+                pct(shown.estimate),
+                interval(shown.interval.lower, shown.interval.upper),
+            )
+        };
+        let (verdict, established) = match r.broken_cause(idx) {
+            Some(_) => (
+                "⛔ BROKEN".to_string(),
+                "no verdict about the system".to_string(),
+            ),
+            None => (
+                format!(
+                    "{} {}",
+                    badge(c.verdict.decision),
+                    decision_word(c.verdict.decision)
                 ),
-                None => (
-                    format!(
-                        "{} {}",
-                        badge(c.verdict.decision),
-                        decision_word(c.verdict.decision)
-                    ),
-                    md_cell(&facts::established(c)),
-                ),
-            };
-            md.push_str(&format!(
-                "| {} | {} | {} | {} | {verdict} | {established} |\n",
-                md_cell(&c.info.name),
-                rate,
-                iv,
-                facts::threshold(c),
-            ));
-        }
-        md.push('\n');
-        statistics_table(&mut md, r);
-        calibration_section(&mut md, r);
-        errors_section(&mut md, r);
-        // Aggregate: probity's figures; the check name is escaped.
+                md_cell(&facts::established(c)),
+            ),
+        };
         md.push_str(&format!(
-            "**Aggregate:** {}\n\n",
-            facts::aggregate_line(r, &|name| format!("`{}`", md_code_span(name)))
+            "| {} | {} | {} | {} | {verdict} | {established} |\n",
+            md_cell(&c.info.name),
+            rate,
+            iv,
+            facts::threshold(c),
         ));
     }
+    md.push('\n');
+    statistics_table(md, r);
+    calibration_section(md, r);
+    errors_section(md, r);
+    // Aggregate: probity's figures; the check name is escaped.
+    md.push_str(&format!(
+        "**Aggregate:** {}\n\n",
+        facts::aggregate_line(r, &|name| format!("`{}`", md_code_span(name)))
+    ));
+}
 
-    // Worst inputs.
+/// The three worst inputs with their rates (a run of more than one input).
+fn worst_inputs_section(md: &mut String, r: &RunReport) {
     let worst = facts::worst_inputs(r, 3);
-    if n > 1 && !worst.is_empty() {
-        md.push_str("**Worst inputs**\n\n| input | success | interval |\n| --- | ---: | --- |\n");
-        for e in &worst {
-            md.push_str(&format!(
-                "| {} | {} | {} |\n",
-                md_cell(&r.input_label(e.index)),
-                pct(e.rate.estimate),
-                interval(e.rate.interval.lower, e.rate.interval.upper)
-            ));
-        }
-        md.push('\n');
+    if r.summary.shape.0 <= 1 || worst.is_empty() {
+        return;
     }
+    md.push_str("**Worst inputs**\n\n| input | success | interval |\n| --- | ---: | --- |\n");
+    for e in &worst {
+        md.push_str(&format!(
+            "| {} | {} | {} |\n",
+            md_cell(&r.input_label(e.index)),
+            pct(e.rate.estimate),
+            interval(e.rate.interval.lower, e.rate.interval.upper)
+        ));
+    }
+    md.push('\n');
+}
 
-    // Failing checks in detail.
+/// The checks not passing, each in detail ([`failing_check`]).
+fn failing_section(md: &mut String, r: &RunReport) {
+    let s = &r.summary;
     let failing: Vec<usize> = (0..s.checks.len())
         .filter(|&i| facts::not_passing(&s.checks[i]))
         .collect();
     if !failing.is_empty() {
         md.push_str("### Checks not passing\n\n");
     }
-    for &idx in &failing {
-        let c = &s.checks[idx];
+    for idx in failing {
+        failing_check(md, r, idx);
+    }
+}
+
+/// One check not passing: its message, figures, errors and worst input,
+/// then one failing output in a code block with the judge's reason and its
+/// input's fields.
+fn failing_check(md: &mut String, r: &RunReport, idx: usize) {
+    let s = &r.summary;
+    let c = &s.checks[idx];
+    md.push_str(&format!(
+        "#### {} {} — {}\n\n",
+        badge(c.verdict.decision),
+        md_inline(&c.info.name),
+        decision_word(c.verdict.decision)
+    ));
+    if !c.info.message.is_empty() {
+        md.push_str(&format!("> {}\n\n", md_inline(&c.info.message)));
+    }
+    let mut notes = vec![
+        md_inline(&facts::figures(c, s.sequential.is_some())),
+        md_inline(&facts::established(c)),
+    ];
+    if let Some(e) = facts::errors(&c.rate, s.options.errors) {
+        notes.push(e);
+    }
+    if let Some(w) = &c.worst_input {
+        if s.shape.0 > 1 {
+            notes.push(format!(
+                "worst input {}: {}",
+                md_inline(&r.input_label(w.index)),
+                facts::rate_with_interval(&w.rate)
+            ));
+        }
+    }
+    for note in notes {
+        md.push_str(&format!("- {note}\n"));
+    }
+    md.push('\n');
+    let Some(ex) = r.example_for(idx) else {
+        return;
+    };
+    md.push_str(&format!(
+        "Example failing output (input {}, output #{}):\n\n",
+        md_inline(&r.input_label(ex.input)),
+        ex.repetition
+    ));
+    md.push_str(&md_code_block(
+        &truncate_chars(&ex.output, EXAMPLE_MAX_CHARS),
+        "text",
+    ));
+    md.push('\n');
+    if let Some(reason) = &ex.reason {
+        md.push_str(&format!("Reason: {}\n\n", md_inline(reason)));
+    }
+    if let Some(fields) = r.input_fields_of(ex.input) {
         md.push_str(&format!(
-            "#### {} {} — {}\n\n",
-            badge(c.verdict.decision),
-            md_inline(&c.info.name),
-            decision_word(c.verdict.decision)
+            "Its input {}:\n\n",
+            md_inline(&r.input_label(ex.input))
         ));
-        if !c.info.message.is_empty() {
-            md.push_str(&format!("> {}\n\n", md_inline(&c.info.message)));
-        }
-        let mut notes = vec![
-            md_inline(&facts::figures(c, r.summary.sequential.is_some())),
-            md_inline(&facts::established(c)),
-        ];
-        if let Some(e) = facts::errors(&c.rate, s.options.errors) {
-            notes.push(e);
-        }
-        if let Some(w) = &c.worst_input {
-            if n > 1 {
-                notes.push(format!(
-                    "worst input {}: {}",
-                    md_inline(&r.input_label(w.index)),
-                    facts::rate_with_interval(&w.rate)
-                ));
-            }
-        }
-        for note in notes {
-            md.push_str(&format!("- {note}\n"));
-        }
+        let json = serde_json::to_string_pretty(fields).unwrap_or_default();
+        md.push_str(&md_code_block(
+            &truncate_chars(&json, EXAMPLE_MAX_CHARS),
+            "json",
+        ));
         md.push('\n');
-        if let Some(ex) = r.example_for(idx) {
-            md.push_str(&format!(
-                "Example failing output (input {}, output #{}):\n\n",
-                md_inline(&r.input_label(ex.input)),
-                ex.repetition
-            ));
-            md.push_str(&md_code_block(
-                &truncate_chars(&ex.output, EXAMPLE_MAX_CHARS),
-                "text",
-            ));
-            md.push('\n');
-            if let Some(reason) = &ex.reason {
-                md.push_str(&format!("Reason: {}\n\n", md_inline(reason)));
-            }
-            if let Some(fields) = r.input_fields_of(ex.input) {
-                md.push_str(&format!(
-                    "Its input {}:\n\n",
-                    md_inline(&r.input_label(ex.input))
-                ));
-                let json = serde_json::to_string_pretty(fields).unwrap_or_default();
-                md.push_str(&md_code_block(
-                    &truncate_chars(&json, EXAMPLE_MAX_CHARS),
-                    "json",
-                ));
-                md.push('\n');
-            }
-        }
     }
+}
 
-    // The guarded system beside its prediction.
-    if let Some(g) = &r.guarded {
-        md.push_str(&guarded_section(g));
-    }
-
-    // A serve run's live rates.
-    if let Some(l) = &r.live {
-        md.push_str(&live_section(l));
-    }
-
-    // Retry plan.
+/// The retry plan, folded in a `<details>` block.
+fn retry_section(md: &mut String, r: &RunReport) {
     let retry = facts::retry_lines(r);
-    if !retry.is_empty() {
-        md.push_str("<details><summary>Retry plan</summary>\n\n");
-        for line in retry {
-            md.push_str(&format!("- {line}\n"));
-        }
-        md.push_str("\n</details>\n");
+    if retry.is_empty() {
+        return;
     }
-    md
+    md.push_str("<details><summary>Retry plan</summary>\n\n");
+    for line in retry {
+        md.push_str(&format!("- {line}\n"));
+    }
+    md.push_str("\n</details>\n");
 }
 
 /// Per calibrated verifier: its judge's sensitivity and specificity, the
 /// corrected rate beside the raw one, and a warning when the judge is too
 /// weak (`facts::calibration`).
+/// The wall and call time, structured output and auto concurrency lines
+/// ([`crate::facts::upstream`]), escaped, each ending a Markdown line;
+/// empty when the store has none.
+fn calls_time_md(r: &RunReport) -> String {
+    let Some(c) = &r.run.calls else {
+        return String::new();
+    };
+    crate::facts::upstream::lines(c)
+        .iter()
+        .map(|line| format!("{}  \n", md_inline(line)))
+        .collect()
+}
+
 fn calibration_section(md: &mut String, r: &RunReport) {
     let calibrated: Vec<_> = r
         .summary

@@ -8,7 +8,8 @@ use common::HOSTILE;
 use probity_core::compare::{compare_check, CompareOptions, Comparison};
 use probity_core::{AnalysisOptions, Counts, RetryPlan};
 use probity_report::{
-    render, ComparisonReport, Document, Format, PlanReport, PlanRun, RunInfo, TrendReport, TrendRun,
+    render, ComparisonReport, Document, Format, PlanReport, PlanRun, RunInfo, TrendMark,
+    TrendReport, TrendRun,
 };
 use serde_json::Value;
 
@@ -133,6 +134,11 @@ fn trend() -> TrendReport {
                     ..RunInfo::default()
                 },
                 rates: vec![Some((r, 0.8)), (id != 2).then_some((r, 0.9))],
+                marks: match id {
+                    2 => vec![TrendMark::Reused(1), TrendMark::Overridden],
+                    1 => vec![TrendMark::Revalidated(7)],
+                    _ => Vec::new(),
+                },
             })
             .collect(),
     }
@@ -145,11 +151,30 @@ fn a_trend_renders_in_every_format() {
     assert!(text.starts_with("trend of "), "{text}");
     assert!(!text.contains('\x1b'));
     assert!(text.contains("90.0% [82.0, 95.0]"));
+    // Runs unlike the others are marked, and the marks explained.
+    let row = |id: &str| {
+        text.lines()
+            .find(|l| l.starts_with(id))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string()
+    };
+    assert!(
+        row("2 ").trim_end().ends_with("reused #1 · --set"),
+        "{text}"
+    );
+    assert!(row("1 ").trim_end().ends_with("revalidated #7"), "{text}");
+    assert!(!row("3 ").contains('#'), "{text}");
+    assert!(text.contains("--set: the latest run's file with other settings"));
 
     let j = json(Document::Trend(&t));
     assert_eq!(j["schema"], "probity.trend.v1");
     assert_eq!(j["runs"].as_array().unwrap().len(), 3);
     assert!(j["runs"][1]["rates"][1].is_null());
+    assert_eq!(
+        j["runs"][1]["marks"],
+        serde_json::json!(["reused #1", "--set"])
+    );
+    assert_eq!(j["runs"][2]["marks"], serde_json::json!([]));
 
     let md = render(&t, Format::Markdown, false);
     assert!(md.starts_with("### probity trend\n\n```text\n"), "{md}");
@@ -157,6 +182,7 @@ fn a_trend_renders_in_every_format() {
 
     let h = render(&t, Format::Html, false);
     assert_eq!(h.matches("<svg class=\"trend\"").count(), 2);
+    assert!(h.contains("<td>reused #1 · --set</td>"), "{h}");
     assert!(!h.contains("<script>") && !h.contains("<b>") && !h.contains('\x1b'));
 
     // A trend checks nothing: JUnit gets its text.

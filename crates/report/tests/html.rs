@@ -365,7 +365,7 @@ fn guarded_section_histogram_table_and_verdict() {
     assert_eq!(table.matches("class=\"measured-band\"").count(), 6);
     assert!(sec.contains("410 calls (2.05 per request, judge calls included), 12345 tokens"));
     assert!(sec.contains("<p class=\"verdict pass\" id=\"guard-verdict\">Prediction held"));
-    assert!(sec.contains("Rule: the joint-rate model&#39;s band overlaps"));
+    assert!(sec.contains("Rule: the measured P(success within m) and attempts used lie inside the per-input model&#39;s intervals"));
 
     let mut r = tensor_report(5, 20);
     r.guarded = Some(common::retry_check(false));
@@ -458,4 +458,86 @@ fn templates_escape_by_default() {
     assert!(!h.contains('\u{202e}'), "bidi override passed through");
     assert!(!h.contains('\x1b'), "escape sequence passed through");
     assert!(h.contains(&html_escape(HOSTILE)));
+}
+
+/// A hostile episode: `<script>`, quotes and a huge argument in every
+/// place an agent, a user or a tool can put text.
+fn hostile_transcript() -> String {
+    use probity_core::agent::{Ending, Party, ToolOutcome, Transcript};
+    use probity_core::conversation::{Message, Role, ToolCall};
+    let huge = "A".repeat(20_000);
+    let mut call = Message::text(Role::Assistant, format!("checking {HOSTILE}"));
+    call.tool_calls = vec![ToolCall {
+        id: "c1\"><script>alert(2)</script>".into(),
+        name: "get_order</code><script>alert(3)</script>".into(),
+        arguments: serde_json::json!({"order_id": HOSTILE, "note": huge}),
+    }];
+    let messages = vec![
+        Message::text(Role::System, "be helpful"),
+        Message::text(Role::User, format!("user says {HOSTILE}")),
+        call,
+        Message::tool_result("c1", format!("tool says {HOSTILE}")),
+        Message::text(Role::Assistant, "done ###STOP###"),
+    ];
+    let mut t = Transcript::from_messages(messages, Ending::Stop { by: Party::Agent });
+    t.tool_outcomes.push(ToolOutcome {
+        call_id: "c1".into(),
+        message: 3,
+        is_error: true,
+        latency_ms: None,
+    });
+    t.final_state = Some(serde_json::json!({"orders": {"A1": HOSTILE}}));
+    serde_json::to_string(&t).unwrap()
+}
+
+/// An agent's stored episode is drawn as a conversation — roles, turns,
+/// tool calls with pretty arguments, the tool's error, the failed check at
+/// its turn — in the report and in `probity view`, every piece escaped and
+/// a huge argument cut.
+#[test]
+fn an_episode_is_drawn_as_an_escaped_conversation() {
+    let mut r = tensor_report(5, 20);
+    let f = &mut r.failures[0];
+    assert_eq!(f.failed, vec![0]);
+    f.output = Some(hostile_transcript());
+    f.reasons = vec![(0, format!("turn 1: `refund` was called {HOSTILE}"))];
+    let sample = f.clone();
+    let report = render(&r, Format::Html, false);
+    let view = probity_report::html::view::outputs_page(
+        &r,
+        std::slice::from_ref(&sample),
+        &Default::default(),
+    );
+    for h in [&report, &view] {
+        let script = h.matches("<script").count();
+        assert!(script <= 1, "injected <script>: {script}");
+        assert!(
+            !h.contains("<script>alert"),
+            "raw script from the transcript"
+        );
+        assert!(!h.contains("onerror=alert(1)>"));
+        let art = between(h, "class=\"transcript\"", "</details>");
+        // Roles and turns, in order.
+        let roles: Vec<&str> = art
+            .split("<strong>")
+            .skip(1)
+            .map(|s| s.split('<').next().unwrap())
+            .collect();
+        assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"]);
+        assert!(art.contains("turn 0") && art.contains("turn 1") && art.contains("turn 2"));
+        assert!(art.contains("episode: 2 turns · ended: stop by the agent"));
+        // The call: its name escaped, its arguments pretty JSON, cut.
+        assert!(art.contains("get_order&lt;/code&gt;&lt;script&gt;alert(3)"));
+        assert!(art.contains("&quot;order_id&quot;: &quot;"), "pretty JSON");
+        assert!(art.contains("cut at 4000 of 20"), "huge argument cut");
+        assert!(!art.contains(&"A".repeat(4001)));
+        // The tool answered with an error; the failed check is at turn 1.
+        assert!(art.contains("tool error"));
+        let at_turn_1 = art.split("data-turn=\"1\"").nth(1).unwrap();
+        let failed = at_turn_1.split("data-turn=\"2\"").next().unwrap();
+        assert!(failed.contains("failed here"), "{failed}");
+        assert!(failed.contains("turn 1: `refund` was called"));
+        assert!(art.contains(&html_escape(&format!("tool says {HOSTILE}"))));
+        assert!(art.contains("final state"));
+    }
 }

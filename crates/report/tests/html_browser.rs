@@ -85,7 +85,9 @@ fn is_hidden(tag: &str) -> bool {
 #[test]
 fn report_works_in_chromium() {
     let Some(browser) = chromium() else {
-        eprintln!("NOTICE: chromium is not on PATH; skipping the browser test of the HTML report");
+        common::notice(
+            "NOTICE: chromium is not on PATH; skipping the browser test of the HTML report",
+        );
         return;
     };
     let dir = tempfile::tempdir().unwrap();

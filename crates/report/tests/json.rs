@@ -252,7 +252,10 @@ fn guarded_measured_beside_predictions() {
     assert_eq!(g["retries"], 2);
     assert_eq!(g["held"], true);
     assert_eq!(g["outcome"], "held");
-    assert!(g["rule"].as_str().unwrap().contains("overlaps"));
+    assert!(g["rule"]
+        .as_str()
+        .unwrap()
+        .contains("lie inside the per-input model"));
     let m = &g["measured"];
     assert_eq!(m["requests"], 200);
     assert_eq!(m["histogram"], serde_json::json!([120, 40, 20]));

@@ -276,16 +276,16 @@ fn guard_prediction_case() {
     let msg = f.attr("message");
     assert!(msg.starts_with("retry prediction did not hold"), "{msg}");
     assert!(
-        msg.contains("measured 90.0% [85.0, 94.0] vs predicted (joint rate) 98.5% [97.0, 99.5]"),
+        msg.contains("measured 90.0% [85.0, 94.0] vs predicted (each input at its own rate) 90.0% [75.0, 99.0]"),
         "{msg}"
     );
     assert!(
-        msg.contains("attempts used measured 1.60 [1.50, 1.70] vs predicted 1.25 [1.20, 1.30]"),
+        msg.contains("attempts used measured 1.60 [1.50, 1.70] vs predicted 1.60 [1.30, 2.10]"),
         "{msg}"
     );
     assert!(f.text.contains("Guarded system (§4.2)"), "{}", f.text);
 
-    // No joint rate: an error, not a measured failure.
+    // No per-input prediction: an error, not a measured failure.
     let mut r = common::guarded_report(false);
     r.guarded.as_mut().unwrap().predictions.truncate(1);
     let (root, _) = suite(&r);

@@ -118,3 +118,25 @@ fn the_json_report_carries_the_sequences() {
     let v: serde_json::Value = serde_json::from_str(&fixed).unwrap();
     assert!(v["sequential"].is_null());
 }
+
+/// A stop reason is whole in the terminal, however long the headline (an
+/// outputs-per-input round's is the longest): cut, it ended mid-word.
+#[test]
+fn the_terminal_says_the_whole_stop_reason() {
+    let mut r = report();
+    let o = r.summary.sequential.as_mut().unwrap();
+    o.design = probity_core::sequential::RoundDesign::Outputs;
+    o.budget_inputs = 20;
+    o.budget_samples = 400;
+    o.samples = 140;
+    let out = render(&r, Format::Text, false);
+    let line = out
+        .lines()
+        .find(|l| l.contains("sequential: stopped after"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.trim_end()
+            .ends_with("of the budget): no open check can settle within the budget"),
+        "{line}"
+    );
+}

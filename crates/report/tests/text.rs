@@ -202,7 +202,9 @@ fn guarded_system_beside_its_prediction() {
         "{t}"
     );
     assert!(
-        t.contains("prediction held: the joint-rate model's band overlaps"),
+        t.contains(
+            "prediction held: the measured P(success within m) and attempts used lie inside"
+        ),
         "{t}"
     );
     // Before the conclusion, which stays last.
@@ -212,7 +214,8 @@ fn guarded_system_beside_its_prediction() {
 
     let t = render(&common::guarded_report(false), Format::Text, false);
     assert!(
-        t.contains("prediction did not hold: the joint-rate model's band misses the measured interval of both P(success within m) and the attempts used"),
+        t.contains("prediction did not hold: the measured ")
+            && t.contains("outside the per-input model's interval"),
         "{t}"
     );
     // Colour marks the verdict; nothing else of the block is painted.

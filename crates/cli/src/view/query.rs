@@ -83,6 +83,44 @@ pub fn position(
     }
 }
 
+/// `key`'s value as one of run `r`'s inputs (`None` when empty): by its
+/// id, the label every page shows (`q01`, or `#3` for an input without
+/// one); a bare number no input has as its id is taken as a position, as
+/// links made before ids were used say.
+pub fn input(
+    q: &Params,
+    key: &str,
+    r: &probity_report::RunReport,
+    of: &str,
+) -> Result<Option<usize>, BadQuery> {
+    let v = param(q, key);
+    if v.is_empty() {
+        return Ok(None);
+    }
+    let n = r.summary.shape.0;
+    if let Some(i) = (0..n).find(|&i| r.input_label(i) == v) {
+        return Ok(Some(i));
+    }
+    match v.parse::<usize>() {
+        Ok(i) if i < n => Ok(Some(i)),
+        _ => {
+            let some: Vec<String> = (0..n.min(3)).map(|i| r.input_label(i)).collect();
+            let example = if some.is_empty() {
+                format!("{of} has no inputs")
+            } else {
+                format!(
+                    "{of}'s inputs are {}{}",
+                    some.join(", "),
+                    if n > 3 { ", …" } else { "" }
+                )
+            };
+            Err(BadQuery(format!(
+                "{key}={v:?} is no input of {of}: {key} is an input's id ({example}), or empty for all"
+            )))
+        }
+    }
+}
+
 /// `key`'s value as a date `YYYY-MM-DD` (empty: any).
 pub fn date<'a>(q: &'a Params, key: &str) -> Result<&'a str, BadQuery> {
     match param(q, key) {

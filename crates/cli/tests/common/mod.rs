@@ -155,3 +155,11 @@ pub async fn metrics(addr: &str) -> String {
         .await
         .unwrap()
 }
+
+/// A line to the person running the tests, shown even though cargo
+/// captures test output (`eprintln!` is captured; a direct write to
+/// standard error is not): a test skipped says so.
+pub fn notice(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}

@@ -132,24 +132,42 @@ def completion(content="Hello from upstream.", *, model=None, finish_reason="sto
     }
 
 
+#: Top-level and choice fields of a completion that a chunk does not repeat as is.
+_OWN_TOP = ("id", "object", "created", "model", "choices", "usage")
+_OWN_CHOICE = ("index", "message", "finish_reason", "logprobs")
+
+
 def sse_chunks(body, include_usage=False):
-    """A completion as the chunks an OpenAI server streams for it (the
-    usage chunk, with no choices, only when asked for)."""
+    """A completion as the chunks an OpenAI server streams for it: content
+    and a refusal in pieces, tool calls, the message's other fields
+    (annotations, audio, …) in one delta, the answer's other top-level
+    fields (service_tier, system_fingerprint) on every chunk, the choice's
+    others and the logprobs with the finish reason; the usage chunk, with
+    no choices, only when asked for."""
     choice = body["choices"][0]
     msg = choice["message"]
     base = {"id": body["id"], "object": "chat.completion.chunk", "created": body["created"],
-            "model": body["model"]}
-    out = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                  "finish_reason": None}]}]
-    if msg.get("content"):
-        for i in range(0, len(msg["content"]), 4):
-            out.append({**base, "choices": [{"index": 0, "delta": {"content": msg["content"][i:i + 4]},
-                                              "finish_reason": None}]})
+            "model": body["model"], **{k: v for k, v in body.items() if k not in _OWN_TOP}}
+
+    def delta(d, **more):
+        return {**base, "choices": [{"index": 0, "delta": d, "finish_reason": None, **more}]}
+
+    out = [delta({"role": "assistant", "content": ""})]
+    for key in ("content", "refusal"):
+        text = msg.get(key) or ""
+        for i in range(0, len(text), 4):
+            out.append(delta({key: text[i:i + 4]}))
     if msg.get("tool_calls"):
-        calls = [{"index": i, **c} for i, c in enumerate(msg["tool_calls"])]
-        out.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": calls},
-                                          "finish_reason": None}]})
-    out.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+        out.append(delta({"tool_calls": [{"index": i, **c} for i, c in enumerate(msg["tool_calls"])]}))
+    others = {k: v for k, v in msg.items()
+              if k not in ("role", "content", "refusal", "tool_calls") and v is not None}
+    if others:
+        out.append(delta(others))
+    last = {"index": 0, "delta": {}, "finish_reason": choice["finish_reason"],
+            **{k: v for k, v in choice.items() if k not in _OWN_CHOICE}}
+    if choice.get("logprobs") is not None:
+        last["logprobs"] = choice["logprobs"]
+    out.append({**base, "choices": [last]})
     if include_usage:
         out.append({**base, "choices": [], "usage": body.get("usage")})
     return out
@@ -168,6 +186,8 @@ class FakeUpstream:
     def __init__(self, replies=None):
         self.replies = replies if replies is not None else [(200, completion())]
         self.requests = []
+        #: The path of each request (`…/chat/completions` or `…/responses`).
+        self.paths = []
         self.headers = []
         self.lock = threading.Lock()
         upstream = self
@@ -198,7 +218,8 @@ class FakeUpstream:
             def do_POST(self):
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                route = self.path.rstrip("/")
+                if not (route.endswith("/chat/completions") or route.endswith("/responses")):
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                     return
                 try:
@@ -209,6 +230,7 @@ class FakeUpstream:
                 with upstream.lock:
                     n = len(upstream.requests)
                     upstream.requests.append(body)
+                    upstream.paths.append(route)
                     upstream.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status, answer, *rest = upstream.reply(n, body)
                 headers = rest[0] if rest else None
@@ -240,6 +262,28 @@ class FakeUpstream:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=STOP_TIMEOUT)
+
+
+def response(text="Hello from upstream.", *, function_call=None, usage=(11, 7), rid="resp_up_1"):
+    """An OpenAI-shaped Responses API response: one message of output text,
+    or a function call."""
+    if function_call is not None:
+        name, arguments = function_call
+        output = [{"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": name,
+                   "arguments": arguments, "status": "completed"}]
+    else:
+        output = [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+                   "content": [{"type": "output_text", "text": text, "annotations": []}]}]
+    return {
+        "id": rid, "object": "response", "created_at": 1700000000, "status": "completed",
+        "model": "up-model", "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
+        "tools": [], "error": None, "incomplete_details": None, "instructions": None,
+        "metadata": {}, "temperature": 1.0, "top_p": 1.0,
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1],
+                  "total_tokens": usage[0] + usage[1],
+                  "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens_details": {"reasoning_tokens": 0}},
+    }
 
 
 # --- probity serve ------------------------------------------------------------

@@ -3,11 +3,12 @@ SDK answering questions through `probity sim serve`, traced by one of the
 OpenAI instrumentations and exported by the standard OTLP/HTTP protobuf
 exporter. Usage:
 
-    python app.py INSTRUMENTATION SIM_URL OTLP_URL N [--tools]
+    python app.py INSTRUMENTATION SIM_URL OTLP_URL N [--tools] [--ids FILE]
 
 INSTRUMENTATION is `openai-v2` (OpenTelemetry's own) or `openinference`.
 Content capture is the environment's business (the instrumentation's own
-opt-in variables), as in production."""
+opt-in variables), as in production. `--ids FILE` also writes each span's
+trace and span ids (hex), one `TRACE SPAN` a line, as the SDK made them."""
 
 import sys
 
@@ -15,7 +16,26 @@ from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+
+
+class IdsFile(SpanExporter):
+    """Each finished span's ids, appended to a file."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def export(self, spans):
+        with open(self.path, "a") as f:
+            for s in spans:
+                c = s.get_span_context()
+                f.write(f"{c.trace_id:032x} {c.span_id:016x}\n")
+        return SpanExportResult.SUCCESS
 
 
 def main():
@@ -23,6 +43,8 @@ def main():
     tools = "--tools" in sys.argv
     provider = TracerProvider(resource=Resource.create({"service.name": f"otel-app-{which}"}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_url)))
+    if "--ids" in sys.argv:
+        provider.add_span_processor(SimpleSpanProcessor(IdsFile(sys.argv[sys.argv.index("--ids") + 1])))
     trace.set_tracer_provider(provider)
     if which == "openai-v2":
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor

@@ -1,8 +1,10 @@
 """Real OpenTelemetry clients against `probity collect` (issue 37, point 6):
 the official `openai` SDK calling `probity sim serve`, traced by
 `opentelemetry-instrumentation-openai-v2` or
-`openinference-instrumentation-openai`, exported by
-`opentelemetry-exporter-otlp-proto-http`. The processes are real; every
+`openinference-instrumentation-openai`, and an OpenAI Agents SDK app
+traced by `openinference-instrumentation-openai-agents`, exported by
+`opentelemetry-exporter-otlp-proto-http`; probity's evaluation events
+decoded by the official `opentelemetry-proto` package. The processes are real; every
 wait is bounded."""
 
 import os
@@ -19,6 +21,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[4]
 PROBITY_BIN = str(Path(os.environ.get("PROBITY_BIN") or REPO / "target" / "debug" / "probity").resolve())
 APP = str(Path(__file__).resolve().parent / "app.py")
+AGENTS_APP = str(Path(__file__).resolve().parent / "agents_app.py")
 START_TIMEOUT = 20
 STOP_TIMEOUT = 20
 
@@ -79,10 +82,15 @@ def get(url):
         return r.read().decode()
 
 
-def run_app(which, sim_url, otlp_url, n, env=None, tools=False):
+def run_app(which, sim_url, otlp_url, n, env=None, tools=False, ids=None):
     """The traced application, as a process of its own (an instrumentation
-    patches the SDK for the whole process)."""
-    args = [sys.executable, APP, which, sim_url, otlp_url, str(n)] + (["--tools"] if tools else [])
+    patches the SDK for the whole process); `which` = "openai-agents" runs
+    agents_app.py."""
+    if which == "openai-agents":
+        args = [sys.executable, AGENTS_APP, sim_url, otlp_url, str(n)]
+    else:
+        args = [sys.executable, APP, which, sim_url, otlp_url, str(n)] + (["--tools"] if tools else [])
+        args += ["--ids", str(ids)] if ids else []
     p = subprocess.run(args, capture_output=True, text=True, timeout=180,
                        env={**os.environ, **(env or {})})
     assert p.returncode == 0, p.stderr
@@ -107,3 +115,56 @@ def servers(tmp_path):
     yield start
     for p in reversed(started):
         p.stop()
+
+
+class LogsReceiver:
+    """An OTLP/HTTP logs endpoint on 127.0.0.1: each POST's body decoded by
+    the official `opentelemetry-proto` package's ExportLogsServiceRequest."""
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+            ExportLogsServiceRequest,
+            ExportLogsServiceResponse,
+        )
+
+        self.requests = []
+        self.paths = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.paths.append((self.path, self.headers["Content-Type"]))
+                receiver.requests.append(ExportLogsServiceRequest.FromString(body))
+                out = ExportLogsServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def records(self):
+        """Every log record received, with its resource's attributes."""
+        return [r for req in self.requests for rl in req.resource_logs
+                for sl in rl.scope_logs for r in sl.log_records]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def logs_receiver():
+    r = LogsReceiver()
+    yield r
+    r.stop()

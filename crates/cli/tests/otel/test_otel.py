@@ -1,6 +1,9 @@
 """Spans of real instrumentations, mapped and checked by `probity collect`;
 the checks' live rates against the simulator's known rates; the failures
-exported and run as a test."""
+exported and run as a test; the verdicts sent back as
+`gen_ai.evaluation.result` events, decoded by the official
+`opentelemetry-proto` package; an OpenAI Agents SDK app's conversations
+with their tool calls."""
 
 import json
 import re
@@ -154,3 +157,85 @@ outputs_per_input = 5
     code, out, err = probity(tmp_path, "run", "probity.toml", "--store", store, "--baseline", "regression")
     assert code in (0, 1), err
     assert "contraction_validator" in out + err
+
+
+def attrs(record):
+    """A log record's attributes as a dict of plain values."""
+    out = {}
+    for kv in record.attributes:
+        v = kv.value
+        out[kv.key] = v.string_value if v.HasField("string_value") else v.double_value
+    return out
+
+
+def test_verdicts_go_back_as_evaluation_events_on_the_evaluated_spans(servers, tmp_path, logs_receiver):
+    sim, collect = servers("[model]\ncontractions = 0.3\n",
+                           collect_toml(extra=f'export = "{logs_receiver.url}"\n'))
+    n = 40
+    ids = tmp_path / "ids.txt"
+    run_app("openai-v2", sim.url, collect.url, n, env=CONTENT_V2, ids=ids)
+    wait_for_spans(collect, n)
+    run = stop_and_run_id(collect, tmp_path)
+    assert f"evaluation events exported: {n}" in collect.stderr(), collect.stderr()
+    # Sent as OTLP/HTTP protobuf to /v1/logs (the URL named no path).
+    assert logs_receiver.paths and all(p == ("/v1/logs", "application/x-protobuf") for p in logs_receiver.paths)
+    records = logs_receiver.records()
+    assert len(records) == n
+    # Each event is parented to a span the app's SDK made, one per span.
+    spans = {tuple(line.split()) for line in ids.read_text().splitlines()}
+    assert len(spans) == n
+    assert {(r.trace_id.hex(), r.span_id.hex()) for r in records} == spans
+    labels = {}
+    for r in records:
+        a = attrs(r)
+        assert r.event_name == "gen_ai.evaluation.result"
+        assert a["gen_ai.evaluation.name"] == "contraction_validator"
+        assert a["gen_ai.evaluation.score.label"] in ("pass", "fail")
+        assert a["gen_ai.evaluation.score.value"] == (1.0 if a["gen_ai.evaluation.score.label"] == "pass" else 0.0)
+        labels[r.trace_id.hex()] = a["gen_ai.evaluation.score.label"]
+    # The same verdicts as the run stored: its failing traces are exactly
+    # the events labelled fail.
+    code, out, err = probity(tmp_path, "export", str(run["id"]), "--store", str(tmp_path / "runs.db"))
+    assert code == 0, err
+    failing = {t for line in out.splitlines() for t in json.loads(line)["trace_ids"]}
+    assert failing == {t for t, label in labels.items() if label == "fail"}
+    assert 0 < len(failing) < n
+
+
+def test_an_agents_sdk_app_gives_conversations_with_tool_calls(servers, tmp_path):
+    sim, collect = servers("", collect_toml(extra='group_by = "operation"\n').replace('group_by = "model"\n', ""))
+    n = 5
+    run_app("openai-agents", sim.url, collect.url, n)
+    # The app flushed its exporter before it ended: every span has arrived.
+    text = wait_for_spans(collect, 1)
+    # Each run: the model asked twice (the tool call, then the answer from
+    # the tool's result), the tool run once.
+    assert metric(text, "probity_traces_mapped_by_operation_total", operation="chat") == 2 * n, text
+    assert metric(text, "probity_traces_mapped_by_operation_total", operation="execute_tool") == n, text
+    # The workflow and agent spans carry no messages: counted, not dropped.
+    spans = metric(text, "probity_traces_spans_total")
+    unmapped = sum(float(v) for v in re.findall(r"^probity_traces_unmapped_total\{.*\} (\S+)$", text, re.M))
+    assert spans == 3 * n + unmapped, text
+    run = stop_and_run_id(collect, tmp_path)
+    code, out, err = probity(tmp_path, "export", str(run["id"]), "--all", "--store", str(tmp_path / "runs.db"))
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert all(r["convention"] == "openinference" for r in rows)
+    # The second call of each run holds the conversation whole: system,
+    # user, the assistant's tool call as structure, the tool's result
+    # answering that call.
+    whole = [r for r in rows if r["operation"] == "chat" and len(r["messages"]) == 4]
+    assert len(whole) == n, rows
+    for r in whole:
+        system, user, call, result = r["messages"]
+        assert system["role"] == "system" and user["role"] == "user" and "weather" in user["content"]
+        assert call["role"] == "assistant"
+        (tc,) = call["tool_calls"]
+        assert tc["type"] == "function" and tc["function"]["name"] == "get_weather"
+        assert "city" in json.loads(tc["function"]["arguments"])
+        assert result["role"] == "tool" and result["tool_call_id"] == tc["id"] != ""
+        assert result["content"].startswith("12 C and rain in")
+        assert r["text"] == user["content"] and r["trace_ids"][0]
+    tools = [r for r in rows if r["operation"] == "execute_tool"]
+    assert sum(r["count"] for r in tools) == n
+    assert all(r["messages"][0]["tool_calls"][0]["function"]["name"] == "get_weather" for r in tools)

@@ -61,6 +61,12 @@ max_tokens = 40
     assert out.stderr.count("refused structured output") <= 2, out.stderr
 
     report = probity.report(1)
+    # The mode used is stored with the run: every format says it.
+    used = {"check": "judge", "asked": "json-schema", "used": "json-object"}
+    assert report["run"]["calls"]["structured_output"] == [used], report["run"]
+    for fmt in ("text", "markdown", "html"):
+        page = probity.run("report", 1, "--format", fmt, ok=(0,)).stdout
+        assert "judge json-object (the upstream refused json-schema)" in page, page
     (check,) = report["checks"]
     assert check["kind"] == "verifier"
     rate = check["rate"]

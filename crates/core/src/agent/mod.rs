@@ -15,4 +15,4 @@ pub mod user;
 pub use checks::{transcript_input, AgentCheck, Bounds, CallPattern, NamedCheck, Order, Outcome};
 pub use stats::{episode_cell, AgentStats, EpisodeResult, TaskCounts, TaskStats, UserEffect};
 pub use transcript::{CallAt, Ending, Party, ToolOutcome, Transcript, Turn, DEFAULT_STOP};
-pub use user::{first_spoiled, Spoiled, UserCheck};
+pub use user::{first_spoiled, is_spoiled_cause, Spoiled, UserCheck, SPOILED_CAUSE};

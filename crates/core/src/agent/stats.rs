@@ -68,7 +68,7 @@ impl TaskCounts {
                 (Cell::Fail, false) => k.fail += 1,
                 (Cell::Pass, true) => k.spoiled_pass += 1,
                 (Cell::Fail, true) => k.spoiled_fail += 1,
-                (Cell::Missing, _) => {}
+                (Cell::Missing | Cell::NotApplicable, _) => {}
             }
         }
         k

@@ -29,6 +29,29 @@ pub struct Spoiled {
     pub reason: String,
 }
 
+/// How a spoiled episode's cause begins, in the run's errors and the
+/// store ([`Spoiled::cause`]).
+pub const SPOILED_CAUSE: &str = "the simulated user spoiled the episode";
+
+impl Spoiled {
+    /// The episode's error cause: "the simulated user spoiled the episode:
+    /// CHECK at turn T: REASON".
+    pub fn cause(&self) -> String {
+        format!(
+            "{SPOILED_CAUSE}: {} at turn {}: {}",
+            self.check, self.turn, self.reason
+        )
+    }
+}
+
+/// Whether a sample's error is a spoiled episode's ([`Spoiled::cause`]):
+/// the system was measured — its user misbehaved — so the episode is kept
+/// out of the agent's rate but is no failed call: it does not count
+/// against a run's error budget (docs/agents.md).
+pub fn is_spoiled_cause(error: &str) -> bool {
+    error.starts_with(SPOILED_CAUSE)
+}
+
 impl UserCheck {
     /// `Some` when the user of episode `t` broke this check. A check that
     /// cannot be evaluated (an expression error) spoils the episode too:

@@ -106,7 +106,7 @@ impl LiveRates {
             let pass = match cell {
                 Cell::Pass => true,
                 Cell::Fail => false,
-                Cell::Error | Cell::Missing => continue,
+                Cell::Error | Cell::Missing | Cell::NotApplicable => continue,
             };
             // `observe` errs only on a value outside [0, 1]; a pass or a
             // fail is 1 or 0.

@@ -18,13 +18,10 @@
 //! population of inputs of their pass rates — what the fixed-size analysis
 //! estimates with inputs as clusters.
 
-pub mod outcome;
-pub mod plan;
 pub mod test;
 
-pub use outcome::{CheckSequence, RoundDesign, SequenceState, SequentialOutcome, StopReason};
-pub use plan::{
-    budget_for_power, fixed_inputs_for_power, sequential_cost, CostDistribution, BUDGET_MULTIPLES,
+pub use crate::summary::sequential::{
+    CheckSequence, RoundDesign, SequenceState, SequentialOutcome, StopReason,
 };
 pub use test::{
     design_for, input_order, input_share, replay, round_end, SequentialTest, FUTILITY_MIN_INPUTS,

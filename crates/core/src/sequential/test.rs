@@ -2,11 +2,11 @@
 //! seeded input order, rounds, each input's observation and the stop
 //! rules (module docs of [`crate::sequential`]).
 
-use crate::sequential::outcome::{
-    CheckSequence, RoundDesign, SequenceState, SequentialOutcome, StopReason,
-};
 use crate::stats::sequential::{projected_observations, BettingSequence, OUTPUT_ROUND_BET_CAP};
 use crate::stats::{Decision, ErrorPolicy, NotEstablished, StatsError};
+use crate::summary::sequential::{
+    CheckSequence, RoundDesign, SequenceState, SequentialOutcome, StopReason,
+};
 use crate::summary::{CheckInfo, Summary};
 use crate::tensor::{Cell, ReliabilityTensor};
 

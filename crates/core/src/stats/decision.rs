@@ -225,11 +225,19 @@ fn unseen_minority(rate: &RateEstimate, threshold: f64) -> Option<NotEstablished
         return None;
     }
     let a = super::unseen::allowance(p, rate.inputs, rate.confidence);
+    // The interval's end is the allowance, or the all-pass sample's end
+    // below it (`unseen::all_pass_lower`): both are what few inputs allow.
+    let cap = super::unseen::all_pass_lower(rate.inputs, rate.confidence);
+    let (reach_lower, reach_upper) = if cap.is_finite() {
+        (a.lower.min(cap), a.upper.max(1.0 - cap))
+    } else {
+        (a.lower, a.upper)
+    };
     let failing = p > threshold;
     let binding = if failing {
-        iv.lower >= a.lower - 1e-12 && a.lower < threshold
+        iv.lower >= reach_lower - 1e-12 && a.lower < threshold
     } else {
-        iv.upper <= a.upper + 1e-12 && a.upper >= threshold
+        iv.upper <= reach_upper + 1e-12 && a.upper >= threshold
     };
     if !binding {
         return None;

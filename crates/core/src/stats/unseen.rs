@@ -46,6 +46,26 @@ pub fn unseen_share(inputs: u64, confidence: f64) -> f64 {
     -(half_alpha.ln() / inputs as f64).exp_m1()
 }
 
+/// The lower end of the all-pass sample over `inputs` inputs with more
+/// than one output each: Wilson-t on the inputs at x = G,
+///
+/// ```text
+/// G / (G + t²_{1−α/2, G−1})
+/// ```
+///
+/// The default clustered interval's lower end never lies above it while
+/// few inputs fail (`RateEstimate::try_clustered`), so the first failure
+/// never raises the lower end (issue 35 item 5); mirrored, 1 − this for
+/// the upper end. NaN below 2 inputs.
+pub fn all_pass_lower(inputs: u64, confidence: f64) -> f64 {
+    let g = inputs as f64;
+    if inputs < 2 {
+        return f64::NAN;
+    }
+    let t = super::paired::t_value(confidence, g - 1.0);
+    g / (g + t * t)
+}
+
 /// The interval an unseen minority of share h_G ([`unseen_share`]) allows
 /// around an estimate p̂ of the seen inputs' rate:
 /// [(1 − h_G)·p̂, 1 − (1 − h_G)(1 − p̂)] — the mean if the minority failed

@@ -3,6 +3,7 @@
 //! a check is applied to one output (one cell of the tensor, §3.6).
 
 use super::builtin::Builtin;
+use super::condition::Condition;
 use super::expr::Expression;
 use super::prepared::PreparedInput;
 use crate::model::Input;
@@ -132,6 +133,9 @@ pub struct Validator {
     pub minimum_success_percentage: f64,
     pub weight: f64,
     pub check: Check,
+    /// The inputs it applies to (`when = "…"`): all when `None`. On the
+    /// others its cells are `NotApplicable` ([`Validator::applies`]).
+    pub when: Option<Condition>,
 }
 
 /// A validator without its check yet: set `message`,
@@ -182,6 +186,7 @@ impl ValidatorBuilder {
             minimum_success_percentage: self.minimum_success_percentage,
             weight: self.weight,
             check,
+            when: None,
         }
     }
 
@@ -290,6 +295,18 @@ impl Validator {
         self
     }
 
+    /// Apply only to the inputs `when` holds for.
+    pub fn when(mut self, when: Condition) -> Self {
+        self.when = Some(when);
+        self
+    }
+
+    /// Whether this validator applies to `input` (always, without a
+    /// `when`); `Err` with the cause when its condition cannot be decided.
+    pub fn applies(&self, input: &PreparedInput<'_>) -> Result<bool, String> {
+        self.when.as_ref().map_or(Ok(true), |c| c.applies(input))
+    }
+
     /// `Ok` when `minimum_success_percentage` is in `[0, 1]` and `weight` is
     /// finite and ≥ 0; otherwise [`ValidatorError::InvalidField`] naming the
     /// validator and the field.
@@ -312,6 +329,13 @@ impl Validator {
             Check::Expression(e) => e.input_fields(),
             _ => Vec::new(),
         }
+    }
+
+    /// The input fields its `when` reads by name.
+    pub fn condition_fields(&self) -> Vec<String> {
+        self.when
+            .as_ref()
+            .map_or_else(Vec::new, Condition::input_fields)
     }
 
     /// Apply the check to one output of `input`: one cell `R[i][j][k]` of

@@ -376,8 +376,22 @@ impl Expression {
     /// Compile `source`. Undeclared variables, syntax errors, `eval` and
     /// `import` are compile errors, reported with line and column.
     pub fn compile(source: &str) -> Result<Self, CompileError> {
+        Self::compile_in(source, &declared_scope())
+    }
+
+    /// Compile `source` over the input alone: `input` and `input_text` in
+    /// scope, and naming `output` a compile error (a condition decided
+    /// before any output exists: [`super::condition::Condition`]).
+    pub fn compile_over_input(source: &str) -> Result<Self, CompileError> {
+        let mut scope = Scope::new();
+        scope.push("input", Map::new());
+        scope.push("input_text", ImmutableString::new());
+        Self::compile_in(source, &scope)
+    }
+
+    fn compile_in(source: &str, scope: &Scope<'static>) -> Result<Self, CompileError> {
         let ast = engine()
-            .compile_with_scope(&declared_scope(), source)
+            .compile_with_scope(scope, source)
             .map_err(|e| CompileError {
                 line: e.1.line(),
                 column: e.1.position(),

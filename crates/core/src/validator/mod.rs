@@ -23,6 +23,7 @@
 
 pub mod builtin;
 pub mod check;
+pub mod condition;
 pub mod eval;
 pub mod expr;
 pub mod prepared;
@@ -34,6 +35,7 @@ pub use check::{
     Check, Explained, InputOutputFn, OutputFn, Validator, ValidatorBuilder, ValidatorError,
     VerdictFn, DEFAULT_MINIMUM_SUCCESS_PERCENTAGE, DEFAULT_WEIGHT,
 };
+pub use condition::Condition;
 pub use eval::{evaluate_all, Evaluator};
 pub use expr::{on_eval_stack, spawn_on_eval_stack, CompileError, Expression};
 pub use prepared::PreparedInput;

@@ -31,6 +31,7 @@ use super::builtin::{Builtin, BuiltinError};
 use super::check::{
     Check, Validator, ValidatorError, DEFAULT_MINIMUM_SUCCESS_PERCENTAGE, DEFAULT_WEIGHT,
 };
+use super::condition::Condition;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -166,6 +167,10 @@ pub struct ValidatorSpec {
     /// Invert the check.
     #[serde(default, skip_serializing_if = "is_false")]
     pub negate: bool,
+    /// The inputs it applies to: an expression over the input's fields
+    /// ([`Condition`]); every input when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
 }
 
 fn default_msp() -> f64 {
@@ -197,6 +202,7 @@ impl ValidatorSpec {
             trim: None,
             schema: None,
             negate: false,
+            when: None,
         }
     }
 
@@ -215,6 +221,14 @@ impl ValidatorSpec {
     /// Build the validator: compile the expression, regex or schema once and
     /// check every field. Errors name the validator and the field at fault.
     pub fn compile(&self) -> Result<Validator, ValidatorError> {
+        let v = self.compile_check()?;
+        match &self.when {
+            None => Ok(v),
+            Some(src) => Ok(v.when(compile_condition(&self.name, src)?)),
+        }
+    }
+
+    fn compile_check(&self) -> Result<Validator, ValidatorError> {
         let name = self.name.as_str();
         let bad = |field: &str, reason: String| ValidatorError::field(name, field, reason);
         if name.trim().is_empty() {
@@ -333,4 +347,20 @@ impl ValidatorSpec {
         };
         Ok(builder.builtin(builtin))
     }
+}
+
+/// Compile the `when` of check `name`: errors name the field and the
+/// position in it.
+pub fn compile_condition(name: &str, source: &str) -> Result<Condition, ValidatorError> {
+    Condition::compile(source).map_err(|e| {
+        let at = match (e.line, e.column) {
+            (Some(l), Some(c)) => format!(" (line {l}, column {c})"),
+            _ => String::new(),
+        };
+        ValidatorError::field(
+            name,
+            "when",
+            format!("{source:?} does not compile{at}: {}", e.message),
+        )
+    })
 }

@@ -11,7 +11,7 @@
 //! transcript that cannot be read ends the episode as an error of the
 //! agent's harness — not a failure of the agent's behaviour.
 
-use crate::config::agent::Scenario;
+use crate::agent::config::Scenario;
 use probity_core::agent::{Ending, Party, Transcript};
 use probity_core::conversation::{from_openai, to_openai};
 use probity_core::Input;
@@ -31,7 +31,7 @@ pub enum BlackBox {
     },
     /// A function of the embedding program (the Python package's).
     Hosted {
-        function: super::hosted::HostedFn,
+        function: crate::tools::hosted::HostedFn,
         timeout: Duration,
     },
 }

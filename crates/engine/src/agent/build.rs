@@ -1,15 +1,15 @@
 //! An [`Episode`] from the agent tables of a configuration
-//! ([`crate::config::agent::AgentConfig`]): providers built, commands
+//! ([`crate::agent::config::AgentConfig`]): providers built, commands
 //! wrapped, MCP servers started and their tools listed.
 
 use super::blackbox::BlackBox;
 use super::environment::JsonEnvironment;
 use super::episode::{AgentUnderTest, Episode};
-use super::hosted::{missing, HostedFunctions};
-use super::mcp::{McpClient, McpTool};
-use super::tools::{CommandTool, HostedTool, MockTool, Tool, ToolSpec, Toolbox};
 use super::user::User;
-use crate::config::agent::{AgentConfig, AgentSpec, ToolDecl, ToolImpl, UserSpec};
+use crate::agent::config::{AgentConfig, AgentSpec, ToolDecl, ToolImpl, UserSpec};
+use crate::tools::hosted::{missing, HostedFunctions};
+use crate::tools::mcp::{McpClient, McpTool};
+use crate::tools::{CommandTool, HostedTool, MockTool, Tool, ToolSpec, Toolbox};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! orders) that tools read and change. Each episode starts from a fresh
 //! state and its final state is kept in the transcript for the checks.
 
-use super::tools::EpisodeId;
+use crate::tools::EpisodeId;
 use serde_json::Value;
 
 /// Where an episode's state comes from and where its final state is read.

@@ -15,16 +15,19 @@
 
 use super::blackbox::BlackBox;
 use super::environment::Environment;
-use super::tools::{EpisodeId, Toolbox};
 use super::user::{User, UserTurn};
-use crate::config::agent::{CheckSpec, Scenario, ScenarioError};
+use crate::agent::config::{CheckSpec, Scenario, ScenarioError};
+use crate::checks::check::{Checked, Checks, Judging};
+use crate::provider::call::Caller;
 use crate::provider::types::{Message as WireMessage, Provider, Request, WireRequest};
+use crate::tools::{EpisodeId, Toolbox};
 use probity_core::agent::{
     first_spoiled, AgentCheck, Ending, Outcome, Party, Spoiled, ToolOutcome, Transcript, Turn,
     UserCheck,
 };
 use probity_core::conversation::{to_openai, Message, Role};
 use probity_core::tensor::Cell;
+use probity_core::validator::PreparedInput;
 use probity_core::Input;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -59,6 +62,13 @@ pub struct Episode {
     pub stop: String,
     pub checks: Vec<(String, CheckSpec)>,
     pub user_checks: Vec<(String, UserCheck)>,
+    /// The run's caller: the agent's and the simulated user's model calls
+    /// go through it — counted in the run's calls and tokens, held to its
+    /// rate limits and timeout, and retried on transient errors (a rate
+    /// limit, a 5xx, a timeout) up to its `call_attempts` — so a transient
+    /// upstream error in turn 3 is retried rather than ending the episode.
+    /// `None`: each call made once, directly.
+    pub caller: Option<Arc<Caller>>,
     gold: Mutex<HashMap<String, Result<Value, String>>>,
 }
 
@@ -70,11 +80,39 @@ pub struct Judged {
     pub spoiled: Option<Spoiled>,
 }
 
+/// A judged episode's row: one cell per agent check, and the failures'
+/// reasons by column ("turn T: …").
+pub type JudgedRow = (Vec<Cell>, Vec<(usize, String)>);
+
 impl Judged {
     /// The episode's cell over all its checks
     /// ([`probity_core::agent::episode_cell`]).
     pub fn cell(&self) -> Cell {
         probity_core::agent::episode_cell(self.outcomes.iter().map(|(_, o)| o.cell))
+    }
+
+    /// The row of a judged episode `t`: one cell per agent check with the
+    /// failures' reasons ("turn T: …", by column), or the cause that keeps
+    /// it from being judged — an episode that ended on an error (the
+    /// upstream, a tool, the user simulator, a black box's harness) or
+    /// that the simulated user spoiled. Neither is the agent's failure:
+    /// their cells are errors, counted apart (docs/agents.md).
+    pub fn row(&self, t: &Transcript) -> Result<JudgedRow, String> {
+        if let Ending::Error { by, message } = &t.ending {
+            return Err(format!("the episode broke ({by:?}): {message}"));
+        }
+        if let Some(s) = &self.spoiled {
+            return Err(s.cause());
+        }
+        let cells = self.outcomes.iter().map(|(_, o)| o.cell).collect();
+        let reasons = self
+            .outcomes
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, o))| o.cell != Cell::Pass)
+            .map(|(k, (_, o))| (k, o.describe()))
+            .collect();
+        Ok((cells, reasons))
     }
 
     /// The first failed check: "name: turn T: reason".
@@ -90,6 +128,51 @@ impl Judged {
 /// (a provider's `Message` is the conversation's, tool calls included).
 fn flat(messages: &[Message]) -> Vec<WireMessage> {
     messages.to_vec()
+}
+
+/// What a judge (`[[verifier]]`) of an agent's run is shown: the task
+/// with the episode's whole conversation as its `messages` (every role,
+/// each tool call with its arguments, each tool result, in order), and as
+/// the output the agent's last reply — the conversation stops before that
+/// reply when it is the last message, so it is not shown twice. The
+/// judge's preamble quotes and escapes both (`checks::judge_prompt`).
+pub fn judge_view(task: &Input, t: &Transcript) -> (Input, String) {
+    let last = t.turns.last().map(|turn| turn.message);
+    let end = match last {
+        Some(i) if i + 1 == t.messages.len() => i,
+        _ => t.messages.len(),
+    };
+    let mut view = task.clone();
+    let conversation = if end == 0 {
+        // An episode with no message before the reply: the reply alone.
+        to_openai(&t.messages)
+    } else {
+        to_openai(&t.messages[..end])
+    };
+    view.fields.insert("messages".into(), conversation);
+    (view, t.last_text().to_string())
+}
+
+/// The validator and verifier columns of episode `t` of task `input`: the
+/// validators read the agent's last reply, the verifiers the whole
+/// transcript ([`judge_view`]).
+pub async fn check_columns(
+    checks: &Arc<Checks>,
+    caller: &Caller,
+    judging: &Judging,
+    input: &PreparedInput<'_>,
+    t: &Transcript,
+    repetition: u32,
+) -> Checked {
+    let reply = t.last_text();
+    let view = (!checks.verifiers.is_empty()).then(|| judge_view(input.input(), t));
+    let judged = match &view {
+        Some((task, text)) => (task, text.as_str()),
+        None => (input.input(), reply),
+    };
+    checks
+        .check_judged_as(caller, judging, input, reply, judged, repetition, 0)
+        .await
 }
 
 struct Run<'a> {
@@ -116,10 +199,11 @@ impl Episode {
             user: User::Scripted,
             tools: Toolbox::new(),
             environment: None,
-            max_turns: crate::config::agent::DEFAULT_MAX_TURNS,
-            stop: crate::config::agent::DEFAULT_STOP.to_string(),
+            max_turns: crate::agent::config::DEFAULT_MAX_TURNS,
+            stop: crate::agent::config::DEFAULT_STOP.to_string(),
             checks: Vec::new(),
             user_checks: Vec::new(),
+            caller: None,
             gold: Mutex::new(HashMap::new()),
         }
     }
@@ -284,6 +368,7 @@ impl Run<'_> {
                 &self.scenario,
                 &self.t.messages,
                 self.user_said,
+                self.episode.caller.as_deref(),
             )
             .await;
         match said {
@@ -381,16 +466,39 @@ impl Run<'_> {
             params: params.clone(),
         };
         let start = Instant::now();
-        let answer = provider
-            .complete_wire(&request, &wire)
-            .await
-            .map_err(|e| Ending::Error {
-                by: Party::Upstream,
-                message: e.to_string(),
-            })?;
+        let upstream = |message: String| Ending::Error {
+            by: Party::Upstream,
+            message,
+        };
+        let answer = match &self.episode.caller {
+            Some(caller) => caller
+                .call_wire(provider, &request, &wire, None)
+                .await
+                .map_err(|(e, tries)| {
+                    upstream(match tries {
+                        1 => e.to_string(),
+                        n => format!("{e} (after {n} tries)"),
+                    })
+                })?,
+            None => {
+                let a = provider
+                    .complete_wire(&request, &wire)
+                    .await
+                    .map_err(|e| upstream(e.to_string()))?;
+                crate::provider::call::Answer {
+                    text: a.completion.text,
+                    latency_ms: None,
+                    input_tokens: a.completion.input_tokens,
+                    output_tokens: a.completion.output_tokens,
+                    attempts: 1,
+                    meta: a.meta.map(Arc::new),
+                    cut: a.cut,
+                }
+            }
+        };
         let latency_ms = start.elapsed().as_secs_f64() * 1e3;
         let reply = match &answer.meta {
-            None => Message::text(Role::Assistant, answer.completion.text.clone()),
+            None => Message::text(Role::Assistant, answer.text.clone()),
             Some(meta) => {
                 let v = json!({"role": "assistant", "content": meta.content,
                     "tool_calls": meta.tool_calls.clone().unwrap_or(Value::Null)});
@@ -413,8 +521,8 @@ impl Run<'_> {
         self.t.turns.push(Turn {
             message: index,
             latency_ms: Some(latency_ms),
-            input_tokens: answer.completion.input_tokens,
-            output_tokens: answer.completion.output_tokens,
+            input_tokens: answer.input_tokens,
+            output_tokens: answer.output_tokens,
         });
         Ok(reply)
     }

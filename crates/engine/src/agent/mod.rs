@@ -6,15 +6,11 @@
 
 pub mod blackbox;
 pub mod build;
+pub mod config;
 pub mod environment;
 pub mod episode;
-pub mod hosted;
-pub mod mcp;
-pub mod tools;
 pub mod user;
 
 pub use environment::{Environment, JsonEnvironment};
 pub use episode::{AgentUnderTest, Episode, Judged};
-pub use hosted::{Hosted, HostedFn, HostedFunctions};
-pub use tools::{EpisodeId, Tool, ToolFailure, ToolReply, ToolSpec, Toolbox};
 pub use user::User;

@@ -4,7 +4,7 @@
 //! messages as the assistant's, the agent's text as the user's, tool
 //! traffic left out.
 
-use crate::config::agent::Scenario;
+use crate::agent::config::Scenario;
 use crate::provider::types::{Message as WireMessage, Provider, Request, Role as WireRole};
 use probity_core::conversation::{Message, Role};
 use probity_core::Input;
@@ -75,6 +75,7 @@ impl User {
         scenario: &Scenario,
         messages: &[Message],
         said: usize,
+        caller: Option<&crate::provider::call::Caller>,
     ) -> Result<UserTurn, String> {
         match self {
             User::Scripted => Ok(match scenario.user_turns.get(said) {
@@ -89,10 +90,17 @@ impl User {
                     attempt: 0,
                     input: task.clone(),
                 };
-                provider
-                    .complete(&request)
-                    .await
-                    .map(|c| UserTurn::Says(c.text))
+                // Through the run's caller when there is one: counted,
+                // rate-limited and retried on transient errors as any call.
+                let said = match caller {
+                    Some(c) => c
+                        .call(provider.as_ref(), &request)
+                        .await
+                        .map(|a| a.text)
+                        .map_err(|(e, _)| e),
+                    None => provider.complete(&request).await.map(|c| c.text),
+                };
+                said.map(UserTurn::Says)
                     .map_err(|e| format!("the user simulator failed: {e}"))
             }
         }

@@ -10,9 +10,10 @@
 
 use crate::checks::verifier::{JudgeVerdict, Verifier};
 use crate::provider::call::Caller;
+use crate::provider::types::Provider;
 use crate::store::{JudgementCache, JudgementRow};
 use probity_core::validator::{on_eval_stack, PreparedInput};
-use probity_core::{Cell, CheckInfo, CheckKind, Validator, Verdict};
+use probity_core::{Cell, CheckInfo, CheckKind, Input, Validator, Verdict};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -171,6 +172,19 @@ impl Checks {
             .collect()
     }
 
+    /// Each verifier whose judge negotiates structured output: `(check,
+    /// mode asked, mode used)` ([`Provider::structured_output`]), in
+    /// column order.
+    pub fn structured_outputs(&self) -> Vec<(String, String, String)> {
+        self.verifiers
+            .iter()
+            .filter_map(|v| {
+                let (asked, used) = v.judge.structured_output()?;
+                Some((v.name.clone(), asked.to_string(), used.to_string()))
+            })
+            .collect()
+    }
+
     /// Calls made to each check's judge so far, in column order
     /// (validators make none).
     pub fn judge_calls(&self) -> Vec<u64> {
@@ -203,7 +217,14 @@ impl Checks {
             let (verdict, given) = if self.stop.is_stopped() {
                 (Verdict::error(STOPPED), None)
             } else {
-                v.explain_prepared(input, output)
+                match v.applies(input) {
+                    Ok(true) => v.explain_prepared(input, output),
+                    Ok(false) => {
+                        cells.push(Cell::NotApplicable);
+                        continue;
+                    }
+                    Err(reason) => (Verdict::error(reason), None),
+                }
             };
             match (&verdict, given) {
                 (Verdict::Error { reason }, _) => reasons.push((k, reason.clone())),
@@ -292,6 +313,33 @@ impl Checks {
         repetition: u32,
         attempt: u32,
     ) -> Checked {
+        self.check_judged_as(
+            caller,
+            judging,
+            input,
+            output,
+            (input.input(), output),
+            repetition,
+            attempt,
+        )
+        .await
+    }
+
+    /// [`Checks::check`], the verifiers shown `judged` — (input, output)
+    /// — instead: an agent's episode, whose judge reads the whole
+    /// transcript while its validators read the last reply
+    /// (`agent::episode::judge_view`).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn check_judged_as(
+        self: &Arc<Self>,
+        caller: &Caller,
+        judging: &Judging,
+        input: &PreparedInput<'_>,
+        output: &str,
+        judged: (&Input, &str),
+        repetition: u32,
+        attempt: u32,
+    ) -> Checked {
         let (mut cells, mut reasons) = if self.has_expressions() {
             self.validate_on_eval_pool(input.input(), output).await
         } else if self.has_external() {
@@ -300,9 +348,23 @@ impl Checks {
             self.validate(input, output)
         };
         let (mut judge_calls, mut judge_cached) = (0, 0);
-        let input = input.input();
+        let prepared = input;
+        let (input, output) = judged;
         for (w, v) in self.verifiers.iter().enumerate() {
             let k = self.validators.len() + w;
+            // Not applicable: no judgement asked, none cached.
+            match v.when.as_ref().map(|c| c.applies(prepared)) {
+                Some(Ok(false)) => {
+                    cells.push(Cell::NotApplicable);
+                    continue;
+                }
+                Some(Err(reason)) => {
+                    cells.push(Cell::Error);
+                    reasons.push((k, reason));
+                    continue;
+                }
+                _ => {}
+            }
             let key = judging
                 .cache
                 .as_ref()

@@ -10,7 +10,7 @@
 //! entities are the ones the judge's preamble names; a hand-written
 //! five-character escape is clearer here than a dependency.
 
-use crate::config::template::input_conversation;
+use crate::provider::template::input_conversation;
 use probity_core::conversation::Message;
 use probity_core::Input;
 

@@ -82,7 +82,7 @@ impl ValidatorTable {
 pub fn compile_checks(
     validators: &[ValidatorTable],
     verifiers: &[crate::checks::verifier::VerifierSpec],
-    judge: &crate::provider::config::ProviderConfig,
+    judge: &crate::system::config::ProviderConfig,
 ) -> Result<(Vec<Validator>, Vec<crate::checks::verifier::Verifier>), String> {
     let validators = validators
         .iter()

@@ -40,13 +40,13 @@
 use crate::checks::cache_key::{judgement_key, JudgeQuestion};
 use crate::checks::judge_prompt::{self, quoted_output};
 use crate::checks::labels::LabelledSet;
-use crate::provider::config::ProviderConfig;
 use crate::provider::error::ConfigError;
 use crate::provider::negotiate::Negotiated;
 pub use crate::provider::negotiate::Structured;
 use crate::provider::openai::OpenAiConfig;
 use crate::provider::types::{Completion, Message, Provider, ProviderError, Request, Role};
 use crate::sim::rng::{Fnv, SplitMix64};
+use crate::system::config::ProviderConfig;
 use probity_core::{CheckInfo, CheckKind, Input};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -85,6 +85,11 @@ pub struct VerifierSpec {
     /// file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<std::path::PathBuf>,
+    /// The inputs it judges: an expression over the input's fields; every
+    /// input when absent. On the others its cells are not applicable and
+    /// no judge call is made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
 }
 
 /// The judge's provider: any provider, or the simulated judge.
@@ -295,6 +300,8 @@ pub struct Verifier {
     pub calibration: Option<Arc<LabelledSet>>,
     /// Whether the judge was seen copying the prompt's example (said once).
     pub copied: Arc<AtomicBool>,
+    /// The inputs it judges (`when`): all when `None`.
+    pub when: Option<probity_core::validator::Condition>,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -368,7 +375,15 @@ impl VerifierSpec {
             Some(path) => Some(Arc::new(LabelledSet::load(path)?)),
             None => None,
         };
+        let when = match &self.when {
+            Some(src) => Some(
+                probity_core::validator::spec::compile_condition(&self.name, src)
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
         Ok(Verifier {
+            when,
             calibration,
             name: self.name.clone(),
             message: self.message.clone(),
@@ -671,6 +686,7 @@ mod tests {
             structured: Structured::default(),
             system: None,
             calibration: None,
+            when: None,
         }
         .compile(&ProviderConfig::default())
         .unwrap();
@@ -694,6 +710,7 @@ mod tests {
             structured: Structured::default(),
             system: None,
             calibration: None,
+            when: None,
         }
         .compile(&ProviderConfig::default())
         .unwrap();
@@ -727,6 +744,7 @@ mod tests {
             structured: Structured::None,
             system: None,
             calibration: None,
+            when: None,
         }
         .compile(&ProviderConfig::default())
         .unwrap();

@@ -5,7 +5,7 @@
 //! its 1-based position. An input may carry a conversation in `messages`
 //! (OpenAI's chat shape): it is read whole when the inputs are loaded, and
 //! a message that cannot be sent on is an error naming the line, the
-//! message and the field ([`crate::config::template::input_conversation`]).
+//! message and the field ([`crate::provider::template::input_conversation`]).
 
 use probity_core::Input;
 use serde_json::{Map, Value};
@@ -233,7 +233,7 @@ fn to_input(fields: Map<String, Value>, position: usize) -> Result<Input, String
         id,
         fields: fields.into(),
     };
-    crate::config::template::input_conversation(&input)
+    crate::provider::template::input_conversation(&input)
         .map_err(|e| format!("input {:?}: field `messages`: {e}", input.id))?;
     Ok(input)
 }

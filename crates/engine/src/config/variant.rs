@@ -157,14 +157,14 @@ fn leaves(path: Vec<String>, value: &Value, out: &mut Vec<Set>) {
 pub fn parse(text: &str, path: &Path) -> Result<Option<Variants>, ConfigError> {
     let mut doc: Table = toml::from_str(text).map_err(|e| ConfigError::Parse {
         path: path.to_path_buf(),
-        message: crate::config::toml_error::describe(&e, text),
+        message: crate::toml_error::describe(&e, text),
     })?;
     let Some(raw) = doc.remove("variant") else {
         return Ok(None);
     };
     // A variant's fields reach its configuration through a TOML text made
     // here, where a `nan` would lose its line; named now, as a file's are.
-    if let Some(message) = crate::config::toml_error::non_finite(text) {
+    if let Some(message) = crate::toml_error::non_finite(text) {
         return Err(ConfigError::Parse {
             path: path.to_path_buf(),
             message,
@@ -630,7 +630,7 @@ check = "output.len() < 500"
         assert_eq!(base.file.system, same.file.system);
         assert_ne!(base.hash, same.hash, "the variant's name is hashed");
         let sim = |c: &Config| match &c.file.system {
-            crate::provider::config::ProviderConfig::Sim(s) => s.clone(),
+            crate::system::config::ProviderConfig::Sim(s) => s.clone(),
             other => panic!("{other:?}"),
         };
         assert_eq!(sim(&sloppy).contractions, 0.6);

@@ -272,6 +272,7 @@ pub fn parse_answer(body: &str) -> Result<WireAnswer, ProviderError> {
             model: v.get("model").and_then(Value::as_str).map(String::from),
             logprobs: None,
             system_fingerprint: None,
+            ..AnswerMeta::default()
         }),
         cut: false,
     })

@@ -8,7 +8,7 @@ use crate::provider::limits::{Backoff, RateLimiter};
 use crate::provider::load::UpstreamLoad;
 use crate::provider::negotiate::says_format_unsupported;
 use crate::provider::types::{
-    AnswerMeta, CutWhen, Message, Provider, ProviderError, Request, WireAnswer, WireRequest,
+    AnswerMeta, Api, CutWhen, Message, Provider, ProviderError, Request, WireAnswer, WireRequest,
 };
 use crate::store::{CachedOutput, RunTotals};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -151,6 +151,10 @@ fn redact_meta(meta: AnswerMeta) -> AnswerMeta {
             serde_json::from_str(&clean).unwrap_or(serde_json::Value::Null)
         }
     };
+    let map = |m: serde_json::Map<String, serde_json::Value>| match json(m.into()) {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
     AnswerMeta {
         content: meta.content.map(redact_owned),
         tool_calls: meta.tool_calls.map(json),
@@ -158,6 +162,16 @@ fn redact_meta(meta: AnswerMeta) -> AnswerMeta {
         model: meta.model.map(redact_owned),
         logprobs: meta.logprobs.map(json),
         system_fingerprint: meta.system_fingerprint.map(redact_owned),
+        message_fields: map(meta.message_fields),
+        choice_fields: map(meta.choice_fields),
+        response_fields: map(meta.response_fields),
+        usage: meta.usage.map(json),
+        headers: meta
+            .headers
+            .into_iter()
+            .map(|(k, v)| (k, redact_owned(v)))
+            .collect(),
+        response: meta.response.map(json),
     }
 }
 
@@ -194,11 +208,11 @@ impl Caller {
         }
     }
 
-    /// This caller with `concurrency = "auto"`: once the upstream is found
-    /// to answer only a few calls at a time, only that many are sent at
-    /// once ([`UpstreamLoad::auto`]).
-    pub fn auto_concurrency(mut self) -> Self {
-        self.load = std::mem::take(&mut self.load).auto();
+    /// This caller with `concurrency = "auto"`, at most `most` calls at
+    /// once: the calls sent at once start at one and double while the
+    /// upstream's throughput grows with them ([`UpstreamLoad::set_auto`]).
+    pub fn auto_concurrency(self, most: usize) -> Self {
+        self.load.set_auto(most);
         self
     }
 
@@ -235,10 +249,25 @@ impl Caller {
         wire: &WireRequest,
         cut: Option<CutWhen<'_>>,
     ) -> Result<Answer, CallFailure> {
+        self.call_api(provider, request, (wire, Api::Chat), cut)
+            .await
+    }
+
+    /// [`Caller::call_wire`] for a client of `api`: a Responses API
+    /// request is sent with [`Provider::complete_responses`] and read
+    /// whole (never cut).
+    pub async fn call_api(
+        &self,
+        provider: &dyn Provider,
+        request: &Request,
+        (wire, api): (&WireRequest, Api),
+        cut: Option<CutWhen<'_>>,
+    ) -> Result<Answer, CallFailure> {
         self.call_with(request, || async {
-            match cut {
-                Some(cut) => provider.stream_wire(request, wire, cut).await,
-                None => provider.complete_wire(request, wire).await,
+            match (api, cut) {
+                (Api::Responses, _) => provider.complete_responses(request, wire).await,
+                (Api::Chat, Some(cut)) => provider.stream_wire(request, wire, cut).await,
+                (Api::Chat, None) => provider.complete_wire(request, wire).await,
             }
         })
         .await
@@ -307,18 +336,19 @@ impl Caller {
 
     /// An answered call's latency, kept per calls in flight; the first
     /// time they show an upstream answering one call at a time, a note on
-    /// standard error says so and what concurrency it is worth.
+    /// standard error says so and what concurrency it is worth; with
+    /// `concurrency = "auto"`, a note says where it settled.
     fn answered(&self, level: u64, service: Duration) {
         self.service_us
             .fetch_add(micros(service), Ordering::Relaxed);
-        let answered = self.load.answered(level, service);
+        let (answered, settled) = self.load.answered(level, service);
+        if let Some(search) = settled {
+            crate::stderr::line(format_args!(
+                "note: {search}; the rest wait on this side (not counted against timeout_s)"
+            ));
+        }
         if let Some(serial) = self.load.notice(answered) {
-            match self.load.limit() {
-                Some(n) => crate::stderr::line(format_args!(
-                    "note: {serial}; concurrency auto: {n} sent at a time from now on, the rest waiting on this side (not counted against timeout_s)"
-                )),
-                None => crate::stderr::line(format_args!("note: {serial}")),
-            }
+            crate::stderr::line(format_args!("note: {serial}, or `concurrency = \"auto\"`"));
         }
     }
 
@@ -388,16 +418,17 @@ mod tests {
         assert_eq!(tries("overloaded").await, (4, 4));
     }
 
-    /// An upstream answering one call at a time, `SERVICE` each, first
-    /// come first served (a llama.cpp server with one slot).
-    struct OneAtATime(tokio::sync::Mutex<()>);
+    /// An upstream answering as many calls at a time as its semaphore
+    /// has places, `SERVICE` each, first come first served (a llama.cpp
+    /// server with that many slots).
+    struct Slots(tokio::sync::Semaphore);
 
     const SERVICE: Duration = Duration::from_millis(100);
 
     #[async_trait::async_trait]
-    impl Provider for OneAtATime {
+    impl Provider for Slots {
         async fn complete(&self, _: &Request) -> Result<Completion, ProviderError> {
-            let _one = self.0.lock().await;
+            let _slot = self.0.acquire().await.unwrap();
             tokio::time::sleep(SERVICE).await;
             Ok(Completion {
                 text: "ok".into(),
@@ -410,16 +441,26 @@ mod tests {
     }
 
     /// 16 workers making 8 calls each, one after another (the runner's
-    /// shape): every answer's latency, in the order answered.
+    /// shape), to an upstream with one slot: every answer's latency, in
+    /// the order answered.
     async fn sixteen_workers(caller: Arc<Caller>) -> Vec<f64> {
-        let upstream = Arc::new(OneAtATime(tokio::sync::Mutex::new(())));
+        workers_on_slots(caller, 16, 8, 1).await
+    }
+
+    async fn workers_on_slots(
+        caller: Arc<Caller>,
+        workers: usize,
+        calls: usize,
+        slots: usize,
+    ) -> Vec<f64> {
+        let upstream = Arc::new(Slots(tokio::sync::Semaphore::new(slots)));
         let answers = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let workers: Vec<_> = (0..16)
+        let workers: Vec<_> = (0..workers)
             .map(|_| {
                 let (caller, upstream, answers) =
                     (caller.clone(), upstream.clone(), answers.clone());
                 tokio::spawn(async move {
-                    for _ in 0..8 {
+                    for _ in 0..calls {
                         let a = caller.call(upstream.as_ref(), &request()).await.unwrap();
                         answers.lock().unwrap().push(a.latency_ms.unwrap());
                     }
@@ -438,7 +479,7 @@ mod tests {
         let settings = || Caller::new(Arc::new(RateLimiter::default()), Duration::from_secs(60), 1);
         let plain = Arc::new(settings());
         let queued_there = sixteen_workers(plain.clone()).await;
-        let auto = Arc::new(settings().auto_concurrency());
+        let auto = Arc::new(settings().auto_concurrency(16));
         let queued_here = sixteen_workers(auto.clone()).await;
         assert_eq!(plain.load.limit(), None, "only asked for");
         assert_eq!(auto.load.limit(), Some(1));
@@ -457,6 +498,31 @@ mod tests {
         );
         assert!(Caller::count(&auto.queued_us) > 0);
         assert_eq!(Caller::count(&plain.queued_us), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn auto_concurrency_settles_at_what_the_upstream_serves_at_once() {
+        // (slots at the upstream, where auto may settle): one at a time
+        // settles at 1 (2 bought nothing); four slots at 4; an upstream
+        // serving every call at once goes up to the most it may send.
+        for (slots, settle) in [(1, 1..=2), (2, 2..=2), (4, 4..=4), (1000, 32..=32)] {
+            let caller = Caller::new(Arc::new(RateLimiter::default()), Duration::from_secs(60), 1);
+            let caller = Arc::new(caller.auto_concurrency(32));
+            workers_on_slots(caller.clone(), 32, 16, slots).await;
+            let search = caller.load.auto_search().unwrap();
+            assert!(search.settled, "{slots} slots: {search:?}");
+            assert!(settle.contains(&search.chosen), "{slots} slots: {search:?}");
+            assert_eq!(caller.load.limit(), Some(search.chosen));
+            // Each limit tried twice the one before, from 1.
+            let tried: Vec<u64> = search.tried.iter().map(|t| t.0).collect();
+            assert_eq!(tried[0], 1);
+            assert!(tried.windows(2).all(|w| w[1] == 2 * w[0]), "{tried:?}");
+            let text = search.to_string();
+            assert!(
+                text.starts_with(&format!("concurrency auto: {} at a time", search.chosen)),
+                "{text}"
+            );
+        }
     }
 
     #[tokio::test]

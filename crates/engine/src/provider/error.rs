@@ -1,6 +1,6 @@
 //! Why a provider configuration cannot be turned into a provider.
 
-use crate::config::template::TemplateError;
+use crate::provider::template::TemplateError;
 use thiserror::Error;
 
 /// A provider configuration that cannot be turned into a provider.

@@ -4,7 +4,7 @@
 use super::error::ConfigError;
 use super::types::{unsendable, Completion, Provider, ProviderError, Request, Role};
 use super::util::{self, Secret};
-use crate::config::template::{self, TemplateError};
+use crate::provider::template::{self, TemplateError};
 use minijinja::Environment;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};

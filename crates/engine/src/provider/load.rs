@@ -71,21 +71,77 @@ impl std::fmt::Display for SerialUpstream {
 
 /// Calls in flight and latency per level, for one caller; with
 /// [`UpstreamLoad::auto`], also the gate that holds calls back on this
-/// side once the upstream is found to serve fewer at a time.
+/// side while the upstream's useful concurrency is being found.
 #[derive(Debug, Default)]
 pub struct UpstreamLoad {
     in_flight: AtomicU64,
     /// Calls let through at once; 0: no limit.
     limit: AtomicU64,
-    /// Whether a finding of [`UpstreamLoad::serial`] sets `limit`.
-    auto: AtomicBool,
     /// Woken when a call ends (a place may be free).
     freed: Notify,
-    levels: Mutex<Vec<Level>>,
+    levels: Mutex<Levels>,
     /// Whether [`UpstreamLoad::notice`] has said it.
     noticed: AtomicBool,
     /// Answered calls (when to look again).
     answered: AtomicU64,
+}
+
+/// The levels, and `auto`'s search over them (under one lock, so two
+/// calls answered at once never both move the limit).
+#[derive(Debug, Default)]
+struct Levels {
+    levels: Vec<Level>,
+    auto: Option<AutoSearch>,
+}
+
+/// `concurrency = "auto"`: the limits tried so far, with the throughput
+/// each bought, and whether the search is over.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AutoSearch {
+    /// The most calls it may send at once (the run's workers).
+    pub most: u64,
+    /// `(calls at once, calls answered per second)` per limit tried, in
+    /// order: 1, 2, 4 … .
+    pub tried: Vec<(u64, f64)>,
+    /// The limit now.
+    pub chosen: u64,
+    /// Whether it settled: the throughput stopped growing, or `most` was
+    /// reached. Unsettled: the run ended first.
+    pub settled: bool,
+}
+
+/// Calls `auto` waits for at the limit before it reads their latency.
+const AUTO_CALLS: u64 = 4;
+
+/// The throughput a doubled limit must buy, as a multiple of the one
+/// before, for `auto` to keep it. A server serving one call at a time
+/// gives 1.0, one serving them all in parallel 2.0; between, the doubling
+/// that bought less than this is undone.
+const AUTO_GAIN: f64 = 1.3;
+
+impl std::fmt::Display for AutoSearch {
+    /// `concurrency auto: 1 at a time (calls per second: 1 → 0.71, 2 → 0.70)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "concurrency auto: {} at a time", self.chosen)?;
+        if !self.settled {
+            f.write_str(", still searching when the run ended")?;
+        } else if self.chosen == self.most {
+            f.write_str(" (the most it tries)")?;
+        }
+        if !self.tried.is_empty() {
+            let tried: Vec<String> = self
+                .tried
+                .iter()
+                .map(|(c, x)| format!("{c} → {x:.2}"))
+                .collect();
+            write!(
+                f,
+                " (calls answered per second at each: {})",
+                tried.join(", ")
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// One call in flight: counted until dropped.
@@ -104,13 +160,40 @@ impl Drop for InFlight<'_> {
 }
 
 impl UpstreamLoad {
-    /// `concurrency = "auto"`: once the calls show the upstream serving
-    /// only `u` at a time ([`UpstreamLoad::serial`]), at most `u` are sent
-    /// at once and the rest wait on this side ([`UpstreamLoad::enter`]),
-    /// where their wait is neither latency nor counted against a timeout.
-    pub fn auto(self) -> Self {
-        self.auto.store(true, Ordering::Relaxed);
+    /// `concurrency = "auto"` with at most `most` calls at once: calls are
+    /// sent one at a time, then two, four … — the limit doubled each time
+    /// [`AUTO_CALLS`] calls answered at it show a throughput (calls at
+    /// once over their mean latency, Little's law) at least [`AUTO_GAIN`]
+    /// times the limit before's — and set back to the limit before once a
+    /// doubling bought less: the upstream was serving no more at a time,
+    /// and the extra calls would only have queued there. Calls held back
+    /// wait on this side ([`UpstreamLoad::enter`]), where their wait is
+    /// neither latency nor counted against a timeout.
+    pub fn set_auto(&self, most: usize) {
+        let most = (most as u64).max(1);
+        let mut l = self.lock();
+        l.auto = Some(AutoSearch {
+            most,
+            tried: Vec::new(),
+            chosen: 1,
+            settled: most == 1,
+        });
+        self.limit.store(1, Ordering::Release);
+    }
+
+    /// [`UpstreamLoad::set_auto`], builder style.
+    pub fn auto(self, most: usize) -> Self {
+        self.set_auto(most);
         self
+    }
+
+    /// `auto`'s search so far; `None` without `auto`.
+    pub fn auto_search(&self) -> Option<AutoSearch> {
+        self.lock().auto.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Levels> {
+        self.levels.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The calls sent at once, when limited.
@@ -151,17 +234,47 @@ impl UpstreamLoad {
     }
 
     /// A call started at `level` was answered after `latency`; returns
-    /// the calls answered so far.
-    pub fn answered(&self, level: u64, latency: Duration) -> u64 {
-        let mut levels = self.levels.lock().unwrap_or_else(|e| e.into_inner());
-        if levels.is_empty() {
-            levels.resize(LEVELS, Level::default());
+    /// the calls answered so far, and `auto`'s search when this answer
+    /// ended it.
+    pub fn answered(&self, level: u64, latency: Duration) -> (u64, Option<AutoSearch>) {
+        let mut l = self.lock();
+        if l.levels.is_empty() {
+            l.levels.resize(LEVELS, Level::default());
         }
-        let at = &mut levels[(level.max(1) as usize - 1).min(LEVELS - 1)];
+        let at = &mut l.levels[(level.max(1) as usize - 1).min(LEVELS - 1)];
         at.calls += 1;
         at.seconds += latency.as_secs_f64();
-        drop(levels);
-        self.answered.fetch_add(1, Ordering::Relaxed) + 1
+        let settled = self.auto_step(&mut l);
+        drop(l);
+        (self.answered.fetch_add(1, Ordering::Relaxed) + 1, settled)
+    }
+
+    /// One step of `auto`'s search ([`UpstreamLoad::set_auto`]) once the
+    /// limit has [`AUTO_CALLS`] answers started at it; the search when it
+    /// settles.
+    fn auto_step(&self, l: &mut Levels) -> Option<AutoSearch> {
+        let Levels { levels, auto } = l;
+        let search = auto.as_mut().filter(|s| !s.settled)?;
+        let c = search.chosen;
+        let at = levels.get((c as usize - 1).min(LEVELS - 1))?;
+        if at.calls < AUTO_CALLS || at.seconds <= 0.0 {
+            return None;
+        }
+        let throughput = c as f64 / (at.seconds / at.calls as f64);
+        let before = search.tried.last().copied();
+        search.tried.push((c, throughput));
+        match before {
+            Some((b, x)) if throughput < AUTO_GAIN * x => {
+                search.chosen = b;
+                search.settled = true;
+            }
+            _ if c >= search.most => search.settled = true,
+            _ => search.chosen = (2 * c).min(search.most),
+        }
+        self.limit.store(search.chosen, Ordering::Release);
+        // A lower limit frees no place; a higher one does.
+        self.freed.notify_waiters();
+        search.settled.then(|| search.clone())
     }
 
     /// Whether the upstream serves calls one (or a few) at a time: the
@@ -174,7 +287,8 @@ impl UpstreamLoad {
     /// least [`SERIAL_SHARE`] times the useful concurrency, or when there
     /// is not enough to tell.
     pub fn serial(&self) -> Option<SerialUpstream> {
-        let levels = self.levels.lock().unwrap_or_else(|e| e.into_inner());
+        let l = self.lock();
+        let levels = &l.levels;
         let busy = levels.iter().rposition(|l| l.calls >= MIN_CALLS)?;
         let (mut calls, mut seconds, mut weighted) = (0u64, 0.0, 0.0);
         for (i, l) in levels.iter().enumerate().take(busy) {
@@ -215,18 +329,18 @@ impl UpstreamLoad {
 
     /// [`UpstreamLoad::serial`]'s finding, once per caller, looked for
     /// every 16 answered calls (`answered`: [`UpstreamLoad::answered`]'s
-    /// count): the text to say, or `None`. With [`UpstreamLoad::auto`] the
-    /// limit is set to the useful concurrency.
+    /// count): the text to say, or `None`. Not looked for with `auto`,
+    /// which finds the concurrency itself.
     pub fn notice(&self, answered: u64) -> Option<SerialUpstream> {
         if answered == 0 || !answered.is_multiple_of(16) || self.noticed.load(Ordering::Relaxed) {
+            return None;
+        }
+        if self.lock().auto.is_some() {
             return None;
         }
         let found = self.serial()?;
         if self.noticed.swap(true, Ordering::Relaxed) {
             return None;
-        }
-        if self.auto.load(Ordering::Relaxed) {
-            self.limit.store(found.useful as u64, Ordering::Release);
         }
         Some(found)
     }
@@ -294,9 +408,6 @@ mod tests {
         assert!(load.notice(32).is_some());
         assert!(load.notice(48).is_none());
         assert_eq!(load.limit(), None, "auto was not asked for");
-        let auto = simulate(16, 1, 1.5, 32).auto();
-        assert!(auto.notice(32).is_some());
-        assert_eq!(auto.limit(), Some(1));
     }
 
     #[test]

@@ -12,28 +12,28 @@ pub(crate) mod anthropic;
 pub(crate) mod anthropic_wire;
 pub mod call;
 pub(crate) mod command;
-pub(crate) mod config;
 pub(crate) mod error;
 pub(crate) mod func;
 pub(crate) mod http;
-pub mod label;
 pub mod limits;
 pub mod load;
 pub mod negotiate;
 pub(crate) mod openai;
+pub(crate) mod openai_responses;
 pub(crate) mod openai_stream;
 pub mod openai_wire;
 pub mod redact;
+pub mod template;
 pub(crate) mod types;
 pub(crate) mod util;
 
 pub use anthropic::{parse_message as parse_anthropic_message, AnthropicConfig, AnthropicProvider};
 pub use command::{CommandConfig, CommandProvider, StdinMode, MAX_OUTPUT_BYTES};
-pub use config::{ProviderConfig, ProviderKind};
 pub use error::ConfigError;
 pub use func::FnProvider;
 pub use http::{HttpConfig, HttpProvider};
 pub use openai::{parse_chat_completion, OpenAiConfig, OpenAiProvider};
+pub use types::Api;
 pub use types::{
     AnswerMeta, Completion, Message, Provider, ProviderError, Request, Role, ToolCall, WireAnswer,
     WireRequest,

@@ -200,6 +200,10 @@ impl Provider for Negotiated {
     fn fingerprint(&self) -> String {
         self.first.fingerprint()
     }
+
+    fn structured_output(&self) -> Option<(&'static str, &'static str)> {
+        Some((self.asked.name(), self.mode().name()))
+    }
 }
 
 #[cfg(test)]
@@ -292,6 +296,7 @@ mod tests {
                 assert!(answer.text.contains(used.name()), "{url}: {}", answer.text);
             }
             assert_eq!(n.mode(), used, "{url}");
+            assert_eq!(n.structured_output(), Some(("json-schema", used.name())));
             assert_eq!(counts(&c), calls, "{url}: one refusal per mode, then none");
             // A second judge of the same upstream starts where the first ended.
             let (again, c2) = negotiated(url, JsonSchema, takes);

@@ -2,12 +2,14 @@
 //! LM Studio, the `probity sim serve` endpoint, …).
 
 use super::error::ConfigError;
+use super::openai_responses;
 use super::openai_stream::{Assembly, SseFrames};
 use super::types::{
-    AnswerMeta, Completion, CutWhen, Provider, ProviderError, Request, WireAnswer, WireRequest,
+    message_text, nothing_to_check, passed_headers, AnswerMeta, Api, Completion, CutWhen, Provider,
+    ProviderError, Request, WireAnswer, WireRequest,
 };
 use super::util::{self, Secret};
-use crate::provider::openai_wire::{upstream_messages, ChatResponse};
+use crate::provider::openai_wire::upstream_messages;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -66,6 +68,13 @@ pub struct OpenAiConfig {
     /// Extra headers; values may reference `${ENV:NAME}`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// The API `probity run` calls: `"chat"` (`POST /chat/completions`,
+    /// the default) or `"responses"` (`POST /responses`, OpenAI's
+    /// Responses API: the conversation as `input` items, `max_tokens`
+    /// sent as `max_output_tokens`, no `seed`). `probity serve` speaks
+    /// whichever its client speaks.
+    #[serde(default, skip_serializing_if = "Api::is_chat")]
+    pub api: Api,
 }
 
 impl OpenAiConfig {
@@ -81,6 +90,7 @@ impl OpenAiConfig {
             timeout_s: default_timeout(),
             extra: Map::new(),
             headers: BTreeMap::new(),
+            api: Api::Chat,
         }
     }
 }
@@ -96,6 +106,8 @@ impl OpenAiConfig {
 pub struct OpenAiProvider {
     config: OpenAiConfig,
     url: String,
+    /// `{base_url}/responses`.
+    responses_url: String,
     key: Option<Secret>,
     headers: Vec<(String, Secret)>,
     timeout: Duration,
@@ -120,6 +132,7 @@ impl OpenAiProvider {
         let headers = util::headers(&config.headers)?;
         Ok(OpenAiProvider {
             url: util::endpoint(base, "/chat/completions", "base_url")?,
+            responses_url: util::endpoint(base, "/responses", "base_url")?,
             key,
             headers,
             timeout,
@@ -177,8 +190,46 @@ impl OpenAiProvider {
         body
     }
 
+    /// The body `probity run` sends through the Responses API
+    /// ([`openai_responses::run_body`]): the configured fields as
+    /// [`OpenAiProvider::body`] sets them.
+    fn responses_body(&self, request: &Request) -> Value {
+        let mut configured = match self.body(request) {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        configured.remove("model");
+        configured.remove("messages");
+        openai_responses::run_body(&self.config.model, &request.messages, &configured)
+    }
+
+    /// A client's Responses API request as sent upstream: the configured
+    /// model and fields (as [`OpenAiProvider::responses_body`]), its items
+    /// (with what the guard added, [`openai_responses::upstream_input`])
+    /// and its fields over them.
+    fn responses_wire_body(&self, request: &Request, wire: &WireRequest) -> Value {
+        let mut body = self.responses_body(request);
+        if let Value::Object(obj) = &mut body {
+            obj.insert(
+                "input".into(),
+                Value::Array(openai_responses::upstream_input(
+                    &wire.messages,
+                    &request.messages,
+                )),
+            );
+            for (k, v) in &wire.params {
+                obj.insert(k.clone(), v.clone());
+            }
+        }
+        body
+    }
+
     fn request(&self, body: &Value) -> reqwest::RequestBuilder {
-        let mut builder = self.client.post(&self.url).json(body);
+        self.request_to(&self.url, body)
+    }
+
+    fn request_to(&self, url: &str, body: &Value) -> reqwest::RequestBuilder {
+        let mut builder = self.client.post(url).json(body);
         if let Some(key) = &self.key {
             builder = builder.bearer_auth(key.expose());
         }
@@ -189,11 +240,28 @@ impl OpenAiProvider {
     }
 
     async fn post(&self, body: &Value) -> Result<String, ProviderError> {
-        let (status, headers, body) = util::send(self.request(body), self.timeout).await?;
+        self.post_keeping_headers(body).await.map(|(_, body)| body)
+    }
+
+    /// [`OpenAiProvider::post`], with the response headers a client of
+    /// `probity serve` is given ([`passed_headers`]).
+    async fn post_keeping_headers(
+        &self,
+        body: &Value,
+    ) -> Result<(Vec<(String, String)>, String), ProviderError> {
+        self.post_to(&self.url, body).await
+    }
+
+    async fn post_to(
+        &self,
+        url: &str,
+        body: &Value,
+    ) -> Result<(Vec<(String, String)>, String), ProviderError> {
+        let (status, headers, body) = util::send(self.request_to(url, body), self.timeout).await?;
         if !(200..300).contains(&status) {
             return Err(util::status_error(status, &headers, &self.redact(body)));
         }
-        Ok(body)
+        Ok((passed_headers(&headers), body))
     }
 
     fn redact(&self, text: String) -> String {
@@ -211,7 +279,15 @@ impl OpenAiProvider {
 #[async_trait::async_trait]
 impl Provider for OpenAiProvider {
     async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
-        parse_chat_completion(&self.post(&self.body(request)).await?)
+        match self.config.api {
+            Api::Chat => parse_chat_completion(&self.post(&self.body(request)).await?),
+            Api::Responses => {
+                let (_, body) = self
+                    .post_to(&self.responses_url, &self.responses_body(request))
+                    .await?;
+                openai_responses::parse_response(&body, Vec::new()).map(|a| a.completion)
+            }
+        }
     }
 
     /// Every field is sent on: an OpenAI-compatible server is the judge of
@@ -220,12 +296,34 @@ impl Provider for OpenAiProvider {
         true
     }
 
+    /// Chat Completions and the Responses API.
+    fn speaks(&self, _api: Api) -> bool {
+        true
+    }
+
+    async fn complete_responses(
+        &self,
+        request: &Request,
+        wire: &WireRequest,
+    ) -> Result<WireAnswer, ProviderError> {
+        let (headers, body) = self
+            .post_to(
+                &self.responses_url,
+                &self.responses_wire_body(request, wire),
+            )
+            .await?;
+        openai_responses::parse_response(&body, headers)
+    }
+
     async fn complete_wire(
         &self,
         request: &Request,
         wire: &WireRequest,
     ) -> Result<WireAnswer, ProviderError> {
-        parse_answer(&self.post(&self.wire_body(request, wire)).await?)
+        let (headers, body) = self
+            .post_keeping_headers(&self.wire_body(request, wire))
+            .await?;
+        parse_answer_with(&body, headers)
     }
 
     /// Asks for `"stream": true` (with usage) and reads the events as they
@@ -262,10 +360,11 @@ impl Provider for OpenAiProvider {
             if !(200..300).contains(&status) {
                 return Err(util::status_error(status, &headers, &self.redact(text)));
             }
-            return parse_answer(&text);
+            return parse_answer_with(&text, passed_headers(&headers));
         }
         let mut frames = SseFrames::default();
         let mut answer = Assembly::default();
+        answer.headers = passed_headers(resp.headers());
         while let Some(bytes) = resp
             .chunk()
             .await
@@ -288,8 +387,15 @@ impl Provider for OpenAiProvider {
     fn fingerprint(&self) -> String {
         let c = &self.config;
         let header_names: Vec<&str> = c.headers.keys().map(String::as_str).collect();
+        // The Chat Completions fingerprint is as it always was (stored
+        // caches stay valid); the Responses API's is another system.
+        let kind = if c.api.is_chat() {
+            "openai"
+        } else {
+            "openai-responses"
+        };
         format!(
-            "openai|{}|{}",
+            "{kind}|{}|{}",
             util::shown_url(c.base_url.trim_end_matches('/')),
             json!({
                 "model": c.model,
@@ -326,11 +432,22 @@ pub fn parse_chat_completion(body: &str) -> Result<Completion, ProviderError> {
 }
 
 /// Parses an OpenAI chat-completions response body whole: the checked text
-/// ([`AnswerMeta::checked_text`]: the content, and tool calls when there
-/// are any), usage, and what `probity serve` passes on (model,
-/// `finish_reason`, tool calls, logprobs). A body with neither content nor
-/// tool calls is malformed.
+/// ([`message_text`] — content, else a refusal, else an audio transcript —
+/// and tool calls when there are any, [`AnswerMeta::checked_text`]),
+/// usage, and what `probity serve` passes on: model, `finish_reason`,
+/// tool calls, logprobs, and every other field of the message, the choice
+/// and the answer as sent. A body whose message has none of content,
+/// refusal, transcript or tool calls is malformed, its error naming the
+/// fields it has ([`super::types::NO_TEXT`]).
 pub fn parse_answer(body: &str) -> Result<WireAnswer, ProviderError> {
+    parse_answer_with(body, Vec::new())
+}
+
+/// [`parse_answer`] keeping `headers` (the upstream's, [`passed_headers`]).
+pub fn parse_answer_with(
+    body: &str,
+    headers: Vec<(String, String)>,
+) -> Result<WireAnswer, ProviderError> {
     let v: Value = serde_json::from_str(body).map_err(|e| {
         ProviderError::BadResponse(format!(
             "response is not JSON ({e}): {}",
@@ -339,36 +456,74 @@ pub fn parse_answer(body: &str) -> Result<WireAnswer, ProviderError> {
     })?;
     let missing = || {
         ProviderError::BadResponse(format!(
-            "no choices[0].message.content or tool_calls in response: {}",
+            "no choices[0].message in response: {}",
             util::body_excerpt(body)
         ))
     };
-    let response = ChatResponse::deserialize(&v).map_err(|_| missing())?;
-    let choice = response.choices.first().ok_or_else(missing)?;
-    let message = &choice.message;
-    let has_calls = message
-        .tool_calls
-        .as_ref()
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty());
-    if message.content.is_none() && !has_calls {
+    let Value::Object(mut top) = v else {
         return Err(missing());
+    };
+    let Some(Value::Object(mut choice)) = top.remove("choices").and_then(|c| match c {
+        Value::Array(a) => a.into_iter().next(),
+        _ => None,
+    }) else {
+        return Err(missing());
+    };
+    let Some(Value::Object(mut message)) = choice.remove("message") else {
+        return Err(missing());
+    };
+    let content = match message.remove("content") {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    };
+    let tool_calls = message
+        .remove("tool_calls")
+        .filter(|c| c.as_array().is_some_and(|a| !a.is_empty()));
+    message.remove("role");
+    let text = message_text(content.as_deref(), &message);
+    if text.is_none() && tool_calls.is_none() {
+        return Err(nothing_to_check(&message));
     }
-    let usage = response.usage.unwrap_or_default();
-    let model = Some(response.model.clone()).filter(|m| !m.is_empty());
+    let text = AnswerMeta::checked_text(text, tool_calls.as_ref());
+    let string = |v: Option<Value>| match v {
+        Some(Value::String(s)) if !s.is_empty() => Some(s),
+        _ => None,
+    };
+    let usage = top.remove("usage").filter(Value::is_object);
+    let tokens = |key: &str| {
+        usage
+            .as_ref()
+            .and_then(|u| u.get(key))
+            .and_then(Value::as_u64)
+    };
+    let (input_tokens, output_tokens) = (tokens("prompt_tokens"), tokens("completion_tokens"));
+    let finish_reason = string(choice.remove("finish_reason"));
+    let logprobs = choice.remove("logprobs").filter(|l| !l.is_null());
+    choice.remove("index");
+    let model = string(top.remove("model"));
+    let system_fingerprint = string(top.remove("system_fingerprint"));
+    for k in ["id", "object", "created"] {
+        top.remove(k);
+    }
     Ok(WireAnswer {
         completion: Completion {
-            text: AnswerMeta::checked_text(message.content.as_deref(), message.tool_calls.as_ref()),
-            input_tokens: usage.prompt_tokens,
-            output_tokens: usage.completion_tokens,
+            text,
+            input_tokens,
+            output_tokens,
         },
         meta: Some(AnswerMeta {
-            content: message.content.clone(),
-            tool_calls: message.tool_calls.clone().filter(|_| has_calls),
-            finish_reason: choice.finish_reason.clone(),
+            content,
+            tool_calls,
+            finish_reason,
             model,
-            logprobs: choice.logprobs.clone().filter(|l| !l.is_null()),
-            system_fingerprint: response.system_fingerprint.clone(),
+            logprobs,
+            system_fingerprint,
+            message_fields: message,
+            choice_fields: choice,
+            response_fields: top,
+            usage,
+            headers,
+            response: None,
         }),
         cut: false,
     })

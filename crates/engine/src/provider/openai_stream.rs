@@ -1,14 +1,18 @@
 //! Reading an OpenAI-compatible streamed answer: server-sent events of
 //! `chat.completion.chunk` objects, assembled into the same answer a
 //! non-streamed call gives (content, tool calls by index, finish reason,
-//! model, usage from the `include_usage` chunk).
+//! model, usage from the `include_usage` chunk, and every other field of
+//! the message, the choice and the answer — a refusal streamed in
+//! `delta.refusal` pieces, an audio answer's transcript, annotations —
+//! accumulated as the official SDKs accumulate deltas: strings joined,
+//! objects merged, lists of indexed objects merged by `index`).
 //!
 //! The framing is parsed here rather than with an SSE crate: OpenAI's
 //! stream uses only `data:` lines separated by blank lines, and a crate
 //! (eventsource-stream) would bring a parser combinator library and
 //! reqwest's stream feature for these few lines.
 
-use super::types::{AnswerMeta, Completion, ProviderError, WireAnswer};
+use super::types::{message_text, AnswerMeta, Completion, ProviderError, WireAnswer};
 use serde_json::{Map, Value};
 
 /// Splits bytes into events and events into their `data`.
@@ -63,11 +67,79 @@ pub struct Assembly {
     finish_reason: Option<String>,
     model: Option<String>,
     system_fingerprint: Option<String>,
-    usage: Option<(Option<u64>, Option<u64>)>,
+    /// The `usage` object of the `include_usage` chunk, whole.
+    usage: Option<Value>,
     /// `choices[0].logprobs.content` of every chunk, in order (`None`
     /// until a chunk carries logprobs).
     logprobs: Option<Vec<Value>>,
+    /// The delta's other fields, accumulated ([`accumulate`]).
+    message_fields: Map<String, Value>,
+    /// The choice's other fields, the last value of each.
+    choice_fields: Map<String, Value>,
+    /// The chunks' other top-level fields, the last value of each.
+    response_fields: Map<String, Value>,
+    /// The upstream's response headers a client is given.
+    pub headers: Vec<(String, String)>,
     pub done: bool,
+}
+
+/// Top-level fields of a chunk read on their own (not passed on as others).
+const CHUNK_FIELDS: [&str; 7] = [
+    "id",
+    "object",
+    "created",
+    "model",
+    "choices",
+    "usage",
+    "system_fingerprint",
+];
+
+/// Longest list a delta may grow by index (a hostile `index` never
+/// allocates more).
+const MAX_INDEX: u64 = 1024;
+
+/// Merge `delta` into `acc` as the official OpenAI SDKs accumulate a
+/// stream (`openai.lib.streaming._deltas.accumulate_delta`): a new key is
+/// taken as is; `index` and `type` are replaced; strings are joined;
+/// objects merged; lists of objects merged entry by entry on their
+/// `index`, other lists extended. Anything else takes the delta's value.
+pub fn accumulate(acc: &mut Map<String, Value>, delta: &Map<String, Value>) {
+    for (key, d) in delta {
+        let Some(a) = acc.get_mut(key).filter(|a| !a.is_null()) else {
+            acc.insert(key.clone(), d.clone());
+            continue;
+        };
+        if key == "index" || key == "type" {
+            *a = d.clone();
+            continue;
+        }
+        match (a, d) {
+            (Value::String(a), Value::String(d)) => a.push_str(d),
+            (Value::Object(a), Value::Object(d)) => accumulate(a, d),
+            (Value::Array(a), Value::Array(d)) => {
+                for entry in d {
+                    match entry
+                        .get("index")
+                        .and_then(Value::as_u64)
+                        .filter(|&i| i <= MAX_INDEX)
+                    {
+                        Some(i) => {
+                            let i = i as usize;
+                            match (a.get_mut(i), entry) {
+                                (Some(Value::Object(slot)), Value::Object(e)) => {
+                                    accumulate(slot, e)
+                                }
+                                (Some(slot), _) => *slot = entry.clone(),
+                                (None, _) => a.push(entry.clone()),
+                            }
+                        }
+                        None => a.push(entry.clone()),
+                    }
+                }
+            }
+            (a, d) => *a = d.clone(),
+        }
+    }
 }
 
 impl Assembly {
@@ -97,10 +169,14 @@ impl Assembly {
             self.system_fingerprint = Some(f.to_string());
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage = Some((
-                u.get("prompt_tokens").and_then(Value::as_u64),
-                u.get("completion_tokens").and_then(Value::as_u64),
-            ));
+            self.usage = Some(u.clone());
+        }
+        if let Some(top) = chunk.as_object() {
+            for (k, v) in top {
+                if !CHUNK_FIELDS.contains(&k.as_str()) {
+                    self.response_fields.insert(k.clone(), v.clone());
+                }
+            }
         }
         let Some(choice) = chunk.pointer("/choices/0") else {
             return Ok(());
@@ -116,7 +192,24 @@ impl Assembly {
                 .get_or_insert_with(Vec::new)
                 .extend(items.iter().cloned());
         }
+        if let Some(fields) = choice.as_object() {
+            for (k, v) in fields {
+                if !["index", "delta", "finish_reason", "logprobs"].contains(&k.as_str()) {
+                    self.choice_fields.insert(k.clone(), v.clone());
+                }
+            }
+        }
         let delta = choice.get("delta").unwrap_or(&Value::Null);
+        if let Some(fields) = delta.as_object() {
+            let others: Map<String, Value> = fields
+                .iter()
+                .filter(|(k, v)| {
+                    !["role", "content", "tool_calls"].contains(&k.as_str()) && !v.is_null()
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            accumulate(&mut self.message_fields, &others);
+        }
         if let Some(text) = delta.get("content").and_then(Value::as_str) {
             self.content.push_str(text);
             self.saw_content = true;
@@ -166,25 +259,40 @@ impl Assembly {
         }
     }
 
-    /// The text received so far, as the checks would see it.
+    /// The text received so far, as the checks would see it
+    /// ([`message_text`]: the content, else a refusal or a transcript).
     pub fn text(&self) -> &str {
-        &self.content
+        message_text(Some(&self.content), &self.message_fields).unwrap_or("")
     }
 
     /// The answer assembled; `cut` when abandoned on a settled prefix.
     pub fn finish(self, cut: bool) -> Result<WireAnswer, ProviderError> {
         let tool_calls = (!self.calls.is_empty())
             .then(|| Value::Array(self.calls.into_iter().map(Value::Object).collect()));
-        if !self.saw_content && tool_calls.is_none() && !cut {
-            return Err(ProviderError::BadResponse(
-                "the stream ended without content or tool calls".into(),
-            ));
+        let text = message_text(
+            Some(self.content.as_str()).filter(|_| self.saw_content),
+            &self.message_fields,
+        )
+        .map(str::to_string);
+        if text.is_none() && tool_calls.is_none() && !cut {
+            return Err(super::types::nothing_to_check(&self.message_fields));
         }
-        let content = (self.saw_content || tool_calls.is_none()).then_some(self.content);
-        let (input_tokens, output_tokens) = self.usage.unwrap_or_default();
+        // Null beside tool calls, a refusal or an audio answer (a stream
+        // opens with `"content": ""` before them), else as streamed.
+        let other_answer =
+            tool_calls.is_some() || text.as_deref().is_some_and(|t| t != self.content);
+        let content = ((self.saw_content && !self.content.is_empty()) || !other_answer)
+            .then_some(self.content);
+        let tokens = |key: &str| {
+            self.usage
+                .as_ref()
+                .and_then(|u| u.get(key))
+                .and_then(Value::as_u64)
+        };
+        let (input_tokens, output_tokens) = (tokens("prompt_tokens"), tokens("completion_tokens"));
         Ok(WireAnswer {
             completion: Completion {
-                text: AnswerMeta::checked_text(content.as_deref(), tool_calls.as_ref()),
+                text: AnswerMeta::checked_text(text.as_deref(), tool_calls.as_ref()),
                 input_tokens,
                 output_tokens,
             },
@@ -198,6 +306,12 @@ impl Assembly {
                     .logprobs
                     .map(|content| serde_json::json!({"content": content, "refusal": null})),
                 system_fingerprint: self.system_fingerprint,
+                message_fields: self.message_fields,
+                choice_fields: self.choice_fields,
+                response_fields: self.response_fields,
+                usage: self.usage,
+                headers: self.headers,
+                response: None,
             }),
             cut,
         })
@@ -273,6 +387,35 @@ mod tests {
             .unwrap()
             .logprobs
             .is_none());
+    }
+
+    /// A refusal streamed in pieces, an audio answer's fields and a list
+    /// of indexed objects accumulate as the SDKs accumulate them; the
+    /// refusal is the checked text, and content is null beside it.
+    #[test]
+    fn a_streamed_refusal_and_other_fields_accumulate() {
+        let mut a = Assembly::default();
+        for data in [
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"service_tier":"default"}"#,
+            r#"{"choices":[{"index":0,"delta":{"refusal":"I can"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"refusal":"not."}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"annotations":[{"index":0,"type":"url_citation","title":"a"}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"annotations":[{"index":0,"title":"b"},{"index":1,"type":"x"}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop","stop_reason":7}]}"#,
+        ] {
+            a.take(data).unwrap();
+        }
+        let w = a.finish(false).unwrap();
+        assert_eq!(w.completion.text, "I cannot.");
+        let m = w.meta.unwrap();
+        assert_eq!(m.content, None);
+        assert_eq!(m.message_fields["refusal"], "I cannot.");
+        assert_eq!(
+            m.message_fields["annotations"],
+            serde_json::json!([{"index":0,"type":"url_citation","title":"ab"},{"index":1,"type":"x"}])
+        );
+        assert_eq!(m.choice_fields["stop_reason"], 7);
+        assert_eq!(m.response_fields["service_tier"], "default");
     }
 
     #[test]

@@ -137,6 +137,19 @@ pub fn flatten(message: &Value) -> Message {
 /// as one more text part; one otherwise changed gets the new text as its
 /// content; messages beyond the raw ones are sent as `{role, content}`.
 pub fn upstream_messages(raw: &[Value], current: &[Message]) -> Vec<Value> {
+    upstream_messages_with(raw, current, flatten, "text")
+}
+
+/// [`upstream_messages`] for messages read by `flatten`, text added to a
+/// message of parts as a part of type `text_part` (`text` for Chat
+/// Completions; the Responses API's items are read by their own
+/// flattening and take `input_text`).
+pub fn upstream_messages_with(
+    raw: &[Value],
+    current: &[Message],
+    flatten: fn(&Value) -> Message,
+    text_part: &str,
+) -> Vec<Value> {
     let mut out = Vec::with_capacity(current.len().max(raw.len()));
     for (i, now) in current.iter().enumerate() {
         let Some(sent) = raw.get(i) else {
@@ -152,7 +165,7 @@ pub fn upstream_messages(raw: &[Value], current: &[Message]) -> Vec<Value> {
         let added = now.content.strip_prefix(was.content.as_str());
         match (message.get_mut("content"), added) {
             (Some(Value::Array(parts)), Some(added)) => {
-                parts.push(json!({"type": "text", "text": added}));
+                parts.push(json!({"type": text_part, "text": added}));
             }
             _ => {
                 if let Some(obj) = message.as_object_mut() {

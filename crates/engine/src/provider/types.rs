@@ -50,6 +50,23 @@ pub struct WireRequest {
     pub params: serde_json::Map<String, serde_json::Value>,
 }
 
+/// Which of OpenAI's APIs a call speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    /// `POST /chat/completions`.
+    #[default]
+    Chat,
+    /// `POST /responses`.
+    Responses,
+}
+
+impl Api {
+    pub fn is_chat(&self) -> bool {
+        *self == Api::Chat
+    }
+}
+
 /// What an upstream answered beyond the checked text, for `probity serve`
 /// to pass on: every field is the upstream's own, redacted.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -65,6 +82,101 @@ pub struct AnswerMeta {
     /// `choices[0].logprobs`.
     pub logprobs: Option<serde_json::Value>,
     pub system_fingerprint: Option<String>,
+    /// Every other field of the message, as sent: `refusal`,
+    /// `annotations`, `audio`, `reasoning_content`, … (never `role`,
+    /// `content` or `tool_calls`).
+    pub message_fields: serde_json::Map<String, serde_json::Value>,
+    /// Every other field of the choice (never `index`, `message`, `delta`,
+    /// `finish_reason` or `logprobs`): `stop_reason`, an Azure
+    /// `content_filter_results`, ….
+    pub choice_fields: serde_json::Map<String, serde_json::Value>,
+    /// Every other top-level field of the answer (never `id`, `object`,
+    /// `created`, `model`, `choices`, `usage` or `system_fingerprint`):
+    /// `service_tier`, ….
+    pub response_fields: serde_json::Map<String, serde_json::Value>,
+    /// The `usage` object whole (`prompt_tokens_details`,
+    /// `completion_tokens_details`, …), as the upstream sent it.
+    pub usage: Option<serde_json::Value>,
+    /// The upstream's response headers a client reads
+    /// ([`passed_header`]): `x-request-id`, `x-ratelimit-*`.
+    pub headers: Vec<(String, String)>,
+    /// For a Responses API client (`POST /v1/responses`): the upstream's
+    /// response object whole (`output` items, `usage`, `status`, …).
+    pub response: Option<serde_json::Value>,
+}
+
+/// Beginning of the error ([`ProviderError::BadResponse`]) for an answer
+/// the checks cannot read (an audio answer without a transcript, a message
+/// of unknown fields only): the rest names its fields, never their values.
+pub const NO_TEXT: &str = "the answer has nothing the checks can read";
+
+/// The error for a message with nothing to check: [`NO_TEXT`], then the
+/// names of the fields it has (names only, at most a few, each cut short).
+pub fn nothing_to_check(message: &serde_json::Map<String, serde_json::Value>) -> ProviderError {
+    let names: Vec<String> = message
+        .keys()
+        .take(8)
+        .map(|k| {
+            k.chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .take(40)
+                .collect()
+        })
+        .collect();
+    let has = if names.is_empty() {
+        "no fields".to_string()
+    } else {
+        format!("only {}", names.join(", "))
+    };
+    let audio = if message.contains_key("audio") {
+        " (an audio answer without a transcript)"
+    } else {
+        ""
+    };
+    ProviderError::BadResponse(format!(
+        "{NO_TEXT}: its message has no content, refusal or tool calls, {has}{audio}"
+    ))
+}
+
+/// Whether an upstream response header reaches a `probity serve` client:
+/// the request id (`x-request-id`, which the SDKs expose as
+/// `_request_id`) and the rate-limit state (`x-ratelimit-*`). Nothing else
+/// passes: an upstream's other headers (`server`, `via`, cookies) may name
+/// its internals.
+pub fn passed_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name == "x-request-id" || name.starts_with("x-ratelimit-")
+}
+
+/// The headers of `map` that [`passed_header`] lets through, in order.
+pub fn passed_headers(map: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    map.iter()
+        .filter(|(k, _)| passed_header(k.as_str()))
+        .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+        .collect()
+}
+
+/// The text the checks read for a message (before its tool calls,
+/// [`AnswerMeta::checked_text`]): `content` when it has any; else a
+/// refusal's text (`refusal`); else an audio answer's `audio.transcript`;
+/// else `content` as it is (`Some("")` or `None`). A refusal is an answer:
+/// the checks judge its text like any other (docs/serve.md).
+pub fn message_text<'a>(
+    content: Option<&'a str>,
+    fields: &'a serde_json::Map<String, serde_json::Value>,
+) -> Option<&'a str> {
+    content
+        .filter(|c| !c.is_empty())
+        .or_else(|| fields.get("refusal").and_then(serde_json::Value::as_str))
+        .or_else(|| {
+            fields
+                .get("audio")
+                .and_then(|a| a.get("transcript"))
+                .and_then(serde_json::Value::as_str)
+        })
+        // An audio answer without a transcript has no text, even beside
+        // an empty `content`.
+        .or(content.filter(|_| !fields.contains_key("audio")))
 }
 
 impl AnswerMeta {
@@ -191,6 +303,13 @@ pub trait Provider: Send + Sync {
     /// key. Never includes secrets.
     fn fingerprint(&self) -> String;
 
+    /// For a provider that negotiates structured output with its upstream
+    /// (`crate::provider::negotiate`): the mode asked for and the mode its
+    /// next call uses, by their configuration names. `None` for others.
+    fn structured_output(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
+
     /// Whether this provider sends the Chat Completions request field
     /// `field` of a [`WireRequest`] on to its system. The default: none —
     /// a provider without a chat protocol honours no such field, and
@@ -198,6 +317,13 @@ pub trait Provider: Send + Sync {
     /// it) rather than drop it silently.
     fn forwards(&self, _field: &str) -> bool {
         false
+    }
+
+    /// Whether this provider can send a [`WireRequest`] of `api` on
+    /// (`probity serve` refuses a client of an API its upstream does not
+    /// speak, naming it). The default: Chat Completions only.
+    fn speaks(&self, api: Api) -> bool {
+        api == Api::Chat
     }
 
     /// One call for a Chat Completions client (`probity serve`): `wire`
@@ -237,6 +363,21 @@ pub trait Provider: Send + Sync {
     ) -> Result<WireAnswer, ProviderError> {
         self.complete_wire(request, wire).await
     }
+
+    /// One call for a Responses API client (`probity serve`'s `POST
+    /// /v1/responses`): `wire.messages` are its `input` items as sent,
+    /// `wire.params` its other fields; the answer keeps the response whole
+    /// ([`AnswerMeta::response`]). The default: a provider that does not
+    /// speak the Responses API ([`Provider::speaks`]) sends nothing.
+    async fn complete_responses(
+        &self,
+        _request: &Request,
+        _wire: &WireRequest,
+    ) -> Result<WireAnswer, ProviderError> {
+        Err(ProviderError::Unsendable(
+            "a Responses API request: this provider speaks Chat Completions only".into(),
+        ))
+    }
 }
 
 #[async_trait::async_trait]
@@ -251,6 +392,14 @@ impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
 
     fn forwards(&self, field: &str) -> bool {
         (**self).forwards(field)
+    }
+
+    fn speaks(&self, api: Api) -> bool {
+        (**self).speaks(api)
+    }
+
+    fn structured_output(&self) -> Option<(&'static str, &'static str)> {
+        (**self).structured_output()
     }
 
     async fn complete_wire(
@@ -268,5 +417,13 @@ impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
         cut: CutWhen<'_>,
     ) -> Result<WireAnswer, ProviderError> {
         (**self).stream_wire(request, wire, cut).await
+    }
+
+    async fn complete_responses(
+        &self,
+        request: &Request,
+        wire: &WireRequest,
+    ) -> Result<WireAnswer, ProviderError> {
+        (**self).complete_responses(request, wire).await
     }
 }

@@ -13,7 +13,7 @@
 //! use probity_engine::provider::{Message, Role};
 //! use probity_core::{Input, Validator};
 //! use std::sync::Arc;
-//! let provider = probity_engine::provider::ProviderConfig::default().build()?;
+//! let provider = probity_engine::system::ProviderConfig::default().build()?;
 //! let checks = Checks {
 //!     validators: vec![Validator::new("short").check(|o: &str| o.len() < 500)],
 //!     verifiers: vec![],
@@ -30,10 +30,10 @@
 
 use crate::checks::cache_key::attempt_key;
 use crate::checks::check::{Checks, Judging};
-use crate::config::template::TemplateError;
 use crate::provider::call::{Answer, CallFailure, Caller};
+use crate::provider::template::TemplateError;
 use crate::provider::types::{
-    AnswerMeta, CutWhen, Message, Provider, ProviderError, Request, WireRequest,
+    AnswerMeta, Api, CutWhen, Message, Provider, ProviderError, Request, WireRequest,
 };
 use crate::retry::policy::{Feedback, RetryPolicy};
 use crate::store::{AttemptRow, CachedOutput, OutputCache, SampleRow};
@@ -174,6 +174,11 @@ pub enum Stop {
     /// expression, a judge that did not answer): another output would not
     /// mend the check, so no attempt follows.
     Unjudged,
+    /// The upstream answered with nothing the checks can read (an audio
+    /// answer without a transcript, an output of built-in tool calls only;
+    /// `provider::openai::NO_TEXT`): the request asks for that kind of
+    /// answer, so no attempt follows.
+    Unreadable,
 }
 
 /// The guard's answer.
@@ -473,6 +478,21 @@ impl Guard {
         wire: &WireRequest,
         attempts: Option<u32>,
     ) -> GuardOutcome {
+        self.run_api_with(messages, input, repetition, (wire, Api::Chat), attempts)
+            .await
+    }
+
+    /// [`Guard::run_wire_with`] for a client of `api`: a Responses API
+    /// client's `wire` holds its `input` items, each attempt's answer is
+    /// read whole ([`Caller::call_api`]).
+    pub async fn run_api_with(
+        &self,
+        messages: &[Message],
+        input: &Input,
+        repetition: u32,
+        wire: (&WireRequest, Api),
+        attempts: Option<u32>,
+    ) -> GuardOutcome {
         self.guard(
             messages,
             &PreparedInput::new(input),
@@ -490,7 +510,7 @@ impl Guard {
         input: &PreparedInput<'_>,
         repetition: u32,
         first: Option<Result<Answer, CallFailure>>,
-        wire: Option<&WireRequest>,
+        wire: Option<(&WireRequest, Api)>,
         attempts_cap: Option<u32>,
     ) -> GuardOutcome {
         let started = tokio::time::Instant::now();
@@ -498,11 +518,11 @@ impl Guard {
         let deadline = self
             .policy
             .deadline_s
-            .and_then(|s| started.checked_add(crate::config::bounds::clamp_seconds(s)));
+            .and_then(|s| started.checked_add(crate::bounds::clamp_seconds(s)));
         let attempt_timeout = self
             .policy
             .attempt_timeout_s
-            .map(crate::config::bounds::clamp_seconds);
+            .map(crate::bounds::clamp_seconds);
         let mut attempts: Vec<Attempt> = Vec::new();
         let mut current = messages.to_vec();
         let mut first = first;
@@ -558,12 +578,22 @@ impl Guard {
             let refused = attempt
                 .upstream_status
                 .is_some_and(|s| (400..500).contains(&s) && ![408, 409, 429].contains(&s));
+            let unreadable = matches!(
+                &attempt.upstream_error,
+                Some(ProviderError::BadResponse(m)) if m.starts_with(crate::provider::types::NO_TEXT)
+            );
             let failed = self.upstream_stop(&attempt);
             attempts.push(attempt);
             if refused {
                 return GuardOutcome::NothingPassed {
                     attempts,
                     stop: Stop::Refused,
+                };
+            }
+            if unreadable {
+                return GuardOutcome::NothingPassed {
+                    attempts,
+                    stop: Stop::Unreadable,
                 };
             }
             if let Some(stop) = failed {
@@ -620,7 +650,7 @@ impl Guard {
     async fn call_system(
         &self,
         request: &Request,
-        wire: Option<&WireRequest>,
+        wire: Option<(&WireRequest, Api)>,
         cut: Option<CutWhen<'_>>,
         retries: &AtomicU32,
     ) -> Result<Answer, CallFailure> {
@@ -630,7 +660,7 @@ impl Guard {
             let result = match wire {
                 Some(wire) => {
                     caller
-                        .call_wire(self.provider.as_ref(), request, wire, cut)
+                        .call_api(self.provider.as_ref(), request, wire, cut)
                         .await
                 }
                 None => caller.call(self.provider.as_ref(), request).await,
@@ -698,7 +728,7 @@ impl Guard {
         repetition: u32,
         turn: Turn,
         known: Option<Result<Answer, CallFailure>>,
-        (wire, retries): (Option<&WireRequest>, &AtomicU32),
+        (wire, retries): (Option<(&WireRequest, Api)>, &AtomicU32),
     ) -> Attempt {
         let Turn { number, may_cut } = turn;
         let key = (self.keyed || self.outputs.is_some())

@@ -1,8 +1,9 @@
 //! The retry policy (paper §4.1, §4.2.6): how many attempts, which checks
 //! decide whether an attempt passes, and what is fed back after a failure.
 
-use crate::config::template::{self, TemplateError, DEFAULT_FEEDBACK_TEMPLATE};
+use crate::provider::template::{self, TemplateError, DEFAULT_FEEDBACK_TEMPLATE};
 use crate::provider::types::Message;
+use crate::store::settings::StoredRetry;
 use minijinja::Environment;
 use probity_core::Input;
 use serde::{Deserialize, Serialize};
@@ -90,11 +91,11 @@ impl RetryPolicy {
         if self.attempts == 0 {
             return Err("attempts must be at least 1".into());
         }
-        if self.attempts > crate::config::bounds::MAX_ATTEMPTS {
+        if self.attempts > crate::bounds::MAX_ATTEMPTS {
             return Err(format!(
                 "attempts = {} is more than {}",
                 self.attempts,
-                crate::config::bounds::MAX_ATTEMPTS
+                crate::bounds::MAX_ATTEMPTS
             ));
         }
         for (name, v) in [
@@ -102,7 +103,7 @@ impl RetryPolicy {
             ("deadline_s", self.deadline_s),
         ] {
             if let Some(v) = v {
-                crate::config::bounds::seconds(name, v)?;
+                crate::bounds::seconds(name, v)?;
             }
         }
         if let Some(t) = &self.feedback_template {
@@ -144,5 +145,16 @@ impl Feedback {
         let mut messages = base.to_vec();
         template::append_feedback(&mut messages, &text);
         Ok(messages)
+    }
+}
+
+/// The policy as a run stores it: `m` and the deciding columns over a
+/// tensor of `validators` then `verifiers` columns.
+impl RetryPolicy {
+    pub fn stored(&self, validators: usize, verifiers: usize) -> StoredRetry {
+        StoredRetry {
+            attempts: self.attempts,
+            columns: self.on.columns(validators, verifiers),
+        }
     }
 }

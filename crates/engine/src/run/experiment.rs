@@ -13,7 +13,7 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use probity_core::{Input, Validator};
 //! use probity_engine::{run, Experiment, Sink};
-//! let system = probity_engine::provider::ProviderConfig::default().build()?;
+//! let system = probity_engine::system::ProviderConfig::default().build()?;
 //! let experiment = Experiment::new("polite", system)
 //!     .inputs([Input::text("q1", "Thank you!")])
 //!     .validator(Validator::new("short").check(|o: &str| o.len() < 500))
@@ -24,13 +24,13 @@
 
 use crate::checks::check::Checks;
 use crate::checks::verifier::Verifier;
-use crate::config::template::{PromptTemplate, TemplateError};
 use crate::provider::call::CallSettings;
 use crate::provider::limits::Pace;
+use crate::provider::template::{PromptTemplate, TemplateError};
 use crate::provider::types::Provider;
 use crate::retry::policy::RetryPolicy;
 use crate::store::records::VariantTag;
-use crate::store::settings::{Analysis, StoredRetry, StoredSequential, StoredSettings};
+use crate::store::settings::{Analysis, StoredSequential, StoredSettings};
 use probity_core::{Input, Validator};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -71,8 +71,12 @@ pub struct Experiment {
     pub analysis: Analysis,
     /// Rate limits, per-call timeout and retries on transient errors.
     pub calls: CallSettings,
-    /// Calls in flight at once.
+    /// Calls in flight at once (with `auto_concurrency`, at most).
     pub concurrency: usize,
+    /// `concurrency = "auto"`: the calls sent at once start at one and
+    /// double while the upstream's throughput grows with them
+    /// ([`crate::provider::load::UpstreamLoad::auto`]).
+    pub auto_concurrency: bool,
     /// The whole run's time limit; what is done by then is reported.
     pub deadline: Option<Duration>,
     /// The share of samples whose call may fail before the run stops with
@@ -91,7 +95,7 @@ pub struct Experiment {
     /// The agent under test (docs/agents.md): each output is one whole
     /// episode, judged first by the agent checks (the first columns), then
     /// by `checks` over the agent's last reply.
-    pub agent: Option<Arc<crate::config::agent::AgentConfig>>,
+    pub agent: Option<Arc<crate::agent::config::AgentConfig>>,
 }
 
 /// How a sequential run orders its inputs.
@@ -133,6 +137,7 @@ impl Experiment {
             analysis: Analysis::default(),
             calls: CallSettings::default(),
             concurrency: 16,
+            auto_concurrency: false,
             deadline: None,
             error_budget: DEFAULT_ERROR_BUDGET,
             sequential: None,
@@ -259,7 +264,7 @@ impl Experiment {
         if self.inputs.is_empty() {
             return Some("no inputs: a reliability test needs at least one".into());
         }
-        use crate::config::bounds::{within, MAX_CONCURRENCY, MAX_OUTPUTS_PER_INPUT};
+        use crate::bounds::{within, MAX_CONCURRENCY, MAX_OUTPUTS_PER_INPUT};
         if let Err(m) = within(
             "outputs_per_input",
             self.outputs_per_input,
@@ -276,7 +281,7 @@ impl Experiment {
             return Some(m);
         }
         if let Err(m) =
-            crate::config::bounds::shape(self.inputs.len(), self.outputs_per_input, self.columns())
+            crate::bounds::shape(self.inputs.len(), self.outputs_per_input, self.columns())
         {
             return Some(m);
         }
@@ -299,7 +304,7 @@ impl Experiment {
         let retry = self
             .retry
             .as_ref()
-            .map(|r| StoredRetry::of(r, self.checks.validators.len(), self.checks.verifiers.len()));
+            .map(|r| r.stored(self.checks.validators.len(), self.checks.verifiers.len()));
         StoredSettings {
             // A seed drawn at the run's start is set by the runner; 0
             // here keeps the experiment's identity the same across runs.

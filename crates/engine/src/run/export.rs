@@ -13,6 +13,14 @@
 //! `failed_checks` (names, in column order), `reasons` (the stored reasons
 //! and each failed check's message), `published` (guarded runs) and
 //! `source_run`. The store holds no secret, so neither does the file.
+//!
+//! An agent's run (docs/agents.md) exports its tasks: each row keeps its
+//! `scenario`, so `probity run` plays the task again, and adds `episodes`,
+//! the selected episodes (failed or erred; every one with `--all`) with
+//! their repetition, failed checks, reasons and whole transcript
+//! (OpenAI-shaped messages with tool calls and results, turns, final
+//! state, ending). A transcript's `messages` are a conversation an input
+//! can carry (`messages`), to replay the episode's prefix to any system.
 
 use crate::store::{RunRecord, Store, StoreError};
 use probity_core::Cell;
@@ -34,6 +42,39 @@ pub enum Which {
 struct Failures {
     checks: BTreeSet<usize>,
     reasons: Vec<String>,
+    /// An agent's episodes (docs/agents.md) that `which` selects.
+    episodes: Vec<Value>,
+}
+
+/// Sample `output` of an agent's run as an exported episode: its
+/// repetition, the checks it failed, why, and its transcript as the data
+/// expressions read (`Transcript::to_value`: OpenAI-shaped messages, tool
+/// calls with their turn and result, the final state, the ending); `None`
+/// when the output is not an episode's transcript.
+fn episode(
+    record: &RunRecord,
+    repetition: usize,
+    output: &str,
+    failed: &[usize],
+    reasons: &[(usize, String)],
+    error: Option<&str>,
+) -> Option<Value> {
+    if !output.starts_with("{\"messages\"") {
+        return None;
+    }
+    let t: probity_core::agent::Transcript = serde_json::from_str(output).ok()?;
+    let names: Vec<&str> = failed
+        .iter()
+        .filter_map(|&k| record.checks.get(k).map(|c| c.name.as_str()))
+        .collect();
+    let reasons: Vec<&str> = reasons.iter().map(|(_, r)| r.as_str()).collect();
+    Some(json!({
+        "repetition": repetition,
+        "failed_checks": names,
+        "reasons": reasons,
+        "error": error,
+        "transcript": t.to_value(),
+    }))
 }
 
 /// The rows of run `run` that `which` selects, in input order.
@@ -47,11 +88,24 @@ pub fn export(
     let mut failures: HashMap<usize, Failures> = HashMap::new();
     for sample in store.samples(run)? {
         let f = failures.entry(sample.input_idx).or_default();
-        for (k, cell) in sample.cells.iter().enumerate() {
-            if matches!(cell, Cell::Fail | Cell::Error) {
-                f.checks.insert(k);
+        let failed: Vec<usize> = (0..sample.cells.len())
+            .filter(|&k| matches!(sample.cells[k], Cell::Fail | Cell::Error))
+            .collect();
+        if which == Which::All || !failed.is_empty() {
+            if let Some(e) = sample.output.as_deref().and_then(|o| {
+                episode(
+                    &record,
+                    sample.repetition,
+                    o,
+                    &failed,
+                    &sample.reasons,
+                    sample.error.as_deref(),
+                )
+            }) {
+                f.episodes.push(e);
             }
         }
+        f.checks.extend(failed);
         f.reasons
             .extend(sample.reasons.into_iter().map(|(_, reason)| reason));
         if let Some(error) = sample.error {
@@ -87,6 +141,9 @@ pub fn export(
         row.insert("reasons".into(), json!(reasons));
         if let Some(p) = was_published {
             row.insert("published".into(), json!(p));
+        }
+        if !f.episodes.is_empty() {
+            row.insert("episodes".into(), Value::Array(f.episodes));
         }
         row.insert("source_run".into(), json!(run));
         rows.push(row);

@@ -16,4 +16,3 @@ pub mod revalidate;
 pub(crate) mod rounds;
 pub mod runner;
 pub mod stored;
-pub mod variants;

@@ -3,6 +3,8 @@
 //! verdicts (the outputs stay where they were sampled). No call to the
 //! system under test; judges only for judgements not already cached.
 
+use crate::agent::config::AgentConfig;
+use crate::agent::episode::Episode;
 use crate::checks::check::{Checks, NOT_JUDGED};
 use crate::provider::call::{CallSettings, Caller};
 use crate::run::experiment::{Experiment, Source};
@@ -29,6 +31,31 @@ pub struct Recheck<'a> {
     pub concurrency: usize,
     /// The configuration the checks come from, if any.
     pub source: Option<Source>,
+    /// An agent's checks (docs/agents.md): the first columns, judged again
+    /// over each stored transcript and final state.
+    pub agent: Option<Arc<AgentConfig>>,
+    /// The agent's episodes, built by [`Recheck::build_agent`] (its tools
+    /// and environment, for the gold state; no episode is run).
+    pub episode: Option<Arc<Episode>>,
+}
+
+impl Recheck<'_> {
+    /// Build the agent's episodes (tools listed, MCP servers started) so
+    /// its checks can judge the stored transcripts again: needed before
+    /// [`revalidate`] of an agent's run; nothing without an agent.
+    pub async fn build_agent(&mut self) -> Result<(), String> {
+        if let (Some(agent), None) = (&self.agent, &self.episode) {
+            self.episode = Some(Arc::new(crate::agent::build::episode(agent).await?));
+        }
+        Ok(())
+    }
+
+    /// The agent checks' columns (none without an agent).
+    fn agent_infos(&self) -> Vec<probity_core::CheckInfo> {
+        self.agent
+            .as_ref()
+            .map_or_else(Vec::new, |a| a.infos.clone())
+    }
 }
 
 impl Experiment {
@@ -41,6 +68,8 @@ impl Experiment {
             calls: self.calls,
             concurrency: self.concurrency,
             source: self.source.clone(),
+            agent: self.agent.clone(),
+            episode: None,
         }
     }
 }
@@ -88,8 +117,17 @@ pub async fn revalidate(
     let old = store.run(id)?;
     let inputs = store.inputs(id)?;
     let checks: Arc<Checks> = Arc::new(recheck.checks.clone());
-    let (k, m) = (checks.len(), old.outputs_per_input);
-    let infos = checks.infos();
+    if recheck.agent.is_some() && recheck.episode.is_none() {
+        return Err(StoreError::Writer {
+            store: store.location().clone(),
+            what: "an agent's run is re-checked with its episodes built (Recheck::build_agent)"
+                .into(),
+        });
+    }
+    let mut infos = recheck.agent_infos();
+    let agent_k = infos.len();
+    infos.extend(checks.infos());
+    let (k, m) = (infos.len(), old.outputs_per_input);
     let hash = recheck
         .source
         .as_ref()
@@ -133,6 +171,8 @@ pub async fn revalidate(
         // the 268 MB heap at 200,000 inputs).
         inputs: inputs.into(),
         concurrency: recheck.concurrency.max(1),
+        episode: recheck.episode.clone(),
+        agent_k,
     };
     rechecker.recheck(store, id, m, &mut out).await?;
     let Rechecked {
@@ -265,6 +305,10 @@ struct Rechecker {
     judging: crate::checks::check::Judging,
     inputs: Arc<[probity_core::Input]>,
     concurrency: usize,
+    /// An agent's episodes: its checks are the first `agent_k` columns,
+    /// judged over the stored transcripts.
+    episode: Option<Arc<Episode>>,
+    agent_k: usize,
 }
 
 impl Rechecker {
@@ -287,7 +331,7 @@ impl Rechecker {
             let range = first..(first + per_chunk).min(self.inputs.len());
             let chunk = store.samples_of_inputs(id, range.clone())?;
             let prepared = Slice::new(&self.inputs, range);
-            if self.checks.verifiers.is_empty() {
+            if self.checks.verifiers.is_empty() && self.episode.is_none() {
                 let checks = self.checks.clone();
                 let next =
                     tokio::task::spawn_blocking(move || validate_rows(&checks, &prepared, chunk));
@@ -338,7 +382,7 @@ impl Rechecker {
         };
         let Some(output) = s.output.clone() else {
             return out.send(SampleRow {
-                cells: vec![Cell::Error; self.checks.len()],
+                cells: vec![Cell::Error; self.agent_k + self.checks.len()],
                 reasons: Vec::new(),
                 ..s
             });
@@ -349,8 +393,15 @@ impl Rechecker {
             self.judging.clone(),
             limit.clone(),
         );
+        let (episode, agent_k) = (self.episode.clone(), self.agent_k);
         tasks.spawn(async move {
             let _permit = limit.acquire_owned().await;
+            if let Some(e) = episode {
+                return recheck_episode(
+                    &e, agent_k, &checks, &caller, &judging, &input, &output, s,
+                )
+                .await;
+            }
             let checked = checks
                 .check(&caller, &judging, &input, &output, s.repetition as u32, 0)
                 .await;
@@ -430,4 +481,67 @@ fn lost(store: &Store, e: tokio::task::JoinError) -> StoreError {
         store: store.location().clone(),
         what: format!("checking the stored outputs failed: {e}"),
     }
+}
+
+/// Stored episode `s` of an agent judged again: its transcript (the stored
+/// output) and final state by the agent checks, then the validators and
+/// verifiers (a verifier reads the whole transcript, a validator the
+/// agent's last reply), exactly as the run judged it
+/// ([`crate::agent::episode::Judged::row`]). An episode that ended on an
+/// error stays an error with its cause; one the user spoiled under the
+/// new user checks is an error too. No episode is run.
+#[allow(clippy::too_many_arguments)]
+async fn recheck_episode(
+    e: &Episode,
+    agent_k: usize,
+    checks: &Arc<Checks>,
+    caller: &Caller,
+    judging: &crate::checks::check::Judging,
+    input: &PreparedInput<'static>,
+    output: &str,
+    s: SampleRow,
+) -> (SampleRow, u64) {
+    let k = agent_k + checks.len();
+    let t: probity_core::agent::Transcript = match serde_json::from_str(output) {
+        Ok(t) => t,
+        Err(err) => {
+            let row = SampleRow {
+                cells: vec![Cell::Error; k],
+                reasons: Vec::new(),
+                error: Some(format!(
+                    "the stored output is not an episode's transcript ({err}): was the run made by an agent?"
+                )),
+                ..s
+            };
+            return (row, 0);
+        }
+    };
+    let judged = e.judge(input.input(), &t).await;
+    let (cells, reasons, error) = match judged.row(&t) {
+        Err(cause) => (vec![Cell::Error; k], Vec::new(), Some(cause)),
+        Ok((mut cells, mut reasons)) => {
+            let checked = crate::agent::episode::check_columns(
+                checks,
+                caller,
+                judging,
+                input,
+                &t,
+                s.repetition as u32,
+            )
+            .await;
+            cells.extend(checked.cells);
+            reasons.extend(checked.reasons.into_iter().map(|(kk, r)| (agent_k + kk, r)));
+            (cells, reasons, None)
+        }
+    };
+    let unjudged = reasons.iter().filter(|(_, r)| r == NOT_JUDGED).count() as u64;
+    (
+        SampleRow {
+            cells,
+            reasons,
+            error,
+            ..s
+        },
+        unjudged,
+    )
 }

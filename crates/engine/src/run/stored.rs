@@ -204,5 +204,9 @@ pub fn retry_check(
     let Ok(plan) = probity_core::RetryPlan::from_tensor(&single, &run.settings.analysis) else {
         return Ok(None);
     };
-    Ok(Some(check_plan(&plan, measured)))
+    Ok(Some(check_plan(
+        &plan,
+        measured,
+        run.settings.analysis.confidence,
+    )))
 }

@@ -2,7 +2,9 @@
 //! `chat.completion`, or as `chat.completion.chunk` server-sent events
 //! ending in `data: [DONE]`; or an error body when nothing passed.
 //! Everything here is the upstream's own (model, finish reason, tool
-//! calls, logprobs), with usage summed over the attempts.
+//! calls, logprobs, and every other field of its message, choice and
+//! answer as sent: a refusal, annotations, audio, `service_tier`, …), with
+//! usage summed over the attempts, its details included.
 //!
 //! Each answer names its outcome (`x-probity-outcome`): `published`;
 //! `nothing-passed` (the checks failed every output); `check-error` (no
@@ -13,12 +15,14 @@
 
 use super::config::NothingPassed;
 use super::failure::{self, tally, Retry};
-use crate::provider::openai_wire::{error_body, Usage};
+use crate::provider::openai_wire::error_body;
 use crate::provider::redact::one_line;
+use crate::provider::types::AnswerMeta;
 use crate::retry::guard::{Attempt, GuardOutcome, Stop};
 use axum::http::StatusCode;
 use probity_core::Cell;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
 /// How a request's answer came about (module docs): its
 /// `x-probity-outcome` header.
@@ -52,9 +56,28 @@ pub struct Publish {
     pub model: Option<String>,
     pub logprobs: Option<Value>,
     pub system_fingerprint: Option<String>,
+    /// What else the upstream said, passed on as sent: the message's,
+    /// choice's and answer's other fields, its headers
+    /// ([`AnswerMeta`]); `None` from a provider without a chat protocol.
+    pub meta: Option<Arc<AnswerMeta>>,
     /// `Published`, or by policy the last output: `NothingPassed` or
     /// `CheckError`.
     pub outcome: Outcome,
+}
+
+impl Publish {
+    /// The upstream's headers passed to the client (`x-request-id`,
+    /// `x-ratelimit-*`).
+    pub fn headers(&self) -> &[(String, String)] {
+        self.meta.as_deref().map_or(&[], |m| &m.headers)
+    }
+
+    fn fields(
+        &self,
+        pick: impl Fn(&AnswerMeta) -> &Map<String, Value>,
+    ) -> Option<&Map<String, Value>> {
+        self.meta.as_deref().map(pick)
+    }
 }
 
 /// What to answer.
@@ -216,8 +239,8 @@ fn attempt_json(a: &Attempt) -> Value {
 }
 
 fn publish(output: &str, attempt: Option<&Attempt>, outcome: Outcome) -> Publish {
-    let meta = attempt.and_then(|a| a.meta.as_deref());
-    match meta {
+    let meta = attempt.and_then(|a| a.meta.clone());
+    match meta.as_deref() {
         Some(m) => Publish {
             content: m.content.clone(),
             tool_calls: m.tool_calls.clone(),
@@ -225,6 +248,7 @@ fn publish(output: &str, attempt: Option<&Attempt>, outcome: Outcome) -> Publish
             model: m.model.clone(),
             logprobs: m.logprobs.clone(),
             system_fingerprint: m.system_fingerprint.clone(),
+            meta,
             outcome,
         },
         None => Publish {
@@ -234,20 +258,61 @@ fn publish(output: &str, attempt: Option<&Attempt>, outcome: Outcome) -> Publish
             model: None,
             logprobs: None,
             system_fingerprint: None,
+            meta: None,
             outcome,
         },
     }
 }
 
-/// Token usage summed over every attempt (the cost of the answer).
-pub fn usage(attempts: &[Attempt]) -> Usage {
+/// Token usage over every attempt (the cost of the answer): each numeric
+/// field of the upstream's `usage` objects summed over the attempts,
+/// nested details included (`prompt_tokens_details.cached_tokens`,
+/// `completion_tokens_details.reasoning_tokens`, …); `prompt_tokens` and
+/// `completion_tokens` are the attempts' counts summed (a cut attempt's
+/// estimated, `provider::openai`) and `total_tokens` their sum. With one
+/// attempt whose usage the upstream reported, this is that usage as sent.
+pub fn usage(attempts: &[Attempt]) -> Value {
+    usage_as(attempts, ("prompt_tokens", "completion_tokens"))
+}
+
+/// [`usage`] with the input and output counts named `names` (the
+/// Responses API's `input_tokens`, `output_tokens`).
+pub fn usage_as(attempts: &[Attempt], names: (&str, &str)) -> Value {
     let (p, c) = attempts.iter().fold((0, 0), |(p, c), a| {
         (
             p + a.input_tokens.unwrap_or(0),
             c + a.output_tokens.unwrap_or(0),
         )
     });
-    Usage::of(p, c)
+    let mut sum = Map::new();
+    for u in attempts
+        .iter()
+        .filter_map(|a| a.meta.as_deref()?.usage.as_ref()?.as_object())
+    {
+        add_counts(&mut sum, u);
+    }
+    sum.insert(names.0.into(), json!(p));
+    sum.insert(names.1.into(), json!(c));
+    sum.insert("total_tokens".into(), json!(p + c));
+    Value::Object(sum)
+}
+
+/// Add `more`'s counts into `sum`: integers summed, objects recursively,
+/// any other value kept as first seen.
+fn add_counts(sum: &mut Map<String, Value>, more: &Map<String, Value>) {
+    for (k, v) in more {
+        match (sum.get_mut(k), v) {
+            (None, v) => {
+                sum.insert(k.clone(), v.clone());
+            }
+            (Some(Value::Object(s)), Value::Object(m)) => add_counts(s, m),
+            (Some(s), v) => {
+                if let (Some(a), Some(b)) = (s.as_u64(), v.as_u64()) {
+                    *s = json!(a.saturating_add(b));
+                }
+            }
+        }
+    }
 }
 
 /// What one answer cost (issue 20, the cost of reliability): every
@@ -337,29 +402,45 @@ pub struct Header {
     pub model: String,
 }
 
-/// The answer as one `chat.completion` object.
-pub fn completion(h: &Header, p: &Publish, usage: Usage) -> Value {
+/// `fields` added to the object `v` (a key `v` already has is kept).
+fn with_fields(mut v: Value, fields: Option<&Map<String, Value>>) -> Value {
+    if let (Value::Object(obj), Some(fields)) = (&mut v, fields) {
+        for (k, f) in fields {
+            obj.entry(k.clone()).or_insert_with(|| f.clone());
+        }
+    }
+    v
+}
+
+/// The answer as one `chat.completion` object: the guard's `id`, and
+/// everything else the upstream's as sent.
+pub fn completion(h: &Header, p: &Publish, usage: Value) -> Value {
     let mut message = json!({"role": "assistant", "content": p.content});
     if let Some(calls) = &p.tool_calls {
         message["tool_calls"] = calls.clone();
     }
+    let message = with_fields(message, p.fields(|m| &m.message_fields));
+    let choice = with_fields(
+        json!({
+            "index": 0,
+            "message": message,
+            "logprobs": p.logprobs,
+            "finish_reason": p.finish_reason,
+        }),
+        p.fields(|m| &m.choice_fields),
+    );
     let mut body = json!({
         "id": h.id,
         "object": "chat.completion",
         "created": h.created,
         "model": p.model.as_deref().unwrap_or(&h.model),
-        "choices": [{
-            "index": 0,
-            "message": message,
-            "logprobs": p.logprobs,
-            "finish_reason": p.finish_reason,
-        }],
+        "choices": [choice],
         "usage": usage,
     });
     if let Some(f) = &p.system_fingerprint {
         body["system_fingerprint"] = json!(f);
     }
-    body
+    with_fields(body, p.fields(|m| &m.response_fields))
 }
 
 /// Longest piece of content in one chunk, in bytes (cut at a character
@@ -367,12 +448,16 @@ pub fn completion(h: &Header, p: &Publish, usage: Usage) -> Value {
 const PIECE: usize = 64;
 
 /// The answer as the data of `chat.completion.chunk` events, as OpenAI
-/// streams them: the role first, the content in pieces, each tool call
-/// (id, name and arguments in one delta), the finish reason in a last
-/// chunk with an empty delta, and with `include_usage` a chunk with no
-/// choices and the usage. The caller frames each as `data: …` and ends
-/// with `data: [DONE]`.
-pub fn chunks(h: &Header, p: &Publish, usage: Usage, include_usage: bool) -> Vec<Value> {
+/// streams them: the role first, the content in pieces, a refusal in
+/// pieces (`delta.refusal`), each tool call (id, name and arguments in one
+/// delta), the message's other fields (annotations, audio, …) whole in one
+/// delta, the finish reason in a last chunk with an empty delta (and the
+/// choice's other fields), and with `include_usage` a chunk with no
+/// choices and the usage. Every chunk carries the answer's other top-level
+/// fields (`service_tier`, …). Accumulated as the SDKs accumulate a stream,
+/// the chunks give back [`completion`]'s message. The caller frames each
+/// as `data: …` and ends with `data: [DONE]`.
+pub fn chunks(h: &Header, p: &Publish, usage: Value, include_usage: bool) -> Vec<Value> {
     let model = p.model.as_deref().unwrap_or(&h.model);
     let chunk = |choices: Value| {
         let mut c = json!({
@@ -382,6 +467,7 @@ pub fn chunks(h: &Header, p: &Publish, usage: Usage, include_usage: bool) -> Vec
             "model": model,
             "choices": choices,
         });
+        c = with_fields(c, p.fields(|m| &m.response_fields));
         if let Some(f) = &p.system_fingerprint {
             c["system_fingerprint"] = json!(f);
         }
@@ -396,6 +482,12 @@ pub fn chunks(h: &Header, p: &Publish, usage: Usage, include_usage: bool) -> Vec
     for piece in pieces(p.content.as_deref().unwrap_or(""), PIECE) {
         out.push(chunk(delta(json!({"content": piece}))));
     }
+    let mut others = p.fields(|m| &m.message_fields).cloned().unwrap_or_default();
+    if let Some(Value::String(refusal)) = others.remove("refusal") {
+        for piece in pieces(&refusal, PIECE) {
+            out.push(chunk(delta(json!({"refusal": piece}))));
+        }
+    }
     if let Some(calls) = p.tool_calls.as_ref().and_then(Value::as_array) {
         for (i, call) in calls.iter().enumerate() {
             let mut c = call.clone();
@@ -403,12 +495,19 @@ pub fn chunks(h: &Header, p: &Publish, usage: Usage, include_usage: bool) -> Vec
             out.push(chunk(delta(json!({"tool_calls": [c]}))));
         }
     }
-    out.push(chunk(json!([{
-        "index": 0,
-        "delta": {},
-        "logprobs": p.logprobs,
-        "finish_reason": p.finish_reason,
-    }])));
+    others.retain(|_, v| !v.is_null());
+    if !others.is_empty() {
+        out.push(chunk(delta(Value::Object(others))));
+    }
+    out.push(chunk(json!([with_fields(
+        json!({
+            "index": 0,
+            "delta": {},
+            "logprobs": p.logprobs,
+            "finish_reason": p.finish_reason,
+        }),
+        p.fields(|m| &m.choice_fields),
+    )])));
     if include_usage {
         let mut last = chunk(json!([]));
         last["usage"] = json!(usage);
@@ -485,9 +584,15 @@ mod tests {
             model: Some("up".into()),
             logprobs: None,
             system_fingerprint: None,
+            meta: None,
             outcome: Outcome::Published,
         };
-        let c = chunks(&h, &p, Usage::of(3, 2), true);
+        let c = chunks(
+            &h,
+            &p,
+            json!({"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}),
+            true,
+        );
         assert_eq!(c[0]["choices"][0]["delta"]["role"], "assistant");
         let text: String = c
             .iter()

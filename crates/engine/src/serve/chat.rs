@@ -9,6 +9,7 @@ use super::answer::{self, Cost, Header, Outcome, Publish, Verdict, DONE, KEEPALI
 use super::request::{self, ClientRequest};
 use super::state::{AttemptLabel, ServeState};
 use crate::provider::openai_wire::error_body;
+use crate::provider::types::Api;
 use crate::retry::guard::GuardOutcome;
 use crate::store::LiveRecord;
 use axum::body::{Body, Bytes};
@@ -76,7 +77,22 @@ impl Drop for CancelCount {
     }
 }
 
+/// `POST /v1/chat/completions`.
 pub async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: Body) -> Response {
+    handle(st, headers, body, Api::Chat).await
+}
+
+/// `POST /v1/responses` ([`super::responses`]).
+pub async fn responses(
+    State(st): State<Arc<ServeState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    handle(st, headers, body, Api::Responses).await
+}
+
+/// A request of `api`: read, guarded, recorded, answered.
+async fn handle(st: Arc<ServeState>, headers: HeaderMap, body: Body, api: Api) -> Response {
     if !authorized(&st.token, &headers) {
         st.metrics.unauthorized.inc();
         return error_response(
@@ -103,7 +119,11 @@ pub async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: B
             return resp;
         }
     };
-    let req = match request::parse(&bytes, &st.pin, st.guard.provider()) {
+    let parsed = match api {
+        Api::Chat => request::parse(&bytes, &st.pin, st.guard.provider()),
+        Api::Responses => super::responses::parse(&bytes, &st.pin, st.guard.provider()),
+    };
+    let req = match parsed {
         Ok(r) => r,
         Err(message) => {
             st.metrics.malformed.inc();
@@ -143,7 +163,10 @@ pub async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: B
         armed: true,
     };
     let header = Header {
-        id: format!("chatcmpl-probity-{}-{}", st.run_id, idx + 1),
+        id: match api {
+            Api::Chat => format!("chatcmpl-probity-{}-{}", st.run_id, idx + 1),
+            Api::Responses => format!("resp_probity_{}_{}", st.run_id, idx + 1),
+        },
         created: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
@@ -160,8 +183,11 @@ pub async fn chat(State(st): State<Arc<ServeState>>, headers: HeaderMap, body: B
         joined,
         &mut cancel,
         started,
-        &req.pinned,
-        |p, usage| Json(answer::completion(&header, p, usage)).into_response(),
+        &req,
+        |p, usage| match api {
+            Api::Chat => Json(answer::completion(&header, p, usage)).into_response(),
+            Api::Responses => Json(super::responses::body(&header, p, usage)).into_response(),
+        },
     )
 }
 
@@ -173,8 +199,8 @@ fn respond(
     joined: Result<GuardOutcome, tokio::task::JoinError>,
     cancel: &mut CancelCount,
     started: Instant,
-    pinned: &[String],
-    publish: impl FnOnce(&Publish, crate::provider::openai_wire::Usage) -> Response,
+    req: &ClientRequest,
+    publish: impl FnOnce(&Publish, serde_json::Value) -> Response,
 ) -> Response {
     let Ok(outcome) = joined else {
         return error_response(
@@ -184,9 +210,21 @@ fn respond(
         );
     };
     cancel.disarm();
-    let (verdict, usage) = finish(st, &outcome, started);
+    let (verdict, usage) = finish(st, &outcome, started, req.api);
     let (mut resp, name) = match verdict {
-        Verdict::Publish(p) => (publish(&p, usage), p.outcome),
+        Verdict::Publish(p) => {
+            let mut resp = publish(&p, usage);
+            // The upstream's request id and rate-limit state, as sent.
+            for (name, value) in p.headers() {
+                if let (Ok(k), Ok(v)) = (
+                    header::HeaderName::from_bytes(name.as_bytes()),
+                    HeaderValue::from_str(value),
+                ) {
+                    resp.headers_mut().insert(k, v);
+                }
+            }
+            (resp, p.outcome)
+        }
         Verdict::Refuse {
             status,
             body,
@@ -202,7 +240,7 @@ fn respond(
             (resp, outcome)
         }
     };
-    set_headers(&mut resp, &Cost::of(outcome.attempts()), name, pinned);
+    set_headers(&mut resp, &Cost::of(outcome.attempts()), name, &req.pinned);
     resp
 }
 
@@ -288,7 +326,13 @@ async fn guard(
         .insert("messages".into(), serde_json::Value::Array(messages));
     let outcome = st
         .guard
-        .run_wire_with(&req.messages, &input, idx as u32, &req.wire, attempts)
+        .run_api_with(
+            &req.messages,
+            &input,
+            idx as u32,
+            (&req.wire, req.api),
+            attempts,
+        )
         .await;
     record(&st, idx, input, &outcome);
     outcome
@@ -360,7 +404,8 @@ fn finish(
     st: &ServeState,
     outcome: &GuardOutcome,
     started: Instant,
-) -> (Verdict, crate::provider::openai_wire::Usage) {
+    api: Api,
+) -> (Verdict, serde_json::Value) {
     let attempts = outcome.attempts();
     let m = &st.metrics;
     m.attempts.inc_by(attempts.len() as u64);
@@ -428,7 +473,11 @@ fn finish(
         }
     };
     m.update_pass_rate();
-    (verdict, answer::usage(attempts))
+    let usage = match api {
+        Api::Chat => answer::usage(attempts),
+        Api::Responses => super::responses::usage(attempts),
+    };
+    (verdict, usage)
 }
 
 fn set_headers(resp: &mut Response, cost: &Cost, outcome: Outcome, pinned: &[String]) {
@@ -464,21 +513,9 @@ async fn stream(
 ) -> Response {
     let early = tokio::time::timeout(st.keepalive, &mut task.0).await;
     if let Ok(joined) = early {
-        return respond(
-            &st,
-            joined,
-            &mut cancel,
-            started,
-            &req.pinned,
-            |p, usage| {
-                sse_response(Body::from(published_events(
-                    &header,
-                    p,
-                    usage,
-                    req.include_usage,
-                )))
-            },
-        );
+        return respond(&st, joined, &mut cancel, started, &req, |p, usage| {
+            sse_response(Body::from(published_events(&header, p, usage, &req)))
+        });
     }
     // Held longer than the keep-alive interval: open the stream now.
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(4);
@@ -500,13 +537,13 @@ async fn stream(
         let text = match outcome {
             Ok(outcome) => {
                 cancel.disarm();
-                let (verdict, usage) = finish(&st, &outcome, started);
+                let (verdict, usage) = finish(&st, &outcome, started, req.api);
                 // The headers left with the first keep-alive: the cost
                 // goes in a comment before the answer.
                 let cost = Cost::of(outcome.attempts()).comment();
                 match verdict {
                     Verdict::Publish(p) => {
-                        cost + published_events(&header, &p, usage, req.include_usage).as_str()
+                        cost + published_events(&header, &p, usage, &req).as_str()
                     }
                     Verdict::Refuse { body, .. } => cost + answer::event(&body).as_str() + DONE,
                 }
@@ -524,10 +561,13 @@ async fn stream(
 fn published_events(
     h: &Header,
     p: &Publish,
-    usage: crate::provider::openai_wire::Usage,
-    include_usage: bool,
+    usage: serde_json::Value,
+    req: &ClientRequest,
 ) -> String {
-    let mut text: String = answer::chunks(h, p, usage, include_usage)
+    if req.api == Api::Responses {
+        return super::responses::events(&super::responses::body(h, p, usage));
+    }
+    let mut text: String = answer::chunks(h, p, usage, req.include_usage)
         .iter()
         .map(answer::event)
         .collect();

@@ -36,7 +36,7 @@ impl Classes {
     pub fn load(path: &Path) -> Result<Classes, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
         let classes: Classes =
-            toml::from_str(&text).map_err(|e| crate::config::toml_error::describe(&e, &text))?;
+            toml::from_str(&text).map_err(|e| crate::toml_error::describe(&e, &text))?;
         if let Some((class, m)) = classes
             .attempts
             .iter()

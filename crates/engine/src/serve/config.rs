@@ -6,10 +6,10 @@ use crate::checks::check::Checks;
 use crate::checks::validator_table::ValidatorTable;
 use crate::checks::verifier::VerifierSpec;
 use crate::provider::call::Caller;
-use crate::provider::config::ProviderConfig;
 use crate::provider::types::Provider;
 use crate::retry::guard::Guard;
 use crate::retry::policy::RetryPolicy;
+use crate::system::config::ProviderConfig;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -156,7 +156,7 @@ impl std::fmt::Debug for Loaded {
 
 /// Read and check a guard configuration; errors name the file.
 pub fn load(path: &Path) -> Result<Loaded, String> {
-    let (text, mut config): (String, ServeConfig) = crate::config::toml_error::read_file(path)?;
+    let (text, mut config): (String, ServeConfig) = crate::toml_error::read_file(path)?;
     let at = |m: String| format!("{}: {m}", path.display());
     // Relative paths in provider tables resolve against the file's directory.
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -182,7 +182,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         ("stream_keepalive_s", config.stream_keepalive_s),
         ("queue_wait_s", config.queue_wait_s),
     ] {
-        crate::config::bounds::seconds(key, value).map_err(at)?;
+        crate::bounds::seconds(key, value).map_err(at)?;
     }
     if let Some(store) = &config.store {
         store.location().map_err(at)?;

@@ -178,6 +178,11 @@ pub fn what_failed(e: &ProviderError) -> String {
             format!("did not answer within {:.1} s", d.as_secs_f64())
         }
         ProviderError::Transport(_) => "could not be reached".into(),
+        // An answer of a kind the checks cannot read (audio without a
+        // transcript, …): the message names its fields only (ours).
+        ProviderError::BadResponse(m) if m.starts_with(crate::provider::types::NO_TEXT) => {
+            format!("sent an answer the guard cannot check, so it is not passed on ({m})")
+        }
         ProviderError::BadResponse(_) => "sent an answer that could not be read".into(),
         ProviderError::Command(_) | ProviderError::Raised(_) => "failed".into(),
         ProviderError::Unsendable(_) => "cannot be sent this conversation".into(),
@@ -197,6 +202,7 @@ pub fn tally(attempts: &[Attempt], stop: Stop) -> String {
             Stop::Deadline => "deadline",
             Stop::Refused => "the upstream refused the request",
             Stop::Unjudged => "a check could not judge the output",
+            Stop::Unreadable => "the answer is of a kind the checks cannot read",
             Stop::RateLimited => "the upstream is rate limiting",
             Stop::UpstreamFailed => "the upstream failed and its retries were spent",
         }

@@ -71,9 +71,20 @@ pub async fn not_found(uri: axum::http::Uri) -> Response {
         StatusCode::NOT_FOUND,
         "invalid_request_error",
         &format!(
-            "no route {}: this guard serves POST /v1/chat/completions, GET /v1/models, /health and /metrics",
+            "no route {}: this guard serves POST /v1/chat/completions, POST /v1/responses, GET /v1/models, /health and /metrics",
             uri.path()
         ),
+    )
+}
+
+/// `POST /v1/embeddings`: refused, saying why (docs/serve.md): an
+/// embedding has no output for the guard's checks to judge, and passing it
+/// through would put the guard's upstream key behind an unguarded route.
+pub async fn embeddings() -> Response {
+    super::chat::error_response(
+        StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        "probity serve does not proxy embeddings: it guards POST /v1/chat/completions and POST /v1/responses, and an embedding has no output for its checks to judge; call your embeddings provider directly",
     )
 }
 

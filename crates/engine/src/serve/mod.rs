@@ -58,6 +58,7 @@ mod failure;
 mod metrics;
 pub mod monitor;
 mod request;
+mod responses;
 mod state;
 
 pub use config::{load, Loaded, NothingPassed, ServeConfig};
@@ -66,7 +67,7 @@ use crate::checks::calibration::LabelAnswers;
 use crate::provider::call::{CallSettings, Caller};
 use crate::retry::guard::Guard;
 use crate::run::recording::Recording;
-use crate::store::settings::{StoredLive, StoredRetry, StoredSettings};
+use crate::store::settings::{StoredLive, StoredSettings};
 use crate::store::{NewRun, RunStatus, RunTotals, Store, StoreError, StoreLocation};
 use axum::routing::{get, post};
 use axum::Router;
@@ -182,11 +183,10 @@ pub async fn open(
         calibrate::calibrate(&checks, &caller, Some(&mut store), answers, c.confidence).await?;
     let settings = StoredSettings {
         calibration: calibration.labels,
-        retry: Some(StoredRetry::of(
-            &c.retry,
-            checks.validators.len(),
-            checks.verifiers.len(),
-        )),
+        retry: Some(
+            c.retry
+                .stored(checks.validators.len(), checks.verifiers.len()),
+        ),
         live: Some(StoredLive {
             watch: c.monitor.watch_settings(c.confidence),
             baselines: baselines.clone(),
@@ -306,6 +306,10 @@ impl Server {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat::chat))
             .route("/chat/completions", post(chat::chat))
+            .route("/v1/responses", post(chat::responses))
+            .route("/responses", post(chat::responses))
+            .route("/v1/embeddings", post(metrics::embeddings))
+            .route("/embeddings", post(metrics::embeddings))
             .route("/v1/models", get(metrics::models))
             .route("/models", get(metrics::models))
             .route("/v1/models/{id}", get(metrics::model))

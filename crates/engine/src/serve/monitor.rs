@@ -198,7 +198,7 @@ impl Monitor {
             let pass = match cell {
                 Cell::Pass => true,
                 Cell::Fail => false,
-                Cell::Error | Cell::Missing => continue,
+                Cell::Error | Cell::Missing | Cell::NotApplicable => continue,
             };
             let Some(Ok(mut watch)) = pair.get(kind).map(Mutex::lock) else {
                 continue;

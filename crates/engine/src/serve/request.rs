@@ -4,7 +4,7 @@
 //! dropped.
 
 use crate::provider::openai_wire::flatten;
-use crate::provider::types::{Message, Provider, WireRequest};
+use crate::provider::types::{Api, Message, Provider, WireRequest};
 use serde_json::{Map, Value};
 
 /// A request the guard will serve.
@@ -20,6 +20,9 @@ pub struct ClientRequest {
     pub include_usage: bool,
     /// Fields the client set that the configuration pins (not forwarded).
     pub pinned: Vec<String>,
+    /// The API the client spoke (`wire.messages` are a Responses API
+    /// client's `input` items).
+    pub api: Api,
 }
 
 /// Why a request is refused: a message for the client naming the field.
@@ -59,6 +62,28 @@ pub fn parse(
     if let Some(model) = map.get("model").filter(|m| !m.is_string()) {
         return Err(format!("`model` must be a string, not {model}"));
     }
+    let pinned = pinned_and_forwarded(&mut map, pin, upstream)?;
+    Ok(ClientRequest {
+        messages: messages.iter().map(flatten).collect(),
+        wire: WireRequest {
+            messages,
+            params: map,
+        },
+        stream,
+        include_usage,
+        pinned,
+        api: Api::Chat,
+    })
+}
+
+/// The fields of `map` the configuration pins, removed (they are not
+/// forwarded); then a refusal naming the first field left that the
+/// upstream does not take.
+pub fn pinned_and_forwarded(
+    map: &mut Map<String, Value>,
+    pin: &[String],
+    upstream: &dyn Provider,
+) -> Result<Vec<String>, Refusal> {
     let pinned: Vec<String> = map
         .keys()
         .filter(|k| pin.iter().any(|p| p == *k))
@@ -72,16 +97,7 @@ pub fn parse(
             "`{field}` cannot be forwarded to this guard's upstream provider, which does not take it; leave it out, or configure an upstream that does (docs/serve.md)"
         ));
     }
-    Ok(ClientRequest {
-        messages: messages.iter().map(flatten).collect(),
-        wire: WireRequest {
-            messages,
-            params: map,
-        },
-        stream,
-        include_usage,
-        pinned,
-    })
+    Ok(pinned)
 }
 
 fn take_messages(map: &mut Map<String, Value>) -> Result<Vec<Value>, Refusal> {

@@ -117,6 +117,106 @@ pub struct AlarmLabels {
     pub kind: String,
 }
 
+/// The live rates' gauges, the judges' and the alarms', registered.
+struct LiveFamilies {
+    rate: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    rate_lower: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    rate_upper: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    rate_window: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    corrected: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    corrected_lower: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    corrected_upper: Family<RateLabels, Gauge<f64, AtomicU64>>,
+    judge_sensitivity: Family<CheckLabel, Gauge<f64, AtomicU64>>,
+    judge_specificity: Family<CheckLabel, Gauge<f64, AtomicU64>>,
+    alarm: Family<AlarmLabels, Gauge>,
+    alarms_raised: Family<AlarmLabels, Gauge>,
+}
+
+impl LiveFamilies {
+    fn register(registry: &mut Registry) -> LiveFamilies {
+        let gauges = |registry: &mut Registry, name: &str, help: &str| {
+            let g = Family::<RateLabels, Gauge<f64, AtomicU64>>::default();
+            registry.register(name, help, g.clone());
+            g
+        };
+        let rate = gauges(
+            registry,
+            "probity_check_pass_rate",
+            "Each check's live pass rate as its cells say: attempt = first (the system's own) or published. For a calibrated verifier, its judge's own rate, not corrected for the judge's errors: see probity_check_corrected_pass_rate.",
+        );
+        let rate_lower = gauges(
+            registry,
+            "probity_check_pass_rate_lower",
+            "Lower bound of the rate's anytime-valid confidence sequence (valid however often it is read).",
+        );
+        let rate_upper = gauges(
+            registry,
+            "probity_check_pass_rate_upper",
+            "Upper bound of the rate's anytime-valid confidence sequence.",
+        );
+        let rate_window = gauges(
+            registry,
+            "probity_check_pass_rate_window",
+            "The rate over the last [monitor] window requests (a snapshot, not a sequence).",
+        );
+        let corrected = gauges(
+            registry,
+            "probity_check_corrected_pass_rate",
+            "A calibrated verifier's live pass rate corrected for its judge's errors (Rogan-Gladen; the judge measured on its labelled set at startup).",
+        );
+        let corrected_lower = gauges(
+            registry,
+            "probity_check_corrected_pass_rate_lower",
+            "Lower bound of the corrected rate's interval: the all-traffic sequence and the judge's sensitivity and specificity together, valid however often it is read.",
+        );
+        let corrected_upper = gauges(
+            registry,
+            "probity_check_corrected_pass_rate_upper",
+            "Upper bound of the corrected rate's interval (valid however often it is read).",
+        );
+        let judge = |registry: &mut Registry, name: &str, help: &str| {
+            let g = Family::<CheckLabel, Gauge<f64, AtomicU64>>::default();
+            registry.register(name, help, g.clone());
+            g
+        };
+        let judge_sensitivity = judge(
+            registry,
+            "probity_judge_sensitivity",
+            "A calibrated verifier's judge on its labelled set: P(judge PASS | labelled PASS).",
+        );
+        let judge_specificity = judge(
+            registry,
+            "probity_judge_specificity",
+            "A calibrated verifier's judge on its labelled set: P(judge FAIL | labelled FAIL).",
+        );
+        let alarm = Family::<AlarmLabels, Gauge>::default();
+        registry.register(
+            "probity_alarm",
+            "1 while a check's live rate is detected below its minimum (kind = below_minimum) or established to differ from the baseline run (differs_from_baseline); 0 once it recovered (the watch re-armed).",
+            alarm.clone(),
+        );
+        let alarms_raised = Family::<AlarmLabels, Gauge>::default();
+        registry.register(
+            "probity_alarms_raised",
+            "Alarms raised so far per check, attempt and kind (below_minimum, differs_from_baseline, rate_changed: a confidence sequence emptied, the rate changed); each incident counts once.",
+            alarms_raised.clone(),
+        );
+        LiveFamilies {
+            rate,
+            rate_lower,
+            rate_upper,
+            rate_window,
+            corrected,
+            corrected_lower,
+            corrected_upper,
+            judge_sensitivity,
+            judge_specificity,
+            alarm,
+            alarms_raised,
+        }
+    }
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::default();
@@ -125,7 +225,10 @@ impl Default for Metrics {
             registry.register(name, help, c.clone());
             c
         };
-        let requests = counter("probity_requests", "Chat completion requests guarded.");
+        let requests = counter(
+            "probity_requests",
+            "Requests guarded (Chat Completions and the Responses API).",
+        );
         let published = counter(
             "probity_published",
             "Requests answered with an output that passed.",
@@ -203,79 +306,25 @@ impl Default for Metrics {
             "Share of finished requests that published an output (NaN before the first).",
             pass_rate.clone(),
         );
-        let gauges = |registry: &mut Registry, name: &str, help: &str| {
-            let g = Family::<RateLabels, Gauge<f64, AtomicU64>>::default();
-            registry.register(name, help, g.clone());
-            g
-        };
-        let rate = gauges(
-            &mut registry,
-            "probity_check_pass_rate",
-            "Each check's live pass rate as its cells say: attempt = first (the system's own) or published. For a calibrated verifier, its judge's own rate, not corrected for the judge's errors: see probity_check_corrected_pass_rate.",
-        );
-        let rate_lower = gauges(
-            &mut registry,
-            "probity_check_pass_rate_lower",
-            "Lower bound of the rate's anytime-valid confidence sequence (valid however often it is read).",
-        );
-        let rate_upper = gauges(
-            &mut registry,
-            "probity_check_pass_rate_upper",
-            "Upper bound of the rate's anytime-valid confidence sequence.",
-        );
-        let rate_window = gauges(
-            &mut registry,
-            "probity_check_pass_rate_window",
-            "The rate over the last [monitor] window requests (a snapshot, not a sequence).",
-        );
-        let corrected = gauges(
-            &mut registry,
-            "probity_check_corrected_pass_rate",
-            "A calibrated verifier's live pass rate corrected for its judge's errors (Rogan-Gladen; the judge measured on its labelled set at startup).",
-        );
-        let corrected_lower = gauges(
-            &mut registry,
-            "probity_check_corrected_pass_rate_lower",
-            "Lower bound of the corrected rate's interval: the all-traffic sequence and the judge's sensitivity and specificity together, valid however often it is read.",
-        );
-        let corrected_upper = gauges(
-            &mut registry,
-            "probity_check_corrected_pass_rate_upper",
-            "Upper bound of the corrected rate's interval (valid however often it is read).",
-        );
-        let judge = |registry: &mut Registry, name: &str, help: &str| {
-            let g = Family::<CheckLabel, Gauge<f64, AtomicU64>>::default();
-            registry.register(name, help, g.clone());
-            g
-        };
-        let judge_sensitivity = judge(
-            &mut registry,
-            "probity_judge_sensitivity",
-            "A calibrated verifier's judge on its labelled set: P(judge PASS | labelled PASS).",
-        );
-        let judge_specificity = judge(
-            &mut registry,
-            "probity_judge_specificity",
-            "A calibrated verifier's judge on its labelled set: P(judge FAIL | labelled FAIL).",
-        );
         let store_stalled = Gauge::default();
         registry.register(
             "probity_store_stalled",
             "1 while the store's commits are stalled (a commit under way for more than 2 s: slow, or down and tried again every second); answers go on, records are held in memory.",
             store_stalled.clone(),
         );
-        let alarm = Family::<AlarmLabels, Gauge>::default();
-        registry.register(
-            "probity_alarm",
-            "1 while a check's live rate is detected below its minimum (kind = below_minimum) or established to differ from the baseline run (differs_from_baseline); 0 once it recovered (the watch re-armed).",
-            alarm.clone(),
-        );
-        let alarms_raised = Family::<AlarmLabels, Gauge>::default();
-        registry.register(
-            "probity_alarms_raised",
-            "Alarms raised so far per check, attempt and kind (below_minimum, differs_from_baseline, rate_changed: a confidence sequence emptied, the rate changed); each incident counts once.",
-            alarms_raised.clone(),
-        );
+        let LiveFamilies {
+            rate,
+            rate_lower,
+            rate_upper,
+            rate_window,
+            corrected,
+            corrected_lower,
+            corrected_upper,
+            judge_sensitivity,
+            judge_specificity,
+            alarm,
+            alarms_raised,
+        } = LiveFamilies::register(&mut registry);
         Metrics {
             registry,
             rate,
@@ -321,6 +370,7 @@ impl Metrics {
                 Cell::Fail => "fail",
                 Cell::Error => "error",
                 Cell::Missing => "missing",
+                Cell::NotApplicable => "not_applicable",
             };
             self.cells
                 .get_or_create(&CellLabels {

@@ -4,8 +4,11 @@ use super::rates::{SimEvents, TrueRates};
 use super::rng::{Fnv, SplitMix64};
 use super::text;
 use crate::provider::error::ConfigError;
+use crate::provider::limits::MAX_RETRY_AFTER;
 use crate::provider::types::{Completion, Message, Provider, ProviderError, Request, Role};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Version of the output generator, part of the fingerprint: bump it when
@@ -21,6 +24,9 @@ fn d_omit_welcome() -> f64 {
 fn d_invalid_json() -> f64 {
     0.05
 }
+fn d_retry_after_s() -> f64 {
+    1.0
+}
 
 /// Settings of the simulator. Every field has a default.
 ///
@@ -30,7 +36,10 @@ fn d_invalid_json() -> f64 {
 /// contractions = 0.1        # P(reply uses > 3 apostrophe contractions)
 /// omit_welcome = 0.15       # P(no "You're welcome" | message contains "Thank you")
 /// invalid_json = 0.05       # P(malformed JSON | message contains "JSON")
-/// error_rate = 0.0          # P(call fails with a simulated HTTP 500)
+/// error_rate = 0.0          # P(a call fails with a simulated HTTP 500)
+/// rate_limit = 0.0          # P(a call is answered HTTP 429 with Retry-After)
+/// retry_after_s = 1.0       # the Retry-After of that 429, in seconds (≤ 300)
+/// sticky_errors = false     # true: a failed request fails again on every retry
 /// latency_ms = 0            # mean latency per call
 /// latency_jitter_ms = 0     # latency uniform in mean ± jitter (clamped at 0)
 /// input_spread = 0.0        # 0 ≤ ρ < 1: per-input heterogeneity (see below)
@@ -54,6 +63,18 @@ fn d_invalid_json() -> f64 {
 /// concentration κ = 1/ρ − 1. ρ is then the intra-input correlation of the
 /// event across repetitions, so the design effect of M repetitions is
 /// 1 + (M − 1)ρ. The population mean of the rates is the configured rate.
+///
+/// `error_rate` and `rate_limit` are per call and, by default, independent
+/// across a call's retries, as a real provider's transient errors are: a
+/// call retried up to `a` times fails for good with probability
+/// `error_rate^a` (about, with `rate_limit` beside it). The first try of a
+/// request draws exactly as a single call always has; each retry of the
+/// same request (same messages, repetition and attempt — the caller
+/// resends it unchanged) draws afresh from its own stream, numbered by
+/// how many times this model has been sent that request. With
+/// `sticky_errors = true` the failure is a pure function of the request:
+/// every retry of a failed call fails again (a request the provider
+/// cannot serve), so retries cannot help.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SimConfig {
@@ -68,6 +89,15 @@ pub struct SimConfig {
     pub invalid_json: f64,
     #[serde(default)]
     pub error_rate: f64,
+    /// P(a call is answered HTTP 429 with `Retry-After: retry_after_s`).
+    #[serde(default)]
+    pub rate_limit: f64,
+    /// The `Retry-After` of a simulated 429, in seconds (fractions allowed).
+    #[serde(default = "d_retry_after_s")]
+    pub retry_after_s: f64,
+    /// Failures are a pure function of the request: retries fail again.
+    #[serde(default)]
+    pub sticky_errors: bool,
     #[serde(default)]
     pub latency_ms: u64,
     #[serde(default)]
@@ -89,6 +119,9 @@ impl Default for SimConfig {
             omit_welcome: d_omit_welcome(),
             invalid_json: d_invalid_json(),
             error_rate: 0.0,
+            rate_limit: 0.0,
+            retry_after_s: d_retry_after_s(),
+            sticky_errors: false,
             latency_ms: 0,
             latency_jitter_ms: 0,
             input_spread: 0.0,
@@ -121,12 +154,20 @@ impl SimConfig {
             ("omit_welcome", self.omit_welcome),
             ("invalid_json", self.invalid_json),
             ("error_rate", self.error_rate),
+            ("rate_limit", self.rate_limit),
         ] {
             if !(0.0..=1.0).contains(&p) {
                 return Err(ConfigError::Invalid(format!(
                     "sim {name} must be a probability in [0, 1], got {p}"
                 )));
             }
+        }
+        let most = MAX_RETRY_AFTER.as_secs_f64();
+        if !(0.0..=most).contains(&self.retry_after_s) {
+            return Err(ConfigError::Invalid(format!(
+                "sim retry_after_s must be in [0, {most}] seconds, got {}",
+                self.retry_after_s
+            )));
         }
         if !(0.0..1.0).contains(&self.input_spread) {
             return Err(ConfigError::Invalid(format!(
@@ -154,19 +195,31 @@ pub struct SimModel {
     config: SimConfig,
     /// The seed of the draws: the pinned one, or fresh for this model.
     seed: u64,
+    /// Tries so far per request (hash of messages, repetition, attempt):
+    /// numbers a retry's own draws (clones share it).
+    tries: Tries,
 }
+
+/// Tries so far per request: (hash of messages, repetition, attempt) → count.
+type Tries = Arc<Mutex<HashMap<(u64, u64, u64), u64>>>;
 
 /// Stream labels, so each use of randomness has its own independent draws.
 const STREAM_CALL: u64 = 1;
 const STREAM_RATE: u64 = 2;
 const STREAM_LATENCY: u64 = 3;
+const STREAM_RETRY: u64 = 4;
+const STREAM_LIMIT: u64 = 5;
 
 impl SimModel {
     /// A model with the given settings (validated).
     pub fn new(config: SimConfig) -> Result<Self, ConfigError> {
         config.validate()?;
         let seed = config.seed.unwrap_or_else(rand::random);
-        Ok(SimModel { config, seed })
+        Ok(SimModel {
+            config,
+            seed,
+            tries: Arc::default(),
+        })
     }
 
     /// The settings.
@@ -226,21 +279,39 @@ impl SimModel {
         Duration::from_secs_f64(ms.max(0.0) / 1000.0)
     }
 
-    /// One output for `messages` at `repetition` and `attempt`: a pure
-    /// function of the configuration, the model's seed and the arguments. Fails with
-    /// `ProviderError::Server { status: 500, .. }` with probability
-    /// `error_rate`.
+    /// One output for `messages` at `repetition` and `attempt`, its first
+    /// try: [`SimModel::generate_try`] with `try_no` 0.
     pub fn generate(
         &self,
         messages: &[Message],
         repetition: u64,
         attempt: u64,
     ) -> Result<SimOutput, ProviderError> {
+        self.generate_try(messages, repetition, attempt, 0)
+    }
+
+    /// One output for `messages` at `repetition` and `attempt`, try
+    /// `try_no` of that request (0 the first): a pure function of the
+    /// configuration, the model's seed and the arguments. With probability
+    /// `rate_limit` it is `ProviderError::RateLimited` with `Retry-After:
+    /// retry_after_s`, else with probability `error_rate` it fails with
+    /// `ProviderError::Server { status: 500, .. }`. Try 0 draws both from
+    /// the request's own stream; a later try draws them afresh (its own
+    /// stream, numbered `try_no`) unless `sticky_errors`. The output, when
+    /// there is one, depends only on the request, never on `try_no`.
+    pub fn generate_try(
+        &self,
+        messages: &[Message],
+        repetition: u64,
+        attempt: u64,
+        try_no: u64,
+    ) -> Result<SimOutput, ProviderError> {
         let rates = self.true_rates(messages);
+        let request = hash_messages(messages);
         let seed = Fnv::new()
             .u64(self.seed)
             .u64(STREAM_CALL)
-            .u64(hash_messages(messages))
+            .u64(request)
             .u64(repetition)
             .u64(attempt)
             .finish();
@@ -250,6 +321,28 @@ impl SimModel {
         let u_contractions = rng.next_f64();
         let u_welcome = rng.next_f64();
         let u_json = rng.next_f64();
+        let try_no = if self.config.sticky_errors { 0 } else { try_no };
+        let fault_draw = |stream: u64| {
+            let seed = Fnv::new()
+                .u64(self.seed)
+                .u64(stream)
+                .u64(request)
+                .u64(repetition)
+                .u64(attempt)
+                .u64(try_no)
+                .finish();
+            SplitMix64::new(seed).next_f64()
+        };
+        if self.config.rate_limit > 0.0 && fault_draw(STREAM_LIMIT) < self.config.rate_limit {
+            return Err(ProviderError::RateLimited {
+                retry_after: Some(Duration::from_secs_f64(self.config.retry_after_s)),
+            });
+        }
+        let u_error = if try_no == 0 {
+            u_error
+        } else {
+            fault_draw(STREAM_RETRY)
+        };
         if u_error < rates.error_rate {
             return Err(ProviderError::Server {
                 status: 500,
@@ -275,15 +368,23 @@ impl SimModel {
 
 #[async_trait::async_trait]
 impl Provider for SimModel {
-    /// Sleeps for [`SimModel::latency`], then returns [`SimModel::generate`]
-    /// for the request's messages, repetition and attempt.
+    /// Sleeps for [`SimModel::latency`], then returns
+    /// [`SimModel::generate_try`] for the request's messages, repetition
+    /// and attempt, numbering the tries of each request from 0.
     async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
         let (rep, attempt) = (u64::from(request.repetition), u64::from(request.attempt));
         let latency = self.latency(&request.messages, rep, attempt);
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
         }
-        let out = self.generate(&request.messages, rep, attempt)?;
+        let key = (hash_messages(&request.messages), rep, attempt);
+        let try_no = {
+            let mut tries = self.tries.lock().unwrap_or_else(|e| e.into_inner());
+            let n = tries.entry(key).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
+        let out = self.generate_try(&request.messages, rep, attempt, try_no)?;
         Ok(Completion {
             text: out.text,
             input_tokens: Some(out.input_tokens),
@@ -293,19 +394,26 @@ impl Provider for SimModel {
 
     /// `sim|v{generator}|{…}` over everything but latency (which does not
     /// change the answer).
+    /// The retry fields appear only when set, so a simulator without them
+    /// keeps the fingerprint (and config hash) it always had.
     fn fingerprint(&self) -> String {
         let c = &self.config;
-        format!(
-            "sim|v{GENERATOR_VERSION}|{}",
-            serde_json::json!({
-                "seed": c.seed,
-                "contractions": c.contractions,
-                "omit_welcome": c.omit_welcome,
-                "invalid_json": c.invalid_json,
-                "error_rate": c.error_rate,
-                "input_spread": c.input_spread,
-            })
-        )
+        let mut v = serde_json::json!({
+            "seed": c.seed,
+            "contractions": c.contractions,
+            "omit_welcome": c.omit_welcome,
+            "invalid_json": c.invalid_json,
+            "error_rate": c.error_rate,
+            "input_spread": c.input_spread,
+        });
+        if c.rate_limit > 0.0 {
+            v["rate_limit"] = serde_json::json!(c.rate_limit);
+            v["retry_after_s"] = serde_json::json!(c.retry_after_s);
+        }
+        if c.sticky_errors {
+            v["sticky_errors"] = serde_json::json!(true);
+        }
+        format!("sim|v{GENERATOR_VERSION}|{v}")
     }
 }
 

@@ -81,6 +81,12 @@ pub struct FaultConfig {
     /// Answer HTTP 401 (as OpenAI does for a wrong key) to every request
     /// without `Authorization: Bearer <require_key>`.
     pub require_key: Option<String>,
+    /// Requests answered at once; the rest wait their turn, first come
+    /// first served, and their wait is part of their latency — a
+    /// llama.cpp server with `--parallel N` slots (llama-cpp-python's
+    /// server: 1). A streamed answer frees its slot as it starts sending.
+    /// `None`: every request at once.
+    pub slots: Option<u32>,
 }
 
 impl Default for FaultConfig {
@@ -96,6 +102,7 @@ impl Default for FaultConfig {
             timeout_ms: 30_000,
             malformed: 0.0,
             require_key: None,
+            slots: None,
         }
     }
 }
@@ -122,6 +129,11 @@ impl FaultConfig {
                 self.timeout_ms,
                 super::model::MAX_SIM_MS
             )));
+        }
+        if self.slots == Some(0) {
+            return Err(ConfigError::Invalid(
+                "slots must be at least 1 (leave it out for no limit)".into(),
+            ));
         }
         let total: f64 = ps.iter().map(|(_, p)| p).sum();
         if total > 1.0 + 1e-12 {
@@ -191,6 +203,8 @@ struct ServerState {
     fingerprint: String,
     fields: Mutex<BTreeMap<String, u64>>,
     last_request: Mutex<Value>,
+    /// [`FaultConfig::slots`]: the places of requests being answered.
+    slots: Option<tokio::sync::Semaphore>,
 }
 
 /// The lock's value, also after a panic elsewhere poisoned it (the
@@ -365,7 +379,11 @@ fn new_state(model: SimModel, faults: FaultConfig) -> io::Result<Arc<ServerState
         "fp_{:012x}",
         Fnv::new().bytes(model.fingerprint().as_bytes()).finish() >> 16
     );
+    let slots = faults
+        .slots
+        .map(|n| tokio::sync::Semaphore::new(n as usize));
     Ok(Arc::new(ServerState {
+        slots,
         model,
         faults,
         counters: Counters::default(),
@@ -539,6 +557,12 @@ async fn answer(st: &Arc<ServerState>, headers: &HeaderMap, body: &[u8]) -> Resp
     let repetition = match opts.seed {
         Some(s) => s,
         None => st.counters.unseeded.fetch_add(1, Ordering::Relaxed),
+    };
+    // A request waits for a slot (FIFO: tokio's semaphore is fair), and
+    // holds it while it is served.
+    let _slot = match &st.slots {
+        Some(s) => s.acquire().await.ok(),
+        None => None,
     };
     let latency = st.model.latency(&opts.messages, repetition, 0);
     if !latency.is_zero() {

@@ -6,7 +6,7 @@
 //! State: `{"orders": {id: {"status": "placed"|"cancelled", "address",
 //! "total"}}, "credit": number}`.
 
-use crate::agent::tools::{EpisodeId, Tool, ToolFailure, ToolReply, ToolSpec, Toolbox};
+use crate::tools::{EpisodeId, Tool, ToolFailure, ToolReply, ToolSpec, Toolbox};
 use probity_core::{Fields, Input};
 use serde_json::{json, Value};
 use std::sync::Arc;

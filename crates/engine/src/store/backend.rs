@@ -11,7 +11,7 @@
 use super::error::StoreError;
 use super::records::{
     AttemptCounts, AttemptRow, CachedOutput, Existing, JudgementRow, LabelVerdict, NewRun,
-    RunRecord, RunStatus, RunTotals, SampleRow,
+    RunRecord, RunStatus, RunTotals, SampleRow, SessionCalls,
 };
 use probity_core::causes::Causes;
 use probity_core::sequential::SequentialOutcome;
@@ -33,6 +33,7 @@ pub(crate) trait Runs {
     fn resumable_run(&self, config_hash: &str) -> Result<Option<i64>, StoreError>;
     fn finish_run(&self, run: i64, end: &RunEnd<'_>) -> Result<(), StoreError>;
     fn set_sequential(&self, run: i64, outcome: &SequentialOutcome) -> Result<(), StoreError>;
+    fn record_calls(&self, run: i64, calls: &SessionCalls) -> Result<(), StoreError>;
     fn runs(&self, name: Option<&str>) -> Result<Vec<RunRecord>, StoreError>;
     fn run(&self, run: i64) -> Result<Option<RunRecord>, StoreError>;
     fn latest_named(&self, name: &str) -> Result<Option<i64>, StoreError>;

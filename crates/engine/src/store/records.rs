@@ -61,6 +61,72 @@ pub struct RunRecord {
     /// 11), with its group; `None` for a run of a file without variants.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<VariantTag>,
+    /// How its calls went, over every process that made them (schema 14);
+    /// `None` for a run stored before, or one no process recorded calls of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<RunCalls>,
+}
+
+/// How a run's calls went, over every process that made them (schema 14):
+/// the time they took, summed, beside the run's wall time — a shared run's
+/// processes work at once, so its calls' time adds up to more than its
+/// wall — and what each upstream was found to take.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunCalls {
+    /// Processes (sessions) that recorded their calls.
+    pub processes: u64,
+    /// Seconds from the first of them starting to the last ending, on the
+    /// store's clock, when they overlapped (a shared run); the sum of
+    /// their durations when they did not (a resumed run: the gap between
+    /// sessions is no work).
+    pub wall_s: f64,
+    /// Their durations, summed.
+    pub process_s: f64,
+    /// Seconds answered calls took from sending to answer (the upstream's
+    /// service, with any time queued there), summed over every call.
+    pub call_s: f64,
+    /// Seconds calls waited on probity's side before they were sent (rate
+    /// limits, `concurrency = "auto"`), summed.
+    pub queued_s: f64,
+    /// What the upstreams took, as the last process to record found it.
+    pub upstream: UpstreamNotes,
+}
+
+/// What the upstreams were found to take during a run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UpstreamNotes {
+    /// Each judge's structured output, for judges that negotiate one
+    /// (`openai` providers): `(check, asked, used)`, modes by their
+    /// configuration names (`json-schema`, `json-object`, `none`).
+    #[serde(default)]
+    pub structured: Vec<(String, String, String)>,
+    /// `concurrency = "auto"`: where it settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_concurrency: Option<AutoConcurrency>,
+}
+
+/// Where `concurrency = "auto"` settled
+/// ([`crate::provider::load::AutoSearch`]).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AutoConcurrency {
+    /// Calls sent at once when the run ended.
+    pub chosen: u64,
+    /// The most it would send.
+    pub most: u64,
+    /// `(calls at once, calls answered per second)` per limit tried.
+    pub tried: Vec<(u64, f64)>,
+    /// False when the run ended before the search did.
+    pub settled: bool,
+}
+
+/// One process's calls, added to its run's ([`RunCalls`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionCalls {
+    /// The process's duration, seconds.
+    pub elapsed_s: f64,
+    pub call_s: f64,
+    pub queued_s: f64,
+    pub upstream: UpstreamNotes,
 }
 
 /// A run that is one variant of a variants run (`[[variant]]` tables,

@@ -3,7 +3,9 @@
 //! yields them ([`RowRead`]), and the encodings both store (a cell per
 //! byte, reasons and JSON settings as text).
 
-use super::records::{AttemptRow, CachedOutput, RunRecord, RunStatus, SampleRow, VariantTag};
+use super::records::{
+    AttemptRow, CachedOutput, RunCalls, RunRecord, RunStatus, SampleRow, VariantTag,
+};
 use probity_core::Cell;
 
 /// A stored row's columns, by position, as the store keeps them:
@@ -19,7 +21,8 @@ pub(super) trait RowRead {
     fn flag(&self, i: usize) -> Result<bool, Self::Error>;
 }
 
-/// A cell as stored: one byte (0 missing, 1 pass, 2 fail, 3 error).
+/// A cell as stored: one byte (0 missing, 1 pass, 2 fail, 3 error, 4 not
+/// applicable).
 pub(super) fn cell_byte(c: Cell) -> u8 {
     c as u8
 }
@@ -29,6 +32,7 @@ pub(super) fn byte_cell(b: u8) -> Cell {
         1 => Cell::Pass,
         2 => Cell::Fail,
         3 => Cell::Error,
+        4 => Cell::NotApplicable,
         _ => Cell::Missing,
     }
 }
@@ -52,7 +56,8 @@ pub(super) const RUN_COLUMNS: &str =
     "SELECT id, name, created_at, finished_at, status, config_hash, config, system, inputs,
     outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
     judge_calls, tokens, reused_from, judge_calls_by_check, verdicts, outputs_from,
-    sequential, variant, variant_group FROM runs";
+    sequential, variant, variant_group, processes, call_s, queued_s, process_s,
+    span_end_s - span_start_s, upstream FROM runs";
 
 /// The columns [`sample_from_row`] reads: a run's own samples, or a
 /// revalidated run's verdicts over the outputs of the run they came from
@@ -98,6 +103,43 @@ pub(super) fn run_from_row<R: RowRead>(r: &R) -> Result<RunRecord, R::Error> {
         outputs_from: r.opt_int(21)?,
         sequential: r.opt_text(22)?.and_then(|s| serde_json::from_str(&s).ok()),
         variant: variant_of(r.opt_text(23)?, r.opt_int(24)?),
+        calls: calls_of(
+            r.opt_int(25)?,
+            [
+                r.opt_real(26)?,
+                r.opt_real(27)?,
+                r.opt_real(28)?,
+                r.opt_real(29)?,
+            ],
+            r.opt_text(30)?,
+        ),
+    })
+}
+
+/// A run's calls as stored (schema 14): `None` until a process recorded
+/// some. The wall is the span when the processes overlapped (it is then
+/// shorter than their summed durations), else those durations' sum.
+fn calls_of(
+    processes: Option<i64>,
+    [call_s, queued_s, process_s, span_s]: [Option<f64>; 4],
+    upstream: Option<String>,
+) -> Option<RunCalls> {
+    let processes = processes.filter(|p| *p > 0)? as u64;
+    let process_s = process_s.unwrap_or(0.0);
+    let wall_s = match span_s {
+        Some(span) if span.is_finite() && span >= 0.0 && span < process_s => span,
+        _ => process_s,
+    };
+    Some(RunCalls {
+        processes,
+        wall_s,
+        process_s,
+        call_s: call_s.unwrap_or(0.0),
+        queued_s: queued_s.unwrap_or(0.0),
+        // Unreadable (written by a newer probity): nothing known.
+        upstream: upstream
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default(),
     })
 }
 

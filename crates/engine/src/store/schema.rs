@@ -20,7 +20,23 @@
 //! pairs, reused by later runs that ask the same question); 13 the claims'
 //! `tries` and `given_up` (dead letters) and, in PostgreSQL, `run_counts`
 //! (each writer's counts on a row of its own: writers of one run never
-//! wait for each other).
+//! wait for each other); 14 the runs' call time (`call_s`, `queued_s`,
+//! `process_s`, `processes`, the span `span_start_s`–`span_end_s`) and
+//! `upstream` (what the upstreams were found to take), so a shared run's
+//! report tells its wall time from the time its calls took.
 
 /// The last migration this version of probity knows.
-pub const SCHEMA_VERSION: i64 = 13;
+pub const SCHEMA_VERSION: i64 = 14;
+
+/// Migration 14 on SQLite (`DOUBLE PRECISION` and `BIGINT` are SQLite
+/// types too); PostgreSQL's adds `IF NOT EXISTS`, which SQLite lacks
+/// (`postgres::schema`).
+pub(crate) const RUN_CALLS: &str = r#"
+ALTER TABLE runs ADD COLUMN call_s DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN queued_s DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN process_s DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN processes BIGINT;
+ALTER TABLE runs ADD COLUMN span_start_s DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN span_end_s DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN upstream TEXT;
+"#;

@@ -2,7 +2,6 @@
 //! column): what is needed to analyse its tensor again exactly as it was
 //! analysed when it ran.
 
-use crate::retry::policy::RetryPolicy;
 use probity_core::monitor::{Baseline, WatchSettings};
 use probity_core::{Aggregate, AnalysisOptions, Input, Strategy};
 use serde::{Deserialize, Serialize};
@@ -166,14 +165,4 @@ impl StoredSettings {
 pub struct StoredRetry {
     pub attempts: u32,
     pub columns: Vec<usize>,
-}
-
-impl StoredRetry {
-    /// `policy` over a tensor of `validators` then `verifiers` columns.
-    pub fn of(policy: &RetryPolicy, validators: usize, verifiers: usize) -> Self {
-        StoredRetry {
-            attempts: policy.attempts,
-            columns: policy.on.columns(validators, verifiers),
-        }
-    }
 }

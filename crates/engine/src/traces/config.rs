@@ -5,8 +5,8 @@
 use crate::checks::check::Checks;
 use crate::checks::validator_table::ValidatorTable;
 use crate::checks::verifier::VerifierSpec;
-use crate::provider::config::ProviderConfig;
 use crate::serve::monitor::MonitorConfig;
+use crate::system::config::ProviderConfig;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -28,6 +28,9 @@ fn d_group_by() -> String {
 }
 fn d_max_groups() -> usize {
     50
+}
+fn d_judge_share() -> f64 {
+    1.0
 }
 
 /// The configuration of trace checking.
@@ -70,6 +73,18 @@ pub struct TracesConfig {
     /// The judge of `[[verifier]]`s that name no `[verifier.system]`.
     #[serde(default)]
     pub judge: ProviderConfig,
+    /// The share of mapped spans the `[[verifier]]`s judge, each span drawn
+    /// independently with this probability (validators check every span).
+    #[serde(default = "d_judge_share")]
+    pub judge_share: f64,
+    /// Spans judged per hour at most (counted on probity's clock from the
+    /// run's start); the sampled spans beyond are not judged, and counted.
+    #[serde(default)]
+    pub judge_budget_per_hour: Option<u64>,
+    /// An OTLP/HTTP logs endpoint each check's verdict on a span is sent
+    /// to, as a `gen_ai.evaluation.result` event parented to the span.
+    #[serde(default)]
+    pub export: Option<String>,
     #[serde(default, rename = "validator")]
     pub validators: Vec<ValidatorTable>,
     #[serde(default, rename = "verifier")]
@@ -126,7 +141,7 @@ pub struct Loaded {
 
 /// Read and check a configuration; errors name the file and the key.
 pub fn load(path: &Path) -> Result<Loaded, String> {
-    let (text, mut config): (String, TracesConfig) = crate::config::toml_error::read_file(path)?;
+    let (text, mut config): (String, TracesConfig) = crate::toml_error::read_file(path)?;
     let at = |m: String| format!("{}: {m}", path.display());
     let dir = path.parent().unwrap_or(Path::new("."));
     config.judge.resolve_paths(dir);
@@ -172,6 +187,10 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
             v.name
         )));
     }
+    check_judge_sampling(&config).map_err(at)?;
+    if let Some(url) = &config.export {
+        check_export(url).map_err(|e| at(format!("export = {url:?}: {e}")))?;
+    }
     let group_by = GroupBy::parse(&config.group_by).map_err(at)?;
     let (validators, verifiers) = crate::checks::validator_table::compile_checks(
         &config.validators,
@@ -199,4 +218,39 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         token,
         config,
     })
+}
+
+/// `judge_share` is a probability in (0, 1]; a share or a budget asks for
+/// judges, so a file without `[[verifier]]` that sets one is refused
+/// rather than silently ignored.
+fn check_judge_sampling(c: &TracesConfig) -> Result<(), String> {
+    if !(c.judge_share.is_finite() && c.judge_share > 0.0 && c.judge_share <= 1.0) {
+        return Err(format!(
+            "judge_share = {}: must be a share of spans in (0, 1]",
+            probity_core::number::written(c.judge_share)
+        ));
+    }
+    if c.judge_budget_per_hour == Some(0) {
+        return Err(
+            "judge_budget_per_hour = 0: must be at least 1 (or left out: no budget)".into(),
+        );
+    }
+    let sampled = c.judge_share < 1.0 || c.judge_budget_per_hour.is_some();
+    if sampled && c.verifiers.is_empty() {
+        return Err(
+            "judge_share and judge_budget_per_hour apply to [[verifier]]s, and there is none (validators check every span)"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(feature = "otlp-proto")]
+fn check_export(url: &str) -> Result<(), String> {
+    super::export::endpoint(url).map(|_| ())
+}
+
+#[cfg(not(feature = "otlp-proto"))]
+fn check_export(_: &str) -> Result<(), String> {
+    Err("this build sends no OTLP (built without the otlp-proto feature)".into())
 }

@@ -18,6 +18,7 @@ use super::config::{GroupBy, Loaded};
 use super::map::map;
 use super::mapped::{Mapped, Unmapped};
 use super::mask::{mask, mask_json};
+use super::sample::{Draw, JudgeSampler};
 use super::span::Span;
 use crate::checks::check::{Checks, Judging};
 use crate::provider::call::Caller;
@@ -77,6 +78,10 @@ const SHAPES_TOLD: u64 = 8;
 /// Checks traced spans into run `run_id`.
 pub struct Ingest {
     pub checks: Arc<Checks>,
+    /// The validators alone, for spans the judges do not see.
+    validators_only: Arc<Checks>,
+    /// Which spans the verifiers judge ([`super::sample`]).
+    pub sampler: JudgeSampler,
     pub infos: Vec<CheckInfo>,
     pub caller: Arc<Caller>,
     pub judging: Judging,
@@ -93,6 +98,9 @@ pub struct Ingest {
     /// Each group's watches (at most `max_groups`, then `other`).
     pub groups: Mutex<HashMap<String, Arc<Monitor>>>,
     pub counts: Counts,
+    /// Where verdicts are sent as evaluation events (`export`).
+    #[cfg(feature = "otlp-proto")]
+    pub exporter: Option<super::export::Exporter>,
     next: AtomicU64,
 }
 
@@ -110,7 +118,14 @@ impl Ingest {
         let infos = checks.infos();
         let c = &loaded.config;
         let all = Monitor::new(&infos, c.confidence, &c.monitor, &baselines, &[], run_id)?;
+        let validators_only = Arc::new(Checks {
+            validators: checks.validators.clone(),
+            verifiers: Vec::new(),
+            stop: checks.stop.clone(),
+        });
         Ok(Ingest {
+            validators_only,
+            sampler: JudgeSampler::new(c.judge_share, c.judge_budget_per_hour),
             checks,
             infos,
             caller,
@@ -126,6 +141,12 @@ impl Ingest {
             all,
             groups: Mutex::new(HashMap::new()),
             counts: Counts::default(),
+            #[cfg(feature = "otlp-proto")]
+            exporter: c
+                .export
+                .as_deref()
+                .map(super::export::Exporter::start)
+                .transpose()?,
             next: AtomicU64::new(0),
         })
     }
@@ -172,7 +193,7 @@ impl Ingest {
         }
         let idx = self.next.fetch_add(1, Ordering::Relaxed) as usize;
         let group = self.group_of(span, &mapped);
-        let input = input_of(span, &mapped, &group);
+        let mut input = input_of(span, &mapped, &group);
         let text = AnswerMeta::checked_text(
             mapped.output.content.as_deref(),
             mapped.output.tool_calls_openai().as_ref(),
@@ -188,14 +209,26 @@ impl Ingest {
                 Some(mask(&error)),
             )
         } else {
+            let judged = self.checks.verifiers.is_empty() || self.sampler.draw() == Draw::Judged;
+            if self.sampler.samples() {
+                input.fields.insert("judged".into(), judged.into());
+            }
+            let checks = if judged {
+                &self.checks
+            } else {
+                &self.validators_only
+            };
             let prepared = PreparedInput::new(&input);
-            let checked = self
-                .checks
+            let mut checked = checks
                 .check(&self.caller, &self.judging, &prepared, &text, 0, 1)
                 .await;
+            // Not drawn for the judges: their cells stay Missing (no rate).
+            checked.cells.resize(self.checks.len(), Cell::Missing);
             (checked.cells, checked.reasons, Some(mask(&text)), None)
         };
         if output.is_some() {
+            #[cfg(feature = "otlp-proto")]
+            self.export(span, &cells, &reasons);
             self.all.announce(self.all.observe(0, &cells));
             if let Some(m) = self.group_monitor(&group) {
                 m.announce(m.observe(0, &cells));
@@ -231,6 +264,59 @@ impl Ingest {
             }
         }
         Ok(())
+    }
+
+    /// Send the span's verdicts as evaluation events, when `export` is set.
+    #[cfg(feature = "otlp-proto")]
+    fn export(&self, span: &Span, cells: &[Cell], reasons: &[(usize, String)]) {
+        use super::export::{SpanVerdicts, Verdict};
+        let Some(exporter) = &self.exporter else {
+            return;
+        };
+        let verdicts = self
+            .infos
+            .iter()
+            .zip(cells)
+            .enumerate()
+            .map(|(k, (info, cell))| {
+                let own: Vec<String> = reasons
+                    .iter()
+                    .filter(|(kk, _)| *kk == k)
+                    .map(|(_, r)| mask(r))
+                    .collect();
+                Verdict {
+                    check: info.name.clone(),
+                    cell: *cell,
+                    explanation: (!own.is_empty()).then(|| own.join("; ")),
+                }
+            })
+            .collect();
+        exporter.send(SpanVerdicts {
+            trace_id: span.trace_id.clone(),
+            span_id: span.span_id.clone(),
+            response_id: span.str("gen_ai.response.id"),
+            verdicts,
+        });
+    }
+
+    /// Evaluation events sent and not sent, when `export` is set.
+    pub fn exported(&self) -> Option<(u64, u64)> {
+        #[cfg(feature = "otlp-proto")]
+        if let Some(e) = &self.exporter {
+            return Some((
+                e.counts.sent.load(Ordering::Relaxed),
+                e.counts.failed.load(Ordering::Relaxed),
+            ));
+        }
+        None
+    }
+
+    /// Send the queued evaluation events (`export`), then stop sending.
+    pub async fn close_export(&self) {
+        #[cfg(feature = "otlp-proto")]
+        if let Some(e) = &self.exporter {
+            e.close().await;
+        }
     }
 
     /// The span's group under `group_by`.

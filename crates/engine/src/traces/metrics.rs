@@ -88,6 +88,36 @@ pub fn render(ingest: &Ingest, r: &Receiving) -> String {
         "Exports refused: not OTLP (400), too large (413) or of a content type not taken (415).",
         r.malformed.load(Ordering::Relaxed),
     );
+    let s = &ingest.sampler;
+    if s.samples() {
+        counter(
+            "probity_traces_judged_spans",
+            "Mapped spans the verifiers judged: a random sample (judge_share), within judge_budget_per_hour.",
+            s.judged.load(Ordering::Relaxed),
+        );
+        counter(
+            "probity_traces_unjudged_spans",
+            "Mapped spans the verifiers did not judge because they were not drawn into the sample (judge_share).",
+            s.not_sampled.load(Ordering::Relaxed),
+        );
+        counter(
+            "probity_traces_over_budget_spans",
+            "Spans drawn for the verifiers but not judged: the hour's judge_budget_per_hour was spent.",
+            s.over_budget.load(Ordering::Relaxed),
+        );
+    }
+    if let Some((sent, failed)) = ingest.exported() {
+        counter(
+            "probity_traces_evaluation_events_exported",
+            "gen_ai.evaluation.result events the export endpoint accepted.",
+            sent,
+        );
+        counter(
+            "probity_traces_evaluation_events_not_exported",
+            "gen_ai.evaluation.result events not delivered (queue full, endpoint refused or unreachable).",
+            failed,
+        );
+    }
     let pending = Gauge::<i64>::default();
     pending.set(r.pending.load(Ordering::Relaxed) as i64);
     reg.register(

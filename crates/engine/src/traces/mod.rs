@@ -11,12 +11,17 @@
 //! - [`ingest`] checks, watches and records mapped spans into a run that
 //!   [`run`] opens and closes; [`import`] reads files into it;
 //!   [`receiver`] is the OTLP/HTTP endpoint of `probity collect`.
+//! - [`sample`] which spans the judges see (`judge_share`, a budget);
+//!   [`export`] sends each verdict back as a `gen_ai.evaluation.result`
+//!   event parented to its span.
 //! - [`mask`] secrets before anything is stored; [`failures`] the failing
 //!   spans as test inputs, de-duplicated.
 //!
 //! docs/traces.md describes the mappings, versions and the loop.
 
 pub mod config;
+#[cfg(feature = "otlp-proto")]
+pub mod export;
 pub mod failures;
 pub mod genai;
 pub mod import;
@@ -31,4 +36,5 @@ pub mod openllmetry;
 pub mod proto;
 pub mod receiver;
 pub mod run;
+pub mod sample;
 pub mod span;

@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | `/` | the runs list (`?name=&since=&verdict=`) |
 //! | `/runs/{id}` | a run's report |
-//! | `/runs/{id}/outputs` | all of its outputs (`?check=&input=&verdict=`) |
+//! | `/runs/{id}/outputs` | all of its outputs, each beside its input's text (`?check=&input=&verdict=`; `input` is an input's id, as every page shows it) |
 //! | `/runs/{id}/live` | its rates, reloading while the run is written |
 //! | `/compare?a=&b=` | two runs compared, outputs side by side (`&only=differ`) |
 //! | `/trend/{name}` | a name's trend |

@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use probity_core::{Input, Validator};
-use probity_engine::provider::{Completion, Provider, ProviderConfig, ProviderError, Request};
+use probity_engine::provider::{Completion, Provider, ProviderError, Request};
+use probity_engine::system::ProviderConfig;
 use probity_engine::Experiment;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -111,7 +112,7 @@ pub fn conversation_input(id: &str, messages: serde_json::Value) -> Input {
 /// A request for `input`'s conversation as `[prompt]` defaults render it.
 pub fn conversation_request(input: &Input) -> Request {
     Request {
-        messages: probity_engine::template::PromptTemplate::new(None, "{{ input.text }}")
+        messages: probity_engine::provider::template::PromptTemplate::new(None, "{{ input.text }}")
             .unwrap()
             .render(input)
             .unwrap(),

@@ -3,7 +3,7 @@
 //! answered with "You're welcome" on even i, without it on odd i, each
 //! labelled with the simulator's truth (checked: even pass, odd fail).
 
-use probity_engine::verifier::sim_truth;
+use probity_engine::checks::verifier::sim_truth;
 use std::fmt::Write;
 
 /// `n` labelled pairs as JSON lines; `edit` may change pair i's output

@@ -14,7 +14,7 @@ pub struct RunInfo {
     /// The system under test as stored: its provider's fingerprint.
     pub system: String,
     /// Its compact label, e.g. `openai/gpt-4o-mini`, `sim seed 42` (the
-    /// engine's `provider::label::system_label` of the fingerprint).
+    /// engine's `system::label::system_label` of the fingerprint).
     pub system_label: String,
     /// Wall-clock duration of the run in seconds, when known.
     pub duration_s: Option<f64>,
@@ -37,4 +37,40 @@ pub struct RunInfo {
     /// False when the run stopped before every output was sampled and
     /// validated.
     pub complete: bool,
+    /// How its calls went, when the store recorded it (a run stored by an
+    /// older probity, or by `probity serve`, has none).
+    pub calls: Option<CallsInfo>,
+}
+
+/// How a run's calls went, over every process that made them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CallsInfo {
+    /// Processes that made calls (a shared run's workers).
+    pub processes: u64,
+    /// The run's wall time, seconds: from the first process's start to
+    /// the last's end when they worked at once.
+    pub wall_s: f64,
+    /// The processes' durations, summed.
+    pub process_s: f64,
+    /// The time answered calls took (sent to answered), summed over calls.
+    pub call_s: f64,
+    /// The time calls waited on probity's side before being sent, summed.
+    pub queued_s: f64,
+    /// Each judge negotiating structured output: `(check, asked, used)`.
+    pub structured: Vec<(String, String, String)>,
+    /// `concurrency = "auto"`: where it settled.
+    pub auto_concurrency: Option<AutoConcurrencyInfo>,
+}
+
+/// Where `concurrency = "auto"` settled.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AutoConcurrencyInfo {
+    /// Calls sent at once when the run ended.
+    pub chosen: u64,
+    /// The most it would send.
+    pub most: u64,
+    /// `(calls at once, calls answered per second)` per limit tried.
+    pub tried: Vec<(u64, f64)>,
+    /// False when the run ended before the search did.
+    pub settled: bool,
 }

@@ -9,7 +9,7 @@
 
 use crate::document::info::RunInfo;
 use probity_core::guarded::RetryCheck;
-use probity_core::sequential::CostDistribution;
+use probity_core::simulate::plan::CostDistribution;
 use probity_core::{AnalysisOptions, RetryPlan};
 
 /// Everything the report of a retry plan shows.

@@ -7,8 +7,9 @@
 //! (attempts histogram, P(success within m), attempts used, calls and
 //! tokens) and what the geometric model predicts from the single-attempt
 //! tensor under independence, at the joint rate (with its interval) and
-//! per input. The prediction **held** when the joint-rate model's bands
-//! overlap the measured intervals of both figures ([`RULE`]).
+//! per input. The prediction **held** when the measured share published
+//! and the measured attempts used both lie inside the per-input model's
+//! intervals ([`RULE`]; issue 35 item 3).
 //!
 //! Every format draws the same [`rows`] with the same sentences.
 
@@ -16,14 +17,15 @@ use crate::numbers::{interval, pct};
 use probity_core::guarded::{Band, GuardedMeasurement, Prediction, RetryCheck};
 
 /// The rule the verdict applies, after "the prediction held when …".
-pub const RULE: &str = "the joint-rate model's band overlaps the measured interval of both P(success within m) and the attempts used";
+pub const RULE: &str = "the measured P(success within m) and attempts used lie inside the per-input model's intervals (each input at its own rate)";
 
 /// The verdict on the prediction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// The joint-rate prediction overlaps both measured intervals.
+    /// Both measured figures lie inside the per-input prediction's
+    /// intervals.
     Held,
-    /// It misses at least one of them.
+    /// At least one lies outside.
     NotHeld,
     /// There is no joint-rate prediction (no output was judged on every
     /// deciding check), so nothing could be tested.
@@ -34,7 +36,7 @@ pub enum Outcome {
 pub fn outcome(check: &RetryCheck) -> Outcome {
     if check.held {
         Outcome::Held
-    } else if joint(check).is_none() {
+    } else if per_input(check).is_none() {
         Outcome::Untested
     } else {
         Outcome::NotHeld
@@ -44,6 +46,11 @@ pub fn outcome(check: &RetryCheck) -> Outcome {
 /// The joint-rate prediction, when there is one.
 pub fn joint(check: &RetryCheck) -> Option<&Prediction> {
     check.predictions.iter().find(|p| p.model == "joint")
+}
+
+/// The per-input prediction (the one the verdict tests), when there is one.
+pub fn per_input(check: &RetryCheck) -> Option<&Prediction> {
+    check.predictions.iter().find(|p| p.model == "per-input")
 }
 
 /// The measured P(success within m) as a band.
@@ -186,7 +193,7 @@ pub fn verdict_line(check: &RetryCheck) -> String {
     match outcome(check) {
         Outcome::Held => format!("prediction held: {RULE}"),
         Outcome::NotHeld => format!(
-            "prediction did not hold: the joint-rate model's band misses the measured interval of {} (attempts are not independent, feedback changes the pass rate, or inputs differ)",
+            "prediction did not hold: the measured {} outside the per-input model's interval (attempts are not independent of each other, or feedback changes the pass rate)",
             missed(check)
         ),
         Outcome::Untested => {
@@ -195,20 +202,20 @@ pub fn verdict_line(check: &RetryCheck) -> String {
     }
 }
 
-/// Which figures the joint prediction misses: `P(success within m)`,
-/// `the attempts used`, or both.
+/// Which measured figures lie outside the per-input prediction's
+/// intervals: `P(success within m) … lies`, `attempts used … lie`, or
+/// both.
 pub fn missed(check: &RetryCheck) -> String {
-    let Some(j) = joint(check) else {
-        return "both".to_string();
+    let Some(j) = per_input(check) else {
+        return "P(success within m) and attempts used lie".to_string();
     };
     let g = &check.measured;
-    let s = !j.success_within.overlaps(&measured_success(g));
-    let a = !j.attempts.overlaps(&g.attempts);
+    let outside = |b: &Band, x: f64| x < b.lower - 1e-12 || x > b.upper + 1e-12;
+    let s = outside(&j.success_within, g.success.estimate);
+    let a = outside(&j.attempts, g.attempts.estimate);
     match (s, a) {
-        (true, true) | (false, false) => {
-            "both P(success within m) and the attempts used".to_string()
-        }
-        (true, false) => "P(success within m)".to_string(),
-        (false, true) => "the attempts used".to_string(),
+        (true, true) | (false, false) => "P(success within m) and attempts used lie".to_string(),
+        (true, false) => "P(success within m) lies".to_string(),
+        (false, true) => "attempts used lie".to_string(),
     }
 }

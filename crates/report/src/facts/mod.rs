@@ -21,4 +21,5 @@ pub mod live;
 pub mod run;
 pub mod sequential;
 pub mod tensor;
+pub mod upstream;
 pub mod variants;

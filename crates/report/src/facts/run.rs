@@ -359,6 +359,25 @@ pub fn retry_lines(r: &RunReport) -> Vec<String> {
             attempts(plan.measured(), target),
             attempts(plan.conservative(), target)
         ));
+        // Inputs differ: the share published is the mean over inputs of
+        // each one's 1 − (1 − p_i)^m, below the joint rate's (issue 35
+        // item 3). This is the figure to size m by.
+        let confidence = r.summary.options.confidence;
+        match plan.attempts_over_inputs(target, confidence) {
+            Some(m) => {
+                let within = plan
+                    .success_over_inputs(m, confidence)
+                    .map(|s| format!("{} {}", pct(s.estimate), crate::numbers::interval(s.lower, s.upper)))
+                    .unwrap_or_default();
+                out.push(format!(
+                    "attempts for {tp} of calls to publish, each input at its own rate: {m} (published within {m}: {within})"
+                ));
+            }
+            None => out.push(format!(
+                "attempts for {tp} of calls to publish, each input at its own rate: none up to {} (inputs that never passed)",
+                probity_core::retry::MAX_PLANNED_ATTEMPTS
+            )),
+        }
         if let Some(a) = plan.measured().and_then(|g| g.expected_attempts()) {
             out.push(format!(
                 "expected attempts per call: {a:.2} ({:.2} retries)",
@@ -475,6 +494,25 @@ pub fn inputs_note(rate: &RateEstimate) -> Option<String> {
             rate.inputs,
             plural(rate.inputs as usize, "input")
         )
+    })
+}
+
+/// [`inputs_note`] of a check's rate, with the inputs it applies to when
+/// not all: `over 2 inputs · applies to 2 of 5 inputs (3 not applicable)`.
+pub fn check_inputs_note(c: &probity_core::CheckSummary) -> Option<String> {
+    let over = inputs_note(&c.rate);
+    let Some(a) = c.applies_to else {
+        return over;
+    };
+    let applies = format!(
+        "applies to {} of {} inputs ({} not applicable)",
+        a.inputs,
+        a.of,
+        a.of - a.inputs
+    );
+    Some(match over {
+        Some(o) => format!("{o} · {applies}"),
+        None => applies,
     })
 }
 

@@ -158,10 +158,10 @@ fn section_into(h: &mut String, check: &RetryCheck, lo: f64) {
     let detail = match outcome(check) {
         Outcome::Held => format!("Rule: {RULE}."),
         Outcome::NotHeld => format!(
-            "Rule: {RULE}. It misses {} — attempts are not independent, feedback changes the pass rate, or inputs differ.",
+            "Rule: {RULE}. The measured {} outside — attempts are not independent of each other, or feedback changes the pass rate.",
             missed(check)
         ),
-        Outcome::Untested => "No output was judged on every deciding check: there is no joint pass rate to predict from.".to_string(),
+        Outcome::Untested => "No output was judged on every deciding check: there is no pass rate to predict from.".to_string(),
     };
     let _ = writeln!(
         h,
@@ -177,7 +177,7 @@ fn section_into(h: &mut String, check: &RetryCheck, lo: f64) {
     let j = joint(check);
     let _ = write!(
         h,
-        "<h3>Measured and predicted</h3>\n<p class=\"note\">Bars: {} intervals (a point for independence, which has none); the grey band behind a prediction is the measured interval it is compared with. The verdict uses the joint row.</p>\n<div class=\"scroll\"><table class=\"guarded\"><thead><tr><th></th><th class=\"num\">P(pass) per attempt</th><th>P(success within {m})<br>{}</th><th>attempts used<br>{}</th><th>vs measured</th></tr></thead><tbody>\n",
+        "<h3>Measured and predicted</h3>\n<p class=\"note\">Bars: {} intervals (a point for independence, which has none); the grey band behind a prediction is the measured interval it is compared with. The verdict uses the per-input row: the measured figures must lie inside its intervals.</p>\n<div class=\"scroll\"><table class=\"guarded\"><thead><tr><th></th><th class=\"num\">P(pass) per attempt</th><th>P(success within {m})<br>{}</th><th>attempts used<br>{}</th><th>vs measured</th></tr></thead><tbody>\n",
         threshold_pct(g.success.confidence),
         bar_axis(lo),
         attempts_axis(hi_attempts),

@@ -4,7 +4,7 @@
 //!
 //! | document | module | page |
 //! | --- | --- | --- |
-//! | run | [`run`] ([`tensor`], [`guarded`], [`comparison`]) | calls and reuse, verdicts (BROKEN checks), each rate's inputs and scope, errors with their causes, consistency per input, heatmaps, profiles, retry plan, guarded system, failing outputs beside their inputs, filters; the comparison with a baseline as a section |
+//! | run | [`run`] ([`tensor`], [`guarded`], [`comparison`]) | calls and reuse, verdicts (BROKEN checks), each rate's inputs and scope, errors with their causes, consistency per input, heatmaps, profiles, retry plan, guarded system, failing outputs beside their inputs (an agent's episode drawn as a conversation: [`transcript`]), filters; the comparison with a baseline as a section |
 //! | comparison | [`comparison`] | a table of changes with interval bars around zero |
 //! | trend | [`trend`] | one chart and one table per check |
 //! | plan | [`plan`] | the plan's text in a `<pre>` |
@@ -27,6 +27,7 @@ pub mod run;
 pub mod sample;
 pub mod template;
 pub mod tensor;
+pub mod transcript;
 pub mod trend;
 pub mod variants;
 pub mod view;

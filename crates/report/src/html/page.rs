@@ -144,6 +144,12 @@ tr.alarmed td { background: #fef2f2; color: #7f1d1d; font-weight: 600; }
 .failure ul { margin: .3rem 0; padding-left: 1.2rem; }
 pre.output { white-space: pre-wrap; word-break: break-word; background: var(--soft); padding: .5rem .7rem;
   border-radius: 4px; max-height: 18em; overflow: auto; margin: .3rem 0; font: 13px/1.4 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
+.transcript .turn { border-left: 3px solid var(--line); padding: .1rem .6rem; margin: .35rem 0; }
+.transcript .role-user { border-left-color: #2563eb; }
+.transcript .role-assistant { border-left-color: #15803d; }
+.transcript .role-tool { border-left-color: #6b7280; margin-left: 1.2rem; }
+.transcript .tool-error, .transcript .failed-turn { border-left-color: #b91c1c; }
+.transcript .call { margin: .2rem 0; }
 code { font: 13px ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
 footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
 @media print {

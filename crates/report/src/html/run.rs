@@ -226,6 +226,9 @@ struct Header {
     conclusion: String,
     experiment: String,
     calls: String,
+    /// The wall and call time, structured output, auto concurrency
+    /// (`facts::upstream`).
+    calls_time: Vec<String>,
     statistics: String,
     sequential: Option<Sequential>,
     cells: String,
@@ -280,7 +283,17 @@ fn header(r: &RunReport) -> Header {
         ),
         aggregate: facts::aggregate_line(r, &|s| s.to_string()),
         aggregate_scope: facts::scope_note(&s.aggregate.rate),
+        calls_time: calls_time(r),
     }
+}
+
+/// [`crate::facts::upstream::lines`] of the run, when the store has them.
+fn calls_time(r: &RunReport) -> Vec<String> {
+    r.run
+        .calls
+        .as_ref()
+        .map(crate::facts::upstream::lines)
+        .unwrap_or_default()
 }
 
 /// Inputs offered by the input filter: those in the (capped) tables and
@@ -325,7 +338,7 @@ fn checks(r: &RunReport, lo: f64) -> Vec<CheckRow> {
             let broken = r.broken_cause(k);
             let shown = crate::facts::calibration::shown_rate(c, s.sequential.is_some());
             let mut notes = Vec::new();
-            notes.extend(facts::inputs_note(&c.rate));
+            notes.extend(facts::check_inputs_note(c));
             notes.extend(facts::errors(&c.rate, s.options.errors));
             notes.extend(facts::design_effect(&c.rate));
             if let Some(w) = &c.worst_input {
@@ -696,6 +709,9 @@ pub(crate) struct Output {
     pub error: Option<String>,
     pub output: Option<String>,
     pub cut: Option<String>,
+    /// An agent's episode drawn as a conversation (`html/transcript.rs`),
+    /// when the output is one.
+    pub transcript: Option<crate::html::transcript::ShownTranscript>,
 }
 
 #[derive(Serialize)]
@@ -753,6 +769,16 @@ pub(crate) fn output(r: &RunReport, f: &crate::document::run::FailingSample) -> 
         })
         .unwrap_or_default();
     let len = f.output.as_ref().map_or(0, |o| o.chars().count());
+    let failed: Vec<(String, String)> = f
+        .reasons
+        .iter()
+        .filter(|(k, _)| f.failed.contains(k) || f.errored.contains(k))
+        .map(|(k, reason)| (r.check_name(*k), reason.clone()))
+        .collect();
+    let transcript = f
+        .output
+        .as_deref()
+        .and_then(|o| crate::html::transcript::transcript(o, &failed));
     Output {
         input: f.input,
         repetition: f.repetition,
@@ -772,6 +798,7 @@ pub(crate) fn output(r: &RunReport, f: &crate::document::run::FailingSample) -> 
             .map(|o| truncate_chars(o, OUTPUT_MAX_CHARS).into_owned()),
         cut: (len > OUTPUT_MAX_CHARS)
             .then(|| format!("output cut at {OUTPUT_MAX_CHARS} of {len} characters")),
+        transcript,
     }
 }
 

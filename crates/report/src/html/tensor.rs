@@ -239,6 +239,7 @@ fn repetition_heatmaps(h: &mut String, r: &RunReport, t: &ReliabilityTensor) {
                         "#7e22ce"
                     }
                     Cell::Missing => "#ffffff",
+                    Cell::NotApplicable => "#e5e7eb",
                 };
                 let _ = write!(
                     cells,

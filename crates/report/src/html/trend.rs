@@ -23,6 +23,8 @@ struct TrendRow {
     created: String,
     system: String,
     config: String,
+    /// [`crate::document::trend::TrendRun::marks_line`].
+    marks: String,
     rate: String,
     interval: String,
 }
@@ -52,6 +54,7 @@ pub(crate) fn checks(t: &TrendReport) -> Vec<TrendCheck> {
                         created: r.run.created_at.clone(),
                         system: r.run.system_label.clone(),
                         config: r.run.config_hash.chars().take(8).collect(),
+                        marks: r.marks_line(),
                         rate,
                         interval: iv,
                     }

@@ -21,7 +21,7 @@
 
 use crate::document::plan::{PlanReport, SampleSizePlan};
 use crate::json::run::{retry, WireGuarded, WireRetry};
-use probity_core::sequential::CostDistribution;
+use probity_core::simulate::plan::CostDistribution;
 use serde::Serialize;
 
 /// The value of the `schema` field.

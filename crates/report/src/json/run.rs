@@ -8,7 +8,10 @@
 //! {
 //!   "schema": "probity.report.v1",
 //!   "run": {id, name, created_at, config_hash, system, duration_s, model_calls, cached, complete,
-//!           judge_calls, tokens, reused_from},
+//!           judge_calls, tokens, reused_from,
+//!           calls: null | {processes, wall_s, process_s, call_s, queued_s,
+//!                  structured_output: [{check, asked, used}],
+//!                  auto_concurrency: null | {chosen, most, settled, tried: [[n, calls/s]]}}},
 //!   "shape": {inputs, outputs_per_input, checks},
 //!   "options": {confidence, interval, errors, verdict, strategy, aggregate, retry_target, cluster},
 //!   "passed": bool,
@@ -16,7 +19,8 @@
 //!   "counts": {pass, fail, error, missing},
 //!   "checks": [{index, name, kind, message, threshold, weight, rate, verdict,
 //!               worst_input, breakdown_by, breakdown_below, breakdown,
-//!               broken, errors: causes, consistency, calibration}],
+//!               broken, errors: causes, consistency, calibration,
+//!               applies_to: {inputs, of} | null}],
 //!   "aggregate": {method, rate, worst_check, per_check},
 //!   "profiles": {inputs: [entry], outputs: [entry]},
 //!   "retry": {target, rates, p_independent, independent, measured, conservative,
@@ -354,6 +358,65 @@ pub struct WireRun {
     pub reused_from: Option<i64>,
     /// Each verifier's judge calls, by check name.
     pub judge_calls_by_check: std::collections::BTreeMap<String, u64>,
+    /// How its calls went (`null` when the store has not recorded it).
+    pub calls: Option<WireCalls>,
+}
+
+/// A run's wall time beside its calls' summed time, each judge's
+/// structured output, and where `concurrency = "auto"` settled.
+#[derive(Debug, Serialize)]
+pub struct WireCalls {
+    pub processes: u64,
+    pub wall_s: Option<f64>,
+    pub process_s: Option<f64>,
+    /// Time answered calls took, sent to answered, summed over calls.
+    pub call_s: Option<f64>,
+    /// Time calls waited on probity's side before being sent, summed.
+    pub queued_s: Option<f64>,
+    /// `{check, asked, used}` per judge that negotiates structured output.
+    pub structured_output: Vec<WireStructured>,
+    pub auto_concurrency: Option<WireAuto>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireStructured {
+    pub check: String,
+    pub asked: String,
+    pub used: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireAuto {
+    pub chosen: u64,
+    pub most: u64,
+    pub settled: bool,
+    /// `[calls at once, calls answered per second]` per limit tried.
+    pub tried: Vec<(u64, Option<f64>)>,
+}
+
+fn wire_calls(c: &crate::document::info::CallsInfo) -> WireCalls {
+    WireCalls {
+        processes: c.processes,
+        wall_s: num(c.wall_s),
+        process_s: num(c.process_s),
+        call_s: num(c.call_s),
+        queued_s: num(c.queued_s),
+        structured_output: c
+            .structured
+            .iter()
+            .map(|(check, asked, used)| WireStructured {
+                check: check.clone(),
+                asked: asked.clone(),
+                used: used.clone(),
+            })
+            .collect(),
+        auto_concurrency: c.auto_concurrency.as_ref().map(|a| WireAuto {
+            chosen: a.chosen,
+            most: a.most,
+            settled: a.settled,
+            tried: a.tried.iter().map(|(n, x)| (*n, num(*x))).collect(),
+        }),
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -486,6 +549,10 @@ pub struct WireCheck<'a> {
     pub consistency: Option<WireConsistency<'a>>,
     /// A verifier calibrated on a labelled set (added within v1).
     pub calibration: Option<crate::json::calibration::WireCalibration>,
+    /// The inputs the check applies to, `{inputs, of}` (its `when`, or
+    /// its inputs' own checks); `null` when it applies to all (added
+    /// within v1). Its rate is over these inputs alone.
+    pub applies_to: Option<probity_core::AppliesTo>,
 }
 
 #[derive(Debug, Serialize)]
@@ -725,6 +792,7 @@ fn check<'a>(r: &'a RunReport, index: usize, c: &'a CheckSummary) -> WireCheck<'
             c,
             r.summary.sequential.is_some(),
         ),
+        applies_to: c.applies_to,
     }
 }
 
@@ -800,6 +868,7 @@ pub fn wire(r: &RunReport) -> Wire<'_> {
             tokens: r.run.tokens,
             reused_from: r.run.reused_from,
             judge_calls_by_check: r.run.judge_calls_by_check.iter().cloned().collect(),
+            calls: r.run.calls.as_ref().map(wire_calls),
         },
         shape: WireShape {
             inputs: s.shape.0,

@@ -20,6 +20,7 @@ fn value(t: &TrendReport) -> Value {
             "created_at": r.run.created_at,
             "system": r.run.system,
             "config_hash": r.run.config_hash,
+            "marks": r.marks.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
             "rates": r.rates.iter().map(|x| match x {
                 Some((rate, th)) => json!({
                     "estimate": num(rate.estimate),

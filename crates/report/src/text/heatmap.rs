@@ -190,6 +190,7 @@ pub fn heatmap(report: &RunReport, color: bool) -> String {
                         Cell::Fail => ('X', 196),
                         Cell::Error => ('E', 165),
                         Cell::Missing => (' ', 0),
+                        Cell::NotApplicable => ('-', 0),
                     };
                     let s = ch.to_string().repeat(len);
                     pattern.push_str(&if code == 0 { s } else { paint(color, code, &s) });

@@ -65,15 +65,37 @@ fn safe(s: &str) -> String {
     terminal_line(s, LINE_MAX_CHARS)
 }
 
+/// The wall and call time, structured output and auto concurrency lines
+/// ([`crate::facts::upstream`]), dim, one per line; empty when the store
+/// has none.
+fn calls_time(r: &RunReport, p: &Paint, indent: &str) -> String {
+    let Some(c) = &r.run.calls else {
+        return String::new();
+    };
+    crate::facts::upstream::lines(c)
+        .iter()
+        .map(|line| format!("{indent}{}\n", p.dim(&safe(line))))
+        .collect()
+}
+
 /// Render the terminal report; `color` adds ANSI colours and bold.
 pub(crate) fn render(r: &RunReport, color: bool) -> String {
     let p = Paint { on: color };
+    let indent = " ".repeat(LEFT + 1);
+    let mut out = String::new();
+    header(&mut out, r, &p, &indent);
+    checks_table(&mut out, r, &p, &indent);
+    system_errors(&mut out, r, &p, &indent);
+    summary_lines(&mut out, r, &p, &indent);
+    closing(&mut out, r, &p, color);
+    out
+}
+
+/// The header: the run's shape, duration and calls; its system, config
+/// and creation time; the statistics used; a sequential run's stop.
+fn header(out: &mut String, r: &RunReport, p: &Paint, indent: &str) {
     let s = &r.summary;
     let (n, m, k) = s.shape;
-    let mut out = String::new();
-    let indent = " ".repeat(LEFT + 1);
-
-    // Header.
     let mut head = format!(
         "run #{} {}: {} {} × {} {} × {} {}",
         r.run.id,
@@ -106,16 +128,18 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
     if !meta.is_empty() {
         out.push_str(&format!("{indent}{}\n", p.dim(&meta.join(" · "))));
     }
+    out.push_str(&calls_time(r, p, indent));
     out.push_str(&format!("{indent}{}\n", p.dim(&facts::statistics_line(r))));
     // A sequential run: why and when it stopped, its sequences.
+    // probity's own sentences, whole: cut, a stop reason would end mid-word.
     if let Some(o) = &s.sequential {
         out.push_str(&format!(
             "{indent}{}\n",
-            p.bold(&safe(&sequential::headline(o)))
+            p.bold(&terminal_line(&sequential::headline(o), 0))
         ));
         out.push_str(&format!(
             "{indent}{}\n",
-            p.dim(&safe(&sequential::method_line(o)))
+            p.dim(&terminal_line(&sequential::method_line(o), 0))
         ));
         for c in &o.checks {
             let line = sequential::check_line(c, m as u64, &|n| terminal_line(n, NAME_MAX_CHARS));
@@ -123,8 +147,13 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
         }
     }
     out.push('\n');
+}
 
-    // The checks table.
+/// The checks table: one aligned row per check, each followed by its
+/// notes ([`check_notes`]) and, when it is not passing, its detail
+/// ([`failure_detail`]).
+fn checks_table(out: &mut String, r: &RunReport, p: &Paint, indent: &str) {
+    let s = &r.summary;
     let names: Vec<String> = s
         .checks
         .iter()
@@ -183,111 +212,134 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
             "{} {:<wn$}  {:>wr$}  {:<wi$}  {:<wt$}  {}\n",
             word, names[idx], rates[idx], intervals[idx], thresholds[idx], est
         ));
-        if let Some(cause) = broken {
-            out.push_str(&format!(
-                "{indent}{}\n",
-                p.wrap("1;31", &causes::broken_line(r, cause, &safe))
-            ));
-        }
-        let mut notes = Vec::new();
-        if facts::not_passing(c) && !c.info.message.is_empty() {
-            out.push_str(&format!("{indent}{}\n", safe(&c.info.message)));
-        }
-        if let Some(i) = facts::inputs_note(&c.rate) {
-            notes.push(i);
-        }
-        if let Some(e) = facts::errors(&c.rate, s.options.errors) {
-            notes.push(e);
-        }
-        if let Some(d) = facts::design_effect(&c.rate) {
-            notes.push(d);
-        }
-        if !c.breakdown.is_empty() {
-            let what = match s.strategy {
-                Strategy::Columns => "outputs",
-                _ => "inputs",
-            };
-            notes.push(format!(
-                "{}: {} of {} {what} below {}",
-                name(s.strategy),
-                c.breakdown_below,
-                c.breakdown.len(),
-                threshold_pct(c.verdict.threshold)
-            ));
-        }
-        if !notes.is_empty() {
-            out.push_str(&format!("{indent}{}\n", p.dim(&notes.join(" · "))));
-        }
-        if let Some(scope) = facts::scope_note(&c.rate) {
-            out.push_str(&format!("{indent}{}\n", p.wrap("33", &scope)));
-        }
-        if let Some(cons) = &c.consistency {
-            out.push_str(&format!(
-                "{indent}{}\n",
-                p.dim(&facts::consistency_line(cons))
-            ));
-        }
-        for line in calibration::lines(c, is_sequential) {
-            out.push_str(&format!("{indent}{}\n", p.dim(&line)));
-        }
-        if let Some(w) = calibration::warning(c) {
-            out.push_str(&format!("{indent}{}\n", p.wrap("33", &format!("⚠ {w}"))));
-        }
-        if let Some(g) = r.causes.checks.get(idx).filter(|g| g.total > 0) {
-            if broken.is_none() {
-                out.push_str(&cause_block(r, g, &causes::check_head(g), &indent));
-            }
-        }
+        check_notes(out, r, idx, p, indent);
         if facts::not_passing(c) {
-            if let Some(wi) = &c.worst_input {
-                if n > 1 {
-                    out.push_str(&format!(
-                        "{indent}worst input {}: {}\n",
-                        safe(&r.input_label(wi.index)),
-                        facts::rate_with_interval(&wi.rate)
-                    ));
-                }
-            }
-            if let Some(ex) = r.example_for(idx) {
-                out.push_str(&format!(
-                    "{indent}example ({}, output #{}): {}\n",
-                    safe(&r.input_label(ex.input)),
-                    ex.repetition,
-                    terminal_line(&ex.output, EXAMPLE_MAX_CHARS)
-                ));
-                if let Some(reason) = &ex.reason {
-                    out.push_str(&format!(
-                        "{indent}{}\n",
-                        p.dim(&format!("reason: {}", safe(reason)))
-                    ));
-                }
-                if let Some(fields) = r.input_fields_of(ex.input) {
-                    out.push_str(&format!(
-                        "{indent}input {}: {}\n",
-                        safe(&r.input_label(ex.input)),
-                        facts::fields_line(fields, &|f| terminal_line(f, FIELD_MAX_CHARS))
-                    ));
-                }
-            }
+            failure_detail(out, r, idx, p, indent);
         }
     }
     if s.checks.is_empty() {
         out.push_str(&format!("{indent}no checks\n"));
     }
     out.push('\n');
+}
 
-    // Calls to the system that failed: not measured.
+/// Under a check's row: why it is broken, its message (not passing), the
+/// inputs, errors, design effect and breakdown of its rate, its scope,
+/// consistency and calibration, and the causes of what it could not judge.
+fn check_notes(out: &mut String, r: &RunReport, idx: usize, p: &Paint, indent: &str) {
+    let s = &r.summary;
+    let c = &s.checks[idx];
+    let broken = r.broken_cause(idx);
+    if let Some(cause) = broken {
+        out.push_str(&format!(
+            "{indent}{}\n",
+            p.wrap("1;31", &causes::broken_line(r, cause, &safe))
+        ));
+    }
+    let mut notes = Vec::new();
+    if facts::not_passing(c) && !c.info.message.is_empty() {
+        out.push_str(&format!("{indent}{}\n", safe(&c.info.message)));
+    }
+    if let Some(i) = facts::check_inputs_note(c) {
+        notes.push(i);
+    }
+    if let Some(e) = facts::errors(&c.rate, s.options.errors) {
+        notes.push(e);
+    }
+    if let Some(d) = facts::design_effect(&c.rate) {
+        notes.push(d);
+    }
+    if !c.breakdown.is_empty() {
+        let what = match s.strategy {
+            Strategy::Columns => "outputs",
+            _ => "inputs",
+        };
+        notes.push(format!(
+            "{}: {} of {} {what} below {}",
+            name(s.strategy),
+            c.breakdown_below,
+            c.breakdown.len(),
+            threshold_pct(c.verdict.threshold)
+        ));
+    }
+    if !notes.is_empty() {
+        out.push_str(&format!("{indent}{}\n", p.dim(&notes.join(" · "))));
+    }
+    if let Some(scope) = facts::scope_note(&c.rate) {
+        out.push_str(&format!("{indent}{}\n", p.wrap("33", &scope)));
+    }
+    if let Some(cons) = &c.consistency {
+        out.push_str(&format!(
+            "{indent}{}\n",
+            p.dim(&facts::consistency_line(cons))
+        ));
+    }
+    for line in calibration::lines(c, s.sequential.is_some()) {
+        out.push_str(&format!("{indent}{}\n", p.dim(&line)));
+    }
+    if let Some(w) = calibration::warning(c) {
+        out.push_str(&format!("{indent}{}\n", p.wrap("33", &format!("⚠ {w}"))));
+    }
+    if let Some(g) = r.causes.checks.get(idx).filter(|g| g.total > 0) {
+        if broken.is_none() {
+            out.push_str(&cause_block(r, g, &causes::check_head(g), indent));
+        }
+    }
+}
+
+/// A check not passing: its worst input, one failing output with the
+/// judge's reason and the fields of its input.
+fn failure_detail(out: &mut String, r: &RunReport, idx: usize, p: &Paint, indent: &str) {
+    let c = &r.summary.checks[idx];
+    if let Some(wi) = &c.worst_input {
+        if r.summary.shape.0 > 1 {
+            out.push_str(&format!(
+                "{indent}worst input {}: {}\n",
+                safe(&r.input_label(wi.index)),
+                facts::rate_with_interval(&wi.rate)
+            ));
+        }
+    }
+    let Some(ex) = r.example_for(idx) else {
+        return;
+    };
+    out.push_str(&format!(
+        "{indent}example ({}, output #{}): {}\n",
+        safe(&r.input_label(ex.input)),
+        ex.repetition,
+        terminal_line(&ex.output, EXAMPLE_MAX_CHARS)
+    ));
+    if let Some(reason) = &ex.reason {
+        out.push_str(&format!(
+            "{indent}{}\n",
+            p.dim(&format!("reason: {}", safe(reason)))
+        ));
+    }
+    if let Some(fields) = r.input_fields_of(ex.input) {
+        out.push_str(&format!(
+            "{indent}input {}: {}\n",
+            safe(&r.input_label(ex.input)),
+            facts::fields_line(fields, &|f| terminal_line(f, FIELD_MAX_CHARS))
+        ));
+    }
+}
+
+/// Calls to the system that failed after their retries: not measured.
+fn system_errors(out: &mut String, r: &RunReport, p: &Paint, indent: &str) {
     let system = &r.causes.system;
     if system.total > 0 {
         out.push_str(&format!(
             "{} {}",
             p.label("errors"),
-            cause_block(r, system, &causes::system_head(system), &indent).trim_start()
+            cause_block(r, system, &causes::system_head(system), indent).trim_start()
         ));
         out.push('\n');
     }
+}
 
-    // Aggregate, worst inputs, retry plan.
+/// The aggregate over checks, the worst inputs and the retry plan.
+fn summary_lines(out: &mut String, r: &RunReport, p: &Paint, indent: &str) {
+    let s = &r.summary;
     if !s.checks.is_empty() {
         out.push_str(&format!(
             "{} {}\n",
@@ -299,7 +351,7 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
         }
     }
     let worst = facts::worst_inputs(r, 3);
-    if n > 1 && !worst.is_empty() {
+    if s.shape.0 > 1 && !worst.is_empty() {
         let items: Vec<String> = worst
             .iter()
             .map(|e| {
@@ -326,35 +378,31 @@ pub(crate) fn render(r: &RunReport, color: bool) -> String {
         out.push_str(&format!("{label} {line}\n"));
     }
     out.push('\n');
+}
 
-    // The guarded system beside its prediction (a run with a retry policy).
+/// The guarded system beside its prediction (a run with a retry policy),
+/// a serve run's live rates (its verdicts above are their sequences'), the
+/// conclusion, then the comparison with the baseline when there is one.
+fn closing(out: &mut String, r: &RunReport, p: &Paint, color: bool) {
     if let Some(g) = &r.guarded {
         out.push_str(&crate::text::guarded::block(g, color));
         out.push('\n');
     }
-
-    // A serve run's live rates (its verdicts above are their sequences').
     if let Some(l) = &r.live {
         out.push_str(&crate::text::live::block(l, color));
         out.push('\n');
     }
-
-    // Conclusion.
-    let concl = r.conclusion();
     let d = if r.passed() {
         Decision::Pass
     } else {
         Decision::Fail
     };
-    out.push_str(&p.decision(d, &concl));
+    out.push_str(&p.decision(d, &r.conclusion()));
     out.push('\n');
-
-    // The comparison with the baseline, when there is one.
     if let Some(c) = &r.baseline {
         out.push('\n');
         out.push_str(&crate::text::comparison::render(c, color));
     }
-    out
 }
 
 /// A group of errors: its head line, then its most common causes, one a

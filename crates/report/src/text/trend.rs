@@ -1,11 +1,16 @@
 //! A trend in the terminal (`probity report --trend NAME`): one row per
 //! run (id, created, system), one column per check (success rate and
-//! interval). Names go through [`terminal_line`].
+//! interval), and a last column of marks (reused, revalidated, `--set`,
+//! other config: [`crate::document::trend::TrendMark`]) when a run has
+//! any. Names go through [`terminal_line`].
 
 use crate::document::trend::TrendReport;
 use crate::numbers::{interval, pct, plural, threshold_pct};
 use crate::sanitize::terminal_line;
 use probity_core::RateEstimate;
+
+/// What the marks column says, under a trend that has one.
+const MARKS_KEY: &str = "\nmarks: reused #N: outputs reused from run N · revalidated #N: run N's outputs judged again · --set: the latest run's file with other settings · other config: another file than the latest run's\n";
 
 fn cell(r: &Option<(RateEstimate, f64)>) -> String {
     match r {
@@ -38,6 +43,11 @@ pub(crate) fn render(t: &TrendReport) -> String {
         "system".to_string(),
     ];
     header.extend(t.checks.iter().map(|c| clean(c)));
+    // A last column only when some run is marked ([`TrendMark`]).
+    let marked = t.runs.iter().any(|r| !r.marks.is_empty());
+    if marked {
+        header.push("marks".to_string());
+    }
     let rows: Vec<Vec<String>> = t
         .runs
         .iter()
@@ -48,6 +58,9 @@ pub(crate) fn render(t: &TrendReport) -> String {
                 clean(&r.run.system_label),
             ];
             row.extend(r.rates.iter().map(cell));
+            if marked {
+                row.push(r.marks_line());
+            }
             row
         })
         .collect();
@@ -74,6 +87,9 @@ pub(crate) fn render(t: &TrendReport) -> String {
     out.push_str(&line(&header));
     for r in &rows {
         out.push_str(&line(r));
+    }
+    if marked {
+        out.push_str(MARKS_KEY);
     }
     out
 }

@@ -63,6 +63,7 @@ pub fn check(
         breakdown: Vec::new(),
         consistency: None,
         calibration: None,
+        applies_to: None,
         breakdown_below: 0,
         worst_input: None,
         example_failure: None,
@@ -180,6 +181,7 @@ pub fn report() -> RunReport {
             reused_from: Some(11),
             judge_calls_by_check: Vec::new(),
             complete: true,
+            calls: None,
         },
         summary: summary(),
         input_labels: vec![
@@ -361,6 +363,7 @@ pub fn tensor_report(n: usize, m: usize) -> RunReport {
             tokens: 0,
             reused_from: None,
             complete: true,
+            calls: None,
             judge_calls_by_check: vec![(format!("judge {HOSTILE}"), 3)],
         },
         summary,
@@ -443,4 +446,12 @@ pub fn options() -> AnalysisOptions {
         errors: probity_core::ErrorPolicy::AsFailure,
         ..AnalysisOptions::default()
     }
+}
+
+/// A line to the person running the tests, shown even though cargo
+/// captures test output (`eprintln!` is captured; a direct write to
+/// standard error is not): a test skipped says so.
+pub fn notice(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }

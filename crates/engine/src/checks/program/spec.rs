@@ -78,6 +78,10 @@ pub struct ProgramSpec {
     /// Invert the verdict (an error stays an error).
     #[serde(default, skip_serializing_if = "is_false")]
     pub negate: bool,
+    /// The inputs it applies to (an expression over the input's fields);
+    /// every input when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
     /// The configuration file's directory; never read from or written to
     /// configuration.
     #[serde(skip)]
@@ -101,6 +105,7 @@ impl ProgramSpec {
             processes: default_processes(),
             env: BTreeMap::new(),
             negate: false,
+            when: None,
             base_dir: None,
         }
     }
@@ -175,12 +180,18 @@ impl ProgramSpec {
         let negate = self.negate;
         // The program's reason is kept with a fail (a negated pass keeps
         // the reason it passed for).
-        Ok(builder.check_explained(move |input: &Input, output: &str| {
+        let v = builder.check_explained(move |input: &Input, output: &str| {
             match pool.judge(&input.id, &input.fields.to_map(), output) {
                 (Verdict::Pass, reason) if negate => (Verdict::Fail, reason),
                 (Verdict::Fail, reason) if negate => (Verdict::Pass, reason),
                 judged => judged,
             }
-        }))
+        });
+        match &self.when {
+            None => Ok(v),
+            Some(src) => Ok(v.when(probity_core::validator::spec::compile_condition(
+                &self.name, src,
+            )?)),
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! compared, and the check that every request renders before the run
 //! starts.
 
-use crate::config::template::TemplateError;
+use crate::provider::template::TemplateError;
 use crate::run::experiment::Experiment;
 use sha2::{Digest, Sha256};
 

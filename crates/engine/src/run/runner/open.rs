@@ -73,6 +73,9 @@ pub(super) async fn open<'s>(
         ReliabilityTensor::new(n, m, k).map_err(|e| config_error(experiment, e.to_string()))?;
     let mut settings = experiment.stored_settings();
     let caller: Arc<Caller> = experiment.calls.caller();
+    if experiment.auto_concurrency {
+        caller.load.set_auto(experiment.concurrency);
+    }
     // Calibrated verifiers: their judges answer the labelled sets first
     // (stored with the run, so its reports correct the rate as this one);
     // verdicts the store keeps for the same questions are not asked again.
@@ -107,14 +110,19 @@ pub(super) async fn open<'s>(
         sequential: experiment.sequential.map(|s| StoredSequential {
             seed: s.seed.unwrap_or_else(rand::random),
         }),
-        episode: match &experiment.agent {
-            Some(agent) => Some(Arc::new(
-                crate::agent::build::episode(agent)
-                    .await
-                    .map_err(|e| config_error(experiment, e))?,
-            )),
-            None => None,
-        },
+        episode: None,
+    };
+    // The agent's and the simulated user's calls go through the run's
+    // caller: counted, rate-limited, retried on transient errors.
+    opened.episode = match &experiment.agent {
+        Some(agent) => {
+            let mut e = crate::agent::build::episode(agent)
+                .await
+                .map_err(|e| config_error(experiment, e))?;
+            e.caller = Some(opened.caller.clone());
+            Some(Arc::new(e))
+        }
+        None => None,
     };
     let (judging, outputs) = match sink {
         Sink::Memory => {
@@ -329,7 +337,7 @@ fn reopen(
         }
     })?;
     opened.tally.causes = store.causes(id, k)?;
-    opened.tally.progress.errors = opened.tally.causes.system.total;
+    opened.tally.progress.errors = crate::run::runner::tally::failed_calls(&opened.tally.causes);
     Ok(Recording::reopen(store, id)?)
 }
 

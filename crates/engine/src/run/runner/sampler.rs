@@ -3,8 +3,8 @@
 
 use crate::agent::episode::Episode;
 use crate::checks::cache_key::sample_key;
-use crate::config::template::{PromptTemplate, TemplateError};
 use crate::provider::call::Answer;
+use crate::provider::template::{PromptTemplate, TemplateError};
 use crate::provider::types::Message;
 use crate::retry::guard::{Guard, GuardOutcome};
 use crate::store::{AttemptRow, SampleRow, WriterHealth};
@@ -146,39 +146,28 @@ impl Sampler {
         row.input_tokens = t.turns.iter().map(|t| t.input_tokens).sum();
         row.output_tokens = t.turns.iter().map(|t| t.output_tokens).sum();
         row.call_attempts = t.turns.len() as u32;
-        row.error = match (&t.ending, &judged.spoiled) {
-            (probity_core::agent::Ending::Error { by, message }, _) => {
-                Some(format!("the episode broke ({by:?}): {message}"))
+        let (cells, reasons) = match judged.row(&t) {
+            Ok(judged) => judged,
+            Err(cause) => {
+                row.error = Some(cause);
+                return row;
             }
-            (_, Some(s)) => Some(format!(
-                "the simulated user spoiled the episode: {} at turn {}: {}",
-                s.check, s.turn, s.reason
-            )),
-            _ => None,
         };
-        if row.error.is_some() {
-            return row;
-        }
         row.error = None;
-        for (kk, (_, o)) in judged.outcomes.iter().enumerate() {
-            row.cells[kk] = o.cell;
-            if o.cell != Cell::Pass {
-                row.reasons.push((kk, o.describe()));
-            }
-        }
-        let first = e.checks.len();
+        let first = cells.len();
+        row.cells[..first].copy_from_slice(&cells);
+        row.reasons = reasons;
         if !self.guard.checks().is_empty() {
             let prepared = PreparedInput::shared(&self.inputs, i);
-            let checked = Arc::new(self.guard.checks().clone())
-                .check(
-                    self.guard.caller(),
-                    self.guard.judging(),
-                    &prepared,
-                    t.last_text(),
-                    j as u32,
-                    0,
-                )
-                .await;
+            let checked = crate::agent::episode::check_columns(
+                &Arc::new(self.guard.checks().clone()),
+                self.guard.caller(),
+                self.guard.judging(),
+                &prepared,
+                &t,
+                j as u32,
+            )
+            .await;
             for (kk, c) in checked.cells.into_iter().enumerate() {
                 row.cells[first + kk] = c;
             }

@@ -29,7 +29,7 @@ use crate::run::runner::source::{Batch, SourceError, StoreSide, WorkSource};
 use crate::run::runner::tally::Tally;
 use crate::run::runner::workers::Workers;
 use crate::store::settings::StoredSettings;
-use crate::store::{RunStatus, RunTotals, Store};
+use crate::store::{AutoConcurrency, RunStatus, RunTotals, SessionCalls, Store, UpstreamNotes};
 use probity_core::{CheckInfo, ReliabilityTensor, Summary};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -221,7 +221,7 @@ impl<'a> RunSession<'a> {
         let cell = row.input_idx * self.m + row.repetition;
         let input = row.input_idx;
         self.session.0 += 1;
-        self.session.1 += row.error.is_some() as u64;
+        self.session.1 += crate::run::runner::tally::failed_call(&row) as u64;
         self.tally.record(&row);
         self.tally.progress.model_calls = Caller::count(&self.caller.calls);
         self.tally.progress.attempts_cached = Caller::count(&self.caller.outputs_cached);
@@ -306,6 +306,27 @@ impl<'a> RunSession<'a> {
         }
     }
 
+    /// This process's calls, for the run's record: its duration, its
+    /// calls' time and time queued, each judge's structured output, where
+    /// `concurrency = "auto"` settled.
+    fn session_calls(&self, elapsed: Duration) -> SessionCalls {
+        let seconds = |us: &std::sync::atomic::AtomicU64| Caller::count(us) as f64 / 1e6;
+        SessionCalls {
+            elapsed_s: elapsed.as_secs_f64(),
+            call_s: seconds(&self.caller.service_us),
+            queued_s: seconds(&self.caller.queued_us),
+            upstream: UpstreamNotes {
+                structured: self.sampler.guard.checks().structured_outputs(),
+                auto_concurrency: self.caller.load.auto_search().map(|s| AutoConcurrency {
+                    chosen: s.chosen,
+                    most: s.most,
+                    tried: s.tried,
+                    settled: s.settled,
+                }),
+            },
+        }
+    }
+
     fn source_error<T>(&self, r: Result<T, SourceError>) -> Result<T, RunError> {
         r.map_err(|e| match e {
             SourceError::Sequential(e) => config_error(self.experiment, format!("sequential: {e}")),
@@ -338,6 +359,9 @@ impl<'a> RunSession<'a> {
             }
         }
         let duration = self.started.elapsed();
+        if let Some((store, id)) = &self.store {
+            store.record_calls(*id, &self.session_calls(duration))?;
+        }
         let sequential = self.source.sequential(self.tally.progress.done);
         let summary = self.summary(sequential.as_ref());
         let causes = std::mem::take(&mut self.tally.causes).sorted();

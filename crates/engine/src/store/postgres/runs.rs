@@ -6,7 +6,7 @@ use super::schema::NOW_TEXT;
 use crate::store::backend::{Leases, RunEnd, Runs};
 use crate::store::error::StoreError;
 use crate::store::identity::me;
-use crate::store::records::{NewRun, RunRecord};
+use crate::store::records::{NewRun, RunRecord, SessionCalls};
 use crate::store::rows::{run_from_row, variant_text, RUN_COLUMNS};
 use probity_core::sequential::SequentialOutcome;
 
@@ -123,6 +123,25 @@ impl Runs for Postgres {
         })?;
         // Finished or interrupted, the run is no longer this process's.
         self.release_lease(run)
+    }
+
+    fn record_calls(&self, run: i64, calls: &SessionCalls) -> Result<(), StoreError> {
+        let upstream = serde_json::to_string(&calls.upstream).ok();
+        let (call_s, queued_s, elapsed_s) = (calls.call_s, calls.queued_s, calls.elapsed_s);
+        // The server's clock: machines' clocks need not agree. A plain
+        // UPDATE (no key column) waits for no writer's key-share lock.
+        self.conn.call(move |c| {
+            c.execute(
+                "UPDATE runs SET processes = COALESCE(processes, 0) + 1,
+                 call_s = COALESCE(call_s, 0) + $2, queued_s = COALESCE(queued_s, 0) + $3,
+                 process_s = COALESCE(process_s, 0) + $4,
+                 span_start_s = LEAST(span_start_s, EXTRACT(EPOCH FROM clock_timestamp())::float8 - $4),
+                 span_end_s = GREATEST(span_end_s, EXTRACT(EPOCH FROM clock_timestamp())::float8),
+                 upstream = $5 WHERE id = $1",
+                &[&run, &call_s, &queued_s, &elapsed_s, &upstream],
+            )
+            .map(|_| ())
+        })
     }
 
     fn set_sequential(&self, run: i64, outcome: &SequentialOutcome) -> Result<(), StoreError> {

@@ -20,6 +20,7 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     (11, VARIANTS),
     (12, CALIBRATION_VERDICTS),
     (13, WRITER_COUNTS),
+    (14, RUN_CALLS),
 ];
 
 /// A key for `pg_advisory_xact_lock`: probity's migrations.
@@ -194,4 +195,17 @@ CREATE TABLE IF NOT EXISTS run_counts (
 );
 ALTER TABLE claims ADD COLUMN IF NOT EXISTS tries BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE claims ADD COLUMN IF NOT EXISTS given_up BOOLEAN NOT NULL DEFAULT false;
+"#;
+
+/// Migration 14: the runs' call time and what their upstreams took
+/// ([`crate::store::schema::RUN_CALLS`], the SQLite form); applied again
+/// over columns a store already has, it changes nothing.
+const RUN_CALLS: &str = r#"
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS call_s DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS queued_s DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS process_s DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS processes BIGINT;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS span_start_s DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS span_end_s DOUBLE PRECISION;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS upstream TEXT;
 "#;

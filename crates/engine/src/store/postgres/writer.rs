@@ -16,9 +16,10 @@ use crate::store::backend::{Batch, BatchWriter, WriterFactory, Writes};
 use crate::store::error::StoreError;
 use crate::store::identity::me;
 use crate::store::location::{PostgresUrl, StoreLocation};
-use crate::store::records::RunTotals;
+use crate::store::records::{AttemptRow, JudgementRow, RunTotals, SampleRow};
 use crate::store::rows::{cell_bytes, reasons_text};
-use postgres::Client;
+use postgres::{Client, Transaction};
+use probity_core::Input;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -74,6 +75,10 @@ struct Counts<'a> {
     total: RunTotals,
 }
 
+/// Commit `batch` in one transaction: its inputs, samples (or a
+/// revalidation's cells), attempts and judgements, each one `INSERT …
+/// SELECT FROM UNNEST`, this writer's counts, the inputs it finished and
+/// its claims' new expiry.
 fn write(
     c: &mut Client,
     run: i64,
@@ -83,166 +88,19 @@ fn write(
 ) -> Result<(), postgres::Error> {
     let mut tx = c.transaction()?;
     if !batch.inputs.is_empty() {
-        let keep = last_of_each(&batch.inputs, |(i, _)| *i);
-        let idx: Vec<i64> = keep.iter().map(|&k| batch.inputs[k].0 as i64).collect();
-        let ids: Vec<Vec<u8>> = keep
-            .iter()
-            .map(|&k| batch.inputs[k].1.id.clone().into_bytes())
-            .collect();
-        let fields: Vec<String> = keep
-            .iter()
-            .map(|&k| batch.inputs[k].1.fields.as_json().to_string())
-            .collect();
-        tx.execute(
-            "INSERT INTO inputs (run_id, idx, input_id, fields)
-             SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BYTEA[], $4::TEXT[])
-             ON CONFLICT (run_id, idx) DO UPDATE SET input_id = EXCLUDED.input_id, fields = EXCLUDED.fields",
-            &[&run, &idx, &ids, &fields],
-        )?;
-        let seen = idx.iter().max().map_or(0, |m| m + 1);
-        // The run's row locked only when its count grows.
-        tx.execute(
-            "UPDATE runs SET inputs = $2 WHERE id = $1 AND inputs < $2",
-            &[&run, &seen],
-        )?;
+        write_inputs(&mut tx, run, &batch.inputs)?;
     }
     if !batch.samples.is_empty() {
-        let keep = last_of_each(&batch.samples, |s| (s.input_idx, s.repetition));
-        let rows: Vec<_> = keep.iter().map(|&k| &batch.samples[k]).collect();
-        let i: Vec<i64> = rows.iter().map(|s| s.input_idx as i64).collect();
-        let j: Vec<i64> = rows.iter().map(|s| s.repetition as i64).collect();
-        let cells: Vec<Vec<u8>> = rows.iter().map(|s| cell_bytes(&s.cells)).collect();
-        let reasons: Vec<Option<String>> = rows.iter().map(|s| reasons_text(&s.reasons)).collect();
-        if recheck {
-            tx.execute(
-                "INSERT INTO rechecks (run_id, input_idx, repetition, cells, reasons)
-                 SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::BYTEA[], $5::TEXT[])
-                 ON CONFLICT (run_id, input_idx, repetition)
-                 DO UPDATE SET cells = EXCLUDED.cells, reasons = EXCLUDED.reasons",
-                &[&run, &i, &j, &cells, &reasons],
-            )?;
-        } else {
-            let key: Vec<&str> = rows.iter().map(|s| s.cache_key.as_str()).collect();
-            let output: Vec<Option<&[u8]>> = rows
-                .iter()
-                .map(|s| s.output.as_deref().map(str::as_bytes))
-                .collect();
-            let error: Vec<Option<&[u8]>> = rows
-                .iter()
-                .map(|s| s.error.as_deref().map(str::as_bytes))
-                .collect();
-            let latency: Vec<Option<f64>> = rows.iter().map(|s| s.latency_ms).collect();
-            let tin: Vec<Option<i64>> = rows
-                .iter()
-                .map(|s| s.input_tokens.map(|v| v as i64))
-                .collect();
-            let tout: Vec<Option<i64>> = rows
-                .iter()
-                .map(|s| s.output_tokens.map(|v| v as i64))
-                .collect();
-            let calls: Vec<i64> = rows.iter().map(|s| s.call_attempts as i64).collect();
-            tx.execute(
-                "INSERT INTO samples (run_id, input_idx, repetition, cache_key, output, error, latency_ms,
-                    input_tokens, output_tokens, call_attempts, cells, reasons)
-                 SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::TEXT[], $5::BYTEA[], $6::BYTEA[],
-                    $7::DOUBLE PRECISION[], $8::BIGINT[], $9::BIGINT[], $10::BIGINT[], $11::BYTEA[], $12::TEXT[])
-                 ON CONFLICT (run_id, input_idx, repetition) DO UPDATE SET cache_key = EXCLUDED.cache_key,
-                    output = EXCLUDED.output, error = EXCLUDED.error, latency_ms = EXCLUDED.latency_ms,
-                    input_tokens = EXCLUDED.input_tokens, output_tokens = EXCLUDED.output_tokens,
-                    call_attempts = EXCLUDED.call_attempts, cells = EXCLUDED.cells, reasons = EXCLUDED.reasons",
-                &[&run, &i, &j, &key, &output, &error, &latency, &tin, &tout, &calls, &cells, &reasons],
-            )?;
-        }
+        write_samples(&mut tx, run, recheck, &batch.samples)?;
     }
     if !batch.attempts.is_empty() {
-        let keep = last_of_each(&batch.attempts, |a| (a.input_idx, a.repetition, a.attempt));
-        let rows: Vec<_> = keep.iter().map(|&k| &batch.attempts[k]).collect();
-        let i: Vec<i64> = rows.iter().map(|a| a.input_idx as i64).collect();
-        let j: Vec<i64> = rows.iter().map(|a| a.repetition as i64).collect();
-        let n: Vec<i64> = rows.iter().map(|a| a.attempt as i64).collect();
-        let output: Vec<Option<&[u8]>> = rows
-            .iter()
-            .map(|a| a.output.as_deref().map(str::as_bytes))
-            .collect();
-        let error: Vec<Option<&[u8]>> = rows
-            .iter()
-            .map(|a| a.error.as_deref().map(str::as_bytes))
-            .collect();
-        let latency: Vec<Option<f64>> = rows.iter().map(|a| a.latency_ms).collect();
-        let tin: Vec<Option<i64>> = rows
-            .iter()
-            .map(|a| a.input_tokens.map(|v| v as i64))
-            .collect();
-        let tout: Vec<Option<i64>> = rows
-            .iter()
-            .map(|a| a.output_tokens.map(|v| v as i64))
-            .collect();
-        let calls: Vec<i64> = rows.iter().map(|a| a.call_attempts as i64).collect();
-        let judge: Vec<i64> = rows.iter().map(|a| a.judge_calls as i64).collect();
-        let cells: Vec<Vec<u8>> = rows.iter().map(|a| cell_bytes(&a.cells)).collect();
-        let reasons: Vec<Option<String>> = rows.iter().map(|a| reasons_text(&a.reasons)).collect();
-        let passed: Vec<bool> = rows.iter().map(|a| a.passed).collect();
-        let published: Vec<bool> = rows.iter().map(|a| a.published).collect();
-        // Only an output is cached: errors are asked again.
-        let key: Vec<Option<&str>> = rows
-            .iter()
-            .map(|a| a.cache_key.as_deref().filter(|_| a.output.is_some()))
-            .collect();
-        tx.execute(
-            "INSERT INTO attempts (run_id, input_idx, repetition, attempt, output, error, latency_ms,
-                input_tokens, output_tokens, call_attempts, judge_calls, cells, reasons, passed, published, cache_key)
-             SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::BIGINT[], $5::BYTEA[], $6::BYTEA[],
-                $7::DOUBLE PRECISION[], $8::BIGINT[], $9::BIGINT[], $10::BIGINT[], $11::BIGINT[], $12::BYTEA[],
-                $13::TEXT[], $14::BOOLEAN[], $15::BOOLEAN[], $16::TEXT[])
-             ON CONFLICT (run_id, input_idx, repetition, attempt) DO UPDATE SET output = EXCLUDED.output,
-                error = EXCLUDED.error, latency_ms = EXCLUDED.latency_ms, input_tokens = EXCLUDED.input_tokens,
-                output_tokens = EXCLUDED.output_tokens, call_attempts = EXCLUDED.call_attempts,
-                judge_calls = EXCLUDED.judge_calls, cells = EXCLUDED.cells, reasons = EXCLUDED.reasons,
-                passed = EXCLUDED.passed, published = EXCLUDED.published, cache_key = EXCLUDED.cache_key",
-            &[
-                &run, &i, &j, &n, &output, &error, &latency, &tin, &tout, &calls, &judge, &cells,
-                &reasons, &passed, &published, &key,
-            ],
-        )?;
+        write_attempts(&mut tx, run, &batch.attempts)?;
     }
     if !batch.judgements.is_empty() {
-        let keep = last_of_each(&batch.judgements, |j| j.cache_key.clone());
-        let rows: Vec<_> = keep.iter().map(|&k| &batch.judgements[k]).collect();
-        let key: Vec<&str> = rows.iter().map(|j| j.cache_key.as_str()).collect();
-        let pass: Vec<bool> = rows.iter().map(|j| j.pass).collect();
-        let reasons: Vec<String> = rows
-            .iter()
-            .map(|j| serde_json::to_string(&j.reasons).unwrap_or_default())
-            .collect();
-        let raw: Vec<&[u8]> = rows.iter().map(|j| j.raw.as_bytes()).collect();
-        tx.execute(
-            "INSERT INTO judgements (cache_key, verdict, reasons, raw)
-             SELECT * FROM UNNEST($1::TEXT[], $2::BOOLEAN[], $3::TEXT[], $4::BYTEA[])
-             ON CONFLICT (cache_key) DO UPDATE SET verdict = EXCLUDED.verdict,
-                reasons = EXCLUDED.reasons, raw = EXCLUDED.raw",
-            &[&key, &pass, &reasons, &raw],
-        )?;
+        write_judgements(&mut tx, &batch.judgements)?;
     }
-    if let Some(Counts { key, total: t }) = counts {
-        // The writer's own row: writers of one run never wait for each
-        // other (the run's row, locked by each in turn while their sample
-        // rows held its key-share lock, deadlocked them).
-        let by_check = serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default();
-        tx.execute(
-            "INSERT INTO run_counts (run_id, writer, model_calls, judge_calls, tokens, judge_calls_by_check)
-             VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (run_id, writer) DO UPDATE SET model_calls = EXCLUDED.model_calls,
-                judge_calls = EXCLUDED.judge_calls, tokens = EXCLUDED.tokens,
-                judge_calls_by_check = EXCLUDED.judge_calls_by_check",
-            &[
-                &run,
-                key,
-                &(t.model_calls as i64),
-                &(t.judge_calls as i64),
-                &(t.tokens as i64),
-                &by_check,
-            ],
-        )?;
+    if let Some(counts) = counts {
+        write_counts(&mut tx, run, counts)?;
     }
     if !batch.finished.is_empty() {
         finish_inputs_on(&mut tx, run, &batch.finished)?;
@@ -251,6 +109,205 @@ fn write(
         refresh_claims_on(&mut tx, run, ttl)?;
     }
     tx.commit()
+}
+
+/// The batch's inputs (the last of each index), and the run's input count
+/// when it grows.
+fn write_inputs(
+    tx: &mut Transaction<'_>,
+    run: i64,
+    inputs: &[(usize, Input)],
+) -> Result<(), postgres::Error> {
+    let keep = last_of_each(inputs, |(i, _)| *i);
+    let idx: Vec<i64> = keep.iter().map(|&k| inputs[k].0 as i64).collect();
+    let ids: Vec<Vec<u8>> = keep
+        .iter()
+        .map(|&k| inputs[k].1.id.clone().into_bytes())
+        .collect();
+    let fields: Vec<String> = keep
+        .iter()
+        .map(|&k| inputs[k].1.fields.as_json().to_string())
+        .collect();
+    tx.execute(
+        "INSERT INTO inputs (run_id, idx, input_id, fields)
+         SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BYTEA[], $4::TEXT[])
+         ON CONFLICT (run_id, idx) DO UPDATE SET input_id = EXCLUDED.input_id, fields = EXCLUDED.fields",
+        &[&run, &idx, &ids, &fields],
+    )?;
+    let seen = idx.iter().max().map_or(0, |m| m + 1);
+    // The run's row locked only when its count grows.
+    tx.execute(
+        "UPDATE runs SET inputs = $2 WHERE id = $1 AND inputs < $2",
+        &[&run, &seen],
+    )?;
+    Ok(())
+}
+
+/// The batch's samples (the last of each cell): a run's, or a
+/// revalidation's cells over its source's outputs (`recheck`).
+fn write_samples(
+    tx: &mut Transaction<'_>,
+    run: i64,
+    recheck: bool,
+    samples: &[SampleRow],
+) -> Result<(), postgres::Error> {
+    let keep = last_of_each(samples, |s| (s.input_idx, s.repetition));
+    let rows: Vec<_> = keep.iter().map(|&k| &samples[k]).collect();
+    let i: Vec<i64> = rows.iter().map(|s| s.input_idx as i64).collect();
+    let j: Vec<i64> = rows.iter().map(|s| s.repetition as i64).collect();
+    let cells: Vec<Vec<u8>> = rows.iter().map(|s| cell_bytes(&s.cells)).collect();
+    let reasons: Vec<Option<String>> = rows.iter().map(|s| reasons_text(&s.reasons)).collect();
+    if recheck {
+        tx.execute(
+            "INSERT INTO rechecks (run_id, input_idx, repetition, cells, reasons)
+             SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::BYTEA[], $5::TEXT[])
+             ON CONFLICT (run_id, input_idx, repetition)
+             DO UPDATE SET cells = EXCLUDED.cells, reasons = EXCLUDED.reasons",
+            &[&run, &i, &j, &cells, &reasons],
+        )?;
+    } else {
+        let key: Vec<&str> = rows.iter().map(|s| s.cache_key.as_str()).collect();
+        let output: Vec<Option<&[u8]>> = rows
+            .iter()
+            .map(|s| s.output.as_deref().map(str::as_bytes))
+            .collect();
+        let error: Vec<Option<&[u8]>> = rows
+            .iter()
+            .map(|s| s.error.as_deref().map(str::as_bytes))
+            .collect();
+        let latency: Vec<Option<f64>> = rows.iter().map(|s| s.latency_ms).collect();
+        let tin: Vec<Option<i64>> = rows
+            .iter()
+            .map(|s| s.input_tokens.map(|v| v as i64))
+            .collect();
+        let tout: Vec<Option<i64>> = rows
+            .iter()
+            .map(|s| s.output_tokens.map(|v| v as i64))
+            .collect();
+        let calls: Vec<i64> = rows.iter().map(|s| s.call_attempts as i64).collect();
+        tx.execute(
+            "INSERT INTO samples (run_id, input_idx, repetition, cache_key, output, error, latency_ms,
+                input_tokens, output_tokens, call_attempts, cells, reasons)
+             SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::TEXT[], $5::BYTEA[], $6::BYTEA[],
+                $7::DOUBLE PRECISION[], $8::BIGINT[], $9::BIGINT[], $10::BIGINT[], $11::BYTEA[], $12::TEXT[])
+             ON CONFLICT (run_id, input_idx, repetition) DO UPDATE SET cache_key = EXCLUDED.cache_key,
+                output = EXCLUDED.output, error = EXCLUDED.error, latency_ms = EXCLUDED.latency_ms,
+                input_tokens = EXCLUDED.input_tokens, output_tokens = EXCLUDED.output_tokens,
+                call_attempts = EXCLUDED.call_attempts, cells = EXCLUDED.cells, reasons = EXCLUDED.reasons",
+            &[&run, &i, &j, &key, &output, &error, &latency, &tin, &tout, &calls, &cells, &reasons],
+        )?;
+    }
+    Ok(())
+}
+
+/// The batch's attempts of a retry policy (the last of each).
+fn write_attempts(
+    tx: &mut Transaction<'_>,
+    run: i64,
+    attempts: &[AttemptRow],
+) -> Result<(), postgres::Error> {
+    let keep = last_of_each(attempts, |a| (a.input_idx, a.repetition, a.attempt));
+    let rows: Vec<_> = keep.iter().map(|&k| &attempts[k]).collect();
+    let i: Vec<i64> = rows.iter().map(|a| a.input_idx as i64).collect();
+    let j: Vec<i64> = rows.iter().map(|a| a.repetition as i64).collect();
+    let n: Vec<i64> = rows.iter().map(|a| a.attempt as i64).collect();
+    let output: Vec<Option<&[u8]>> = rows
+        .iter()
+        .map(|a| a.output.as_deref().map(str::as_bytes))
+        .collect();
+    let error: Vec<Option<&[u8]>> = rows
+        .iter()
+        .map(|a| a.error.as_deref().map(str::as_bytes))
+        .collect();
+    let latency: Vec<Option<f64>> = rows.iter().map(|a| a.latency_ms).collect();
+    let tin: Vec<Option<i64>> = rows
+        .iter()
+        .map(|a| a.input_tokens.map(|v| v as i64))
+        .collect();
+    let tout: Vec<Option<i64>> = rows
+        .iter()
+        .map(|a| a.output_tokens.map(|v| v as i64))
+        .collect();
+    let calls: Vec<i64> = rows.iter().map(|a| a.call_attempts as i64).collect();
+    let judge: Vec<i64> = rows.iter().map(|a| a.judge_calls as i64).collect();
+    let cells: Vec<Vec<u8>> = rows.iter().map(|a| cell_bytes(&a.cells)).collect();
+    let reasons: Vec<Option<String>> = rows.iter().map(|a| reasons_text(&a.reasons)).collect();
+    let passed: Vec<bool> = rows.iter().map(|a| a.passed).collect();
+    let published: Vec<bool> = rows.iter().map(|a| a.published).collect();
+    // Only an output is cached: errors are asked again.
+    let key: Vec<Option<&str>> = rows
+        .iter()
+        .map(|a| a.cache_key.as_deref().filter(|_| a.output.is_some()))
+        .collect();
+    tx.execute(
+        "INSERT INTO attempts (run_id, input_idx, repetition, attempt, output, error, latency_ms,
+            input_tokens, output_tokens, call_attempts, judge_calls, cells, reasons, passed, published, cache_key)
+         SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::BIGINT[], $5::BYTEA[], $6::BYTEA[],
+            $7::DOUBLE PRECISION[], $8::BIGINT[], $9::BIGINT[], $10::BIGINT[], $11::BIGINT[], $12::BYTEA[],
+            $13::TEXT[], $14::BOOLEAN[], $15::BOOLEAN[], $16::TEXT[])
+         ON CONFLICT (run_id, input_idx, repetition, attempt) DO UPDATE SET output = EXCLUDED.output,
+            error = EXCLUDED.error, latency_ms = EXCLUDED.latency_ms, input_tokens = EXCLUDED.input_tokens,
+            output_tokens = EXCLUDED.output_tokens, call_attempts = EXCLUDED.call_attempts,
+            judge_calls = EXCLUDED.judge_calls, cells = EXCLUDED.cells, reasons = EXCLUDED.reasons,
+            passed = EXCLUDED.passed, published = EXCLUDED.published, cache_key = EXCLUDED.cache_key",
+        &[
+            &run, &i, &j, &n, &output, &error, &latency, &tin, &tout, &calls, &judge, &cells,
+            &reasons, &passed, &published, &key,
+        ],
+    )?;
+    Ok(())
+}
+
+/// The batch's judgements, into the judge cache (the last of each key).
+fn write_judgements(
+    tx: &mut Transaction<'_>,
+    judgements: &[JudgementRow],
+) -> Result<(), postgres::Error> {
+    let keep = last_of_each(judgements, |j| j.cache_key.clone());
+    let rows: Vec<_> = keep.iter().map(|&k| &judgements[k]).collect();
+    let key: Vec<&str> = rows.iter().map(|j| j.cache_key.as_str()).collect();
+    let pass: Vec<bool> = rows.iter().map(|j| j.pass).collect();
+    let reasons: Vec<String> = rows
+        .iter()
+        .map(|j| serde_json::to_string(&j.reasons).unwrap_or_default())
+        .collect();
+    let raw: Vec<&[u8]> = rows.iter().map(|j| j.raw.as_bytes()).collect();
+    tx.execute(
+        "INSERT INTO judgements (cache_key, verdict, reasons, raw)
+         SELECT * FROM UNNEST($1::TEXT[], $2::BOOLEAN[], $3::TEXT[], $4::BYTEA[])
+         ON CONFLICT (cache_key) DO UPDATE SET verdict = EXCLUDED.verdict,
+            reasons = EXCLUDED.reasons, raw = EXCLUDED.raw",
+        &[&key, &pass, &reasons, &raw],
+    )?;
+    Ok(())
+}
+
+/// This writer's counts of the run, on its own row of `run_counts`.
+fn write_counts(
+    tx: &mut Transaction<'_>,
+    run: i64,
+    Counts { key, total: t }: &Counts<'_>,
+) -> Result<(), postgres::Error> {
+    // The writer's own row: writers of one run never wait for each
+    // other (the run's row, locked by each in turn while their sample
+    // rows held its key-share lock, deadlocked them).
+    let by_check = serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default();
+    tx.execute(
+        "INSERT INTO run_counts (run_id, writer, model_calls, judge_calls, tokens, judge_calls_by_check)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (run_id, writer) DO UPDATE SET model_calls = EXCLUDED.model_calls,
+            judge_calls = EXCLUDED.judge_calls, tokens = EXCLUDED.tokens,
+            judge_calls_by_check = EXCLUDED.judge_calls_by_check",
+        &[
+            &run,
+            key,
+            &(t.model_calls as i64),
+            &(t.judge_calls as i64),
+            &(t.tokens as i64),
+            &by_check,
+        ],
+    )?;
+    Ok(())
 }
 
 impl Writer {

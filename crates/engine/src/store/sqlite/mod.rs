@@ -81,6 +81,14 @@ impl Sqlite {
                 conn.execute_batch(MIGRATION_13)
             })?;
         }
+        if version < 14 {
+            store.migrate(14, |conn| {
+                if has_column(conn, "runs", "call_s")? {
+                    return Ok(());
+                }
+                conn.execute_batch(crate::store::schema::RUN_CALLS)
+            })?;
+        }
         Ok(store)
     }
 

@@ -5,7 +5,7 @@ use super::schema::NOW_S;
 use crate::store::backend::{Leases, RunEnd, Runs};
 use crate::store::error::StoreError;
 use crate::store::identity::me;
-use crate::store::records::{NewRun, RunRecord};
+use crate::store::records::{NewRun, RunRecord, SessionCalls};
 use crate::store::rows::{run_from_row, variant_text, RUN_COLUMNS};
 use probity_core::sequential::SequentialOutcome;
 use rusqlite::{params, OptionalExtension};
@@ -119,6 +119,24 @@ impl Runs for Sqlite {
             .execute(
                 "UPDATE runs SET sequential = ?2 WHERE id = ?1",
                 params![run, serde_json::to_string(outcome).ok()],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    fn record_calls(&self, run: i64, calls: &SessionCalls) -> Result<(), StoreError> {
+        let upstream = serde_json::to_string(&calls.upstream).ok();
+        self.conn
+            .execute(
+                &format!(
+                    "UPDATE runs SET processes = COALESCE(processes, 0) + 1,
+                     call_s = COALESCE(call_s, 0) + ?2, queued_s = COALESCE(queued_s, 0) + ?3,
+                     process_s = COALESCE(process_s, 0) + ?4,
+                     span_start_s = MIN(COALESCE(span_start_s, {NOW_S} - ?4), {NOW_S} - ?4),
+                     span_end_s = MAX(COALESCE(span_end_s, {NOW_S}), {NOW_S}),
+                     upstream = ?5 WHERE id = ?1"
+                ),
+                params![run, calls.call_s, calls.queued_s, calls.elapsed_s, upstream],
             )
             .map(|_| ())
             .map_err(|e| self.err(e))

@@ -36,8 +36,8 @@
 //! expected = "gold"            # the state the task's gold actions reach
 //! ```
 
-use crate::config::toml_error::describe;
-use crate::provider::config::ProviderConfig;
+use crate::system::config::ProviderConfig;
+use crate::toml_error::describe;
 use probity_core::agent::{AgentCheck, Bounds, CallPattern, Order, UserCheck};
 use probity_core::conversation::{from_openai, Message, Role};
 use probity_core::{CheckInfo, CheckKind, Input, Validator};
@@ -168,7 +168,7 @@ pub enum AgentSpec {
         timeout_s: f64,
     },
     /// A Python function given by the Python package (`python = "…"`,
-    /// its qualified name): [`crate::agent::hosted`].
+    /// its qualified name): [`crate::tools::hosted`].
     Python {
         function: String,
         timeout_s: f64,
@@ -188,7 +188,7 @@ pub enum UserSpec {
 /// How a `[[tool]]` is implemented.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolImpl {
-    Mock(Vec<crate::agent::tools::MockAnswer>),
+    Mock(Vec<crate::tools::MockAnswer>),
     Command {
         argv: Vec<String>,
         timeout_s: f64,
@@ -202,7 +202,7 @@ pub enum ToolImpl {
         url: String,
     },
     /// A Python function given by the Python package (`python = "…"`,
-    /// its qualified name): [`crate::agent::hosted`].
+    /// its qualified name): [`crate::tools::hosted`].
     Python {
         function: String,
         timeout_s: f64,
@@ -217,7 +217,7 @@ pub enum ToolImpl {
 pub struct ToolDecl {
     /// Name, description, schema (`None` for an MCP server: it lists its
     /// own).
-    pub spec: Option<crate::agent::tools::ToolSpec>,
+    pub spec: Option<crate::tools::ToolSpec>,
     pub implementation: ToolImpl,
     /// Arguments added to every call (MCP; `{task}`, `{repetition}`).
     pub arguments: Map<String, Value>,
@@ -247,7 +247,7 @@ pub struct AgentConfig {
     pub user_checks: Vec<(String, UserCheck)>,
     /// The Python functions the `python` tools and agent name, given by
     /// the Python package after reading (empty from a probity.toml).
-    pub hosted: crate::agent::hosted::HostedFunctions,
+    pub hosted: crate::tools::hosted::HostedFunctions,
 }
 
 #[derive(Deserialize)]
@@ -275,7 +275,7 @@ struct ToolTable {
     name: Option<String>,
     description: Option<String>,
     parameters: Option<Value>,
-    mock: Option<Vec<crate::agent::tools::MockAnswer>>,
+    mock: Option<Vec<crate::tools::MockAnswer>>,
     command: Option<Vec<String>>,
     timeout_s: Option<f64>,
     mcp: Option<McpTable>,
@@ -601,7 +601,7 @@ fn tool_decl(text: &str, t: Spanned<ToolTable>) -> Result<ToolDecl, String> {
         }
         (None, true) => None,
         (None, false) => return Err(e("a tool needs a `name`")),
-        (Some(name), false) => Some(crate::agent::tools::ToolSpec {
+        (Some(name), false) => Some(crate::tools::ToolSpec {
             name,
             description: t.description.unwrap_or_default(),
             parameters: t

@@ -9,12 +9,14 @@
 //! do not underflow to 0 or 1 (the coverage table of
 //! `crates/core/STATISTICS.md` is reproducible from these exact streams).
 
-use crate::sequential::outcome::{RoundDesign, SequenceState, StopReason};
+pub mod plan;
+
 use crate::sequential::test::{design_for, round_end, SequentialTest};
 use crate::stats::{
     judge, ClusterMethod, ClusterSum, Counts, ErrorPolicy, IntervalMethod, RateEstimate,
     StatsError, ThresholdVerdict, VerdictMode,
 };
+use crate::summary::sequential::{RoundDesign, SequenceState, StopReason};
 use crate::summary::CheckInfo;
 use rand::rngs::StdRng;
 use rand::Rng;

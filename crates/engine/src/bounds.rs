@@ -6,7 +6,7 @@
 //!
 //! Work caps of the things a configuration runs live next to them:
 //! expressions in [`probity_core::validator::expr`] (operations, sizes,
-//! time, stack), templates in [`crate::config::template`] (fuel, recursion, size).
+//! time, stack), templates in [`crate::provider::template`] (fuel, recursion, size).
 
 use std::time::Duration;
 

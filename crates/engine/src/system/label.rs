@@ -3,7 +3,7 @@
 //! what reports show. Read here, beside the providers that write the
 //! fingerprints, one arm per provider kind the compiler asks for.
 
-use crate::provider::config::ProviderKind;
+use crate::system::config::ProviderKind;
 use serde_json::Value;
 
 /// `openai/gpt-4o-mini`, `anthropic/claude-…`, `sim seed 42`,

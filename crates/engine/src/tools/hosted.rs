@@ -4,8 +4,8 @@
 //! "…"`, `[agent] python = "…"`); the embedding program hands the engine
 //! their implementations ([`HostedFunctions`]) before the run. They speak
 //! the command protocols, as JSON in and text out: a tool is sent
-//! [`super::tools::CommandTool`]'s request and answers as a command does,
-//! an agent is sent [`super::blackbox`]'s request and answers its
+//! [`super::CommandTool`]'s request and answers as a command does,
+//! an agent is sent [`crate::agent::blackbox`]'s request and answers its
 //! transcript.
 //!
 //! A function that raises, or does not answer within its timeout, is a

@@ -1,8 +1,8 @@
 //! Tools an agent under test may call (issue 34 item 3): each declared
 //! with a name, a description and a JSON schema for its arguments, and
 //! implemented by a mock in the configuration, a command, an MCP server
-//! ([`super::mcp`]) or a Python function ([`super::hosted`]). A tool may read and change the episode's state (a
-//! JSON document, [`super::environment`]).
+//! ([`mcp`]) or a Python function ([`hosted`]). A tool may read and change
+//! the episode's state (a JSON document, [`crate::agent::environment`]).
 //!
 //! Two ways a call can go wrong are kept apart: a tool that answers with
 //! an error (an unknown order, a refused argument) answers the agent — its
@@ -10,6 +10,9 @@
 //! that cannot answer at all (a command that crashed, an MCP server that
 //! died) is a [`ToolFailure`], which ends the episode as an error, never
 //! as the agent's failure.
+
+pub mod hosted;
+pub mod mcp;
 
 use probity_core::agent::matching::is_subset;
 use serde::{Deserialize, Serialize};
@@ -292,7 +295,7 @@ fn tool_request(name: &str, arguments: &Value, state: &Value, episode: &EpisodeI
 /// [`ToolFailure`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostedTool {
-    pub function: super::hosted::HostedFn,
+    pub function: hosted::HostedFn,
     pub timeout: Duration,
 }
 

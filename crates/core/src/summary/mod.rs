@@ -1,18 +1,20 @@
 //! The summary of a reliability test: everything a report shows, computed
 //! from the tensor and the checks' settings alone (no outputs, no I/O).
 
+pub mod sequential;
+
 use crate::aggregate::{aggregate, Aggregate, AggregateResult};
 use crate::options::AnalysisOptions;
 use crate::profile::{
     profile, strategy_rates, worst, worst_input_for, Profile, ProfileEntry, Strategy,
 };
 use crate::retry::RetryPlan;
-use crate::sequential::outcome::SequentialOutcome;
 use crate::stats::projection::settle;
 use crate::stats::{
     error::check_threshold, judge, Calibrated, ClusterMethod, ClusterSum, Consistency, Counts,
     Decision, NotEstablished, RateEstimate, Scope, StatsError, ThresholdVerdict,
 };
+use crate::summary::sequential::SequentialOutcome;
 use crate::tensor::{Cell, ReliabilityTensor};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -68,6 +70,30 @@ pub struct CheckSummary {
     /// the corrected rate's; `Summary::with_calibration`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Calibrated>,
+    /// The inputs the check applies to, when not all
+    /// ([`ReliabilityTensor::applicable_inputs`]): its rate, interval and
+    /// profile are over these alone; the others are not applicable,
+    /// counted apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applies_to: Option<AppliesTo>,
+}
+
+/// A check applies to `inputs` of the run's `of` inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliesTo {
+    pub inputs: usize,
+    pub of: usize,
+}
+
+impl AppliesTo {
+    /// Check `k`'s inputs in `t`: `None` when it applies to all of them.
+    pub fn of_check(t: &ReliabilityTensor, k: usize) -> Option<AppliesTo> {
+        let inputs = t.applicable_inputs(k);
+        (inputs < t.inputs()).then_some(AppliesTo {
+            inputs,
+            of: t.inputs(),
+        })
+    }
 }
 
 /// The summary of a run.
@@ -305,6 +331,7 @@ fn summarise_check(
         .ok()
     });
     CheckSummary {
+        applies_to: AppliesTo::of_check(t, k),
         consistency,
         calibration: None,
         info: info.clone(),

