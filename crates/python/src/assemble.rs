@@ -8,8 +8,15 @@
 //! {"name": "…", "text": "…stored with the run…",
 //!  "system": {"provider": "sim"} | null, "prompt": {…} | null,
 //!  "experiment": {…}, "validators": [{…}], "verifiers": [{…}],
-//!  "retry": {…} | null, "inputs": [{…}]}
+//!  "retry": {…} | null, "inputs": [{…}],
+//!  "agent": {"agent": {…}, "user": {…}, "environment": {…}, "tool": [{…}],
+//!            "agent_check": [{…}], "user_check": [{…}]} | null}
 //! ```
+//!
+//! The agent tables are read by the engine's agent reader, which takes
+//! TOML ([`probity_engine::config::agent::AgentConfig::from_toml`]): they
+//! are written as TOML, and the run's stored text is that TOML followed
+//! by the experiment's description as comment lines.
 
 use probity_core::Validator;
 use probity_engine::config::{Config, ConfigError, ConfigFile};
@@ -35,9 +42,10 @@ pub fn config(spec: &str, cwd: &Path, code: Vec<(usize, Validator)>) -> Result<C
     else {
         return Err("the experiment's tables must be an object".into());
     };
-    let text = field(&mut spec, "text")
+    let mut text = field(&mut spec, "text")
         .and_then(|t| t.as_str().map(str::to_string))
         .unwrap_or_default();
+    let agent = field(&mut spec, "agent");
     let mut file = ConfigFile {
         name: field(&mut spec, "name")
             .map(|n| section("name", n))
@@ -87,15 +95,67 @@ pub fn config(spec: &str, cwd: &Path, code: Vec<(usize, Validator)>) -> Result<C
     if let Some(key) = spec.keys().next() {
         return Err(format!("unknown table `{key}`"));
     }
+    if let Some(tables) = agent {
+        text = agent_tables(&mut file, tables, &text)?;
+    }
     Config::from_parts(file, &text, &cwd.join("probity.py"), code).map_err(message)
+}
+
+/// The agent tables `tables` into `file` (kept as written, as a
+/// probity.toml's are), and the text the engine reads them from: TOML,
+/// then `description` as comment lines.
+fn agent_tables(file: &mut ConfigFile, tables: Value, description: &str) -> Result<String, String> {
+    let Value::Object(mut t) = tables else {
+        return Err("the agent's tables must be an object".into());
+    };
+    let toml_text = toml::Value::try_from(&t)
+        .and_then(|v| toml::to_string(&v))
+        .map_err(|e| format!("the agent's tables cannot be written as TOML: {e}"))?;
+    let list = |v: Option<Value>| match v {
+        Some(Value::Array(a)) => a,
+        _ => Vec::new(),
+    };
+    file.agent = field(&mut t, "agent");
+    file.user = field(&mut t, "user");
+    file.environment = field(&mut t, "environment");
+    file.tools = list(field(&mut t, "tool"));
+    file.agent_checks = list(field(&mut t, "agent_check"));
+    file.user_checks = list(field(&mut t, "user_check"));
+    if let Some(key) = t.keys().next() {
+        return Err(format!("unknown agent table `{key}`"));
+    }
+    let mut text = toml_text;
+    text.push_str("\n# The experiment, as the Python package describes it:\n");
+    for line in description.lines() {
+        text.push_str("# ");
+        text.push_str(line);
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 /// A configuration error's message without the path the engine names (for
 /// Python, a `probity.py` in the working directory that does not exist).
 pub fn message(e: ConfigError) -> String {
     match e {
-        ConfigError::Invalid { message, .. } | ConfigError::Parse { message, .. } => message,
+        ConfigError::Invalid { message, .. } | ConfigError::Parse { message, .. } => {
+            without_line(message)
+        }
         ConfigError::System { message, .. } => format!("system: {message}"),
         other => other.to_string(),
+    }
+}
+
+/// `message` without a leading "line N: ": the agent tables' errors name
+/// a line of the TOML written from them, which the Python user never sees
+/// (the table and field they name remain).
+fn without_line(message: String) -> String {
+    let Some(rest) = message.strip_prefix("line ") else {
+        return message;
+    };
+    let digits = rest.chars().take_while(char::is_ascii_digit).count();
+    match rest[digits..].strip_prefix(": ") {
+        Some(tail) if digits > 0 => tail.to_string(),
+        _ => message,
     }
 }

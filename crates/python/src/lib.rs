@@ -12,6 +12,7 @@ mod batch;
 mod calls;
 mod compare;
 mod errors;
+mod hosted;
 mod inputs;
 mod plan;
 mod predicate;
@@ -57,6 +58,14 @@ fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
 /// timeout_s)`.
 type ValidatorArg = (usize, String, String, f64, f64, usize, Py<PyAny>, bool, f64);
 
+/// A Python function as the package passes it: `(name, runner,
+/// coroutine)` ([`hosted`]).
+type FunctionArg = (String, Py<PyAny>, bool);
+
+/// An agent experiment's Python functions: the black-box agent, if it is
+/// one, and the tools' `(tool_name, function)`.
+type AgentArg = (Option<FunctionArg>, Vec<(String, FunctionArg)>);
+
 /// `seconds` as a timeout: at least a millisecond, at most a day (what
 /// the engine's `timeout_s` accepts; the engine refuses other values with
 /// a message when it reads the table).
@@ -81,6 +90,9 @@ fn timeout(seconds: f64) -> Duration {
 ///   to Python code as.
 /// * `store`: the run store: a SQLite file's path or a PostgreSQL URL
 ///   (`None`: memory only).
+/// * `agent`: an agent experiment's Python functions (the black-box
+///   agent's, the tools'), for the `python` entries of the spec's agent
+///   tables ([`assemble`]).
 ///
 /// Errors (`probity._errors`): `ConfigError` for a table or setting the
 /// engine refuses (the message names it), `StoreLockedError` when another
@@ -94,7 +106,7 @@ fn store_location(store: &str) -> PyResult<StoreLocation> {
 }
 
 #[pyfunction]
-#[pyo3(signature = (spec, cwd, origin, system, validators, make_input, store=None))]
+#[pyo3(signature = (spec, cwd, origin, system, validators, make_input, store=None, agent=None))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -105,6 +117,7 @@ fn run(
     validators: Vec<ValidatorArg>,
     make_input: Py<PyAny>,
     store: Option<String>,
+    agent: Option<AgentArg>,
 ) -> PyResult<(String, Py<PyBytes>)> {
     let inputs = Arc::new(PyInputs::new(py, make_input));
     let workers = Workers::import(py)?;
@@ -132,13 +145,30 @@ fn run(
         workers.clone(),
     );
     let store = store.as_deref().map(store_location).transpose()?;
-    let config = assemble::config(spec, &cwd, code).map_err(|m| errors::raise(Kind::Config, m))?;
+    let mut config =
+        assemble::config(spec, &cwd, code).map_err(|m| errors::raise(Kind::Config, m))?;
+    let agent_name = match agent {
+        Some(functions) => give_functions(&mut config, functions, &workers)?,
+        None => None,
+    };
     let mut experiment = config
         .experiment()
         .map_err(|e| errors::raise(Kind::Config, assemble::message(e)))?;
     // The engine's messages name the Python file, not a probity.toml.
     if let Some(source) = experiment.source.as_mut() {
         source.path = origin;
+    }
+    if let Some(name) = agent_name {
+        // The run's system is the Python agent: its name is the
+        // fingerprint (and label); it is never called as a provider.
+        experiment.system = Arc::new(
+            probity_engine::provider::FnProvider::new(|_| {
+                Err(probity_engine::provider::ProviderError::Raised(
+                    "a Python agent runs whole episodes, not single calls".into(),
+                ))
+            })
+            .with_fingerprint(format!("python-agent|{name}")),
+        );
     }
     if let Some((submit, fingerprint)) = system {
         experiment.system = Arc::new(PySystem {
@@ -209,6 +239,32 @@ fn run(
     let doc = result::document(&outcome, &experiment.inputs).map_err(PyRuntimeError::new_err)?;
     let cells = PyBytes::new(py, &result::tensor_bytes(&outcome)).unbind();
     Ok((doc, cells))
+}
+
+/// Give the configuration's agent its Python functions; the agent's name
+/// when it is one. A function for a table that does not name one is a
+/// `ConfigError`.
+fn give_functions(
+    config: &mut probity_engine::config::Config,
+    (agent, tools): AgentArg,
+    workers: &Workers,
+) -> PyResult<Option<String>> {
+    let Some(current) = config.agent.as_deref() else {
+        return Err(errors::raise(
+            Kind::Config,
+            "Python functions were given for an agent, but there is no [agent] table",
+        ));
+    };
+    let mut a = current.clone();
+    let agent_name = agent.as_ref().map(|(name, _, _)| name.clone());
+    a.hosted.agent = agent.map(|(name, runner, co)| hosted::hosted(name, runner, co, workers));
+    for (tool, (name, runner, co)) in tools {
+        a.hosted
+            .tools
+            .insert(tool, hosted::hosted(name, runner, co, workers));
+    }
+    config.agent = Some(Arc::new(a));
+    Ok(agent_name)
 }
 
 /// One result for [`compare_results`]: `(summary_json, input_ids, cells)`.

@@ -56,14 +56,24 @@ fn read(outcome: &Bound<'_, PyAny>) -> Answer {
 }
 
 /// A submitted call: abandoned when dropped before its answer arrived (the
-/// run's timeout, or the run stopped).
-struct Pending {
+/// run's timeout, or the run stopped). Also the hosted functions' calls
+/// ([`crate::hosted`]).
+pub(crate) struct Pending {
     handle: Option<Py<PyAny>>,
     abandon: Arc<Py<PyAny>>,
 }
 
 impl Pending {
-    fn answered(mut self) {
+    /// The call `handle` (what `_workers.submit` returned), abandoned
+    /// with `abandon` if dropped unanswered.
+    pub(crate) fn new(handle: Py<PyAny>, abandon: Arc<Py<PyAny>>) -> Self {
+        Pending {
+            handle: Some(handle),
+            abandon,
+        }
+    }
+
+    pub(crate) fn answered(mut self) {
         self.handle = None;
     }
 }
@@ -124,10 +134,7 @@ impl PySystem {
                 request.attempt,
                 done,
             ))?;
-            let pending = Pending {
-                handle: Some(handle.unbind()),
-                abandon: self.workers.abandon.clone(),
-            };
+            let pending = Pending::new(handle.unbind(), self.workers.abandon.clone());
             Ok((rx, pending))
         })
     }

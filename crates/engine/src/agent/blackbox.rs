@@ -1,9 +1,10 @@
-//! A black-box agent: a command or an HTTP endpoint that runs a whole
-//! episode itself, with its own tools, and hands back its transcript.
+//! A black-box agent: a command, an HTTP endpoint or a Python function
+//! ([`super::hosted`]) that runs a whole episode itself, with its own
+//! tools, and hands back its transcript.
 //!
 //! It is sent `{"id", "input", "repetition", "scenario": {instructions,
 //! known_info, messages, user_turns, max_turns, stop}}` (JSON: on stdin,
-//! or as the POST body) and answers `{"messages": [OpenAI-shaped
+//! as the POST body, or as the function's argument) and answers `{"messages": [OpenAI-shaped
 //! messages], "final_state": …, "stopped": bool}` (`final_state` and
 //! `stopped` optional; `stopped: false` means it hit its turn limit).
 //! A command that fails, an endpoint that answers an error, or a
@@ -26,6 +27,11 @@ pub enum BlackBox {
     },
     Http {
         url: String,
+        timeout: Duration,
+    },
+    /// A function of the embedding program (the Python package's).
+    Hosted {
+        function: crate::tools::hosted::HostedFn,
         timeout: Duration,
     },
 }
@@ -80,6 +86,10 @@ impl BlackBox {
         let body = request_body(task, scenario, repetition);
         let answer = match self {
             BlackBox::Command { argv, timeout } => run_command(argv, &body, *timeout).await,
+            BlackBox::Hosted { function, timeout } => function
+                .call(body, *timeout)
+                .await
+                .map_err(|e| format!("the agent `{}`: {e}", function.name)),
             BlackBox::Http { url, timeout } => {
                 let client = reqwest::Client::new();
                 match client.post(url).timeout(*timeout).json(&body).send().await {

@@ -7,8 +7,9 @@ use super::environment::JsonEnvironment;
 use super::episode::{AgentUnderTest, Episode};
 use super::user::User;
 use crate::agent::config::{AgentConfig, AgentSpec, ToolDecl, ToolImpl, UserSpec};
+use crate::tools::hosted::{missing, HostedFunctions};
 use crate::tools::mcp::{McpClient, McpTool};
-use crate::tools::{CommandTool, MockTool, Tool, ToolSpec, Toolbox};
+use crate::tools::{CommandTool, HostedTool, MockTool, Tool, ToolSpec, Toolbox};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +39,11 @@ pub fn hide_arguments(mut spec: ToolSpec, added: &Map<String, Value>) -> ToolSpe
     spec
 }
 
-async fn add_tool(toolbox: &mut Toolbox, d: &ToolDecl) -> Result<(), String> {
+async fn add_tool(
+    toolbox: &mut Toolbox,
+    d: &ToolDecl,
+    hosted: &HostedFunctions,
+) -> Result<(), String> {
     let single = |tool: Arc<dyn Tool>| (d.spec.clone().expect("validated: a named tool"), tool);
     let (spec, tool) = match &d.implementation {
         ToolImpl::Mock(answers) => single(Arc::new(MockTool {
@@ -48,6 +53,20 @@ async fn add_tool(toolbox: &mut Toolbox, d: &ToolDecl) -> Result<(), String> {
             argv: argv.clone(),
             timeout: Duration::from_secs_f64(*timeout_s),
         })),
+        ToolImpl::Python {
+            function,
+            timeout_s,
+        } => {
+            let name = d.spec.as_ref().map_or("", |s| s.name.as_str());
+            let f = hosted
+                .tools
+                .get(name)
+                .ok_or_else(|| missing(&format!("the tool `{name}`"), function))?;
+            single(Arc::new(HostedTool {
+                function: f.clone(),
+                timeout: Duration::from_secs_f64(*timeout_s),
+            }))
+        }
         ToolImpl::Shop => {
             let shop = crate::sim::shop::toolbox();
             for spec in shop.specs() {
@@ -96,6 +115,17 @@ pub async fn episode(c: &AgentConfig) -> Result<Episode, String> {
             url: url.clone(),
             timeout: Duration::from_secs_f64(*timeout_s),
         }),
+        AgentSpec::Python {
+            function,
+            timeout_s,
+        } => AgentUnderTest::BlackBox(BlackBox::Hosted {
+            function: c
+                .hosted
+                .agent
+                .clone()
+                .ok_or_else(|| format!("[agent]: {}", missing("the agent", function)))?,
+            timeout: Duration::from_secs_f64(*timeout_s),
+        }),
     };
     let mut e = Episode::new(agent);
     e.user = match &c.user {
@@ -106,7 +136,7 @@ pub async fn episode(c: &AgentConfig) -> Result<Episode, String> {
         },
     };
     for d in &c.tools {
-        add_tool(&mut e.tools, d)
+        add_tool(&mut e.tools, d, &c.hosted)
             .await
             .map_err(|m| format!("[[tool]]: {m}"))?;
     }

@@ -167,6 +167,12 @@ pub enum AgentSpec {
         url: String,
         timeout_s: f64,
     },
+    /// A Python function given by the Python package (`python = "…"`,
+    /// its qualified name): [`crate::tools::hosted`].
+    Python {
+        function: String,
+        timeout_s: f64,
+    },
 }
 
 /// `[user]`.
@@ -194,6 +200,12 @@ pub enum ToolImpl {
     },
     McpHttp {
         url: String,
+    },
+    /// A Python function given by the Python package (`python = "…"`,
+    /// its qualified name): [`crate::tools::hosted`].
+    Python {
+        function: String,
+        timeout_s: f64,
     },
     /// The built-in shop's tools (`builtin = "shop"`, `probity init
     /// agent`'s demo: [`crate::sim::shop`]).
@@ -233,6 +245,9 @@ pub struct AgentConfig {
     /// The checks' columns, in the same order as `checks`.
     pub infos: Vec<CheckInfo>,
     pub user_checks: Vec<(String, UserCheck)>,
+    /// The Python functions the `python` tools and agent name, given by
+    /// the Python package after reading (empty from a probity.toml).
+    pub hosted: crate::tools::hosted::HostedFunctions,
 }
 
 #[derive(Deserialize)]
@@ -265,6 +280,7 @@ struct ToolTable {
     timeout_s: Option<f64>,
     mcp: Option<McpTable>,
     builtin: Option<String>,
+    python: Option<String>,
     #[serde(default)]
     arguments: Map<String, Value>,
 }
@@ -383,6 +399,19 @@ impl AgentConfig {
                 return Err(at(text, span.clone(), "agent", "a command agent takes `command` (not empty), `max_turns`, `stop` and `timeout_s` only"));
             }
             AgentSpec::Command { argv, timeout_s }
+        } else if let Some(function) = take_str(&mut t, "python")? {
+            if !t.is_empty() {
+                return Err(at(
+                    text,
+                    span.clone(),
+                    "agent",
+                    "a Python agent takes `python`, `max_turns`, `stop` and `timeout_s` only",
+                ));
+            }
+            AgentSpec::Python {
+                function,
+                timeout_s,
+            }
         } else if let Some(url) = take_str(&mut t, "url")? {
             if !t.is_empty() {
                 return Err(at(
@@ -466,6 +495,7 @@ impl AgentConfig {
             checks,
             infos,
             user_checks,
+            hosted: Default::default(),
         })
     }
 }
@@ -510,11 +540,20 @@ fn tool_decl(text: &str, t: Spanned<ToolTable>) -> Result<ToolDecl, String> {
         t.command.is_some(),
         t.mcp.is_some(),
         t.builtin.is_some(),
+        t.python.is_some(),
     ];
     if kinds.iter().filter(|k| **k).count() != 1 {
         return Err(e(
-            "a tool is implemented by exactly one of `mock`, `command`, `mcp` or `builtin`",
+            "a tool is implemented by exactly one of `mock`, `command`, `mcp`, `builtin` or `python`",
         ));
+    }
+    if let Some(x) = t
+        .timeout_s
+        .filter(|x| !(x.is_finite() && *x > 0.0 && *x <= 86_400.0))
+    {
+        return Err(e(&format!(
+            "`timeout_s` = {x} must be a positive number of seconds, at most a day"
+        )));
     }
     let implementation = if let Some(b) = &t.builtin {
         if b != "shop" {
@@ -523,6 +562,11 @@ fn tool_decl(text: &str, t: Spanned<ToolTable>) -> Result<ToolDecl, String> {
             )));
         }
         ToolImpl::Shop
+    } else if let Some(function) = t.python {
+        ToolImpl::Python {
+            function,
+            timeout_s: t.timeout_s.unwrap_or(60.0),
+        }
     } else if let Some(m) = t.mock {
         if m.is_empty() {
             return Err(e("`mock` has no answer"));

@@ -1,6 +1,6 @@
 //! Agents under test (issue 34): an [`Episode`] runs a task — the agent
 //! (a model with tools, or a black box), a user (scripted or simulated),
-//! tools (mock, command, MCP) and an environment holding JSON state —
+//! tools (mock, command, MCP, Python) and an environment holding JSON state —
 //! into a [`probity_core::agent::Transcript`], and judges it with the
 //! checks of [`probity_core::agent`]. docs/agents.md describes the model.
 

@@ -1,8 +1,8 @@
 //! Tools an agent under test may call (issue 34 item 3): each declared
 //! with a name, a description and a JSON schema for its arguments, and
-//! implemented by a mock in the configuration, a command, or an MCP server
-//! ([`mcp`]). A tool may read and change the episode's state (a
-//! JSON document, [`crate::agent::environment`]).
+//! implemented by a mock in the configuration, a command, an MCP server
+//! ([`mcp`]) or a Python function ([`hosted`]). A tool may read and change
+//! the episode's state (a JSON document, [`crate::agent::environment`]).
 //!
 //! Two ways a call can go wrong are kept apart: a tool that answers with
 //! an error (an unknown order, a refused argument) answers the agent — its
@@ -11,6 +11,7 @@
 //! died) is a [`ToolFailure`], which ends the episode as an error, never
 //! as the agent's failure.
 
+pub mod hosted;
 pub mod mcp;
 
 use probity_core::agent::matching::is_subset;
@@ -230,8 +231,7 @@ impl Tool for CommandTool {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| fail(format!("cannot start `{program}`: {e}")))?;
-        let payload = json!({"tool": name, "arguments": arguments, "state": state,
-            "task": episode.task, "repetition": episode.repetition});
+        let payload = tool_request(name, arguments, state, episode);
         let mut stdin = child.stdin.take().expect("stdin was piped");
         let body = payload.to_string();
         let write = async move {
@@ -257,22 +257,67 @@ impl Tool for CommandTool {
                 err.trim().chars().take(500).collect::<String>()
             )));
         }
-        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(o)) if o.contains_key("result") => {
-                if let Some(s) = o.get("state") {
-                    *state = s.clone();
-                }
-                Ok(ToolReply {
-                    text: as_text(&o["result"]),
-                    is_error: o.get("is_error").and_then(Value::as_bool).unwrap_or(false),
-                })
+        Ok(read_reply(&String::from_utf8_lossy(&out.stdout), state))
+    }
+}
+
+/// A command's (or a hosted function's) answer `text` as the reply:
+/// `{"result": …, "is_error": bool, "state": …}` (`state`, when given,
+/// replaces the episode's), or plain text, the result as it is.
+pub fn read_reply(text: &str, state: &mut Value) -> ToolReply {
+    let text = text.trim();
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(o)) if o.contains_key("result") => {
+            if let Some(s) = o.get("state") {
+                *state = s.clone();
             }
-            _ => Ok(ToolReply {
-                text,
-                is_error: false,
-            }),
+            ToolReply {
+                text: as_text(&o["result"]),
+                is_error: o.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+            }
         }
+        _ => ToolReply {
+            text: text.to_string(),
+            is_error: false,
+        },
+    }
+}
+
+/// The request a command or hosted tool is sent for one call.
+fn tool_request(name: &str, arguments: &Value, state: &Value, episode: &EpisodeId) -> Value {
+    json!({"tool": name, "arguments": arguments, "state": state,
+        "task": episode.task, "repetition": episode.repetition})
+}
+
+/// A tool implemented by the embedding program (a Python function:
+/// [`super::hosted`]), sent a command tool's request and answering as a
+/// command does. A function that raises or outlives `timeout` is a
+/// [`ToolFailure`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostedTool {
+    pub function: hosted::HostedFn,
+    pub timeout: Duration,
+}
+
+#[async_trait::async_trait]
+impl Tool for HostedTool {
+    async fn call(
+        &self,
+        name: &str,
+        arguments: &Value,
+        state: &mut Value,
+        episode: &EpisodeId,
+    ) -> Result<ToolReply, ToolFailure> {
+        let request = tool_request(name, arguments, state, episode);
+        let text = self
+            .function
+            .call(request, self.timeout)
+            .await
+            .map_err(|message| ToolFailure {
+                tool: name.to_string(),
+                message,
+            })?;
+        Ok(read_reply(&text, state))
     }
 }
 

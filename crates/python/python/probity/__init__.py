@@ -27,6 +27,7 @@ prompt B's): the change, its interval and whether it is established.
 Every error is a :class:`ProbityError`; see its subclasses.
 """
 
+from ._agents import AgentExperiment, Task, Tool, Transcript, schema_from_signature, tool
 from ._assert import assert_reliable
 from ._compare import CheckComparison, Comparison, compare
 from ._errors import (
@@ -52,6 +53,12 @@ from ._workers import CallAbandoned
 
 __all__ = [
     "Experiment",
+    "AgentExperiment",
+    "Task",
+    "Tool",
+    "Transcript",
+    "tool",
+    "schema_from_signature",
     "Validator",
     "validator",
     "Verifier",

@@ -229,6 +229,10 @@ class Experiment:
         spec["text"] = json.dumps(described, indent=2, default=repr)
         return spec
 
+    def _functions(self) -> Optional[Tuple[Any, List[Tuple[str, Tuple[str, Any, bool]]]]]:
+        """An agent experiment's Python functions (``probity.AgentExperiment``)."""
+        return None
+
     def run(self, store: Optional[PathLike] = None) -> Result:
         """Run the experiment and return its :class:`Result`.
 
@@ -295,6 +299,7 @@ class Experiment:
             python_validators,
             Input._from_json,
             path,
+            self._functions(),
         )
         result = Result(json.loads(doc), cells)
         if result.halt_kind is not None:

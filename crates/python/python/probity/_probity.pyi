@@ -14,6 +14,7 @@ def run(
     validators: List[Tuple[int, str, str, float, float, int, Any, bool, float]],
     make_input: Any,
     store: Optional[str] = None,
+    agent: Optional[Tuple[Any, List[Tuple[str, Tuple[str, Any, bool]]]]] = None,
 ) -> Tuple[str, bytes]: ...
 def retry_plan(
     rates: Sequence[float], target: float = 0.99
