@@ -402,3 +402,49 @@ fn mean_pass_k_is_unbiased_and_covered_on_a_mixture() {
         "coverage {covered}/{runs}"
     );
 }
+
+/// An answer behind `probity serve` (issue 34 item 9c): the request's
+/// history is context, its past tool calls are not this answer's, and the
+/// answer is the one turn its checks judge.
+#[test]
+fn an_answer_is_judged_on_its_own_calls_with_the_history_as_context() {
+    let history = transcript().messages;
+    let answer = calls(vec![call("c9", "refund", json!({"order_id": "B2"}))]);
+    let t = Transcript::answer(history.clone(), answer);
+    let task = Input::text("t", "x");
+    assert_eq!(t.turn_count(), 1);
+    assert_eq!(t.messages.len(), history.len() + 1);
+    // The history called refund for A1: not this answer's call.
+    let a1 = CallPattern {
+        arguments: Some(json!({"order_id": "A1"})),
+        ..CallPattern::named("refund")
+    };
+    assert_eq!(
+        AgentCheck::ToolNotCalled(a1).evaluate(&task, &t).cell,
+        Cell::Pass
+    );
+    let never_refund = AgentCheck::ToolNotCalled(CallPattern::named("refund")).evaluate(&task, &t);
+    assert_eq!(never_refund.cell, Cell::Fail);
+    assert_eq!(never_refund.turn, Some(1));
+    assert!(never_refund.reason.unwrap().contains("B2"));
+    // get_order was called in the history only.
+    let got = AgentCheck::ToolCalled {
+        call: CallPattern::named("get_order"),
+        times: Bounds {
+            min: Some(1),
+            max: None,
+        },
+    }
+    .evaluate(&task, &t);
+    assert_eq!(got.cell, Cell::Fail);
+    // A whole-conversation check still reads the history.
+    let v = Validator::new("saw_history")
+        .expression(
+            "input.transcript.messages.len() == 8 && input.transcript.tool_calls.len() == 1",
+        )
+        .unwrap();
+    assert_eq!(
+        AgentCheck::Transcript(v).evaluate(&task, &t).cell,
+        Cell::Pass
+    );
+}

@@ -462,7 +462,7 @@ impl Config {
             (None, true) => None,
             (None, false) => {
                 return Err(invalid(
-                    "[[agent_check]] tables need an [agent] table: the agent under test".into(),
+                    "[[agent_check]] tables need an [agent] table: the agent under test (behind `probity serve` they go in the guard's file: docs/serve.md)".into(),
                 ))
             }
             (Some(_), _) => Some(Arc::new(
@@ -470,6 +470,17 @@ impl Config {
             )),
         };
         let agent_checks = agent.as_ref().map_or(0, |a| a.infos.len());
+        if let Some(dup) = crate::checks::check::first_duplicate(
+            (agent
+                .iter()
+                .flat_map(|a| a.infos.iter().map(|i| i.name.as_str())))
+            .chain(validators.iter().map(|v| v.name.as_str()))
+            .chain(verifiers.iter().map(|v| v.name.as_str())),
+        ) {
+            return Err(invalid(format!(
+                "two checks are named {dup:?}; names must be unique"
+            )));
+        }
         bounds::shape(
             inputs.len(),
             file.experiment.outputs_per_input,
@@ -648,13 +659,10 @@ fn compile_checks(
             .map_err(|e| format!("validator ({}): {e}", v.name))?;
         validators.insert(at.min(validators.len()), v);
     }
-    let mut names = std::collections::HashSet::new();
-    if let Some(dup) = validators
-        .iter()
-        .map(|v| v.name.as_str())
-        .chain(verifiers.iter().map(|v| v.name.as_str()))
-        .find(|n| !names.insert(*n))
-    {
+    if let Some(dup) = crate::checks::check::first_duplicate(
+        (validators.iter().map(|v| v.name.as_str()))
+            .chain(verifiers.iter().map(|v| v.name.as_str())),
+    ) {
         return Err(format!(
             "two checks are named {dup:?}; names must be unique"
         ));

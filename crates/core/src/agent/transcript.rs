@@ -136,6 +136,26 @@ impl Transcript {
         }
     }
 
+    /// One answer in its conversation, as `probity serve` sees it (issue
+    /// 34 item 9c): the request's `history` is context only — its
+    /// assistant messages are not turns, their tool calls already happened
+    /// — and `answer` is the one turn, so a check over tool calls judges
+    /// what this answer calls. The episode "ended" with the answer
+    /// ([`Ending::UserDone`]).
+    pub fn answer(mut history: Vec<Message>, answer: Message) -> Transcript {
+        history.push(answer);
+        Transcript {
+            turns: vec![Turn {
+                message: history.len() - 1,
+                ..Turn::default()
+            }],
+            messages: history,
+            tool_outcomes: Vec::new(),
+            final_state: None,
+            ending: Ending::UserDone,
+        }
+    }
+
     /// The number of agent turns.
     pub fn turn_count(&self) -> u32 {
         u32::try_from(self.turns.len()).unwrap_or(u32::MAX)

@@ -36,6 +36,7 @@
 //! expected = "gold"            # the state the task's gold actions reach
 //! ```
 
+use crate::checks::check::ConversationCheck;
 use crate::system::config::ProviderConfig;
 use crate::toml_error::describe;
 use probity_core::agent::{AgentCheck, Bounds, CallPattern, Order, UserCheck};
@@ -683,6 +684,47 @@ fn check_spec(text: &str, c: Spanned<CheckTable>) -> Result<(String, CheckSpec),
         other => return Err(e(format!("unknown kind `{other}` (expected tool_called, tool_not_called, calls, turns, tool_calls, final_state, state, every_turn or transcript)"))),
     };
     Ok((c.name, CheckSpec::Ready(check)))
+}
+
+/// The `[[agent_check]]` tables of a `probity serve` configuration (issue
+/// 34 item 9c): checks over one answer in its conversation, read as
+/// structure ([`ConversationCheck`]). Kinds that need an episode are
+/// errors naming the line: `turns` (an answer is one turn), `final_state`
+/// and `state` (no environment stands behind a guard).
+pub fn answer_checks(text: &str) -> Result<Vec<ConversationCheck>, String> {
+    #[derive(Deserialize)]
+    struct Tables {
+        #[serde(default)]
+        agent_check: Vec<Spanned<CheckTable>>,
+    }
+    let f: Tables = toml::from_str(text).map_err(|e| describe(&e, text))?;
+    let mut out = Vec::with_capacity(f.agent_check.len());
+    for c in f.agent_check {
+        let span = c.span();
+        let info = check_info(text, &c)?;
+        let kind = c.get_ref().kind.clone();
+        let refuse = |why: &str| {
+            at(
+                text,
+                span.clone(),
+                &format!("agent_check `{}`", info.name),
+                format!("kind `{kind}` {why} (behind `probity serve` a check reads one answer: tool_called, tool_not_called, calls, tool_calls, every_turn or transcript)"),
+            )
+        };
+        match check_spec(text, c)?.1 {
+            CheckSpec::Ready(AgentCheck::Turns(_)) => {
+                return Err(refuse("counts an episode's turns; an answer is one turn"))
+            }
+            CheckSpec::GoldState
+            | CheckSpec::Ready(AgentCheck::FinalState(_) | AgentCheck::StatePredicate(_)) => {
+                return Err(refuse(
+                    "reads an environment's state, and no environment stands behind a guard",
+                ))
+            }
+            CheckSpec::Ready(check) => out.push(ConversationCheck { info, check }),
+        }
+    }
+    Ok(out)
 }
 
 fn user_check(text: &str, c: Spanned<UserCheckTable>) -> Result<(String, UserCheck), String> {

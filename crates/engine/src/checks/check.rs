@@ -12,6 +12,7 @@ use crate::checks::verifier::{JudgeVerdict, Verifier};
 use crate::provider::call::Caller;
 use crate::provider::types::Provider;
 use crate::store::{JudgementCache, JudgementRow};
+use probity_core::agent::{AgentCheck, Transcript};
 use probity_core::validator::{on_eval_stack, PreparedInput};
 use probity_core::{Cell, CheckInfo, CheckKind, Input, Validator, Verdict};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,11 +45,16 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
-/// The checks, in column order: validators, then verifiers.
+/// The checks, in column order: validators, then verifiers, then the
+/// checks over an answer in its conversation.
 #[derive(Debug, Clone, Default)]
 pub struct Checks {
     pub validators: Vec<Validator>,
     pub verifiers: Vec<Verifier>,
+    /// Checks over an answer's tool calls and its conversation, as
+    /// structure (`[[agent_check]]` in a `probity serve` configuration;
+    /// issue 34 item 9c). They read the [`Exchange`] a guard passes.
+    pub conversation: Vec<ConversationCheck>,
     /// Once set, validators not yet begun are not evaluated (their cells
     /// are Error, reason [`STOPPED`]): a run that stopped does not wait
     /// for the checks of outputs it will not keep. Shared by clones; a new
@@ -74,6 +80,26 @@ impl StopFlag {
 /// The reason of a validator cell not evaluated because its use stopped
 /// ([`Checks::stop`]); such an output is not kept.
 pub const STOPPED: &str = "not evaluated: the run stopped";
+
+/// A check over an answer in its conversation: an agent check kind that
+/// needs no environment (`tool_called`, `tool_not_called`, `calls`,
+/// `tool_calls`, `every_turn`, `transcript`), judged on
+/// [`Transcript::answer`] — the request's messages as context, the answer
+/// (its text and tool calls, as the upstream sent them) as the one turn.
+#[derive(Debug, Clone)]
+pub struct ConversationCheck {
+    pub info: CheckInfo,
+    pub check: AgentCheck,
+}
+
+/// What a conversation check reads: the answer in its conversation, or why
+/// there is none to read (the cell is then an Error with that reason —
+/// never a verdict about the model).
+pub type Exchange<'a> = Result<&'a Transcript, &'a str>;
+
+/// Why a conversation check has nothing to read on a path that keeps only
+/// an answer's text (a run, a revalidation).
+pub const NO_EXCHANGE: &str = "not evaluated: this check reads an answer's tool calls as structure, which only `probity serve` passes";
 
 /// One output's validator cells, and the reasons `(k, reason)` of those
 /// that are errors.
@@ -142,6 +168,14 @@ pub fn install_expression_clock() {
     probity_core::validator::expr::install_clock(monotonic);
 }
 
+/// The first of `names` seen before: a check's name is its column, so it
+/// is unique among a configuration's checks (validators, verifiers and
+/// agent checks alike).
+pub fn first_duplicate<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    names.into_iter().find(|n| !seen.insert(*n))
+}
+
 /// A validator's settings as a column of the tensor.
 pub fn validator_info(v: &Validator) -> CheckInfo {
     CheckInfo {
@@ -156,7 +190,7 @@ pub fn validator_info(v: &Validator) -> CheckInfo {
 impl Checks {
     /// K, the number of columns.
     pub fn len(&self) -> usize {
-        self.validators.len() + self.verifiers.len()
+        self.validators.len() + self.verifiers.len() + self.conversation.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -169,6 +203,7 @@ impl Checks {
             .iter()
             .map(validator_info)
             .chain(self.verifiers.iter().map(Verifier::info))
+            .chain(self.conversation.iter().map(|c| c.info.clone()))
             .collect()
     }
 
@@ -186,7 +221,7 @@ impl Checks {
     }
 
     /// Calls made to each check's judge so far, in column order
-    /// (validators make none).
+    /// (validators and conversation checks make none).
     pub fn judge_calls(&self) -> Vec<u64> {
         self.validators
             .iter()
@@ -196,7 +231,33 @@ impl Checks {
                     .iter()
                     .map(|v| v.calls.load(Ordering::Relaxed)),
             )
+            .chain(self.conversation.iter().map(|_| 0))
             .collect()
+    }
+
+    /// The conversation checks' columns for one answer (after the
+    /// verifiers'): each check's outcome on `exchange`, or, when there is
+    /// none to read, an Error cell naming why. A check's failure names
+    /// its turn and reason ([`probity_core::agent::Outcome::describe`]).
+    pub fn converse(&self, input: &Input, exchange: Exchange<'_>) -> Validated {
+        let first = self.validators.len() + self.verifiers.len();
+        let mut cells = Vec::with_capacity(self.conversation.len());
+        let mut reasons = Vec::new();
+        for (w, c) in self.conversation.iter().enumerate() {
+            let (cell, reason) = match exchange {
+                Err(why) => (Cell::Error, Some(why.to_string())),
+                Ok(t) => {
+                    let o = c.check.evaluate(input, t);
+                    let reason = o.reason.is_some().then(|| o.describe());
+                    (o.cell, reason)
+                }
+            };
+            if let (Cell::Fail | Cell::Error, Some(r)) = (cell, reason) {
+                reasons.push((first + w, r));
+            }
+            cells.push(cell);
+        }
+        (cells, reasons)
     }
 
     /// The validator columns for one output: cells, and the reasons of the
@@ -304,6 +365,9 @@ impl Checks {
 
     /// Check one output with every validator and every verifier (one judge
     /// call each through `caller`, or a judgement from `judging`'s cache).
+    /// The conversation checks, if any, have no exchange to read
+    /// ([`NO_EXCHANGE`]); a guard that has one calls
+    /// [`Checks::check_exchange`].
     pub async fn check(
         self: &Arc<Self>,
         caller: &Caller,
@@ -313,24 +377,78 @@ impl Checks {
         repetition: u32,
         attempt: u32,
     ) -> Checked {
-        self.check_judged_as(
+        self.check_exchange(
             caller,
             judging,
             input,
-            output,
-            (input.input(), output),
+            (output, Err(NO_EXCHANGE)),
             repetition,
             attempt,
         )
         .await
     }
 
+    /// [`Checks::check`] of `output`, the conversation checks reading
+    /// `exchange`.
+    pub async fn check_exchange(
+        self: &Arc<Self>,
+        caller: &Caller,
+        judging: &Judging,
+        input: &PreparedInput<'_>,
+        (output, exchange): (&str, Exchange<'_>),
+        repetition: u32,
+        attempt: u32,
+    ) -> Checked {
+        let mut checked = self
+            .validated_and_judged(
+                caller,
+                judging,
+                input,
+                output,
+                (input.input(), output),
+                repetition,
+                attempt,
+            )
+            .await;
+        self.add_conversation(&mut checked, input.input(), exchange);
+        checked
+    }
+
     /// [`Checks::check`], the verifiers shown `judged` — (input, output)
     /// — instead: an agent's episode, whose judge reads the whole
     /// transcript while its validators read the last reply
-    /// (`agent::episode::judge_view`).
+    /// (`agent::episode::judge_view`). Conversation checks, if any, have
+    /// no exchange ([`NO_EXCHANGE`]): an episode's checks are its own.
     #[allow(clippy::too_many_arguments)]
     pub async fn check_judged_as(
+        self: &Arc<Self>,
+        caller: &Caller,
+        judging: &Judging,
+        input: &PreparedInput<'_>,
+        output: &str,
+        judged: (&Input, &str),
+        repetition: u32,
+        attempt: u32,
+    ) -> Checked {
+        let mut checked = self
+            .validated_and_judged(caller, judging, input, output, judged, repetition, attempt)
+            .await;
+        self.add_conversation(&mut checked, input.input(), Err(NO_EXCHANGE));
+        checked
+    }
+
+    fn add_conversation(&self, checked: &mut Checked, input: &Input, exchange: Exchange<'_>) {
+        if !self.conversation.is_empty() {
+            let (cells, reasons) = self.converse(input, exchange);
+            checked.cells.extend(cells);
+            checked.reasons.extend(reasons);
+        }
+    }
+
+    /// The validator and verifier columns of `output` (the verifiers shown
+    /// `judged`).
+    #[allow(clippy::too_many_arguments)]
+    async fn validated_and_judged(
         self: &Arc<Self>,
         caller: &Caller,
         judging: &Judging,
@@ -428,7 +546,8 @@ impl Checks {
 
     /// The feedback for a failed output (§4.1: the reasons fed back): per
     /// failing column in `columns`, a verifier's reasons (its message when
-    /// it gave none), a validator's message (its name when it has none).
+    /// it gave none), a conversation check's reason (the call and its
+    /// turn), a validator's message (its name when it has none).
     /// A check that could not judge the output (`Error`: an expression
     /// that failed, a judge that did not answer) gives none: the output
     /// broke no rule there, and the error is the guard's own text, not
@@ -440,12 +559,19 @@ impl Checks {
             if matches!(cell, Cell::Pass | Cell::Error) {
                 continue;
             }
-            let (name, message) = if k < self.validators.len() {
-                let v = &self.validators[k];
-                (&v.name, &v.message)
+            let (v, w) = (self.validators.len(), self.verifiers.len());
+            // A verifier's or conversation check's own reasons say what
+            // failed (the judge's words; the call and its turn); a
+            // validator's message does.
+            let (name, message, own_reasons) = if k < v {
+                (&self.validators[k].name, &self.validators[k].message, false)
+            } else if k < v + w {
+                let j = &self.verifiers[k - v];
+                (&j.name, &j.message, true)
+            } else if let Some(c) = self.conversation.get(k - v - w) {
+                (&c.info.name, &c.info.message, true)
             } else {
-                let v = &self.verifiers[k - self.validators.len()];
-                (&v.name, &v.message)
+                continue;
             };
             let own: Vec<&String> = checked
                 .reasons
@@ -453,8 +579,7 @@ impl Checks {
                 .filter(|(kk, _)| *kk == k)
                 .map(|(_, r)| r)
                 .collect();
-            let is_verifier = k >= self.validators.len();
-            if is_verifier && !own.is_empty() {
+            if own_reasons && !own.is_empty() {
                 out.extend(own.into_iter().cloned());
             } else if !message.is_empty() {
                 out.push(message.clone());

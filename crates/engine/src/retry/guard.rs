@@ -29,12 +29,13 @@
 //! ```
 
 use crate::checks::cache_key::attempt_key;
-use crate::checks::check::{Checks, Judging};
+use crate::checks::check::{Checks, Judging, NO_EXCHANGE};
 use crate::provider::call::{Answer, CallFailure, Caller};
 use crate::provider::template::TemplateError;
 use crate::provider::types::{
     AnswerMeta, Api, CutWhen, Message, Provider, ProviderError, Request, WireRequest,
 };
+use crate::retry::exchange::{exchange, needs_history};
 use crate::retry::policy::{Feedback, RetryPolicy};
 use crate::store::{AttemptRow, CachedOutput, OutputCache, SampleRow};
 use probity_core::validator::PreparedInput;
@@ -253,9 +254,7 @@ impl Guard {
         caller: Arc<Caller>,
     ) -> Result<Self, TemplateError> {
         let feedback = Feedback::new(policy.feedback_template.as_deref())?;
-        let columns = policy
-            .on
-            .columns(checks.validators.len(), checks.verifiers.len());
+        let columns = policy.on.columns(&checks);
         let fingerprint = provider.fingerprint();
         Ok(Guard {
             fingerprint,
@@ -771,13 +770,22 @@ impl Guard {
         match result {
             Ok(a) if a.cut => self.cut_attempt(number, key, a),
             Ok(a) => {
+                let exchange = (!self.checks.conversation.is_empty()).then(|| {
+                    let history = needs_history(self.checks.conversation.iter().map(|c| &c.check));
+                    exchange(wire, a.meta.as_deref(), history)
+                });
+                let exchange = match &exchange {
+                    None => Err(NO_EXCHANGE),
+                    Some(Ok(t)) => Ok(t),
+                    Some(Err(why)) => Err(why.as_str()),
+                };
                 let checked = self
                     .checks
-                    .check(
+                    .check_exchange(
                         &self.caller,
                         &self.judging,
                         input,
-                        &a.text,
+                        (&a.text, exchange),
                         repetition,
                         number - 1,
                     )

@@ -1,6 +1,7 @@
 //! The retry policy (paper §4.1, §4.2.6): how many attempts, which checks
 //! decide whether an attempt passes, and what is fed back after a failure.
 
+use crate::checks::check::Checks;
 use crate::provider::template::{self, TemplateError, DEFAULT_FEEDBACK_TEMPLATE};
 use crate::provider::types::Message;
 use crate::store::settings::StoredRetry;
@@ -19,12 +20,19 @@ pub enum RetryOn {
 }
 
 impl RetryOn {
-    /// The deciding columns of a `validators`+`verifiers` wide tensor.
-    pub fn columns(self, validators: usize, verifiers: usize) -> Vec<usize> {
+    /// The deciding columns of `checks` (validators, then verifiers, then
+    /// conversation checks): `validators` are the in-process checks —
+    /// validators and conversation checks —, `verifiers` the judges.
+    pub fn columns(self, checks: &Checks) -> Vec<usize> {
+        let (v, w, c) = (
+            checks.validators.len(),
+            checks.verifiers.len(),
+            checks.conversation.len(),
+        );
         match self {
-            RetryOn::Validators => (0..validators).collect(),
-            RetryOn::Verifiers => (validators..validators + verifiers).collect(),
-            RetryOn::All => (0..validators + verifiers).collect(),
+            RetryOn::Validators => (0..v).chain(v + w..v + w + c).collect(),
+            RetryOn::Verifiers => (v..v + w).collect(),
+            RetryOn::All => (0..v + w + c).collect(),
         }
     }
 }
@@ -148,13 +156,13 @@ impl Feedback {
     }
 }
 
-/// The policy as a run stores it: `m` and the deciding columns over a
-/// tensor of `validators` then `verifiers` columns.
+/// The policy as a run stores it: `m` and the deciding columns of its
+/// checks.
 impl RetryPolicy {
-    pub fn stored(&self, validators: usize, verifiers: usize) -> StoredRetry {
+    pub fn stored(&self, checks: &Checks) -> StoredRetry {
         StoredRetry {
             attempts: self.attempts,
-            columns: self.on.columns(validators, verifiers),
+            columns: self.on.columns(checks),
         }
     }
 }

@@ -301,10 +301,7 @@ impl Experiment {
 
     /// The settings stored with each run of this experiment.
     pub fn stored_settings(&self) -> StoredSettings {
-        let retry = self
-            .retry
-            .as_ref()
-            .map(|r| r.stored(self.checks.validators.len(), self.checks.verifiers.len()));
+        let retry = self.retry.as_ref().map(|r| r.stored(&self.checks));
         StoredSettings {
             // A seed drawn at the run's start is set by the runner; 0
             // here keeps the experiment's identity the same across runs.

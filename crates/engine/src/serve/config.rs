@@ -113,6 +113,11 @@ pub struct ServeConfig {
     pub validators: Vec<ValidatorTable>,
     #[serde(default, rename = "verifier")]
     pub verifiers: Vec<VerifierSpec>,
+    /// Checks over an answer's tool calls and conversation, as structure
+    /// (docs/serve.md, "Checking tool calls"); read with their lines by
+    /// [`crate::agent::config::answer_checks`].
+    #[serde(default, rename = "agent_check", skip_serializing_if = "Vec::is_empty")]
+    pub agent_checks: Vec<toml::Value>,
     /// Attempts per class of request (§4.2.5): a file `probity plan RUN
     /// --by FIELD --out FILE` wrote. A request's class is its
     /// `x-probity-class` header, else its body's `metadata.FIELD`; a
@@ -167,9 +172,10 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     for v in &mut config.verifiers {
         v.resolve_paths(dir);
     }
-    if config.validators.is_empty() && config.verifiers.is_empty() {
+    if config.validators.is_empty() && config.verifiers.is_empty() && config.agent_checks.is_empty()
+    {
         return Err(at(
-            "no [[validator]] or [[verifier]] tables: the guard needs at least one check".into(),
+            "no [[validator]], [[verifier]] or [[agent_check]] tables: the guard needs at least one check".into(),
         ));
     }
     config
@@ -233,6 +239,16 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         &config.upstream,
     )
     .map_err(at)?;
+    let conversation = crate::agent::config::answer_checks(&text).map_err(at)?;
+    if let Some(dup) = crate::checks::check::first_duplicate(
+        (validators.iter().map(|v| v.name.as_str()))
+            .chain(verifiers.iter().map(|v| v.name.as_str()))
+            .chain(conversation.iter().map(|c| c.info.name.as_str())),
+    ) {
+        return Err(at(format!(
+            "two checks are named {dup:?}; names must be unique"
+        )));
+    }
     let token =
         crate::checks::validator_table::token_from_env(config.token_env.as_deref()).map_err(at)?;
     let name = config.name.clone().unwrap_or_else(|| {
@@ -263,6 +279,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         checks: Checks {
             validators,
             verifiers,
+            conversation,
             ..Checks::default()
         },
         token,

@@ -183,10 +183,7 @@ pub async fn open(
         calibrate::calibrate(&checks, &caller, Some(&mut store), answers, c.confidence).await?;
     let settings = StoredSettings {
         calibration: calibration.labels,
-        retry: Some(
-            c.retry
-                .stored(checks.validators.len(), checks.verifiers.len()),
-        ),
+        retry: Some(c.retry.stored(&checks)),
         live: Some(StoredLive {
             watch: c.monitor.watch_settings(c.confidence),
             baselines: baselines.clone(),

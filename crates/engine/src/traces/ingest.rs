@@ -121,6 +121,7 @@ impl Ingest {
         let validators_only = Arc::new(Checks {
             validators: checks.validators.clone(),
             verifiers: Vec::new(),
+            conversation: Vec::new(),
             stop: checks.stop.clone(),
         });
         Ok(Ingest {
