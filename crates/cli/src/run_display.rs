@@ -80,12 +80,10 @@ pub(crate) fn print_causes(outcome: &probity_engine::RunOutcome) {
         }
     };
     if c.system.total > 0 {
-        let calls = if c.system.total == 1 { "call" } else { "calls" };
-        let heading = format!(
-            "errors: {} {calls} to the system failed (not measured):",
-            c.system.total
+        print(
+            format!("errors: {}:", probity_report::system_head(&c.system)),
+            &c.system,
         );
-        print(heading, &c.system);
     }
     for (k, group) in c.checks.iter().enumerate().filter(|(_, g)| g.total > 0) {
         let name = outcome
@@ -93,15 +91,10 @@ pub(crate) fn print_causes(outcome: &probity_engine::RunOutcome) {
             .checks
             .get(k)
             .map_or_else(|| format!("#{k}"), |c| c.info.name.clone());
-        let outputs = if group.total == 1 {
-            "output"
-        } else {
-            "outputs"
-        };
         let heading = format!(
-            "errors: {} could not judge {} {outputs}:",
+            "errors: {} {}:",
             terminal_line(&name, 60),
-            group.total
+            probity_report::check_head(group)
         );
         print(heading, group);
     }

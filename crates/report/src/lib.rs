@@ -35,6 +35,8 @@
 
 mod document;
 mod facts;
+/// How every format heads a run's errors (the CLI's progress lines too).
+pub use facts::causes::{check_head, system_head};
 mod format;
 pub mod html;
 pub mod json;

@@ -8,19 +8,40 @@
 
 use crate::document::run::RunReport;
 use crate::numbers::plural;
+use probity_core::agent::is_spoiled_cause;
 use probity_core::causes::{Cause, CauseGroup};
 
 /// Causes listed by the text and Markdown reports (JSON and HTML list
 /// every cause kept).
 pub const CAUSES_SHOWN: usize = 3;
 
-/// `12 calls to the system failed after their retries (not measured)`.
+/// `12 calls to the system failed after their retries (not measured)`;
+/// for an agent run, the episodes the simulated user spoiled are said
+/// apart (they are no failed call, and not the agent's failure: issue 34
+/// item 7): `4 episodes the simulated user spoiled (not measured: not the
+/// agent's failure)`. Spoiled episodes among the causes not kept
+/// ([`CauseGroup::other`]) are counted as calls.
 pub fn system_head(g: &CauseGroup) -> String {
-    format!(
-        "{} {} to the system failed after their retries (not measured)",
-        g.total,
-        plural(g.total as usize, "call")
-    )
+    let spoiled: u64 = g
+        .causes
+        .iter()
+        .filter(|c| is_spoiled_cause(&c.message))
+        .map(|c| c.count)
+        .sum();
+    let calls = g.total.saturating_sub(spoiled);
+    let failed = format!(
+        "{calls} {} to the system failed after their retries",
+        plural(calls as usize, "call")
+    );
+    let by_user = format!(
+        "{spoiled} {} the simulated user spoiled",
+        plural(spoiled as usize, "episode")
+    );
+    match (calls, spoiled) {
+        (_, 0) => format!("{failed} (not measured)"),
+        (0, _) => format!("{by_user} (not measured: not the agent's failure)"),
+        _ => format!("{failed}, {by_user} (not measured)"),
+    }
 }
 
 /// `could not judge 3 outputs (errors, not failures)`.
@@ -96,4 +117,47 @@ pub fn groups(r: &RunReport) -> Vec<(Option<usize>, &CauseGroup)> {
         }
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use probity_core::agent::Spoiled;
+
+    fn group(causes: &[(&str, u64)]) -> CauseGroup {
+        CauseGroup {
+            causes: causes
+                .iter()
+                .map(|&(m, count)| Cause {
+                    message: m.to_string(),
+                    count,
+                    first: (0, 0),
+                })
+                .collect(),
+            other: 0,
+            total: causes.iter().map(|c| c.1).sum(),
+        }
+    }
+
+    #[test]
+    fn spoiled_episodes_are_said_apart_from_failed_calls() {
+        let spoiled = Spoiled {
+            check: "user_stays".into(),
+            turn: 0,
+            reason: "the user stopped".into(),
+        }
+        .cause();
+        assert_eq!(
+            system_head(&group(&[("HTTP 503", 2)])),
+            "2 calls to the system failed after their retries (not measured)"
+        );
+        assert_eq!(
+            system_head(&group(&[(&spoiled, 4)])),
+            "4 episodes the simulated user spoiled (not measured: not the agent's failure)"
+        );
+        assert_eq!(
+            system_head(&group(&[(&spoiled, 1), ("HTTP 503", 3)])),
+            "3 calls to the system failed after their retries, 1 episode the simulated user spoiled (not measured)"
+        );
+    }
 }
