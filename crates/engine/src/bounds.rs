@@ -18,9 +18,9 @@ pub const MAX_OUTPUTS_PER_INPUT: usize = 1_000_000;
 /// Largest N × M, the samples of one run.
 pub const MAX_SAMPLES: usize = 10_000_000;
 /// Largest N × M × K, the cells of one run's tensor.
-pub const MAX_CELLS: usize = 1_000_000_000;
+pub(crate) const MAX_CELLS: usize = 1_000_000_000;
 /// Most checks (validators and verifiers) in one configuration.
-pub const MAX_CHECKS: usize = 10_000;
+pub(crate) const MAX_CHECKS: usize = 10_000;
 /// Largest number of calls in flight at once.
 pub const MAX_CONCURRENCY: usize = 10_000;
 /// Most attempts per call, or per guarded sample.
@@ -78,7 +78,7 @@ pub fn seconds(field: &str, v: f64) -> Result<Duration, String> {
 
 /// A duration already checked by [`seconds`], clamped for code paths that
 /// were not (an [`crate::Experiment`] built in code).
-pub fn clamp_seconds(v: f64) -> Duration {
+pub(crate) fn clamp_seconds(v: f64) -> Duration {
     if v.is_finite() && v > 0.0 {
         Duration::from_secs_f64(v.min(MAX_SECONDS))
     } else {

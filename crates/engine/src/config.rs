@@ -365,7 +365,7 @@ impl Config {
 
     /// [`Config::load`] with `overrides` in place of the file's settings,
     /// applied before any check.
-    pub fn load_with(path: &Path, overrides: &Overrides) -> Result<Config, ConfigError> {
+    pub(crate) fn load_with(path: &Path, overrides: &Overrides) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,

@@ -136,12 +136,16 @@ impl Store {
     /// the first process's start to the last's end; what it found the
     /// upstreams take. Every process of a run calls it once as it ends —
     /// a shared run's workers too, whether or not they close the run.
-    pub fn record_calls(&self, run: i64, calls: &SessionCalls) -> Result<(), StoreError> {
+    pub(crate) fn record_calls(&self, run: i64, calls: &SessionCalls) -> Result<(), StoreError> {
         self.backend.record_calls(run, calls)
     }
 
     /// Store a sequential run's outcome with it (when it finishes).
-    pub fn set_sequential(&self, run: i64, outcome: &SequentialOutcome) -> Result<(), StoreError> {
+    pub(crate) fn set_sequential(
+        &self,
+        run: i64,
+        outcome: &SequentialOutcome,
+    ) -> Result<(), StoreError> {
         self.backend.set_sequential(run, outcome)
     }
 
@@ -259,7 +263,7 @@ impl Store {
     /// Visit run `run`'s attempts in `(input, repetition, attempt)` order as
     /// [`AttemptCounts`], one row in memory at a time and no output read:
     /// what the guarded system's measurement is built from.
-    pub fn each_attempt_counts(
+    pub(crate) fn each_attempt_counts(
         &self,
         run: i64,
         mut f: impl FnMut(AttemptCounts),
@@ -269,7 +273,7 @@ impl Store {
 
     /// The successful outputs of run `from` stored under any of `keys`
     /// (the first for a key), read in one pass over that run's samples.
-    pub fn cached_outputs(
+    pub(crate) fn cached_outputs(
         &self,
         from: i64,
         keys: &[String],
@@ -280,7 +284,7 @@ impl Store {
     /// Keep a finished run's tensor and error causes, so its report reads
     /// no sample but those it quotes (dropped when the run is taken to be
     /// written again, [`Store::take_lease`]).
-    pub fn put_snapshot(
+    pub(crate) fn put_snapshot(
         &self,
         run: i64,
         tensor: &ReliabilityTensor,
@@ -320,7 +324,7 @@ impl Store {
     }
 
     /// Refresh this process's lease on `run` (still alive).
-    pub fn refresh_lease(&self, run: i64) -> Result<(), StoreError> {
+    pub(crate) fn refresh_lease(&self, run: i64) -> Result<(), StoreError> {
         self.backend.refresh_lease(run)
     }
 
@@ -389,7 +393,7 @@ impl Store {
     }
 
     /// The `(input, repetition)` cells of `inputs` that `run` has stored.
-    pub fn stored_cells_of(
+    pub(crate) fn stored_cells_of(
         &self,
         run: i64,
         inputs: &[usize],

@@ -158,7 +158,7 @@ fn at_the_key(message: &str, start: usize, text: &str) -> Option<String> {
 /// or the key of `key = value` — has more than [`MAX_KEY_DEPTH`] dotted
 /// parts, with that number; `None` when no line has one. Lines inside
 /// multi-line strings are skipped.
-pub fn too_deep_key(text: &str) -> Option<(usize, usize)> {
+pub(crate) fn too_deep_key(text: &str) -> Option<(usize, usize)> {
     let mut in_multiline: Option<&str> = None;
     for (n, line) in text.lines().enumerate() {
         if let Some(delim) = in_multiline {
@@ -232,7 +232,7 @@ fn key_depth(s: &str) -> usize {
 /// its text and its table, or an error naming the file — one it cannot
 /// read, a non-finite number (named with its line), a parse error (with
 /// its line and column).
-pub fn read_file<T: serde::de::DeserializeOwned>(
+pub(crate) fn read_file<T: serde::de::DeserializeOwned>(
     path: &std::path::Path,
 ) -> Result<(String, T), String> {
     let text = std::fs::read_to_string(path)

@@ -37,7 +37,7 @@ pub enum BlackBox {
 }
 
 /// The request a black-box agent is sent.
-pub fn request_body(task: &Input, scenario: &Scenario, repetition: u32) -> Value {
+pub(crate) fn request_body(task: &Input, scenario: &Scenario, repetition: u32) -> Value {
     json!({
         "id": task.id,
         "input": Value::Object(task.fields.to_map()),
@@ -54,7 +54,7 @@ pub fn request_body(task: &Input, scenario: &Scenario, repetition: u32) -> Value
 }
 
 /// The transcript in a black-box agent's answer `text`.
-pub fn read_answer(text: &str, max_turns: u32) -> Result<Transcript, String> {
+pub(crate) fn read_answer(text: &str, max_turns: u32) -> Result<Transcript, String> {
     let v: Value = serde_json::from_str(text.trim())
         .map_err(|e| format!("the agent's answer is not JSON: {e}"))?;
     let messages = v

@@ -50,7 +50,7 @@ use toml::Spanned;
 /// The default stop signal (τ²-bench's).
 pub const DEFAULT_STOP: &str = probity_core::agent::DEFAULT_STOP;
 /// The default turn limit.
-pub const DEFAULT_MAX_TURNS: u32 = 20;
+pub(crate) const DEFAULT_MAX_TURNS: u32 = 20;
 
 /// A task's scenario: what the user is told and knows, how the episode
 /// starts, how long it may run, how it stops, and the gold actions.
@@ -86,7 +86,7 @@ impl Scenario {
     /// `max_turns`, `stop`, `gold_actions`). Without one, the input's
     /// `messages`, else its `text` as the first user message. `max_turns`
     /// and `stop` default to the `[agent]` table's.
-    pub fn from_input(
+    pub(crate) fn from_input(
         input: &Input,
         max_turns: u32,
         stop: &str,

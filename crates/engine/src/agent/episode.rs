@@ -82,7 +82,7 @@ pub struct Judged {
 
 /// A judged episode's row: one cell per agent check, and the failures'
 /// reasons by column ("turn T: …").
-pub type JudgedRow = (Vec<Cell>, Vec<(usize, String)>);
+pub(crate) type JudgedRow = (Vec<Cell>, Vec<(usize, String)>);
 
 impl Judged {
     /// The episode's cell over all its checks
@@ -156,7 +156,7 @@ pub fn judge_view(task: &Input, t: &Transcript) -> (Input, String) {
 /// The validator and verifier columns of episode `t` of task `input`: the
 /// validators read the agent's last reply, the verifiers the whole
 /// transcript ([`judge_view`]).
-pub async fn check_columns(
+pub(crate) async fn check_columns(
     checks: &Arc<Checks>,
     caller: &Caller,
     judging: &Judging,
@@ -312,7 +312,10 @@ impl Episode {
     }
 
     /// The checks of task `input`, the gold state filled in.
-    pub async fn checks_for(&self, input: &Input) -> Vec<(String, Result<AgentCheck, String>)> {
+    pub(crate) async fn checks_for(
+        &self,
+        input: &Input,
+    ) -> Vec<(String, Result<AgentCheck, String>)> {
         let mut out = Vec::with_capacity(self.checks.len());
         for (name, spec) in &self.checks {
             let c = match spec {

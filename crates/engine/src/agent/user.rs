@@ -33,7 +33,7 @@ pub enum UserTurn {
 }
 
 /// The simulated user's system message for `scenario`.
-pub fn user_system_prompt(prompt: &str, scenario: &Scenario) -> String {
+pub(crate) fn user_system_prompt(prompt: &str, scenario: &Scenario) -> String {
     let mut s = prompt.trim().to_string();
     if let Some(i) = &scenario.instructions {
         s.push_str("\n\nYour task:\n");

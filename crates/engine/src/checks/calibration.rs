@@ -65,7 +65,11 @@ fn labelled_request(verifier: &Verifier, pair: &LabelledPair) -> Request {
 
 /// Ask `verifier`'s judge about one labelled `pair` through `caller` (its
 /// calls counted as the verifier's judge calls) and read its answer.
-pub async fn ask_about(verifier: &Verifier, pair: &LabelledPair, caller: &Caller) -> Judgement {
+pub(crate) async fn ask_about(
+    verifier: &Verifier,
+    pair: &LabelledPair,
+    caller: &Caller,
+) -> Judgement {
     let request = labelled_request(verifier, pair);
     let answer = caller.call(verifier.judge.as_ref(), &request).await;
     let made = u64::from(match &answer {

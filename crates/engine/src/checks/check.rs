@@ -22,7 +22,7 @@ use std::sync::Arc;
 /// stacks, see [`on_eval_stack`]), with the current tokio worker handing
 /// its other tasks over meanwhile (`block_in_place`) on a multi-threaded
 /// runtime, so a slow check never stalls unrelated requests.
-pub fn off_async_workers<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+pub(crate) fn off_async_workers<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     let multi = tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
     if multi {
@@ -72,7 +72,7 @@ impl StopFlag {
         self.0.store(true, Ordering::SeqCst);
     }
 
-    pub fn is_stopped(&self) -> bool {
+    pub(crate) fn is_stopped(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
 }
@@ -103,7 +103,7 @@ pub const NO_EXCHANGE: &str = "not evaluated: this check reads an answer's tool 
 
 /// One output's validator cells, and the reasons `(k, reason)` of those
 /// that are errors.
-pub type Validated = (Vec<Cell>, Vec<(usize, String)>);
+pub(crate) type Validated = (Vec<Cell>, Vec<(usize, String)>);
 
 /// One output's cells and reasons.
 #[derive(Debug, Clone, PartialEq)]
@@ -171,13 +171,13 @@ pub fn install_expression_clock() {
 /// The first of `names` seen before: a check's name is its column, so it
 /// is unique among a configuration's checks (validators, verifiers and
 /// agent checks alike).
-pub fn first_duplicate<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn first_duplicate<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let mut seen = std::collections::HashSet::new();
     names.into_iter().find(|n| !seen.insert(*n))
 }
 
 /// A validator's settings as a column of the tensor.
-pub fn validator_info(v: &Validator) -> CheckInfo {
+pub(crate) fn validator_info(v: &Validator) -> CheckInfo {
     CheckInfo {
         name: v.name.clone(),
         message: v.message.clone(),
@@ -210,7 +210,7 @@ impl Checks {
     /// Each verifier whose judge negotiates structured output: `(check,
     /// mode asked, mode used)` ([`Provider::structured_output`]), in
     /// column order.
-    pub fn structured_outputs(&self) -> Vec<(String, String, String)> {
+    pub(crate) fn structured_outputs(&self) -> Vec<(String, String, String)> {
         self.verifiers
             .iter()
             .filter_map(|v| {
@@ -239,7 +239,7 @@ impl Checks {
     /// verifiers'): each check's outcome on `exchange`, or, when there is
     /// none to read, an Error cell naming why. A check's failure names
     /// its turn and reason ([`probity_core::agent::Outcome::describe`]).
-    pub fn converse(&self, input: &Input, exchange: Exchange<'_>) -> Validated {
+    pub(crate) fn converse(&self, input: &Input, exchange: Exchange<'_>) -> Validated {
         let first = self.validators.len() + self.verifiers.len();
         let mut cells = Vec::with_capacity(self.conversation.len());
         let mut reasons = Vec::new();
@@ -332,7 +332,7 @@ impl Checks {
 
     /// [`Checks::validate`] for many outputs at once, in parallel on the
     /// expressions' evaluation threads: the bulk path of revalidation.
-    pub fn validate_many(&self, outputs: &[(&PreparedInput<'_>, &str)]) -> Vec<Validated> {
+    pub(crate) fn validate_many(&self, outputs: &[(&PreparedInput<'_>, &str)]) -> Vec<Validated> {
         use rayon::prelude::*;
         off_async_workers(|| {
             outputs
@@ -345,7 +345,7 @@ impl Checks {
     /// Whether a validator is a Rhai expression (which may run for up to
     /// its time limit, so is evaluated off the async workers, on the
     /// evaluation pool's large stacks).
-    pub fn has_expressions(&self) -> bool {
+    pub(crate) fn has_expressions(&self) -> bool {
         use probity_core::validator::Check;
         self.validators
             .iter()
@@ -356,7 +356,7 @@ impl Checks {
     /// GIL, a program's answer): it may block, so it is evaluated off the
     /// async workers, on the calling task's own thread (many at once,
     /// unlike the evaluation pool).
-    pub fn has_external(&self) -> bool {
+    pub(crate) fn has_external(&self) -> bool {
         use probity_core::validator::Check;
         self.validators
             .iter()
@@ -420,7 +420,7 @@ impl Checks {
     /// (`agent::episode::judge_view`). Conversation checks, if any, have
     /// no exchange ([`NO_EXCHANGE`]): an episode's checks are its own.
     #[allow(clippy::too_many_arguments)]
-    pub async fn check_judged_as(
+    pub(crate) async fn check_judged_as(
         self: &Arc<Self>,
         caller: &Caller,
         judging: &Judging,

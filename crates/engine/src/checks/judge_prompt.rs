@@ -81,7 +81,7 @@ fn quoted_message(index: usize, m: &Message) -> String {
 
 /// The output quoted in a judge's user message built by [`user_message`],
 /// unescaped: what the judged system answered.
-pub fn quoted_output(user: &str) -> Option<String> {
+pub(crate) fn quoted_output(user: &str) -> Option<String> {
     let start = user.find(OUTPUT_OPEN)? + OUTPUT_OPEN.len();
     let end = user.rfind(OUTPUT_CLOSE)?;
     (end >= start).then(|| unescape(&user[start..end]))

@@ -79,7 +79,7 @@ impl ValidatorTable {
 /// The `[[validator]]` and `[[verifier]]` tables of a guard or traces
 /// file compiled, each error naming its table; verifiers without a
 /// `[verifier.system]` judge with `judge`.
-pub fn compile_checks(
+pub(crate) fn compile_checks(
     validators: &[ValidatorTable],
     verifiers: &[crate::checks::verifier::VerifierSpec],
     judge: &crate::system::config::ProviderConfig,
@@ -104,7 +104,7 @@ pub fn compile_checks(
 /// The bearer token a server asks of its clients, read from the
 /// environment variable `token_env` names (registered for redaction, so
 /// it never reaches a log); `None` without one.
-pub fn token_from_env(token_env: Option<&str>) -> Result<Option<String>, String> {
+pub(crate) fn token_from_env(token_env: Option<&str>) -> Result<Option<String>, String> {
     let Some(var) = token_env else {
         return Ok(None);
     };

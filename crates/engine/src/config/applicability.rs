@@ -65,7 +65,7 @@ struct Tables {
 /// The 1-based line of the `when` of the `index`-th (0-based) table of
 /// `kind` (`"validator"`, `"verifier"`) in `text`, when `text` is the TOML
 /// file and has one.
-pub fn when_line(text: &str, kind: &str, index: usize) -> Option<usize> {
+pub(crate) fn when_line(text: &str, kind: &str, index: usize) -> Option<usize> {
     let t: Tables = toml::from_str(text).ok()?;
     let tables = if kind == "validator" {
         t.validator

@@ -35,7 +35,7 @@ impl Concurrency {
         }
     }
 
-    pub fn is_auto(self) -> bool {
+    pub(crate) fn is_auto(self) -> bool {
         self == Concurrency::Auto
     }
 

@@ -8,17 +8,17 @@ pub const CONFIG: &str = include_str!("example/probity.toml");
 /// `inputs.jsonl`, twenty questions, half of them thanks (every example).
 pub const INPUTS: &str = include_str!("example/inputs.jsonl");
 /// `probity.toml` for the `openai` provider.
-pub const OPENAI_CONFIG: &str = include_str!("example/openai.toml");
+pub(crate) const OPENAI_CONFIG: &str = include_str!("example/openai.toml");
 /// `probity.toml` for the `anthropic` provider.
-pub const ANTHROPIC_CONFIG: &str = include_str!("example/anthropic.toml");
+pub(crate) const ANTHROPIC_CONFIG: &str = include_str!("example/anthropic.toml");
 /// `probity.toml` for the `http` provider (aimed at `probity sim serve`).
-pub const HTTP_CONFIG: &str = include_str!("example/http.toml");
+pub(crate) const HTTP_CONFIG: &str = include_str!("example/http.toml");
 /// `probity.toml` for the `command` provider.
-pub const COMMAND_CONFIG: &str = include_str!("example/command.toml");
+pub(crate) const COMMAND_CONFIG: &str = include_str!("example/command.toml");
 /// `system.py`, the command example's system under test.
-pub const COMMAND_SCRIPT: &str = include_str!("example/system.py");
-pub const AGENT_CONFIG: &str = include_str!("example/agent.toml");
-pub const AGENT_TASKS: &str = include_str!("example/tasks.jsonl");
+pub(crate) const COMMAND_SCRIPT: &str = include_str!("example/system.py");
+pub(crate) const AGENT_CONFIG: &str = include_str!("example/agent.toml");
+pub(crate) const AGENT_TASKS: &str = include_str!("example/tasks.jsonl");
 
 /// The provider kinds an example exists for, the default first.
 pub const PROVIDERS: [&str; 6] = ["sim", "openai", "anthropic", "http", "command", "agent"];

@@ -35,7 +35,7 @@ pub enum InputError {
 }
 
 /// Inputs from `file` (if set) followed by the inline tables.
-pub fn load_inputs(
+pub(crate) fn load_inputs(
     file: &Option<PathBuf>,
     inline: &[Map<String, Value>],
 ) -> Result<Vec<Input>, InputError> {
@@ -95,7 +95,7 @@ fn read_file(path: &Path) -> Result<Vec<Input>, InputError> {
 const BOM: &str = "\u{feff}";
 
 /// `text` without a leading byte order mark.
-pub fn strip_bom(text: &str) -> &str {
+pub(crate) fn strip_bom(text: &str) -> &str {
     text.strip_prefix(BOM).unwrap_or(text)
 }
 

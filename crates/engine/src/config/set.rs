@@ -94,7 +94,7 @@ pub fn apply(text: &str, sets: &[Set]) -> Result<String, String> {
 /// error is the set that cannot be applied and why. The one place a
 /// field is set from outside the file: `--set` and `[[variant]]` tables
 /// (`config::variant`).
-pub fn apply_to<'s>(doc: &mut Table, sets: &'s [Set]) -> Result<(), (&'s Set, String)> {
+pub(crate) fn apply_to<'s>(doc: &mut Table, sets: &'s [Set]) -> Result<(), (&'s Set, String)> {
     for s in sets {
         set_in(doc, &s.path, s.value.clone()).map_err(|why| (s, why))?;
     }

@@ -32,7 +32,7 @@ use toml::de::{DeTable, DeValue};
 use toml::{Table, Value};
 
 /// The keys a `[[variant]]` table may hold.
-pub const VARIANT_KEYS: &[&str] = &["name", "reference", "system", "prompt"];
+pub(crate) const VARIANT_KEYS: &[&str] = &["name", "reference", "system", "prompt"];
 
 /// Longest variant name, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
@@ -506,7 +506,7 @@ impl Variants {
 impl VariantSpec {
     /// `e`, raised while this variant's configuration or system was built,
     /// named as this variant's: the file, the line of its table, its name.
-    pub fn named_in(&self, e: ConfigError, path: &Path) -> ConfigError {
+    pub(crate) fn named_in(&self, e: ConfigError, path: &Path) -> ConfigError {
         let label = format!("[[variant]] {:?}", self.name);
         match e {
             ConfigError::Invalid { message, .. } | ConfigError::Parse { message, .. } => {

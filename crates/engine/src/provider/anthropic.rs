@@ -147,7 +147,7 @@ impl AnthropicProvider {
     /// The JSON body sent for `request` from a Chat Completions client:
     /// [`AnthropicProvider::body`] with the client's messages and fields
     /// mapped in (`anthropic_wire`); the request's fields win.
-    pub fn wire_body(&self, request: &Request, wire: &WireRequest) -> Result<Value, String> {
+    pub(crate) fn wire_body(&self, request: &Request, wire: &WireRequest) -> Result<Value, String> {
         let mut body = self.config_fields();
         for (k, v) in &self.config.extra {
             body.insert(k.clone(), v.clone());

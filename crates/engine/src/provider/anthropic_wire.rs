@@ -139,7 +139,9 @@ fn map_tool_choice(choice: &Value) -> Result<Value, String> {
 /// The system texts and the turns, consecutive turns of one role merged;
 /// or the first message (its index) the messages API cannot carry, and
 /// why.
-pub fn map_messages(messages: &[Value]) -> Result<(Vec<String>, Vec<Value>), (usize, String)> {
+pub(crate) fn map_messages(
+    messages: &[Value],
+) -> Result<(Vec<String>, Vec<Value>), (usize, String)> {
     let mut system = Vec::new();
     let mut turns: Vec<(String, Vec<Value>)> = Vec::new();
     for (i, m) in messages.iter().enumerate() {

@@ -188,7 +188,7 @@ fn micros(d: Duration) -> u64 {
 
 /// A call that failed after its tries: the last error and the number of
 /// tries.
-pub type CallFailure = (ProviderError, u32);
+pub(crate) type CallFailure = (ProviderError, u32);
 
 impl Caller {
     pub fn new(limiter: Arc<RateLimiter>, timeout: Duration, call_attempts: u32) -> Self {

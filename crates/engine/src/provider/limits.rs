@@ -76,7 +76,7 @@ impl RateLimiter {
     }
 
     /// Wait until one request, expected to use `estimated_tokens`, may go.
-    pub async fn acquire(&self, estimated_tokens: f64) {
+    pub(crate) async fn acquire(&self, estimated_tokens: f64) {
         for (bucket, n) in [(&self.requests, 1.0), (&self.tokens, estimated_tokens)] {
             let Some(bucket) = bucket else { continue };
             loop {
@@ -92,7 +92,7 @@ impl RateLimiter {
     /// Wait until one request may go, but no longer than `max_wait` in
     /// all: `Err(wait)` — the wait still ahead — when it would take longer
     /// (nothing is taken then). Without a requests limit, at once.
-    pub async fn acquire_request_within(&self, max_wait: Duration) -> Result<(), Duration> {
+    pub(crate) async fn acquire_request_within(&self, max_wait: Duration) -> Result<(), Duration> {
         let Some(bucket) = &self.requests else {
             return Ok(());
         };
@@ -119,7 +119,7 @@ impl RateLimiter {
 /// The least time `amount` (calls, or tokens) can be taken from a bucket
 /// refilled at `per_minute` that starts full with `capacity`: in seconds,
 /// 0 when the first fill covers it.
-pub fn least_seconds(amount: f64, per_minute: f64, capacity: f64) -> f64 {
+pub(crate) fn least_seconds(amount: f64, per_minute: f64, capacity: f64) -> f64 {
     if per_minute > 0.0 {
         (amount - capacity).max(0.0) * 60.0 / per_minute
     } else {
@@ -216,7 +216,7 @@ impl Pace {
 
 /// `seconds` as a person reads it: "45 s", "4 min 10 s", "4 h 27 min",
 /// "3 days 4 h", "12 years", "7.6e5 years".
-pub fn human_duration(seconds: f64) -> String {
+pub(crate) fn human_duration(seconds: f64) -> String {
     const MIN: f64 = 60.0;
     const HOUR: f64 = 3600.0;
     const DAY: f64 = 86_400.0;
@@ -266,7 +266,7 @@ impl Default for Backoff {
 }
 
 /// The longest `Retry-After` honoured: 5 minutes.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 
 impl Backoff {
     pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {

@@ -188,7 +188,7 @@ impl UpstreamLoad {
     }
 
     /// `auto`'s search so far; `None` without `auto`.
-    pub fn auto_search(&self) -> Option<AutoSearch> {
+    pub(crate) fn auto_search(&self) -> Option<AutoSearch> {
         self.lock().auto.clone()
     }
 

@@ -51,7 +51,7 @@ impl Structured {
     }
 
     /// `response_format.type` on the wire (`None` for no response_format).
-    pub fn wire_type(self) -> Option<&'static str> {
+    pub(crate) fn wire_type(self) -> Option<&'static str> {
         match self {
             Structured::JsonSchema => Some("json_schema"),
             Structured::JsonObject => Some("json_object"),

@@ -176,7 +176,7 @@ impl OpenAiProvider {
     /// whatever the guard added, see [`upstream_messages`]) and its fields
     /// set over the configured ones — the configuration gives defaults, the
     /// request wins (pins are applied before, by `probity serve`).
-    pub fn wire_body(&self, request: &Request, wire: &WireRequest) -> Value {
+    pub(crate) fn wire_body(&self, request: &Request, wire: &WireRequest) -> Value {
         let mut body = self.body(request);
         if let Value::Object(obj) = &mut body {
             obj.insert(
@@ -444,7 +444,7 @@ pub fn parse_answer(body: &str) -> Result<WireAnswer, ProviderError> {
 }
 
 /// [`parse_answer`] keeping `headers` (the upstream's, [`passed_headers`]).
-pub fn parse_answer_with(
+pub(crate) fn parse_answer_with(
     body: &str,
     headers: Vec<(String, String)>,
 ) -> Result<WireAnswer, ProviderError> {

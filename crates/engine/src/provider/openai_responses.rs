@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 /// through the Responses API): a message as `{role, content}` (an easy
 /// input message), an assistant's tool calls as `function_call` items
 /// after its text, a tool's result as a `function_call_output`.
-pub fn input_items(messages: &[Message]) -> Vec<Value> {
+pub(crate) fn input_items(messages: &[Message]) -> Vec<Value> {
     let mut out = Vec::new();
     for m in messages {
         match m.role {
@@ -57,7 +57,7 @@ pub fn input_items(messages: &[Message]) -> Vec<Value> {
 /// assistant's, its text `name(arguments)`; a `function_call_output` a
 /// tool's result; any other item (reasoning, a built-in tool's call) the
 /// assistant's with no text.
-pub fn flatten_item(item: &Value) -> Message {
+pub(crate) fn flatten_item(item: &Value) -> Message {
     let s = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or("");
     match item.get("type").and_then(Value::as_str) {
         Some("function_call") => Message::text(
@@ -85,7 +85,7 @@ pub fn upstream_input(raw: &[Value], current: &[Message]) -> Vec<Value> {
 /// [`AnswerMeta::response`] for `probity serve` to pass on. A response
 /// whose status is `failed` is a server error; one with neither text nor
 /// function calls has nothing to check ([`NO_TEXT`]).
-pub fn parse_response(
+pub(crate) fn parse_response(
     body: &str,
     headers: Vec<(String, String)>,
 ) -> Result<WireAnswer, ProviderError> {

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 /// Splits bytes into events and events into their `data`.
 #[derive(Debug, Default)]
-pub struct SseFrames {
+pub(crate) struct SseFrames {
     buffer: Vec<u8>,
 }
 
@@ -59,7 +59,7 @@ fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
 
 /// A streamed answer being assembled.
 #[derive(Debug, Default)]
-pub struct Assembly {
+pub(crate) struct Assembly {
     content: String,
     saw_content: bool,
     /// Tool calls by their `index`.

@@ -69,7 +69,7 @@ static SECRETS: RwLock<Secrets> = RwLock::new(Secrets {
 
 /// Remember `value` as a secret (idempotent). Compiles the matcher of
 /// every secret's forms anew when `value` is new.
-pub fn register(value: &str) {
+pub(crate) fn register(value: &str) {
     if value.len() < MIN_SECRET_LEN {
         return;
     }
@@ -216,7 +216,7 @@ fn base64_middles(secret: &[u8]) -> Vec<String> {
 /// untrusted) as one short line for a log, a terminal or a client's
 /// message: secrets redacted, control characters made spaces, at most 300
 /// characters.
-pub fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     const MAX: usize = 300;
     let clean: String = redact(text)
         .chars()
@@ -229,7 +229,7 @@ pub fn one_line(text: &str) -> String {
 }
 
 /// [`redact`] into an owned string, reusing it when nothing changes.
-pub fn redact_owned(text: String) -> String {
+pub(crate) fn redact_owned(text: String) -> String {
     match redact(&text) {
         Cow::Borrowed(_) => text,
         Cow::Owned(s) => s,

@@ -129,9 +129,9 @@ pub fn input_conversation(input: &Input) -> Result<Option<Vec<Message>>, Convers
 
 /// Instructions one render may execute (minijinja's fuel): loops over
 /// `range(100000)` nested twice run out of it in milliseconds.
-pub const MAX_TEMPLATE_FUEL: u64 = 1_000_000;
+pub(crate) const MAX_TEMPLATE_FUEL: u64 = 1_000_000;
 /// Deepest nesting of includes, macros and blocks in one render.
-pub const MAX_TEMPLATE_RECURSION: usize = 64;
+pub(crate) const MAX_TEMPLATE_RECURSION: usize = 64;
 /// Largest text one render may produce, in bytes.
 pub const MAX_RENDERED_BYTES: usize = 16 << 20;
 

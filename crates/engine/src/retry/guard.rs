@@ -127,7 +127,12 @@ impl Attempt {
     /// This attempt as the sample `(input_idx, repetition)` of the
     /// single-attempt tensor (the first attempt of a guarded sample is its
     /// sample), stored under `cache_key`.
-    pub fn sample_row(&self, input_idx: usize, repetition: usize, cache_key: String) -> SampleRow {
+    pub(crate) fn sample_row(
+        &self,
+        input_idx: usize,
+        repetition: usize,
+        cache_key: String,
+    ) -> SampleRow {
         SampleRow {
             input_idx,
             repetition,
@@ -274,7 +279,7 @@ impl Guard {
     }
 
     /// Judgements from (and into) `judging`'s cache.
-    pub fn with_judging(mut self, judging: Judging) -> Self {
+    pub(crate) fn with_judging(mut self, judging: Judging) -> Self {
         self.judging = judging;
         self
     }
@@ -440,7 +445,7 @@ impl Guard {
 
     /// As [`Guard::run`], with the first attempt's answer already known
     /// (served from the store, or called by the runner).
-    pub async fn run_from(
+    pub(crate) async fn run_from(
         &self,
         messages: &[Message],
         input: &PreparedInput<'_>,
@@ -484,7 +489,7 @@ impl Guard {
     /// [`Guard::run_wire_with`] for a client of `api`: a Responses API
     /// client's `wire` holds its `input` items, each attempt's answer is
     /// read whole ([`Caller::call_api`]).
-    pub async fn run_api_with(
+    pub(crate) async fn run_api_with(
         &self,
         messages: &[Message],
         input: &Input,

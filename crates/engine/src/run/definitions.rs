@@ -45,7 +45,7 @@ pub fn definitions(text: &str) -> Option<BTreeMap<String, toml::Value>> {
 
 /// The checks (of `names`) that `a` and `b` define otherwise; none when
 /// either could not be read.
-pub fn differing(
+pub(crate) fn differing(
     names: &[String],
     a: Option<&BTreeMap<String, toml::Value>>,
     b: Option<&BTreeMap<String, toml::Value>>,

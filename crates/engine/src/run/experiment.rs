@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The default error budget: 5% of the samples.
-pub const DEFAULT_ERROR_BUDGET: f64 = 0.05;
+pub(crate) const DEFAULT_ERROR_BUDGET: f64 = 0.05;
 
 /// Where an experiment was loaded from: the configuration's path, its text
 /// as loaded (stored with every run) and its hash (runs with the same hash
@@ -149,7 +149,7 @@ impl Experiment {
 
     /// Every column of the tensor, in order: the agent checks, then the
     /// validators and verifiers.
-    pub fn check_infos(&self) -> Vec<probity_core::CheckInfo> {
+    pub(crate) fn check_infos(&self) -> Vec<probity_core::CheckInfo> {
         let mut infos = self
             .agent
             .as_ref()
@@ -300,7 +300,7 @@ impl Experiment {
     }
 
     /// The settings stored with each run of this experiment.
-    pub fn stored_settings(&self) -> StoredSettings {
+    pub(crate) fn stored_settings(&self) -> StoredSettings {
         let retry = self.retry.as_ref().map(|r| r.stored(&self.checks));
         StoredSettings {
             // A seed drawn at the run's start is set by the runner; 0

@@ -11,7 +11,7 @@ use probity_core::{ReliabilityTensor, Summary};
 use std::time::Duration;
 
 /// What a run ends with.
-pub struct Closing<'a> {
+pub(crate) struct Closing<'a> {
     pub status: RunStatus,
     /// The run's counts when they are set whole (a revalidation); `None`
     /// when its writer added each process's own as it went (a run).
@@ -28,7 +28,11 @@ pub struct Closing<'a> {
 }
 
 /// Close run `run_id` in `store` with what `closing` holds.
-pub fn close_run(store: &Store, run_id: i64, closing: Closing<'_>) -> Result<(), StoreError> {
+pub(crate) fn close_run(
+    store: &Store,
+    run_id: i64,
+    closing: Closing<'_>,
+) -> Result<(), StoreError> {
     if let Some(o) = closing.sequential {
         store.set_sequential(run_id, o)?;
     }

@@ -7,7 +7,7 @@ use crate::store::{NewRun, Store, StoreError, Writer};
 use std::sync::Arc;
 
 /// A run being written.
-pub struct Recording {
+pub(crate) struct Recording {
     pub run_id: i64,
     pub writer: Writer,
     judging: Judging,
@@ -22,7 +22,7 @@ impl Recording {
 
     /// Create a run of live traffic: its writer commits at least every
     /// `window`, the most a server killed outright can lose.
-    pub fn create_live(
+    pub(crate) fn create_live(
         store: &mut Store,
         header: &NewRun<'_>,
         window: std::time::Duration,
@@ -37,7 +37,7 @@ impl Recording {
     }
 
     /// Continue writing run `run_id` (a resumed run).
-    pub fn reopen(store: &Store, run_id: i64) -> Result<Self, StoreError> {
+    pub(crate) fn reopen(store: &Store, run_id: i64) -> Result<Self, StoreError> {
         Recording::with_writer(store, run_id, store.writer(run_id)?)
     }
 

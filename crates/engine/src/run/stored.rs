@@ -109,7 +109,7 @@ pub fn summarize(
 }
 
 /// [`summarize`] with the inputs' weights already read (`None`: equal).
-pub fn summarize_weighted(
+pub(crate) fn summarize_weighted(
     settings: &StoredSettings,
     checks: &[CheckInfo],
     tensor: &ReliabilityTensor,
@@ -133,7 +133,7 @@ pub fn summarize_weighted(
 /// outcome (killed before it finished, or re-checked by `probity
 /// revalidate`), replayed from its tensor in its seeded order
 /// (`probity_core::sequential::replay`). Other runs' summary as it is.
-pub fn sequential_summary(
+pub(crate) fn sequential_summary(
     summary: Summary,
     run: &RunRecord,
     tensor: &ReliabilityTensor,

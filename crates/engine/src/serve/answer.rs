@@ -48,7 +48,7 @@ impl Outcome {
 
 /// The output to send, and how it came about.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Publish {
+pub(crate) struct Publish {
     /// `content` as the upstream sent it (`None`: null beside tool calls).
     pub content: Option<String>,
     pub tool_calls: Option<Value>,
@@ -277,7 +277,7 @@ pub fn usage(attempts: &[Attempt]) -> Value {
 
 /// [`usage`] with the input and output counts named `names` (the
 /// Responses API's `input_tokens`, `output_tokens`).
-pub fn usage_as(attempts: &[Attempt], names: (&str, &str)) -> Value {
+pub(crate) fn usage_as(attempts: &[Attempt], names: (&str, &str)) -> Value {
     let (p, c) = attempts.iter().fold((0, 0), |(p, c), a| {
         (
             p + a.input_tokens.unwrap_or(0),
@@ -554,7 +554,7 @@ pub fn event(data: &Value) -> String {
 pub const DONE: &str = "data: [DONE]\n\n";
 
 /// A comment line that keeps a held stream open.
-pub const KEEPALIVE: &str = ": probity is checking the answer\n\n";
+pub(crate) const KEEPALIVE: &str = ": probity is checking the answer\n\n";
 
 #[cfg(test)]
 mod tests {

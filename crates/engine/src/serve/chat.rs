@@ -25,13 +25,13 @@ use subtle::ConstantTimeEq;
 use tokio::task::JoinHandle;
 
 /// An error answer in the OpenAI shape.
-pub fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
+pub(crate) fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
     (status, Json(error_body(status.as_u16(), kind, message))).into_response()
 }
 
 /// Whether the request presents the expected bearer token, compared in
 /// constant time (`subtle`).
-pub fn authorized(expected: &Option<String>, headers: &HeaderMap) -> bool {
+pub(crate) fn authorized(expected: &Option<String>, headers: &HeaderMap) -> bool {
     let Some(expected) = expected else {
         return true;
     };

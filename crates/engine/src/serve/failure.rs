@@ -64,7 +64,7 @@ pub struct Failure {
 
 /// What the client is told when no attempt produced an output (module
 /// docs): by the last attempt's upstream error.
-pub fn upstream_failure(attempts: &[Attempt], stop: Stop) -> Failure {
+pub(crate) fn upstream_failure(attempts: &[Attempt], stop: Stop) -> Failure {
     let calls: u32 = attempts.iter().map(|a| a.call_attempts).sum();
     let last = attempts
         .iter()

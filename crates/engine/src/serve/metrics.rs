@@ -66,7 +66,7 @@ pub async fn model(
 }
 
 /// Any other path: a 404 in OpenAI's error shape, which SDKs read.
-pub async fn not_found(uri: axum::http::Uri) -> Response {
+pub(crate) async fn not_found(uri: axum::http::Uri) -> Response {
     super::chat::error_response(
         StatusCode::NOT_FOUND,
         "invalid_request_error",
@@ -90,7 +90,7 @@ pub async fn embeddings() -> Response {
 
 /// A known path asked with another method (`GET /v1/chat/completions`): a
 /// 405 in OpenAI's error shape.
-pub async fn wrong_method(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+pub(crate) async fn wrong_method(method: axum::http::Method, uri: axum::http::Uri) -> Response {
     super::chat::error_response(
         StatusCode::METHOD_NOT_ALLOWED,
         "invalid_request_error",

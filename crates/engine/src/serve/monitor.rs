@@ -56,7 +56,7 @@ impl Default for MonitorConfig {
 
 impl MonitorConfig {
     /// The watches' settings at `confidence`.
-    pub fn watch_settings(&self, confidence: f64) -> WatchSettings {
+    pub(crate) fn watch_settings(&self, confidence: f64) -> WatchSettings {
         WatchSettings {
             confidence,
             epoch: self.epoch,
@@ -229,7 +229,7 @@ impl Monitor {
 
     /// Send `events` where alarms go: stderr always, the webhook when set
     /// (on a task of its own; three tries, 1 s then 2 s apart).
-    pub fn announce(&self, events: Vec<AlarmEvent>) {
+    pub(crate) fn announce(&self, events: Vec<AlarmEvent>) {
         for e in events {
             crate::stderr::line(format_args!("warning: {}", e.line()));
             if let Some(url) = self.webhook.clone() {

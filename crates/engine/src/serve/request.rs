@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 /// A request the guard will serve.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ClientRequest {
+pub(crate) struct ClientRequest {
     /// The messages flattened to text, for the checks.
     pub messages: Vec<Message>,
     /// The messages as sent and the fields to forward.
@@ -26,7 +26,7 @@ pub struct ClientRequest {
 }
 
 /// Why a request is refused: a message for the client naming the field.
-pub type Refusal = String;
+pub(crate) type Refusal = String;
 
 /// Read a request body against the configuration's pins and what the
 /// upstream forwards.

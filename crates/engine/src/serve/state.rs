@@ -18,13 +18,13 @@ use std::time::Duration;
 
 /// Which attempt a cost is for.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct AttemptLabel {
+pub(crate) struct AttemptLabel {
     pub attempt: String,
 }
 
 /// One check's live rate in one kind of attempt.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RateLabels {
+pub(crate) struct RateLabels {
     pub check: String,
     pub attempt: String,
 }
@@ -32,7 +32,7 @@ pub struct RateLabels {
 /// One check's cell in one kind of attempt: `attempt` is `first` (the
 /// system's own reliability) or `published` (the attempt answered).
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CellLabels {
+pub(crate) struct CellLabels {
     pub check: String,
     pub attempt: String,
     pub cell: String,
@@ -42,7 +42,7 @@ pub struct CellLabels {
 /// client (`prometheus-client`): counts only — never a request, an
 /// output, a reason or a header.
 #[derive(Debug)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     pub registry: Registry,
     pub requests: Counter,
     pub published: Counter,
@@ -105,13 +105,13 @@ pub struct Metrics {
 
 /// A check.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CheckLabel {
+pub(crate) struct CheckLabel {
     pub check: String,
 }
 
 /// An alarm's check, attempt kind and rule.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct AlarmLabels {
+pub(crate) struct AlarmLabels {
     pub check: String,
     pub attempt: String,
     pub kind: String,
@@ -374,7 +374,7 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Count `cells` of the checks `names` for an attempt of `kind`.
-    pub fn count_cells(&self, names: &[String], kind: &str, cells: &[Cell]) {
+    pub(crate) fn count_cells(&self, names: &[String], kind: &str, cells: &[Cell]) {
         for (name, cell) in names.iter().zip(cells) {
             let cell = match cell {
                 Cell::Pass => "pass",
@@ -394,7 +394,7 @@ impl Metrics {
     }
 
     /// Set the live-rate and alarm gauges from `monitor`.
-    pub fn update_rates(&self, monitor: &Monitor) {
+    pub(crate) fn update_rates(&self, monitor: &Monitor) {
         monitor.each(|name, kind, watch| {
             if watch.requests() == 0 {
                 return;
@@ -447,7 +447,7 @@ impl Metrics {
 
     /// Set the judge gauges of the calibrated checks among `names` (by
     /// column) from `labels`, what each judge answered on its labelled set.
-    pub fn set_judges(
+    pub(crate) fn set_judges(
         &self,
         names: &[String],
         labels: &[Option<probity_core::stats::LabelCounts>],
@@ -471,7 +471,7 @@ impl Metrics {
     }
 
     /// Refresh the pass-rate gauge from the counters.
-    pub fn update_pass_rate(&self) {
+    pub(crate) fn update_pass_rate(&self) {
         let published = self.published.get();
         let done = published
             + self.nothing_passed.get()
@@ -487,7 +487,7 @@ impl Metrics {
 /// judge that did not answer), told on standard error the 1st, 2nd, 4th,
 /// 8th … time for each check: an operator sees a broken check with the
 /// first request, and the log grows with the logarithm of the traffic.
-pub struct CheckErrors {
+pub(crate) struct CheckErrors {
     counts: Vec<AtomicU64>,
 }
 
@@ -531,7 +531,7 @@ impl CheckErrors {
 }
 
 /// A running guard's shared state.
-pub struct ServeState {
+pub(crate) struct ServeState {
     pub guard: Guard,
     pub policy: NothingPassed,
     pub token: Option<String>,
@@ -563,7 +563,7 @@ pub struct ServeState {
 
 impl ServeState {
     /// The index of the next request.
-    pub fn next_index(&self) -> usize {
+    pub(crate) fn next_index(&self) -> usize {
         self.next_input.fetch_add(1, Ordering::Relaxed) as usize
     }
 }

@@ -430,7 +430,7 @@ pub enum ChoiceAnswer {
 
 impl ChoiceAnswer {
     /// The tokens it counts in `usage`: the content's, or the arguments'.
-    pub fn token_count(&self) -> u64 {
+    pub(crate) fn token_count(&self) -> u64 {
         match self {
             ChoiceAnswer::Text { content, .. } => tokens(content).len() as u64,
             ChoiceAnswer::ToolCall(c) => tokens(&c.arguments).len() as u64,
@@ -560,7 +560,7 @@ const ALTERNATIVES: [&str; 20] = [
 /// `logprobs.content` for `text`: one entry per token, with a plausible
 /// (deterministic, negative) log probability and `top` alternatives, the
 /// token itself first.
-pub fn logprobs_content(text: &str, top: u32) -> Value {
+pub(crate) fn logprobs_content(text: &str, top: u32) -> Value {
     let entries: Vec<Value> = tokens(text)
         .iter()
         .enumerate()

@@ -41,7 +41,7 @@ fn spec(name: &str, description: &str, params: &[(&str, &str)]) -> ToolSpec {
 }
 
 /// The shop's tools, over the episode's state.
-pub struct ShopTool;
+pub(crate) struct ShopTool;
 
 fn reply(text: impl Into<String>, is_error: bool) -> Result<ToolReply, ToolFailure> {
     Ok(ToolReply {

@@ -166,7 +166,7 @@ pub(crate) type WriterFactory =
 
 /// One request of a live run: its input, its first attempt's cells, and
 /// the published attempt's (none: nothing published, or no attempts).
-pub type LiveCells = (usize, Vec<Cell>, Option<Vec<Cell>>);
+pub(crate) type LiveCells = (usize, Vec<Cell>, Option<Vec<Cell>>);
 
 /// How a run ends ([`super::Store::finish_run`]).
 pub(crate) struct RunEnd<'a> {
@@ -218,7 +218,7 @@ impl Batch {
 
     /// One past the highest input index added (live traffic raises the
     /// run's input count to it).
-    pub fn inputs_seen(&self) -> Option<usize> {
+    pub(crate) fn inputs_seen(&self) -> Option<usize> {
         self.inputs.iter().map(|(i, _)| i + 1).max()
     }
 }

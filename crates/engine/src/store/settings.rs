@@ -149,7 +149,7 @@ impl StoredSettings {
     }
 
     /// The analysis part.
-    pub fn analysis_settings(&self) -> Analysis {
+    pub(crate) fn analysis_settings(&self) -> Analysis {
         Analysis {
             options: self.analysis,
             strategy: self.strategy,

@@ -315,7 +315,7 @@ impl Writer {
     }
 
     /// Queue one attempt of a guarded sample for writing.
-    pub fn send_attempt(&self, row: AttemptRow) -> Result<(), StoreError> {
+    pub(crate) fn send_attempt(&self, row: AttemptRow) -> Result<(), StoreError> {
         self.op(WriteOp::Attempt(row))
     }
 
@@ -343,7 +343,7 @@ impl Writer {
     /// of waiting for room (`probity serve`: a store that is slow or
     /// reconnecting must not hold the answers; the refused record is the
     /// caller's to count).
-    pub fn never_waiting(self) -> Writer {
+    pub(crate) fn never_waiting(self) -> Writer {
         if let Ok(mut q) = self.queue.lock() {
             q.wait_when_full = false;
         }

@@ -23,7 +23,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::Mutex;
 
 /// The protocol revision asked for.
-pub const PROTOCOL_VERSION: &str = "2025-06-18";
+pub(crate) const PROTOCOL_VERSION: &str = "2025-06-18";
 
 /// Longest line or event read from a server (a tool's result is untrusted
 /// and may be huge): 64 MiB.

@@ -101,13 +101,13 @@ pub struct MockAnswer {
 
 /// A tool answered from the configuration.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MockTool {
+pub(crate) struct MockTool {
     pub answers: Vec<MockAnswer>,
 }
 
 /// Set `value` at JSON pointer `pointer` in `state`, creating objects on
 /// the way; an error names the pointer when a step is not an object.
-pub fn set_pointer(state: &mut Value, pointer: &str, value: Value) -> Result<(), String> {
+pub(crate) fn set_pointer(state: &mut Value, pointer: &str, value: Value) -> Result<(), String> {
     if pointer.is_empty() {
         *state = value;
         return Ok(());
@@ -264,7 +264,7 @@ impl Tool for CommandTool {
 /// A command's (or a hosted function's) answer `text` as the reply:
 /// `{"result": …, "is_error": bool, "state": …}` (`state`, when given,
 /// replaces the episode's), or plain text, the result as it is.
-pub fn read_reply(text: &str, state: &mut Value) -> ToolReply {
+pub(crate) fn read_reply(text: &str, state: &mut Value) -> ToolReply {
     let text = text.trim();
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(o)) if o.contains_key("result") => {
@@ -294,7 +294,7 @@ fn tool_request(name: &str, arguments: &Value, state: &Value, episode: &EpisodeI
 /// command does. A function that raises or outlives `timeout` is a
 /// [`ToolFailure`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct HostedTool {
+pub(crate) struct HostedTool {
     pub function: hosted::HostedFn,
     pub timeout: Duration,
 }

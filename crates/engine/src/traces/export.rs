@@ -42,7 +42,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest `Retry-After` honoured.
 const MAX_WAIT: Duration = Duration::from_secs(5);
 /// The event's name in the GenAI conventions.
-pub const EVENT: &str = "gen_ai.evaluation.result";
+pub(crate) const EVENT: &str = "gen_ai.evaluation.result";
 
 /// The logs endpoint of `url`: `URL/v1/logs` when the URL names no path
 /// (as `OTEL_EXPORTER_OTLP_ENDPOINT`), else the URL as it is.

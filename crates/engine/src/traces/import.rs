@@ -67,7 +67,7 @@ pub async fn import(run: &TraceRun, files: &[PathBuf]) -> Result<(), String> {
 }
 
 /// Check `spans`, up to [`CONCURRENCY`] at once.
-pub async fn check_all(ingest: &Ingest, spans: &[Span]) {
+pub(crate) async fn check_all(ingest: &Ingest, spans: &[Span]) {
     futures_util::stream::iter(spans)
         .for_each_concurrent(CONCURRENCY, |s| async move {
             let _ = ingest.span(s).await;

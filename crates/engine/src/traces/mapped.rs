@@ -39,7 +39,7 @@ impl Output {
 
     /// The tool calls in OpenAI's shape (`[{id, type, function: {name,
     /// arguments}}]`), as an assistant message holds them.
-    pub fn tool_calls_openai(&self) -> Option<Value> {
+    pub(crate) fn tool_calls_openai(&self) -> Option<Value> {
         if self.tool_calls.is_empty() {
             return None;
         }
@@ -124,7 +124,7 @@ pub fn arguments(v: Option<&Value>) -> Value {
 }
 
 /// A value that may be JSON written as a string: parsed when it is.
-pub fn json_value(v: &Value) -> Value {
+pub(crate) fn json_value(v: &Value) -> Value {
     match v {
         Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| v.clone()),
         other => other.clone(),
@@ -135,7 +135,7 @@ pub fn json_value(v: &Value) -> Value {
 /// tool_calls?, tool_call_id?}`), read leniently: content parts other than
 /// text are an error naming them, fields probity does not carry (`refusal`
 /// aside) are ignored.
-pub fn openai_messages(v: &Value) -> Result<Vec<Message>, String> {
+pub(crate) fn openai_messages(v: &Value) -> Result<Vec<Message>, String> {
     let list = v
         .as_array()
         .ok_or_else(|| "the messages are not a list".to_string())?;
@@ -187,7 +187,7 @@ pub fn indexed(
 
 /// The tool calls `PREFIX.K.…` of one indexed message: `id`, `name` and
 /// `arguments` at the keys `id_key`, `name_key`, `args_key` under each K.
-pub fn indexed_calls(
+pub(crate) fn indexed_calls(
     m: &serde_json::Map<String, Value>,
     prefix: &str,
     keys: [&str; 3],

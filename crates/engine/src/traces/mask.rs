@@ -53,7 +53,7 @@ pub fn mask(text: &str) -> String {
 }
 
 /// Every string inside `v` masked.
-pub fn mask_json(v: &serde_json::Value) -> serde_json::Value {
+pub(crate) fn mask_json(v: &serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     match v {
         Value::String(s) => Value::String(mask(s)),

@@ -120,7 +120,7 @@ fn message(m: &Map<String, Value>) -> Result<Message, String> {
 
 /// `input.value`: a request with `messages` as JSON, or text (one user
 /// message).
-pub fn value_messages(v: &str) -> Result<Vec<Message>, String> {
+pub(crate) fn value_messages(v: &str) -> Result<Vec<Message>, String> {
     match serde_json::from_str::<Value>(v) {
         Ok(Value::Object(o)) if o.contains_key("messages") => openai_messages(&o["messages"]),
         Ok(Value::Array(a)) if a.iter().all(|m| m.get("role").is_some()) && !a.is_empty() => {
@@ -132,7 +132,7 @@ pub fn value_messages(v: &str) -> Result<Vec<Message>, String> {
 
 /// `output.value`: a Chat Completions answer as JSON (its first choice's
 /// message), or text.
-pub fn value_output(v: &str) -> Result<Output, String> {
+pub(crate) fn value_output(v: &str) -> Result<Output, String> {
     let parsed: Option<Value> = serde_json::from_str(v).ok();
     let message = parsed
         .as_ref()

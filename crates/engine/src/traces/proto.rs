@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 const STATUS_ERROR: i32 = 2;
 
 /// Decode one `ExportTraceServiceRequest`.
-pub fn from_protobuf(bytes: &[u8]) -> Result<Vec<Span>, String> {
+pub(crate) fn from_protobuf(bytes: &[u8]) -> Result<Vec<Span>, String> {
     let req = ExportTraceServiceRequest::decode(bytes)
         .map_err(|e| format!("not an OTLP ExportTraceServiceRequest in protobuf: {e}"))?;
     let mut spans = Vec::new();

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The system a trace run records: no system was called by probity.
-pub const SYSTEM: &str = "otlp-traces";
+pub(crate) const SYSTEM: &str = "otlp-traces";
 
 /// An open run of traced spans.
 pub struct TraceRun {

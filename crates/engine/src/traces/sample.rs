@@ -72,7 +72,7 @@ impl JudgeSampler {
 
     /// Draw one span at `now`: in the sample with probability `share`,
     /// then judged if this hour's budget is not spent.
-    pub fn draw_at(&self, now: Instant) -> Draw {
+    pub(crate) fn draw_at(&self, now: Instant) -> Draw {
         let drawn = self.share >= 1.0 || rand::thread_rng().gen::<f64>() < self.share;
         let draw = if !drawn {
             Draw::NotSampled

@@ -64,7 +64,7 @@ impl Span {
 
 /// The attribute `key` of `attrs` as a string (a JSON string as it is;
 /// null as absent; any other value in its JSON form).
-pub fn attr_str(attrs: &Map<String, Value>, key: &str) -> Option<String> {
+pub(crate) fn attr_str(attrs: &Map<String, Value>, key: &str) -> Option<String> {
     match attrs.get(key)? {
         Value::String(s) => Some(s.clone()),
         Value::Null => None,
@@ -75,7 +75,7 @@ pub fn attr_str(attrs: &Map<String, Value>, key: &str) -> Option<String> {
 /// Decode one `ExportTraceServiceRequest` in OTLP JSON into its spans.
 /// An error names the field (`resourceSpans[0].scopeSpans[1].spans[2].
 /// traceId`) and what is wrong with it.
-pub fn from_json(v: &Value) -> Result<Vec<Span>, String> {
+pub(crate) fn from_json(v: &Value) -> Result<Vec<Span>, String> {
     let obj = v
         .as_object()
         .ok_or_else(|| format!("expected a JSON object, found {}", kind(v)))?;

@@ -79,7 +79,7 @@ pub fn new_token() -> String {
 }
 
 /// Name of the cookie that carries the token.
-pub const COOKIE: &str = "probity_view";
+pub(crate) const COOKIE: &str = "probity_view";
 
 struct ViewState {
     pages: Arc<dyn Pages>,
@@ -112,7 +112,7 @@ impl Hosts {
 
     /// [`Hosts::new`] with the names of `PROBITY_VIEW_HOSTS`
     /// (comma-separated).
-    pub fn from_env(bound: std::net::SocketAddr) -> Hosts {
+    pub(crate) fn from_env(bound: std::net::SocketAddr) -> Hosts {
         let names: Vec<String> = std::env::var("PROBITY_VIEW_HOSTS")
             .unwrap_or_default()
             .split(',')
@@ -169,7 +169,7 @@ pub fn router(pages: Arc<dyn Pages>, token: Option<String>) -> Router {
 }
 
 /// [`router`] refusing requests whose `Host` is not one of `hosts`.
-pub fn router_with_hosts(
+pub(crate) fn router_with_hosts(
     pages: Arc<dyn Pages>,
     token: Option<String>,
     hosts: Option<Hosts>,

@@ -45,7 +45,7 @@ fn is_false(b: &bool) -> bool {
 }
 
 /// Processes one program validator may run at most.
-pub const MAX_PROCESSES: usize = 64;
+pub(crate) const MAX_PROCESSES: usize = 64;
 
 /// A `[[validator]]` table with `kind = "program"`. Paths, as for the
 /// `command` provider: a program written with a `/` and not absolute is

@@ -80,7 +80,7 @@ impl Sampler {
     }
 
     /// Sample with `episode`: every cell one whole episode of the agent.
-    pub fn with_episode(mut self, episode: Option<Arc<Episode>>) -> Sampler {
+    pub(crate) fn with_episode(mut self, episode: Option<Arc<Episode>>) -> Sampler {
         self.episode = episode;
         self
     }
