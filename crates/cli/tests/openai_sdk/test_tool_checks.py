@@ -11,7 +11,7 @@ import urllib.request
 import openai
 import pytest
 
-from probity_servers import PROBITY_BIN, completion, guard_toml
+from probity_servers import PROBITY_BIN, completion, guard_toml, response
 
 TOOL_CHECKS = '''
 [[agent_check]]
@@ -179,3 +179,26 @@ check = "true"
                          env={"PROBITY_SDK_UPSTREAM_KEY": "k", "PATH": "/usr/bin:/bin"})
     assert out.returncode == 2, (out.returncode, out.stderr)
     assert '"never_delete"' in out.stderr and "unique" in out.stderr, out.stderr
+
+
+def test_responses_api_function_calls_are_checked_as_calls(guarded):
+    """Through `/v1/responses` the answer's `function_call` items are read
+    as calls; a `transcript` check, which needs a Chat conversation, is an
+    error naming why — never a verdict about the model."""
+    guard, up = guarded([(200, response(function_call=("delete_account", '{"user": "u1"}'))),
+                         (200, response(function_call=("get_weather", '{"city": "Paris"}')))],
+                        checks=TOOL_CHECKS, attempts=3)
+    r = guard.client().responses.create(model="m", input="Weather in Paris?")
+    assert (r.output[0].type, r.output[0].name) == ("function_call", "get_weather")
+    assert len(up.requests) == 2
+    transcript = '''
+[[agent_check]]
+name = "reads_the_conversation"
+kind = "transcript"
+check = "true"
+'''
+    guard2, _ = guarded([(200, response("Hello."))], checks=transcript, attempts=2)
+    with pytest.raises(openai.InternalServerError) as e:
+        guard2.client().responses.create(model="m", input="Hi")
+    assert "Responses API" in e.value.response.text and "not a verdict" in e.value.response.text, \
+        e.value.response.text

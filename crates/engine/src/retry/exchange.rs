@@ -16,10 +16,13 @@ use serde_json::{json, Value};
 /// request whose messages hold what a conversation cannot (an image part)
 /// still has its answer's tool calls checked.
 ///
+/// A Responses API answer's function calls are checked like a Chat
+/// answer's; its request's input items are not read as a conversation.
+///
 /// Errors say why there is nothing to read — the cell is then an Error,
-/// never a verdict about the model: not a Chat Completions request, an
-/// answer whose structure was not kept (served from the store), a message
-/// that cannot be read.
+/// never a verdict about the model: a `transcript` check on a Responses
+/// API request, an answer whose structure was not kept (served from the
+/// store), a message that cannot be read.
 pub fn exchange(
     wire: Option<(&WireRequest, Api)>,
     meta: Option<&AnswerMeta>,
@@ -28,8 +31,10 @@ pub fn exchange(
     let Some((request, api)) = wire else {
         return Err(crate::checks::check::NO_EXCHANGE.to_string());
     };
-    if !api.is_chat() {
-        return Err("not evaluated: conversation checks read Chat Completions answers; this one came through the Responses API".into());
+    // A Responses API answer's function calls are read in the Chat shape
+    // (`openai_responses`); its input items are not a Chat conversation.
+    if needs_history && !api.is_chat() {
+        return Err("not evaluated: a `transcript` check reads a Chat Completions conversation; this request came through the Responses API, whose input items it does not read".into());
     }
     let meta = meta.ok_or(
         "not evaluated: this answer was served from the store, which keeps its text, not its tool calls",
