@@ -25,7 +25,7 @@
 //! Unknown keys are errors, and every error names the file, the line and
 //! column, and the field.
 
-pub mod applicability;
+pub(crate) mod applicability;
 pub mod concurrency;
 pub mod example;
 pub mod inputs;

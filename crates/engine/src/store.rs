@@ -14,19 +14,19 @@
 //! variable that holds an API key, never the key; a store's password is
 //! never printed ([`StoreLocation`]).
 
-pub mod backend;
-pub mod cache;
-pub mod error;
-pub mod identity;
-pub mod lease;
-pub mod location;
+pub(crate) mod backend;
+pub(crate) mod cache;
+pub(crate) mod error;
+pub(crate) mod identity;
+pub(crate) mod lease;
+pub(crate) mod location;
 #[cfg(feature = "postgres")]
 pub mod postgres;
-pub mod records;
+pub(crate) mod records;
 pub(crate) mod rows;
 pub mod schema;
 pub mod settings;
-pub mod sqlite;
+pub(crate) mod sqlite;
 pub mod writer;
 
 pub use cache::{

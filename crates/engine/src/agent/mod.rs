@@ -9,7 +9,7 @@ pub mod build;
 pub mod config;
 pub mod environment;
 pub mod episode;
-pub mod user;
+pub(crate) mod user;
 
 pub use environment::{Environment, JsonEnvironment};
 pub use episode::{AgentUnderTest, Episode, Judged};

@@ -9,5 +9,5 @@ pub mod check;
 pub mod judge_prompt;
 pub mod labels;
 pub mod program;
-pub mod validator_table;
+pub(crate) mod validator_table;
 pub mod verifier;

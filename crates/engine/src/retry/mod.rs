@@ -1,6 +1,6 @@
 //! Verifier- and validator-driven retry (paper §4.1, §4.2): the guard
 //! around a provider, and the policy it follows.
 
-pub mod exchange;
+pub(crate) mod exchange;
 pub mod guard;
-pub mod policy;
+pub(crate) mod policy;

@@ -5,13 +5,13 @@
 
 pub(crate) mod claims;
 pub mod compare;
-pub mod definitions;
-pub mod experiment;
+pub(crate) mod definitions;
+pub(crate) mod experiment;
 pub mod export;
 pub mod finish;
 pub mod live;
 pub mod outcome;
-pub mod recording;
+pub(crate) mod recording;
 pub mod revalidate;
 pub(crate) mod rounds;
 pub mod runner;

@@ -30,9 +30,9 @@
 //! versions (see `rng.rs`).
 
 pub mod agent;
-pub mod model;
-pub mod protocol;
-pub mod rates;
+pub(crate) mod model;
+pub(crate) mod protocol;
+pub(crate) mod rates;
 pub(crate) mod rng;
 #[cfg(feature = "server")]
 pub mod server;

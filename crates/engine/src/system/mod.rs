@@ -4,7 +4,7 @@
 //! reports ([`label`]). It sits above `provider/` and `sim/`, whose
 //! providers it builds, and below everything that builds one.
 
-pub mod config;
+pub(crate) mod config;
 pub mod label;
 
 pub use config::{ProviderConfig, ProviderKind};

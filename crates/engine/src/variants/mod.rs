@@ -4,7 +4,7 @@
 //! the CLI, the Rust library and the Python package alike ([`runner`]).
 
 pub mod group;
-pub mod runner;
+pub(crate) mod runner;
 
 pub use group::{
     base_name, compare, cost, group_of, group_runs, new_seed, resumable_group, step, Step,

@@ -9,8 +9,8 @@
 //!   failure (a crash, a line that is not a verdict, a timeout) an Error
 //!   cell naming the program.
 
-pub mod pool;
-pub mod spec;
+pub(crate) mod pool;
+pub(crate) mod spec;
 
 pub use pool::{ProgramPool, ProgramSettings};
 pub use spec::{ProgramKind, ProgramSpec};
