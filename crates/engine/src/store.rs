@@ -24,10 +24,10 @@ pub(crate) mod location;
 pub mod postgres;
 pub(crate) mod records;
 pub(crate) mod rows;
-pub mod schema;
+pub(crate) mod schema;
 pub mod settings;
 pub(crate) mod sqlite;
-pub mod writer;
+pub(crate) mod writer;
 
 pub use cache::{
     JudgementCache, LabelVerdictCache, MemoryJudgements, MemoryLabelVerdicts, MemoryOutputs,

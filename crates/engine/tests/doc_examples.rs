@@ -34,7 +34,8 @@
 use probity_engine::config::example;
 use probity_engine::config::{Config, ConfigFile};
 use probity_engine::serve::{self, ServeConfig};
-use probity_engine::sim::{FaultConfig, SimConfig};
+use probity_engine::sim::server::FaultConfig;
+use probity_engine::sim::SimConfig;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeSet;

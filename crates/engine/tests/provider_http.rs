@@ -8,7 +8,8 @@ use probity_engine::provider::{
     AnthropicConfig, AnthropicProvider, HttpConfig, HttpProvider, Message, OpenAiConfig,
     OpenAiProvider, Provider, ProviderError, Request, Role,
 };
-use probity_engine::sim::{spawn_test_server, FaultConfig, SimConfig, SimModel};
+use probity_engine::sim::server::{spawn_test_server, FaultConfig};
+use probity_engine::sim::{SimConfig, SimModel};
 use probity_engine::system::ProviderConfig;
 use std::time::Duration;
 

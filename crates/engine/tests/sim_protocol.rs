@@ -3,7 +3,8 @@
 //! answers, and what it saw (fields, the last body, cancellations) in
 //! `/stats`. All over real HTTP.
 
-use probity_engine::sim::{spawn_test_server, FaultConfig, SimConfig, SimModel, TestServer};
+use probity_engine::sim::server::{spawn_test_server, FaultConfig, TestServer};
+use probity_engine::sim::{SimConfig, SimModel};
 use serde_json::{json, Value};
 use std::time::Duration;
 

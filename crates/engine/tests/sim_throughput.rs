@@ -2,7 +2,8 @@
 //! `cargo test --release -p probity-engine --test sim_throughput -- --ignored --nocapture`).
 
 use probity_engine::provider::{OpenAiConfig, OpenAiProvider, Provider, Request};
-use probity_engine::sim::{spawn_test_server, FaultConfig, SimConfig, SimModel};
+use probity_engine::sim::server::{spawn_test_server, FaultConfig};
+use probity_engine::sim::{SimConfig, SimModel};
 use std::sync::Arc;
 use std::time::Instant;
 

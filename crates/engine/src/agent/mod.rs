@@ -4,11 +4,11 @@
 //! into a [`probity_core::agent::Transcript`], and judges it with the
 //! checks of [`probity_core::agent`]. docs/agents.md describes the model.
 
-pub mod blackbox;
+pub(crate) mod blackbox;
 pub mod build;
 pub mod config;
-pub mod environment;
-pub mod episode;
+pub(crate) mod environment;
+pub(crate) mod episode;
 pub(crate) mod user;
 
 pub use environment::{Environment, JsonEnvironment};

@@ -6,7 +6,7 @@
 pub mod cache_key;
 pub mod calibration;
 pub mod check;
-pub mod judge_prompt;
+pub(crate) mod judge_prompt;
 pub mod labels;
 pub mod program;
 pub(crate) mod validator_table;

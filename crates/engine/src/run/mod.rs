@@ -8,7 +8,7 @@ pub mod compare;
 pub(crate) mod definitions;
 pub(crate) mod experiment;
 pub mod export;
-pub mod finish;
+pub(crate) mod finish;
 pub mod live;
 pub mod outcome;
 pub(crate) mod recording;

@@ -56,7 +56,7 @@ pub mod classes;
 mod config;
 mod failure;
 mod metrics;
-pub mod monitor;
+pub(crate) mod monitor;
 mod request;
 mod responses;
 mod state;

@@ -41,5 +41,3 @@ mod text;
 
 pub use model::{SimConfig, SimModel, SimOutput};
 pub use rates::{SimEvents, TrueRates};
-#[cfg(feature = "server")]
-pub use server::{serve, spawn_test_server, FaultConfig, ServerStats, TestServer};

@@ -3,7 +3,7 @@
 //! a stored run of its own in one group ([`group`]), orchestrated here for
 //! the CLI, the Rust library and the Python package alike ([`runner`]).
 
-pub mod group;
+pub(crate) mod group;
 pub(crate) mod runner;
 
 pub use group::{
