@@ -121,8 +121,11 @@ fn run_heading(md: &mut String, r: &RunReport) {
     if let Some(d) = r.run.duration_s {
         facts_line.push(duration(d));
     }
-    if !r.run.system.is_empty() {
-        facts_line.push(format!("system {}", md_inline(&r.run.system)));
+    let system = [&r.run.system_label, &r.run.system]
+        .into_iter()
+        .find(|s| !s.is_empty());
+    if let Some(system) = system {
+        facts_line.push(format!("system {}", md_inline(system)));
     }
     if !r.run.config_hash.is_empty() {
         facts_line.push(format!("config {}", md_inline(&r.run.config_hash)));

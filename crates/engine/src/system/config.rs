@@ -46,10 +46,12 @@ pub enum ProviderConfig {
     /// The simulated tool-using agent (an `[agent]` table; docs/agents.md).
     #[serde(rename = "sim-agent")]
     #[strum(serialize = "sim-agent")]
+    #[strum_discriminants(strum(serialize = "sim-agent"))]
     SimAgent(SimAgentConfig),
     /// The simulated user (a `[user]` table).
     #[serde(rename = "sim-user")]
     #[strum(serialize = "sim-user")]
+    #[strum_discriminants(strum(serialize = "sim-user"))]
     SimUser(SimUserConfig),
 }
 

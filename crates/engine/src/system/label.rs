@@ -93,6 +93,12 @@ mod tests {
             system_label(r#"command|{"command":["/usr/bin/python3","m.py"]}"#),
             "command python3"
         );
+        // The simulated agent and user (named with a hyphen).
+        assert_eq!(
+            system_label(r#"sim-agent:7:AgentErrors { wrong_tool: 0.03 }:["refund"]:get_order"#),
+            "sim agent"
+        );
+        assert_eq!(system_label("sim-user:7:x"), "sim user");
         assert_eq!(system_label("weird"), "weird");
         assert_eq!(system_label(""), "");
         assert_eq!(system_label(&"x".repeat(100)).chars().count(), 40);

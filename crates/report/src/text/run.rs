@@ -116,8 +116,13 @@ fn header(out: &mut String, r: &RunReport, p: &Paint, indent: &str) {
     }
     out.push_str(&format!("{} {}\n", p.label("probity"), p.bold(&head)));
     let mut meta = Vec::new();
-    if !r.run.system.is_empty() {
-        meta.push(format!("system {}", safe(&r.run.system)));
+    // The readable label (`sim seed 7`, `openai/gpt-4o-mini`); the
+    // fingerprint whole is in JSON, HTML and JUnit.
+    let system = [&r.run.system_label, &r.run.system]
+        .into_iter()
+        .find(|s| !s.is_empty());
+    if let Some(system) = system {
+        meta.push(format!("system {}", safe(system)));
     }
     if !r.run.config_hash.is_empty() {
         meta.push(format!("config {}", safe(&r.run.config_hash)));
