@@ -113,8 +113,9 @@ def test_print_result_shows_every_check_with_its_rate_interval_and_verdict() -> 
     shown = str(result)
     lines = shown.splitlines()
     assert lines[0].startswith("printed: FAIL — 20 inputs × 10 outputs × 2 checks, 200 calls, "), shown
-    for check in result.checks:
-        (row,) = [line for line in lines if f" {check.name} " in line]
+    # One row per check, in column order, right under the heading.
+    for check, row in zip(result.checks, lines[1 : 1 + len(result.checks)]):
+        assert f" {check.name} " in row, row
         lo, hi = check.interval
         assert row.split()[0] == check.verdict.upper()
         assert f"{check.rate:.1%} [{lo:.1%}, {hi:.1%}]" in row, row
@@ -124,6 +125,10 @@ def test_print_result_shows_every_check_with_its_rate_interval_and_verdict() -> 
     failing = result["contraction_validator"]
     assert failing.verdict == "fail" and failing.established
     # The report's failing lines follow the table.
-    assert result.failure_lines and all(line.strip() in shown for line in result.failure_lines)
+    at = lines.index("  failing (as the report says it):")
+    assert at == 1 + len(result.checks)
+    assert result.failure_lines and [line.strip() for line in lines[at + 1 :]] == [
+        line.strip() for line in result.failure_lines
+    ]
     # print() writes the same text; repr stays one line.
     assert "\n" not in repr(result)

@@ -472,5 +472,7 @@ class Result:
             lines.append(f"  stopped with no verdict: {self.halt}")
         for name, reason in self.broken:
             lines.append(f"  broken: {name}: {reason}")
-        lines.extend(f"  {line.strip()}" for line in self.failure_lines)
+        if self.failure_lines:
+            lines.append("  failing (as the report says it):")
+            lines.extend(f"    {line.strip()}" for line in self.failure_lines)
         return "\n".join(lines)
