@@ -255,3 +255,116 @@ fn the_example_workflow_is_green() {
         .unwrap()
         .contains("Comparison with baseline"));
 }
+
+/// Whether `line` quotes a throughput or ratio figure: a number written
+/// against `×` (`0.72×`, `5–10×`) or a rate in samples, requests or
+/// calls per second.
+fn quotes_a_figure(line: &str) -> bool {
+    let chars: Vec<char> = line.chars().collect();
+    let ratio = chars
+        .windows(2)
+        .any(|w| w[0].is_ascii_digit() && w[1] == '×');
+    ratio
+        || ["samples/s", "req/s", "requests/s", "calls/s"]
+            .iter()
+            .any(|unit| {
+                line.match_indices(unit).any(|(at, _)| {
+                    line[..at]
+                        .trim_end()
+                        .chars()
+                        .last()
+                        .is_some_and(|c| c.is_ascii_digit())
+                })
+            })
+}
+
+/// The paragraphs of a Markdown text outside fenced code: (first line
+/// number, text), split at blank lines and headings.
+fn paragraphs(text: &str) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    let (mut fenced, mut open) = (false, false);
+    for (n, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("```") {
+            fenced = !fenced;
+            open = false;
+            continue;
+        }
+        if fenced || t.is_empty() || t.starts_with('#') {
+            open = false;
+            continue;
+        }
+        if !open {
+            out.push((n + 1, String::new()));
+            open = true;
+        }
+        let last = out.last_mut().unwrap();
+        last.1.push_str(line);
+        last.1.push('\n');
+    }
+    out
+}
+
+/// Issue 40 item 6: every throughput or ratio figure quoted in the README
+/// and docs names the bench that produced it — its paragraph names a
+/// `bench/…` script, or, for a table, the paragraph just before it does.
+#[test]
+fn every_quoted_figure_names_its_bench() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = vec![root.join("README.md")];
+    let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    let mut unnamed = Vec::new();
+    let mut figures = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let paras = paragraphs(&text);
+        for (i, (line, para)) in paras.iter().enumerate() {
+            if !para.lines().any(quotes_a_figure) {
+                continue;
+            }
+            figures += 1;
+            let table = para.trim_start().starts_with('|');
+            let named =
+                para.contains("bench/") || (table && i > 0 && paras[i - 1].1.contains("bench/"));
+            if !named {
+                let first = para.lines().find(|l| quotes_a_figure(l)).unwrap_or("");
+                unnamed.push(format!(
+                    "{}:{line}: {}",
+                    file.strip_prefix(&root).unwrap_or(file).display(),
+                    first.trim()
+                ));
+            }
+        }
+    }
+    // The scan finds the figures it is for (README's memory and install
+    // figures, docs/store.md's and docs/serve.md's tables).
+    assert!(
+        figures >= 5,
+        "only {figures} figures found: is the scan broken?"
+    );
+    assert!(
+        unnamed.is_empty(),
+        "figures quoted without the bench that produced them (name its `bench/…` script in the paragraph):\n{}",
+        unnamed.join("\n")
+    );
+}
+
+#[test]
+fn the_figure_scan_finds_ratios_and_rates_and_skips_code() {
+    assert!(quotes_a_figure("the p50 latency is 0.64× that of"));
+    assert!(quotes_a_figure("measured 5–10× slower"));
+    assert!(quotes_a_figure("at 28,000–36,000 samples/s."));
+    assert!(quotes_a_figure("| 5,092 req/s |"));
+    assert!(!quotes_a_figure("100,000 samples × 3 checks"));
+    assert!(!quotes_a_figure("samples/s is the unit"));
+    let p = paragraphs("# T\nfirst 2× line\nsecond\n\n```\n3× in code\n```\n| a | 1× |\n");
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert_eq!(p[0], (2, "first 2× line\nsecond\n".to_string()));
+    assert_eq!(p[1].0, 8);
+}

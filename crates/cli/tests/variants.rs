@@ -591,3 +591,141 @@ fn a_stored_variants_report_takes_another_reference() {
         Some(2)
     );
 }
+
+const MATRIX: &str = r#"
+[matrix]
+prompt.system = { polite = "You are a polite assistant.", busy = "You are a busy assistant." }
+system.contractions = { tidy = 0.1, sloppy = 0.5 }
+"#;
+
+#[test]
+fn a_matrix_runs_its_product_as_variants_compared_with_holm() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    setup(d, MATRIX);
+    let out = probity(d, &["run", "-q", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v = json(&out);
+    assert_eq!(v["schema"], "probity.variants.v1");
+    let names: Vec<&str> = v["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "prompt=polite · contractions=tidy",
+            "prompt=polite · contractions=sloppy",
+            "prompt=busy · contractions=tidy",
+            "prompt=busy · contractions=sloppy",
+        ]
+    );
+    assert_eq!(v["reference"], "prompt=polite · contractions=tidy");
+    // 3 pairs × 2 checks, Holm across all six.
+    assert_eq!(v["tests"], 6);
+    assert_eq!(v["options"]["multiple"], "holm");
+    for sloppy in [
+        "prompt=polite · contractions=sloppy",
+        "prompt=busy · contractions=sloppy",
+    ] {
+        let c = check(pair(&v, sloppy), "contraction_validator");
+        assert_eq!(c["verdict"], "worse", "{sloppy}: {c}");
+        assert!(c["p_adjusted"].as_f64().unwrap() >= c["p_value"].as_f64().unwrap());
+    }
+    let c = check(
+        pair(&v, "prompt=busy · contractions=tidy"),
+        "contraction_validator",
+    );
+    assert_ne!(c["verdict"], "worse", "{c}");
+    // Four runs of one group, NAME/VARIANT.
+    let runs = json_runs(d);
+    assert_eq!(runs.len(), 4);
+    assert!(runs.iter().any(|r| r["name"]
+        .as_str()
+        .unwrap()
+        .ends_with("/prompt=busy · contractions=sloppy")));
+
+    // The text report names every combination; one is run alone by name.
+    let out = probity(
+        d,
+        &[
+            "run",
+            "-q",
+            "--variant",
+            "prompt=busy · contractions=sloppy",
+            "--variant",
+            "prompt=polite · contractions=tidy",
+        ],
+    );
+    let report = text(&out.stdout);
+    assert!(
+        report.contains("prompt=busy · contractions=sloppy"),
+        "{report}"
+    );
+    assert!(
+        !report.contains("prompt=busy · contractions=tidy"),
+        "{report}"
+    );
+}
+
+#[test]
+fn bad_matrices_name_the_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    setup(d, "\n[matrix]\nsystem.contractions = []\n");
+    let out = probity(d, &["run", "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    let line = std::fs::read_to_string(d.join("probity.toml"))
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("system.contractions"))
+        .unwrap()
+        + 1;
+    assert!(
+        err.contains(&format!(
+            "probity.toml: line {line}: [matrix]: system.contractions: an empty list"
+        )),
+        "{err}"
+    );
+    // A misspelt field: named with its line, before any call.
+    let cfg = std::fs::read_to_string(d.join("probity.toml")).unwrap();
+    std::fs::write(
+        d.join("probity.toml"),
+        cfg.replace(
+            "system.contractions = []",
+            "system.contractoins = [0.1, 0.2]",
+        ),
+    )
+    .unwrap();
+    let out = probity(d, &["run", "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!("line {line}: [matrix] variant \"contractoins=0.1\": system.contractoins: unknown field")),
+        "{err}"
+    );
+    assert!(json_runs(d).is_empty(), "nothing stored");
+    // Over 64 combinations.
+    let seeds: Vec<String> = (0..9).map(|i| i.to_string()).collect();
+    std::fs::write(
+        d.join("probity.toml"),
+        cfg.replace(
+            "system.contractions = []",
+            &format!(
+                "system.seed = [{0}]\nsystem.contractions = [{0}]",
+                seeds.join(", ")
+            ),
+        ),
+    )
+    .unwrap();
+    let out = probity(d, &["run", "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("81 combinations (system.seed 9 × system.contractions 9), more than 64"),
+        "{err}"
+    );
+}

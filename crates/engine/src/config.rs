@@ -29,6 +29,8 @@ pub(crate) mod applicability;
 pub mod concurrency;
 pub mod example;
 pub mod inputs;
+pub mod key_lines;
+pub mod matrix;
 pub mod set;
 pub mod variant;
 

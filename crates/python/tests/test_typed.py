@@ -103,3 +103,32 @@ def test_the_package_is_marked_typed_and_its_native_half_has_stubs() -> None:
     here = Path(probity.__file__).parent
     assert (here / "py.typed").is_file()
     assert (here / "_probity.pyi").is_file()
+
+
+def test_print_result_shows_every_check_with_its_rate_interval_and_verdict() -> None:
+    # The simulator's contractions at 30%: contraction_validator fails its
+    # 95% minimum, established at 20 × 10.
+    sim = dict(SIM, contractions=0.30)
+    result = probity.Experiment("printed", sim, paper_inputs(20), paper_validators(), outputs_per_input=10).run()
+    shown = str(result)
+    lines = shown.splitlines()
+    assert lines[0].startswith("printed: FAIL — 20 inputs × 10 outputs × 2 checks, 200 calls, "), shown
+    # One row per check, in column order, right under the heading.
+    for check, row in zip(result.checks, lines[1 : 1 + len(result.checks)]):
+        assert f" {check.name} " in row, row
+        lo, hi = check.interval
+        assert row.split()[0] == check.verdict.upper()
+        assert f"{check.rate:.1%} [{lo:.1%}, {hi:.1%}]" in row, row
+        assert f"min {check.minimum_success_percentage:.0%}" in row
+        assert ("not established" in row) == (not check.established)
+        assert f"(n={check.n})" in row
+    failing = result["contraction_validator"]
+    assert failing.verdict == "fail" and failing.established
+    # The report's failing lines follow the table.
+    at = lines.index("  failing (as the report says it):")
+    assert at == 1 + len(result.checks)
+    assert result.failure_lines and [line.strip() for line in lines[at + 1 :]] == [
+        line.strip() for line in result.failure_lines
+    ]
+    # print() writes the same text; repr stays one line.
+    assert "\n" not in repr(result)

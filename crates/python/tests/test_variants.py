@@ -96,3 +96,28 @@ def test_a_variants_file_with_an_unknown_variant_is_a_config_error(tmp_path: Pat
 def test_nothing_to_resume_is_a_config_error_as_in_the_cli(tmp_path: Path) -> None:
     with pytest.raises(probity.ConfigError, match="nothing to resume"):
         probity.run_variants(write(tmp_path), tmp_path / "runs.db", resume=True)
+
+
+def test_a_matrix_file_runs_its_product_from_python(tmp_path: Path) -> None:
+    # The same file with a [matrix] in place of its [[variant]] tables:
+    # 2 contraction rates × 2 seeds = 4 variants, named by their values.
+    base = CONFIG[: CONFIG.index("[[variant]]")]
+    path = tmp_path / "matrix.toml"
+    path.write_text(base + '[matrix]\nsystem.contractions = { tidy = 0.02, sloppy = 0.9 }\nsystem.seed = [1, 2]\n')
+    result = probity.run_variants(path, tmp_path / "runs.db")
+    names = [v.name for v in result.variants]
+    assert names == [
+        "contractions=tidy · seed=1",
+        "contractions=tidy · seed=2",
+        "contractions=sloppy · seed=1",
+        "contractions=sloppy · seed=2",
+    ]
+    assert result.reference == "contractions=tidy · seed=1"
+    for name in names:
+        sloppy = "sloppy" in name
+        assert result.variant(name).passed is not sloppy, name
+    # An empty list is refused before any call, naming the file and line.
+    path.write_text(base + "[matrix]\nsystem.seed = []\n")
+    line = (base + "[matrix]\n").count("\n") + 1
+    with pytest.raises(probity.ConfigError, match=rf"matrix.toml: line {line}: \[matrix\]: system.seed: an empty list"):
+        probity.run_variants(path, tmp_path / "runs2.db")

@@ -23,6 +23,8 @@
 //! named `NAME/VARIANT`, whose configuration hash covers the variant's name
 //! (two variants that ask the same questions are still two runs).
 
+use crate::config::key_lines::{line_of, walk};
+use crate::config::matrix;
 use crate::config::set::{self, Set};
 use crate::config::{Config, ConfigError, Overrides};
 use sha2::{Digest, Sha256};
@@ -49,6 +51,8 @@ pub struct VariantSpec {
     pub reference: bool,
     /// Its fields, as `--set`s, each with the line it is written on.
     pub sets: Vec<(Set, usize)>,
+    /// A combination of `[matrix]` rather than a `[[variant]]` table.
+    pub from_matrix: bool,
 }
 
 /// A file's variants, and the file without them.
@@ -67,11 +71,6 @@ fn invalid(path: &Path, line: usize, message: impl std::fmt::Display) -> ConfigE
         path: path.to_path_buf(),
         message: format!("line {line}: {message}"),
     }
-}
-
-/// The line (1-based) of byte `at` in `text`.
-fn line_of(text: &str, at: usize) -> usize {
-    text[..at.min(text.len())].matches('\n').count() + 1
 }
 
 /// Where each variant table and each of its fields is written: per
@@ -97,7 +96,8 @@ fn lines(text: &str) -> Vec<(usize, HashMap<String, usize>)> {
             let mut keys = HashMap::new();
             let mut first = usize::MAX;
             if let DeValue::Table(t) = item.get_ref() {
-                walk(text, t, "", &mut keys, &mut first);
+                walk(t, "", &mut keys, &mut first);
+                keys.values_mut().for_each(|at| *at = line_of(text, *at));
             }
             let table = line_of(text, item.span().start.min(first));
             // An `[[variant]]` header is on the line before its first key
@@ -112,23 +112,6 @@ fn lines(text: &str) -> Vec<(usize, HashMap<String, usize>)> {
             (header, keys)
         })
         .collect()
-}
-
-fn walk(
-    text: &str,
-    t: &DeTable<'_>,
-    prefix: &str,
-    keys: &mut HashMap<String, usize>,
-    first: &mut usize,
-) {
-    for (k, v) in t.iter() {
-        let path = format!("{prefix}{}", k.get_ref());
-        *first = (*first).min(k.span().start);
-        keys.insert(path.clone(), line_of(text, k.span().start));
-        if let DeValue::Table(inner) = v.get_ref() {
-            walk(text, inner, &format!("{path}."), keys, first);
-        }
-    }
 }
 
 /// The leaves of `value` under `path` as `--set`s (tables are walked,
@@ -159,9 +142,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Option<Variants>, ConfigError> {
         path: path.to_path_buf(),
         message: crate::toml_error::describe(&e, text),
     })?;
-    let Some(raw) = doc.remove("variant") else {
+    let matrix = doc.remove("matrix");
+    let raw = doc.remove("variant");
+    if raw.is_none() && matrix.is_none() {
         return Ok(None);
-    };
+    }
     // A variant's fields reach its configuration through a TOML text made
     // here, where a `nan` would lose its line; named now, as a file's are.
     if let Some(message) = crate::toml_error::non_finite(text) {
@@ -170,6 +155,18 @@ pub fn parse(text: &str, path: &Path) -> Result<Option<Variants>, ConfigError> {
             message,
         });
     }
+    let raw = match (raw, matrix) {
+        (None, Some(m)) => return from_matrix(doc, &m, text, path).map(Some),
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                path,
+                matrix::table_line(text),
+                "[matrix] and [[variant]] tables in one file: write the versions either as a matrix or as variants",
+            ))
+        }
+        (Some(raw), None) => raw,
+        (None, None) => return Ok(None),
+    };
     let at = Lines(lines(text));
     let Value::Array(tables) = raw else {
         // `[variant]` (one table) or `variant = …`: the line it is on.
@@ -197,6 +194,38 @@ pub fn parse(text: &str, path: &Path) -> Result<Option<Variants>, ConfigError> {
         specs.push(spec);
     }
     one_reference(&specs, path)?;
+    Ok(Some(Variants {
+        name: run_name(&doc, path)?,
+        base: doc,
+        specs,
+    }))
+}
+
+/// The variants of a `[matrix]` (`doc`: the file without it), each a
+/// combination of its fields' values ([`matrix::expand`]).
+fn from_matrix(doc: Table, m: &Value, text: &str, path: &Path) -> Result<Variants, ConfigError> {
+    let specs = matrix::expand(m, text, path, MAX_NAME_CHARS)?
+        .into_iter()
+        .enumerate()
+        .map(|(index, c)| VariantSpec {
+            name: c.name,
+            index,
+            line: c.line,
+            reference: false,
+            sets: c.sets,
+            from_matrix: true,
+        })
+        .collect();
+    Ok(Variants {
+        name: run_name(&doc, path)?,
+        base: doc,
+        specs,
+    })
+}
+
+/// The configuration's name (`name`, else the file's stem); one with a
+/// '/' is an error.
+fn run_name(doc: &Table, path: &Path) -> Result<String, ConfigError> {
     let name = match doc.get("name") {
         Some(Value::String(s)) => s.clone(),
         _ => path
@@ -210,11 +239,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Option<Variants>, ConfigError> {
             message: slash_in_name(&name),
         });
     }
-    Ok(Some(Variants {
-        base: doc,
-        specs,
-        name,
-    }))
+    Ok(name)
 }
 
 /// Where each `[[variant]]` table is in the file: its line, and its keys'.
@@ -305,6 +330,7 @@ fn variant_spec(
         line: at.line(i),
         reference,
         sets,
+        from_matrix: false,
     })
 }
 
@@ -441,7 +467,7 @@ impl Variants {
         path: &Path,
         overrides: &Overrides,
     ) -> Result<Config, ConfigError> {
-        let label = format!("[[variant]] {:?}", spec.name);
+        let label = spec.label();
         let mut doc = self.base.clone();
         let provider = |t: &Table| {
             t.get("system")
@@ -504,10 +530,19 @@ impl Variants {
 }
 
 impl VariantSpec {
+    /// How errors name it: `[[variant]] "NAME"`, or `[matrix] variant
+    /// "NAME"` for a combination of a matrix.
+    pub fn label(&self) -> String {
+        match self.from_matrix {
+            true => format!("[matrix] variant {:?}", self.name),
+            false => format!("[[variant]] {:?}", self.name),
+        }
+    }
+
     /// `e`, raised while this variant's configuration or system was built,
     /// named as this variant's: the file, the line of its table, its name.
     pub(crate) fn named_in(&self, e: ConfigError, path: &Path) -> ConfigError {
-        let label = format!("[[variant]] {:?}", self.name);
+        let label = self.label();
         match e {
             ConfigError::Invalid { message, .. } | ConfigError::Parse { message, .. } => {
                 invalid(path, self.line, format!("{label}: {message}"))
@@ -747,5 +782,97 @@ system.contractions = -0.5
             .config(&v.specs[1], path(), &Overrides::default())
             .unwrap();
         assert_eq!(c.file.system.kind(), "command");
+    }
+
+    #[test]
+    fn a_matrix_expands_to_its_product_named_readably() {
+        let text = format!(
+            "{BASE}\n[matrix]\nprompt.system = {{ terse = \"Answer in one sentence.\", polite = \"Be very polite, always.\" }}\nsystem.contractions = [0.1, 0.6]\nsystem.seed = [1, 2, 3]\n"
+        );
+        let v = parse(&text, path()).unwrap().unwrap();
+        let names: Vec<&str> = v.specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names.len(), 12);
+        assert_eq!(names[0], "prompt=terse · contractions=0.1 · seed=1");
+        assert_eq!(names[1], "prompt=terse · contractions=0.1 · seed=2");
+        assert_eq!(names[3], "prompt=terse · contractions=0.6 · seed=1");
+        assert_eq!(names[11], "prompt=polite · contractions=0.6 · seed=3");
+        let unique: std::collections::HashSet<&&str> = names.iter().collect();
+        assert_eq!(unique.len(), 12);
+        let all = v.select(&[], path()).unwrap();
+        assert_eq!(Variants::reference(&all), 0, "the first combination");
+        let c = v
+            .config(&v.specs[11], path(), &Overrides::default())
+            .unwrap();
+        assert_eq!(c.name, "polite/prompt=polite · contractions=0.6 · seed=3");
+        assert_eq!(
+            c.file.prompt.system.as_deref(),
+            Some("Be very polite, always.")
+        );
+        let crate::system::config::ProviderConfig::Sim(sim) = &c.file.system else {
+            panic!("{:?}", c.file.system)
+        };
+        assert_eq!((sim.contractions, sim.seed), (0.6, Some(3)));
+        // Models named after their last '/'; long strings numbered.
+        let text = format!(
+            "{BASE}\n[matrix]\nsystem.provider = [\"sim\"]\nprompt.system = [\"a prompt far longer than twenty-four characters\", \"short\"]\n"
+        );
+        let v = parse(&text, path()).unwrap().unwrap();
+        let names: Vec<&str> = v.specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["provider=sim · prompt=#1", "provider=sim · prompt=#2"]
+        );
+        let m = matrix::expand(
+            &toml::from_str::<Table>("[system]\nmodel = [\"meta-llama/Llama-3-8B\", \"gpt-4o\"]")
+                .unwrap()
+                .into(),
+            "",
+            path(),
+            MAX_NAME_CHARS,
+        )
+        .unwrap();
+        assert_eq!(m[0].name, "model=Llama-3-8B");
+        assert_eq!(m[1].name, "model=gpt-4o");
+    }
+
+    #[test]
+    fn bad_matrices_name_the_file_line_and_field() {
+        let e = err(&format!("{BASE}\n[matrix]\nsystem.seed = []\n"));
+        assert!(
+            e.starts_with("dir/probity.toml: line 19: [matrix]: system.seed: an empty list"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{BASE}\n[matrix]\nsystem.seed = [1]\nmodel = [\"a\"]\n"
+        ));
+        assert!(e.contains("line 20: [matrix]: unknown key `model`"), "{e}");
+        let e = err(&format!(
+            "{BASE}\n[matrix]\nsystem.seed = [1, 2]\nsystem.contractoins = [0.1]\n"
+        ));
+        assert!(
+            e.starts_with("dir/probity.toml: line 20: [matrix] variant \"seed=1 · contractoins=0.1\": system.contractoins: unknown field `contractoins`"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{BASE}\n[matrix]\nsystem.seed = [1, 2, 3, 4, 5]\nsystem.contractions = [0.1, 0.2, 0.3, 0.4]\nprompt.system = [\"a\", \"b\", \"c\", \"d\"]\n"
+        ));
+        assert!(
+            e.contains("line 18: [matrix]: 80 combinations (system.seed 5 × system.contractions 4 × prompt.system 4), more than 64"),
+            "{e}"
+        );
+        let e = err(&format!("{BASE}\n[matrix]\nsystem.seed = 3\n"));
+        assert!(
+            e.contains("line 19: [matrix]: system.seed: must be a list of values"),
+            "{e}"
+        );
+        let e = err(&format!("{BASE}\n[matrix]\n"));
+        assert!(e.contains("line 18: [matrix]: has no field"), "{e}");
+        let e = err(&format!(
+            "{BASE}\n[matrix]\nsystem.seed = [1]\n\n[[variant]]\nname = \"a\"\n"
+        ));
+        assert!(
+            e.contains("line 18: [matrix] and [[variant]] tables in one file"),
+            "{e}"
+        );
     }
 }

@@ -442,3 +442,37 @@ class Result:
         n, m, k = self.shape
         word = "passed" if self.passed else "failed"
         return f"<Result {self.name!r} {word}: {n} inputs x {m} outputs x {k} checks>"
+
+    def __str__(self) -> str:
+        """The run as ``print(result)`` shows it: a heading (name, run,
+        PASS/FAIL, shape, calls, time), one line per check (verdict, rate,
+        interval at the run's confidence, minimum, established or not, n,
+        outputs not judged), then why it stopped, broken checks and the
+        failing lines, when there are any."""
+        n, m, k = self.shape
+        run = f" (run {self.run_id})" if self.run_id is not None else ""
+        head = "PASS" if self.passed else "FAIL"
+        if self.halt is not None:
+            head = "NO VERDICT"
+        lines = [
+            f"{self.name}{run}: {head} — {n} input{'s' if n != 1 else ''} × {m} output{'s' if m != 1 else ''}"
+            f" × {k} check{'s' if k != 1 else ''}, {self.model_calls} calls, {self.duration_s:.1f} s"
+            + (f", {self.errors} errors" if self.errors else "")
+        ]
+        width = max((len(c.name) for c in self.checks), default=0)
+        for c in self.checks:
+            lo, hi = c.interval
+            settled = "established" if c.established else "not established"
+            errors = f", {c.errors} not judged" if c.errors else ""
+            lines.append(
+                f"  {c.verdict.upper():<12} {c.name:<{width}}  {c.rate:6.1%} [{lo:.1%}, {hi:.1%}]"
+                f"  min {c.minimum_success_percentage:.0%}  {settled}  (n={c.n}{errors})"
+            )
+        if self.halt is not None:
+            lines.append(f"  stopped with no verdict: {self.halt}")
+        for name, reason in self.broken:
+            lines.append(f"  broken: {name}: {reason}")
+        if self.failure_lines:
+            lines.append("  failing (as the report says it):")
+            lines.extend(f"    {line.strip()}" for line in self.failure_lines)
+        return "\n".join(lines)
