@@ -62,7 +62,7 @@ pub(super) async fn open<'s>(
     refuse(experiment, &sink, control)?;
     let (n, m, k) = (
         experiment.inputs.len(),
-        experiment.outputs_per_input,
+        crate::run::rounds::run_outputs(experiment),
         experiment.columns(),
     );
     let fingerprint = experiment.system.fingerprint();
@@ -227,7 +227,7 @@ fn open_stored<'s>(
                     config: config_text,
                     system: &opened.fingerprint,
                     inputs: &experiment.inputs,
-                    outputs_per_input: experiment.outputs_per_input,
+                    outputs_per_input: crate::run::rounds::run_outputs(experiment),
                     checks: &opened.infos,
                     settings: &opened.settings,
                     parent_run: None,
@@ -291,7 +291,7 @@ fn reopen(
 ) -> Result<Recording, RunError> {
     let (n, m, k) = (
         experiment.inputs.len(),
-        experiment.outputs_per_input,
+        crate::run::rounds::run_outputs(experiment),
         experiment.columns(),
     );
     let previous = store.run(id)?;
