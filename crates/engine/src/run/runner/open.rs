@@ -352,7 +352,7 @@ fn reuse(
     from: i64,
     opened: &mut Opened<'_>,
 ) -> Result<Option<Arc<dyn OutputCache>>, RunError> {
-    let m = experiment.outputs_per_input;
+    let m = crate::run::rounds::run_outputs(experiment);
     let pending: Vec<usize> = (0..opened.done.len())
         .filter(|&c| !opened.done[c])
         .collect();
