@@ -100,7 +100,7 @@ pub struct SequentialOutcome {
     pub budget_samples: u64,
     /// With output rounds: the samples of the fixed run the design stands
     /// for (N × the configured M). The group-sequential design may sample
-    /// up to `budget_samples` (≤ 20 % more) so that its chance of a
+    /// up to `budget_samples` (a few more outputs per input; 20 × 20 at 0.95: 24) so that its chance of a
     /// verdict is at least the fixed run's; `None` for input rounds and
     /// runs stored before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

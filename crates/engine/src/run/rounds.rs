@@ -24,7 +24,7 @@ use probity_core::{CheckInfo, ReliabilityTensor};
 /// Outputs per input the run of `experiment` samples at most (its
 /// tensor's M): `outputs_per_input`, or for a sequential run with output
 /// rounds the group-sequential design's maximum
-/// (`probity_core::sequential::max_outputs`, up to 20 % more, so that its
+/// (`probity_core::sequential::max_outputs`, a few more outputs per input, so that its
 /// chance of a verdict is at least the fixed run's; its reports say so).
 pub(crate) fn run_outputs(experiment: &Experiment) -> usize {
     let m = experiment.outputs_per_input;

@@ -168,7 +168,7 @@ pub struct WireSequential {
     pub budget_inputs: u64,
     pub budget_samples: u64,
     /// With output rounds: the fixed run's N × M the design stands for
-    /// (`budget_samples` is the design's maximum, up to 20 % more).
+    /// (`budget_samples` is the design's maximum, a few more outputs per input).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fixed_samples: Option<u64>,
     pub samples_saved: u64,

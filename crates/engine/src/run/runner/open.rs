@@ -295,6 +295,13 @@ fn reopen(
         experiment.columns(),
     );
     let previous = store.run(id)?;
+    let stored = previous.settings.sequential;
+    if stored.is_some() != experiment.sequential.is_some() {
+        let with = if stored.is_some() { "with" } else { "without" };
+        return Err(config_error(experiment, format!(
+            "--resume: the unfinished run was made {with} sequential testing; resume it {with} it (`--sequential`, `[experiment] sequential`), or start a new run"
+        )));
+    }
     // The config hash does not cover `--outputs`: a run is continued at the
     // shape it was started with, never silently at another.
     if (
@@ -309,13 +316,6 @@ fn reopen(
             previous.outputs_per_input,
             previous.checks.len(),
             previous.outputs_per_input,
-        )));
-    }
-    let stored = previous.settings.sequential;
-    if stored.is_some() != experiment.sequential.is_some() {
-        let with = if stored.is_some() { "with" } else { "without" };
-        return Err(config_error(experiment, format!(
-            "--resume: the unfinished run was made {with} sequential testing; resume it {with} it (`--sequential`, `[experiment] sequential`), or start a new run"
         )));
     }
     // One process at a time: refused, naming the holder, while another
