@@ -243,7 +243,7 @@ pub fn boundaries_with(
         if top < u - 1 {
             u = top + 1;
         }
-        while u - 1 >= f.offset {
+        while u > f.offset {
             let next = tail + f.mass[(u - 1 - f.offset) as usize];
             if spent_up + next > allowed * (1.0 + 1e-12) {
                 break;
