@@ -75,6 +75,7 @@ fn every_format_shows_the_judge_the_corrected_rate_and_the_warning() {
         samples: 1000,
         budget_inputs: 50,
         budget_samples: 1000,
+        fixed_samples: None,
         rounds: 5,
         confidence: 0.95,
         checks: Vec::new(),

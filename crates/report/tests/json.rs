@@ -189,6 +189,7 @@ fn every_field_is_documented() {
         samples: 200,
         budget_inputs: 4,
         budget_samples: 200,
+        fixed_samples: None,
         rounds: 1,
         confidence: 0.95,
         checks: vec![probity_core::sequential::CheckSequence {

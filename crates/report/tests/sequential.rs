@@ -18,6 +18,7 @@ fn outcome() -> SequentialOutcome {
         samples: 1500,
         budget_inputs: 4,
         budget_samples: 200,
+        fixed_samples: None,
         rounds: 4,
         confidence: 0.95,
         checks: vec![
@@ -139,4 +140,53 @@ fn the_terminal_says_the_whole_stop_reason() {
             .ends_with("of the budget): no open check can settle within the budget"),
         "{line}"
     );
+}
+
+/// Output rounds under the group-sequential design (issue 35 item 2): the
+/// headline counts the savings against the fixed run of N × M and names
+/// the design's maximum beside it, whole, in the terminal; the method line
+/// says the intervals are repeated confidence intervals, valid after an
+/// early stop; JSON carries `fixed_samples`.
+#[test]
+fn output_rounds_name_the_fixed_run_beside_the_maximum() {
+    let mut r = report();
+    let o = r.summary.sequential.as_mut().unwrap();
+    o.design = probity_core::sequential::RoundDesign::Outputs;
+    o.budget_inputs = 20;
+    o.budget_samples = 480;
+    o.fixed_samples = Some(400);
+    o.samples = 140;
+    let out = render(&r, Format::Text, false);
+    let line = out
+        .lines()
+        .find(|l| l.contains("sequential: stopped after"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("stopped after 7 outputs per input"), "{line}");
+    assert!(
+        line.contains("the fixed run of 20 × 20 takes 400: 260 saved = 65.0%"),
+        "{line}"
+    );
+    assert!(
+        line.contains("up to 24 per input, 480 samples, 80 more"),
+        "{line}"
+    );
+    assert!(
+        line.trim_end().ends_with(
+            "at least as often as the fixed run): no open check can settle within the budget"
+        ),
+        "{line}"
+    );
+    assert!(
+        out.contains("repeated confidence intervals, valid after an early stop"),
+        "{out}"
+    );
+    // Past the fixed run's size: no "saved", the extra said as it is.
+    let o = r.summary.sequential.as_mut().unwrap();
+    o.samples = 460;
+    let out = render(&r, Format::Text, false);
+    assert!(out.contains("60 more than the fixed run"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&render(&r, Format::Json, false)).unwrap();
+    assert_eq!(v["sequential"]["fixed_samples"], 400);
+    assert_eq!(v["sequential"]["budget_samples"], 480);
+    assert_eq!(v["sequential"]["samples_saved"], 0);
 }

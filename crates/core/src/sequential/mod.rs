@@ -24,6 +24,6 @@ pub use crate::summary::sequential::{
     CheckSequence, RoundDesign, SequenceState, SequentialOutcome, StopReason,
 };
 pub use test::{
-    design_for, input_order, input_share, replay, round_end, SequentialTest, FUTILITY_MIN_INPUTS,
-    FUTILITY_MIN_OUTPUT_ROUNDS, MIN_ROUND_INPUTS, OUTPUT_ROUNDS_MAX_INPUTS,
+    design_for, input_order, input_share, max_outputs, replay, round_end, SequentialTest,
+    FUTILITY_MIN_INPUTS, FUTILITY_MIN_OUTPUT_ROUNDS, MIN_ROUND_INPUTS, OUTPUT_ROUNDS_MAX_INPUTS,
 };

@@ -2,7 +2,8 @@
 //! seeded input order, rounds, each input's observation and the stop
 //! rules (module docs of [`crate::sequential`]).
 
-use crate::stats::sequential::{projected_observations, BettingSequence, OUTPUT_ROUND_BET_CAP};
+use crate::stats::sequential::{projected_observations, BettingSequence};
+use crate::stats::sequential_group::{max_rounds, GroupSequential};
 use crate::stats::{Decision, ErrorPolicy, NotEstablished, StatsError};
 use crate::summary::sequential::{
     CheckSequence, RoundDesign, SequenceState, SequentialOutcome, StopReason,
@@ -30,6 +31,30 @@ pub fn design_for(n: u64) -> RoundDesign {
     } else {
         RoundDesign::Inputs
     }
+}
+
+/// Outputs per input a sequential run of `n` inputs samples at most when
+/// the fixed run it stands for has `m`: `m` with input rounds; with output
+/// rounds the group-sequential design's rounds
+/// ([`max_rounds`](crate::stats::sequential_group::max_rounds), the most
+/// over `checks`): a few more than `m` (at most 20 % on the issue-35 grid
+/// at 0.95, up to 40 % for M ≥ 10 at minimums from 0.5 to 0.99), so that the run's chance of
+/// establishing a verdict is at least the fixed run's (the price of looking
+/// early, paid only by runs that no look settles).
+pub fn max_outputs(
+    n: u64,
+    m: u64,
+    checks: &[CheckInfo],
+    confidence: f64,
+) -> Result<u64, StatsError> {
+    if design_for(n) == RoundDesign::Inputs {
+        return Ok(m);
+    }
+    let mut most = m;
+    for c in checks {
+        most = most.max(max_rounds(confidence, c.minimum_success_percentage, n, m)?);
+    }
+    Ok(most)
 }
 
 /// A seeded random order of `n` inputs (Fisher–Yates with SplitMix64, so
@@ -96,6 +121,12 @@ pub struct SequentialTest {
     design: RoundDesign,
     /// Output rounds fed (output rounds).
     output_rounds: u64,
+    /// With output rounds: each check's group-sequential test (the
+    /// betting sequences are then unused).
+    groups: Vec<GroupSequential>,
+    /// The fixed run's outputs per input the design stands for (output
+    /// rounds; `m` is then the design's maximum).
+    fixed_outputs: Option<u64>,
 }
 
 impl SequentialTest {
@@ -129,22 +160,41 @@ impl SequentialTest {
             futility: true,
             design: RoundDesign::Inputs,
             output_rounds: 0,
+            groups: Vec::new(),
+            fixed_outputs: None,
         })
     }
 
     /// The test with output rounds ([`RoundDesign::Outputs`]): feed
-    /// [`SequentialTest::observe_outputs`], one round at a time.
-    /// Its sequences bet up to [`OUTPUT_ROUND_BET_CAP`] (to be called
-    /// before any observation).
-    pub fn with_output_rounds(mut self) -> Self {
+    /// [`SequentialTest::observe_outputs`], one round at a time. Each
+    /// check gets a group-sequential test
+    /// ([`GroupSequential`], exact binomial boundaries, linear alpha
+    /// spending) over at most `m` rounds of `budget_inputs` outputs — `m`
+    /// being the design's maximum ([`max_outputs`] of the fixed run's M).
+    /// To be called before any observation.
+    pub fn with_output_rounds(mut self) -> Result<Self, StatsError> {
         self.design = RoundDesign::Outputs;
-        for s in &mut self.sequences {
-            // OUTPUT_ROUND_BET_CAP is in (0, 1): `with_cap` accepts it.
-            if let Ok(capped) = s.clone().with_cap(OUTPUT_ROUND_BET_CAP) {
-                *s = capped;
-            }
-        }
+        self.groups = self
+            .checks
+            .iter()
+            .map(|(_, t)| GroupSequential::new(self.confidence, *t, self.budget_inputs, self.m))
+            .collect::<Result<_, _>>()?;
+        Ok(self)
+    }
+
+    /// Record the fixed run's outputs per input that this design's
+    /// maximum stands for (reported beside the maximum).
+    pub fn with_fixed_outputs(mut self, m: u64) -> Self {
+        self.fixed_outputs = Some(m);
         self
+    }
+
+    /// Rounds at most: output rounds per input, or inputs.
+    pub fn max_rounds(&self) -> u64 {
+        match self.design {
+            RoundDesign::Outputs => self.m,
+            RoundDesign::Inputs => self.budget_inputs,
+        }
     }
 
     /// The round design.
@@ -152,12 +202,16 @@ impl SequentialTest {
         self.design
     }
 
-    /// Feed one output round: per check, the judged outputs (0/1 or a
-    /// score in [0, 1]) of the round, one per input at most, bet on as a
-    /// batch ([`BettingSequence::observe_batch`]).
+    /// Feed one output round: per check, the judged outputs of the round
+    /// (1 pass, 0 fail), one per input at most, to its group-sequential
+    /// test (a share ≥ ½ counts as a pass).
     pub fn observe_outputs(&mut self, outputs: &[Vec<f64>]) -> Result<(), StatsError> {
-        for (s, xs) in self.sequences.iter_mut().zip(outputs) {
-            s.observe_batch(xs)?;
+        for (g, xs) in self.groups.iter_mut().zip(outputs) {
+            if let Some(&bad) = xs.iter().find(|x| !(0.0..=1.0).contains(*x)) {
+                return Err(StatsError::Rate(bad));
+            }
+            let passes = xs.iter().filter(|&&x| x >= 0.5).count() as u64;
+            g.observe_round(passes, xs.len() as u64)?;
         }
         self.output_rounds += 1;
         self.inputs = self.budget_inputs;
@@ -229,6 +283,9 @@ impl SequentialTest {
     }
 
     fn state(&self, k: usize) -> (SequenceState, Option<u64>) {
+        if let Some(g) = self.groups.get(k) {
+            return self.group_state(g);
+        }
         let s = &self.sequences[k];
         let threshold = self.checks[k].1;
         let iv = s.interval();
@@ -309,6 +366,25 @@ impl SequentialTest {
         (state, needed)
     }
 
+    /// A group-sequential check's state: established at a boundary;
+    /// futile only when no later look can establish either verdict even
+    /// if every output still to come favours it (exact curtailment: it
+    /// never costs a verdict the design would reach); the rounds at which
+    /// the current share is projected to settle it.
+    fn group_state(&self, g: &GroupSequential) -> (SequenceState, Option<u64>) {
+        match g.verdict() {
+            Some(true) => return (SequenceState::Pass, Some(g.looks())),
+            Some(false) => return (SequenceState::Fail, Some(g.looks())),
+            None => {}
+        }
+        let state = if g.could_settle() {
+            SequenceState::Open
+        } else {
+            SequenceState::Futile
+        };
+        (state, g.projected_rounds())
+    }
+
     /// After a round of inputs: stop, and why, or go on (`None`).
     /// Settled when every check is established; futile when every check
     /// not established is futile (stopping at the first futile check
@@ -346,8 +422,15 @@ impl SequentialTest {
             .iter()
             .zip(&self.sequences)
             .zip(self.states())
-            .map(|(((name, threshold), s), (state, needed))| {
-                let iv = s.interval();
+            .enumerate()
+            .map(|(k, (((name, threshold), s), (state, needed)))| {
+                let (iv, estimate) = match self.groups.get(k) {
+                    Some(g) => {
+                        let (pass, judged) = g.counts();
+                        (g.interval(), pass as f64 / judged.max(1) as f64)
+                    }
+                    None => (s.interval(), s.mean()),
+                };
                 let (inputs, needed_inputs, needed_outputs) = match self.design {
                     RoundDesign::Inputs => (s.observations(), needed, None),
                     RoundDesign::Outputs => (self.budget_inputs, None, needed),
@@ -355,7 +438,7 @@ impl SequentialTest {
                 CheckSequence {
                     name: name.clone(),
                     threshold: *threshold,
-                    estimate: s.mean(),
+                    estimate,
                     lower: iv.lower,
                     upper: iv.upper,
                     inputs,
@@ -376,6 +459,7 @@ impl SequentialTest {
             rounds: self.rounds,
             confidence: self.confidence,
             checks,
+            fixed_samples: self.fixed_outputs.map(|m| m * self.budget_inputs),
         }
     }
 }
@@ -470,7 +554,7 @@ pub fn replay(
     let mut test = SequentialTest::new(checks, confidence, n as u64, m as u64)?;
     if design_for(n as u64) == RoundDesign::Outputs {
         // Output rounds: output j of every input, while recorded.
-        test = test.with_output_rounds();
+        test = test.with_output_rounds()?;
         let recorded =
             |j: usize| (0..n).all(|i| !matches!(t.get(i, j, 0), Some(Cell::Missing) | None));
         let mut rounds = 0u64;

@@ -11,7 +11,7 @@
 
 pub mod plan;
 
-use crate::sequential::test::{design_for, round_end, SequentialTest};
+use crate::sequential::test::{design_for, max_outputs, round_end, SequentialTest};
 use crate::stats::{
     judge, ClusterMethod, ClusterSum, Counts, ErrorPolicy, IntervalMethod, RateEstimate,
     StatsError, ThresholdVerdict, VerdictMode,
@@ -131,17 +131,7 @@ pub fn simulate_run(
     thresholds: &[f64],
     design: &SimDesign,
 ) -> Result<SimRun, StatsError> {
-    let checks: Vec<CheckInfo> = thresholds
-        .iter()
-        .enumerate()
-        .map(|(k, &t)| CheckInfo {
-            name: format!("check {}", k + 1),
-            message: String::new(),
-            minimum_success_percentage: t,
-            weight: 1.0,
-            kind: Default::default(),
-        })
-        .collect();
+    let checks = sim_checks(thresholds);
     for &p in rates {
         if !(0.0..=1.0).contains(&p) {
             return Err(StatsError::Rate(p));
@@ -191,23 +181,61 @@ pub fn simulate_run(
 
 /// [`simulate_run`] with output rounds ([`RoundDesign::Outputs`]): every
 /// input's rate p_i is drawn once per check, then round j draws output j
-/// of every input (Bernoulli(p_i)) and the test bets on the round.
+/// of every input (Bernoulli(p_i)) and the group-sequential tests look at
+/// the round. The design may go past M, up to [`max_outputs`] rounds;
+/// `passes` holds the first M rounds — what the fixed run of N × M sees
+/// (the same draws, so the two are compared run by run).
 fn simulate_output_rounds(
     rng: &mut StdRng,
     rates: &[f64],
     checks: &[CheckInfo],
     design: &SimDesign,
 ) -> Result<SimRun, StatsError> {
+    let test = output_rounds_test(checks, design)?;
+    simulate_output_rounds_with(rng, rates, &test, design, |rng, p, n| {
+        (0..n).map(|_| input_rate(rng, p, design.icc)).collect()
+    })
+}
+
+/// The group-sequential test a simulated run with output rounds starts
+/// from (its design's boundaries computed once, to be cloned per run):
+/// `design.inputs` × up to [`max_outputs`] rounds, standing for the fixed
+/// run of `design.m`.
+pub fn output_rounds_test(
+    checks: &[CheckInfo],
+    design: &SimDesign,
+) -> Result<SequentialTest, StatsError> {
+    let rounds = max_outputs(design.inputs, design.m, checks, design.confidence)?;
+    let mut test = SequentialTest::new(checks, design.confidence, design.inputs, rounds)?
+        .with_output_rounds()?
+        .with_fixed_outputs(design.m);
+    if !design.futility {
+        test = test.without_futility();
+    }
+    Ok(test)
+}
+
+/// [`simulate_output_rounds`] from `test` ([`output_rounds_test`] of the
+/// same `design`), with the inputs' rates drawn by `draw(rng, p, n)` (for
+/// input difficulty that is not Beta: [`mixture_rates`]).
+pub fn simulate_output_rounds_with(
+    rng: &mut StdRng,
+    rates: &[f64],
+    test: &SequentialTest,
+    design: &SimDesign,
+    draw: impl Fn(&mut StdRng, f64, usize) -> Vec<f64>,
+) -> Result<SimRun, StatsError> {
     let n = design.inputs as usize;
     let m = design.m as usize;
+    let rounds = test.max_rounds() as usize;
     // outputs[k][j][i]: check k, output j of input i.
     let mut true_means = Vec::with_capacity(rates.len());
     let outputs: Vec<Vec<Vec<f64>>> = rates
         .iter()
         .map(|&p| {
-            let pi: Vec<f64> = (0..n).map(|_| input_rate(rng, p, design.icc)).collect();
+            let pi = draw(rng, p, n);
             true_means.push(pi.iter().sum::<f64>() / n.max(1) as f64);
-            (0..m)
+            (0..rounds)
                 .map(|_| {
                     pi.iter()
                         .map(|&q| f64::from(u8::from(rng.gen::<f64>() < q)))
@@ -216,11 +244,7 @@ fn simulate_output_rounds(
                 .collect()
         })
         .collect();
-    let mut test = SequentialTest::new(checks, design.confidence, design.inputs, design.m)?
-        .with_output_rounds();
-    if !design.futility {
-        test = test.without_futility();
-    }
+    let mut test = test.clone();
     let mut j = 0;
     let stop = loop {
         let round: Vec<Vec<f64>> = outputs.iter().map(|o| o[j].clone()).collect();
@@ -234,7 +258,7 @@ fn simulate_output_rounds(
         .iter()
         .map(|o| {
             (0..n)
-                .map(|i| o.iter().map(|row| row[i] as u64).sum())
+                .map(|i| o[..m].iter().map(|row| row[i] as u64).sum())
                 .collect()
         })
         .collect();
@@ -246,6 +270,43 @@ fn simulate_output_rounds(
         passes,
         true_means,
     })
+}
+
+/// `n` inputs' rates from a two-point mixture: each input is hard (rate
+/// `hard_rate`) with probability `hard_share`, else easy (`easy_rate`) —
+/// the shape of input difficulty users meet (most inputs easy, a few
+/// hard), which no Beta has.
+pub fn mixture_rates(
+    rng: &mut StdRng,
+    n: usize,
+    hard_share: f64,
+    hard_rate: f64,
+    easy_rate: f64,
+) -> Vec<f64> {
+    (0..n)
+        .map(|_| {
+            if rng.gen::<f64>() < hard_share {
+                hard_rate
+            } else {
+                easy_rate
+            }
+        })
+        .collect()
+}
+
+/// Checks named "check 1", … with minimums `thresholds` (for simulations).
+pub fn sim_checks(thresholds: &[f64]) -> Vec<CheckInfo> {
+    thresholds
+        .iter()
+        .enumerate()
+        .map(|(k, &t)| CheckInfo {
+            name: format!("check {}", k + 1),
+            message: String::new(),
+            minimum_success_percentage: t,
+            weight: 1.0,
+            kind: Default::default(),
+        })
+        .collect()
 }
 
 /// The fixed-size run's verdicts on every input of `passes` (per check,

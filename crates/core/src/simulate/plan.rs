@@ -3,8 +3,13 @@
 //! the expected cost of a sequential run with that N × M as its budget,
 //! by simulation with known truth ([`crate::simulate`], seeded).
 
-use super::{fixed_verdicts, input_passes, simulate_run, SimDesign};
+use super::{
+    fixed_verdicts, input_passes, input_rate, output_rounds_test, sim_checks,
+    simulate_output_rounds_with, simulate_run, SimDesign,
+};
+use crate::sequential::test::design_for;
 use crate::stats::{normal_quantile, Decision, StatsError, MIN_INPUTS};
+use crate::summary::sequential::RoundDesign;
 use crate::summary::sequential::{SequenceState, StopReason};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -172,7 +177,9 @@ pub struct CostDistribution {
     pub p90_samples: u64,
     /// Inputs per run, mean.
     pub mean_inputs: f64,
-    /// The budget in samples (N × M).
+    /// The budget in samples (N × M; with output rounds the fixed run's,
+    /// which a run that no look settles goes past, up to
+    /// `crate::sequential::max_outputs`).
     pub budget_samples: u64,
     /// Share of runs that stopped with every verdict established.
     pub settled: f64,
@@ -212,8 +219,20 @@ pub fn sequential_cost(
     let mut samples = Vec::with_capacity(runs as usize);
     let (mut inputs, mut settled, mut futile, mut spent) = (0u64, 0u64, 0u64, 0u64);
     let (mut pass, mut fail) = (vec![0u64; k], vec![0u64; k]);
+    // Output rounds: the design's boundaries once, cloned per run.
+    let template = match design_for(design.inputs) {
+        RoundDesign::Outputs => Some(output_rounds_test(&sim_checks(thresholds), design)?),
+        RoundDesign::Inputs => None,
+    };
     for _ in 0..runs {
-        let r = simulate_run(&mut rng, rates, thresholds, design)?;
+        let r = match &template {
+            Some(test) => {
+                simulate_output_rounds_with(&mut rng, rates, test, design, |rng, p, n| {
+                    (0..n).map(|_| input_rate(rng, p, design.icc)).collect()
+                })?
+            }
+            None => simulate_run(&mut rng, rates, thresholds, design)?,
+        };
         samples.push(r.samples);
         inputs += r.inputs;
         match r.stop {

@@ -17,6 +17,7 @@ pub mod projection;
 pub mod rate;
 pub mod reason;
 pub mod sequential;
+pub mod sequential_group;
 pub mod unseen;
 
 pub use betabin::{beta_binomial_score, ScoreInterval};

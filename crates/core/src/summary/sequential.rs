@@ -94,9 +94,17 @@ pub struct SequentialOutcome {
     /// rounds) and samples taken.
     pub inputs: u64,
     pub samples: u64,
-    /// The budget: N inputs, N × M samples.
+    /// The budget: N inputs, N × M samples (with output rounds M is the
+    /// design's maximum outputs per input, see `fixed_samples`).
     pub budget_inputs: u64,
     pub budget_samples: u64,
+    /// With output rounds: the samples of the fixed run the design stands
+    /// for (N × the configured M). The group-sequential design may sample
+    /// up to `budget_samples` (a few more outputs per input; 20 × 20 at 0.95: 24) so that its chance of a
+    /// verdict is at least the fixed run's; `None` for input rounds and
+    /// runs stored before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed_samples: Option<u64>,
     /// Rounds completed.
     pub rounds: u64,
     /// The confidence of every sequence (two-sided, 1 − α).
@@ -105,9 +113,16 @@ pub struct SequentialOutcome {
 }
 
 impl SequentialOutcome {
-    /// Samples of the budget not taken.
+    /// The samples savings are counted against: the fixed run's
+    /// (`fixed_samples`) when the design may go past it, else the budget.
+    pub fn reference_samples(&self) -> u64 {
+        self.fixed_samples.unwrap_or(self.budget_samples)
+    }
+
+    /// Samples of [`SequentialOutcome::reference_samples`] not taken (0
+    /// when the run went past the fixed run's size).
     pub fn samples_saved(&self) -> u64 {
-        self.budget_samples.saturating_sub(self.samples)
+        self.reference_samples().saturating_sub(self.samples)
     }
 
     /// Checks that are futile.

@@ -13,11 +13,32 @@
 //! again: rounds they complete are fed at once, so a resumed run replays
 //! the same sequence and continues it.
 
+use crate::run::experiment::Experiment;
 use probity_core::sequential::{
-    design_for, input_order, round_end, RoundDesign, SequentialOutcome, SequentialTest, StopReason,
+    design_for, input_order, max_outputs, round_end, RoundDesign, SequentialOutcome,
+    SequentialTest, StopReason,
 };
 use probity_core::stats::{ErrorPolicy, StatsError};
 use probity_core::{CheckInfo, ReliabilityTensor};
+
+/// Outputs per input the run of `experiment` samples at most (its
+/// tensor's M): `outputs_per_input`, or for a sequential run with output
+/// rounds the group-sequential design's maximum
+/// (`probity_core::sequential::max_outputs`, a few more outputs per input, so that its
+/// chance of a verdict is at least the fixed run's; its reports say so).
+pub(crate) fn run_outputs(experiment: &Experiment) -> usize {
+    let m = experiment.outputs_per_input;
+    if experiment.sequential.is_none() {
+        return m;
+    }
+    max_outputs(
+        experiment.inputs.len() as u64,
+        m as u64,
+        &experiment.check_infos(),
+        experiment.analysis.options.confidence,
+    )
+    .map_or(m, |k| k as usize)
+}
 
 /// What to do after a round.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,19 +65,22 @@ pub(crate) struct Rounds {
 }
 
 impl Rounds {
-    /// The rounds of `n` inputs × `m` outputs judged by `checks`, in the
-    /// order of `seed`.
+    /// The rounds of `n` inputs × at most `m` outputs ([`run_outputs`])
+    /// judged by `checks`, in the order of `seed`; `fixed_m`: the
+    /// configured outputs per input, which the design stands for.
     pub(crate) fn new(
         checks: &[CheckInfo],
         confidence: f64,
         errors: ErrorPolicy,
-        (n, m): (usize, usize),
+        (n, m, fixed_m): (usize, usize, usize),
         concurrency: usize,
         seed: u64,
     ) -> Result<Self, StatsError> {
         let mut test = SequentialTest::new(checks, confidence, n as u64, m as u64)?;
         if design_for(n as u64) == RoundDesign::Outputs {
-            test = test.with_output_rounds();
+            test = test
+                .with_output_rounds()?
+                .with_fixed_outputs(fixed_m as u64);
         }
         Ok(Rounds {
             test,

@@ -21,11 +21,33 @@ pub fn stop_words(stop: Option<StopReason>) -> &'static str {
 /// `sequential: stopped after 40 of 200 inputs (400 of 2000 samples, 1600
 /// saved = 80.0% of the budget): every verdict is established`.
 pub fn headline(o: &SequentialOutcome) -> String {
-    let share = if o.budget_samples == 0 {
+    let share = if o.reference_samples() == 0 {
         0.0
     } else {
-        o.samples_saved() as f64 / o.budget_samples as f64
+        o.samples_saved() as f64 / o.reference_samples() as f64
     };
+    if let (RoundDesign::Outputs, Some(fixed)) = (o.design, o.fixed_samples) {
+        let n = o.budget_inputs.max(1);
+        let extra = o.budget_samples.saturating_sub(fixed);
+        let past = if o.samples > fixed {
+            format!("{} more than the fixed run", o.samples - fixed)
+        } else {
+            format!("{} saved = {}", o.samples_saved(), pct(share))
+        };
+        return format!(
+            "sequential: stopped after {} outputs per input of these {} inputs ({} samples; the fixed run of {} × {} takes {}: {past}; the design may take up to {} per input, {} samples, {} more, so that it reaches a verdict at least as often as the fixed run): {}",
+            o.samples / n,
+            o.budget_inputs,
+            o.samples,
+            o.budget_inputs,
+            fixed / n,
+            fixed,
+            o.budget_samples / n,
+            o.budget_samples,
+            extra,
+            stop_words(o.stop)
+        );
+    }
     if o.design == RoundDesign::Outputs {
         let per = o.budget_samples / o.budget_inputs.max(1);
         return format!(
@@ -55,6 +77,13 @@ pub fn headline(o: &SequentialOutcome) -> String {
 
 /// How the confidence sequences were made, as one line.
 pub fn method_line(o: &SequentialOutcome) -> String {
+    if o.design == RoundDesign::Outputs && o.fixed_samples.is_some() {
+        return format!(
+            "verdicts from {} group-sequential tests (exact binomial boundaries, linear alpha spending), a look after each round of one more output of every input; intervals are repeated confidence intervals, valid after an early stop: about these {} inputs, not inputs in general",
+            threshold_pct(o.confidence),
+            o.budget_inputs
+        );
+    }
     if o.design == RoundDesign::Outputs {
         return format!(
             "verdicts from {} anytime-valid confidence sequences (betting), rounds of one more output of every input: about these {} inputs, not inputs in general",

@@ -34,7 +34,7 @@
 //!   "failures": [{input, input_label, input_fields, repetition, output, error, failed, errored,
 //!                 reasons: [{check, reason}]}],
 //!   "sequential": null | {seed, design, stop, stop_reason, inputs, samples, budget_inputs, budget_samples,
-//!                  samples_saved, rounds, confidence,
+//!                  fixed_samples?, samples_saved, rounds, confidence,
 //!                  checks: [{index, name, threshold, estimate, lower, upper, inputs, state,
 //!                            needed_inputs, needed_samples}]},
 //!   "live": null | {requests, confidence, epoch, window,
@@ -167,6 +167,10 @@ pub struct WireSequential {
     pub samples: u64,
     pub budget_inputs: u64,
     pub budget_samples: u64,
+    /// With output rounds: the fixed run's N × M the design stands for
+    /// (`budget_samples` is the design's maximum, a few more outputs per input).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed_samples: Option<u64>,
     pub samples_saved: u64,
     pub rounds: u64,
     pub confidence: Option<f64>,
@@ -202,6 +206,7 @@ impl WireSequential {
             samples: o.samples,
             budget_inputs: o.budget_inputs,
             budget_samples: o.budget_samples,
+            fixed_samples: o.fixed_samples,
             samples_saved: o.samples_saved(),
             rounds: o.rounds,
             confidence: num(o.confidence),

@@ -62,7 +62,7 @@ pub(super) async fn open<'s>(
     refuse(experiment, &sink, control)?;
     let (n, m, k) = (
         experiment.inputs.len(),
-        experiment.outputs_per_input,
+        crate::run::rounds::run_outputs(experiment),
         experiment.columns(),
     );
     let fingerprint = experiment.system.fingerprint();
@@ -227,7 +227,7 @@ fn open_stored<'s>(
                     config: config_text,
                     system: &opened.fingerprint,
                     inputs: &experiment.inputs,
-                    outputs_per_input: experiment.outputs_per_input,
+                    outputs_per_input: crate::run::rounds::run_outputs(experiment),
                     checks: &opened.infos,
                     settings: &opened.settings,
                     parent_run: None,
@@ -291,10 +291,17 @@ fn reopen(
 ) -> Result<Recording, RunError> {
     let (n, m, k) = (
         experiment.inputs.len(),
-        experiment.outputs_per_input,
+        crate::run::rounds::run_outputs(experiment),
         experiment.columns(),
     );
     let previous = store.run(id)?;
+    let stored = previous.settings.sequential;
+    if stored.is_some() != experiment.sequential.is_some() {
+        let with = if stored.is_some() { "with" } else { "without" };
+        return Err(config_error(experiment, format!(
+            "--resume: the unfinished run was made {with} sequential testing; resume it {with} it (`--sequential`, `[experiment] sequential`), or start a new run"
+        )));
+    }
     // The config hash does not cover `--outputs`: a run is continued at the
     // shape it was started with, never silently at another.
     if (
@@ -309,13 +316,6 @@ fn reopen(
             previous.outputs_per_input,
             previous.checks.len(),
             previous.outputs_per_input,
-        )));
-    }
-    let stored = previous.settings.sequential;
-    if stored.is_some() != experiment.sequential.is_some() {
-        let with = if stored.is_some() { "with" } else { "without" };
-        return Err(config_error(experiment, format!(
-            "--resume: the unfinished run was made {with} sequential testing; resume it {with} it (`--sequential`, `[experiment] sequential`), or start a new run"
         )));
     }
     // One process at a time: refused, naming the holder, while another
@@ -352,7 +352,7 @@ fn reuse(
     from: i64,
     opened: &mut Opened<'_>,
 ) -> Result<Option<Arc<dyn OutputCache>>, RunError> {
-    let m = experiment.outputs_per_input;
+    let m = crate::run::rounds::run_outputs(experiment);
     let pending: Vec<usize> = (0..opened.done.len())
         .filter(|&c| !opened.done[c])
         .collect();

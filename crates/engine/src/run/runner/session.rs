@@ -82,7 +82,10 @@ impl<'a> RunSession<'a> {
         control: Control<'a>,
         started: Instant,
     ) -> Result<RunSession<'a>, RunError> {
-        let (n, m) = (experiment.inputs.len(), experiment.outputs_per_input);
+        let (n, m) = (
+            experiment.inputs.len(),
+            crate::run::rounds::run_outputs(experiment),
+        );
         let shared = control.is_shared();
         let Opened {
             infos,
@@ -118,7 +121,7 @@ impl<'a> RunSession<'a> {
                     &infos,
                     experiment.analysis.options.confidence,
                     experiment.analysis.options.errors,
-                    (n, m),
+                    (n, m, experiment.outputs_per_input),
                     experiment.concurrency,
                     s.seed,
                 )
