@@ -94,9 +94,10 @@ pub struct Caller {
 /// (its counts already count the call), it may return a commit to wait
 /// for. Set once per caller ([`Caller::before_each_call`]).
 #[derive(Clone)]
-pub struct BeforeCall(
-    pub Arc<dyn Fn(&Caller) -> Option<tokio::sync::oneshot::Receiver<()>> + Send + Sync>,
-);
+pub struct BeforeCall(pub Arc<BeforeCallFn>);
+
+/// The function of a [`BeforeCall`]: the commit to wait for, if any.
+pub type BeforeCallFn = dyn Fn(&Caller) -> Option<tokio::sync::oneshot::Receiver<()>> + Send + Sync;
 
 impl std::fmt::Debug for BeforeCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
