@@ -606,11 +606,13 @@ const REFERENCE: [Row; 5] = [
     (0.8, 0.6696289406777459, 0.887562499842239, 0.7, 0.4810271816464765, 0.8545227551323956, 0.5, 0.2451555213733445, 0.6776076384402665, 0.9, 1.0, 0.6410698844855298, 1.0, 0.6410698844855298, 1.0, 0.8369605379042546),
 ];
 
+type NeedsRow = (u64, u64, u64, u64, f64, f64, f64, u64, u64, u64, u64);
+
 /// (judged_pass, pass_labels, judged_fail, fail_labels, confidence, minimum,
 /// run variance, reach PASS, reach FAIL, power PASS, power FAIL): `NEEDS` of
 /// the script.
 #[rustfmt::skip]
-const NEEDS_REFERENCE: [(u64, u64, u64, u64, f64, f64, f64, u64, u64, u64, u64); 3] = [
+const NEEDS_REFERENCE: [NeedsRow; 3] = [
     (48, 50, 45, 50, 0.95, 0.95, 0.000127, 68, 42, 1920, 42),
     (139, 150, 100, 150, 0.95, 0.9, 0.0003, 19, 3, 831, 30),
     (96, 100, 90, 100, 0.95, 0.95, 0.00038, 28, 3, 511, 3),
