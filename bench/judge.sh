@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Coverage of the judge-corrected 95% interval (crates/core/STATISTICS.md,
-# "Judges with known error rates"): judges with known sensitivity and
-# specificity, labelled sets of 150-400 pairs, true rates 0.8/0.9/0.97,
-# ICC 0/0.1/0.3, designs 20x10 and 50x20; the judge's own (raw) interval
-# beside it.
+# One-sided misses of the judge-corrected 95% interval (crates/core/
+# STATISTICS.md, "Judges with known error rates"; issue 35 item 4): judges
+# from (Se 0.80, Sp 0.80) to (0.99, 0.99), 30-500 labels of each kind, true
+# rates 0.90/0.95/0.99, N in {10,20,50} x M in {10,30}, inputs Beta (ICC
+# 0.1) or a mixture of a few hard inputs among easy ones (720 cells).
 #
-#   bench/judge.sh            # 5000 replicates per cell, seed 1 (~1 min on 2 cores)
-#   bench/judge.sh 1000 7     # replicates, seed
+#   bench/judge.sh             # 1000 replicates per cell, seed 1
+#   bench/judge.sh 2000 7      # replicates, seed
+#   bench/judge.sh 1000 1 --cells   # every cell
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec cargo run --release -q -p probity-core --example calibration -- "${1:-5000}" "${2:-1}"
+exec cargo run --release -q -p probity-core --example calibration -- "${1:-1000}" "${2:-1}" ${3:+"$3"}

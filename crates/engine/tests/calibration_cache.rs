@@ -199,6 +199,7 @@ async fn fresh_labels_ask_again_and_replace(store: &mut Store) {
         judged_fail: truth.fail_labels,
         errors: 0,
         reused: PAIRS,
+        sampling: None,
     };
     assert_ne!(asked(perfect), truth);
 

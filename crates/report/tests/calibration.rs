@@ -11,8 +11,8 @@ use probity_core::stats::{
 use probity_report::{render, Format, RunReport};
 use serde_json::Value;
 
-/// The common report whose second check is a verifier calibrated on 50
-/// PASS and 50 FAIL labels (Se 48/50, Sp 45/50) over 50 inputs × 20
+/// The common report whose second check is a verifier calibrated on 30
+/// PASS and 50 FAIL labels (Se 28/30, Sp 45/50) over 50 inputs × 20
 /// outputs, against a minimum of 95 %: too weak for it.
 fn calibrated_report() -> RunReport {
     let mut r = common::report();
@@ -20,12 +20,13 @@ fn calibrated_report() -> RunReport {
         .map(|i| ClusterSum::from_passes(if i % 3 == 0 { 16 } else { 20 }, 20).unwrap())
         .collect();
     let labels = LabelCounts {
-        pass_labels: 50,
-        judged_pass: 48,
+        pass_labels: 30,
+        judged_pass: 28,
         fail_labels: 50,
         judged_fail: 45,
         errors: 2,
         reused: 0,
+        sampling: None,
     };
     let a = JudgeAccuracy::measure(labels, 0.95).unwrap();
     let c = corrected_rate(&clusters, &a, 0.95, RunVariance::Clustered).unwrap();
@@ -38,7 +39,27 @@ fn calibrated_report() -> RunReport {
 #[test]
 fn every_format_shows_the_judge_the_corrected_rate_and_the_warning() {
     let r = calibrated_report();
-    let judge = "judge on 102 labelled pairs: sensitivity 96.0% [86.5, 98.9] (48/50), specificity 90.0% [78.6, 95.7] (45/50), 2 not judged (errors)";
+    // Wilson intervals from statsmodels: [78.68, 98.15], [78.64, 95.65].
+    let judge = "judge on 82 labelled pairs: sensitivity 93.3% [78.7, 98.2] (28/30), specificity 90.0% [78.6, 95.7] (45/50), 2 not judged (errors)";
+    let Some(Calibrated::Corrected(cr)) = &r.summary.checks[1].calibration else {
+        unreachable!()
+    };
+    let (estimate, bounds) = (
+        format!("{:.1}%", 100.0 * cr.estimate),
+        format!(
+            "[{:.1}, {:.1}]",
+            100.0 * cr.interval.lower,
+            100.0 * cr.interval.upper
+        ),
+    );
+    let corrected = format!("{estimate} {bounds}");
+    let needs = cr.labels_needed;
+    let (reach, power) = (needs.reach.unwrap(), needs.power.unwrap());
+    assert!(reach.pass > 30, "{needs:?}");
+    let needs_line = format!(
+        "labels for a pass at 95%: reachable at all from {} PASS and {} FAIL labels; most of the run's power kept from {} PASS and {} FAIL (this set: 30 PASS, 50 FAIL)",
+        reach.pass, reach.fail, power.pass, power.fail
+    );
     // The row shows the corrected rate (the verdict's), the line under it
     // the judge's own.
     let own = format!(
@@ -53,15 +74,15 @@ fn every_format_shows_the_judge_the_corrected_rate_and_the_warning() {
             .replace("&#39;", "'");
         assert!(s.contains(judge), "{f}: {s}");
         assert!(s.contains(&own), "{f}: {s}");
-        assert!(
-            s.contains("96.7%") && s.contains("[85.7, 100.0]"),
-            "{f}: {s}"
-        );
+        assert!(s.contains(&estimate) && s.contains(&bounds), "{f}: {s}");
+        assert!(s.contains(&needs_line), "{f}: {s}");
         assert!(s.contains("too weak for the minimum 95%"), "{f}: {s}");
     }
     let junit = render(&r, Format::Junit, false).replace("&apos;", "'");
     assert!(
-        junit.contains("rate 96.7% [85.7, 100.0] corrected for the judge's errors"),
+        junit.contains(&format!(
+            "rate {corrected} corrected for the judge's errors"
+        )),
         "{junit}"
     );
     // A sequential run's verdicts are its sequences': the row keeps the
@@ -82,18 +103,21 @@ fn every_format_shows_the_judge_the_corrected_rate_and_the_warning() {
     });
     let text = render(&seq, Format::Text, false);
     assert!(
-        text.contains("96.7% [85.7, 100.0] (raw 93.2%); not the verdict's"),
+        text.contains(&format!("{corrected} (raw 93.2%); not the verdict's")),
         "{text}"
     );
     let v: Value = serde_json::from_str(&render(&r, Format::Json, false)).unwrap();
     let c = &v["checks"][1]["calibration"];
     assert_eq!(c["state"], "corrected");
-    assert_eq!(c["judge"]["labelled"], 102);
-    assert_eq!(c["judge"]["sensitivity"]["agreed"], 48);
+    assert_eq!(c["judge"]["labelled"], 82);
+    assert_eq!(c["judge"]["sensitivity"]["agreed"], 28);
     assert!((c["judge"]["specificity"]["estimate"].as_f64().unwrap() - 0.9).abs() < 1e-12);
     assert!((c["raw"].as_f64().unwrap() - 0.932).abs() < 1e-12);
     let est = c["corrected"]["estimate"].as_f64().unwrap();
-    assert!((est - (0.932 + 0.9 - 1.0) / 0.86).abs() < 1e-12, "{est}");
+    assert!(
+        (est - (0.932 + 0.9 - 1.0) / (28.0 / 30.0 + 0.9 - 1.0)).abs() < 1e-12,
+        "{est}"
+    );
     assert!(c["corrected"]["lower"].as_f64().unwrap() < est);
     assert_eq!(c["weak"]["reason"], "threshold");
     assert!(c["warning"].as_str().unwrap().contains("too weak"));
@@ -123,15 +147,15 @@ fn a_rate_that_could_not_be_corrected_says_why_in_every_format() {
 
 /// A judge whose verdicts on the labelled set were partly read from the
 /// store (the same question asked by an earlier run) says how many, in
-/// every format: 90 of its 102 pairs reused, 12 asked.
+/// every format: 70 of its 82 pairs reused, 12 asked.
 #[test]
 fn the_judge_line_says_how_many_verdicts_were_reused() {
     let mut r = calibrated_report();
     let Some(Calibrated::Corrected(c)) = &mut r.summary.checks[1].calibration else {
         unreachable!("calibrated_report corrects check 1")
     };
-    c.judge.counts.reused = 90;
-    let judge = "judge on 102 labelled pairs (90 reused, 12 asked): sensitivity 96.0%";
+    c.judge.counts.reused = 70;
+    let judge = "judge on 82 labelled pairs (70 reused, 12 asked): sensitivity 93.3%";
     for f in [Format::Text, Format::Html, Format::Markdown] {
         let s = render(&r, f, false);
         assert!(s.contains(judge), "{f}: {s}");
@@ -140,6 +164,6 @@ fn the_judge_line_says_how_many_verdicts_were_reused() {
     let j = &json["checks"][1]["calibration"]["judge"];
     assert_eq!(
         (&j["labelled"], &j["reused"]),
-        (&Value::from(102), &Value::from(90))
+        (&Value::from(82), &Value::from(70))
     );
 }

@@ -171,6 +171,7 @@ mod tests {
             judged_fail: sp.0,
             errors: 0,
             reused: 0,
+            sampling: None,
         }
     }
 

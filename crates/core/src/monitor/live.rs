@@ -358,6 +358,9 @@ fn live_corrected_verdict(
                     labels_only,
                     judge: a,
                     weak,
+                    // The fixed-sample label needs do not apply to the
+                    // live (anytime-valid) correction.
+                    labels_needed: Default::default(),
                 },
                 needed,
             ))
@@ -525,6 +528,7 @@ mod tests {
             judged_fail: 270,
             errors: 0,
             reused: 0,
+            sampling: None,
         };
         let checks = [check("judged", 0.85), check("same, uncalibrated", 0.85)];
         let settings = WatchSettings::default();

@@ -719,6 +719,7 @@ mod tests {
             judged_fail: (0..labels).filter(|_| rng.gen::<f64>() < sp).count() as u64,
             errors: 0,
             reused: 0,
+            sampling: None,
         }
     }
 

@@ -21,23 +21,38 @@
 //!
 //! with an interval ([`corrected_rate`]) that carries the uncertainty of p̂
 //! (clustered by input, as every rate of a run) and of Ŝe and Ŝp: the
-//! Fieller-type test inversion of the linear contrast p̂ − π(θ0),
+//! Fieller-type test inversion of the linear contrast
+//! T(θ0) = p̂ − π̂(θ0), π̂(θ0) = Ŝe·θ0 + (1 − Ŝp)·(1 − θ0), whose spread is
+//! combined by MOVER (Zou & Donner 2008; Newcombe's square-and-add) from
+//! p̂'s score variance under the tested rate and the Wilson limits of Ŝe
+//! and Ŝp on the side the test looks at:
 //!
 //! ```text
-//! θ0 ∈ C  ⇔  (p̂ − π̂(θ0))² ≤ c²·V(π̂(θ0)) + z²·(θ0²·ṽ_Se + (1 − θ0)²·ṽ_Sp),
-//! π̂(θ0) = Ŝe·θ0 + (1 − Ŝp)·(1 − θ0),
+//! θ0 ∈ C  ⇔  T(θ0)² ≤ c²·V(π̂(θ0)) + θ0²·dSe² + (1 − θ0)²·dSp²,
+//! T ≥ 0 (θ0 below θ̂): dSe = U_Se − Ŝe, dSp = Ŝp − L_Sp,
+//! T < 0 (θ0 above θ̂): dSe = Ŝe − L_Se, dSp = U_Sp − Ŝp,
 //! ```
 //!
 //! where V(π) is the variance of p̂ under the tested apparent rate π used
 //! by the default clustered interval (μ(1 − μ)·deff(ρ̃(μ))/n, the ICC
 //! re-estimated under μ; `super::betabin`) with its critical value c
-//! (t on G − 1 degrees of freedom), and ṽ the Agresti–Coull variances of
-//! Ŝe and Ŝp (p̃(1 − p̃)/ñ, ñ = n + z², p̃ = (x + z²/2)/ñ): never 0, so a
-//! judge that agreed on every labelled example is not taken as perfect. A
+//! (t on G − 1 degrees of freedom), and [L, U] the Wilson intervals of Ŝe
+//! and Ŝp at the run's confidence. The Wilson limits are never at the
+//! estimate on the side away from 0 or 1, so a judge that agreed on every
+//! labelled example is not taken as perfect, and they are asymmetric near
+//! 1 where Se sits: a symmetric (Agresti–Coull) variance there put the
+//! truth above the interval in up to 5 % of runs (issue 35, item 4). A
 //! ratio's interval by inverting its numerator's test (Fieller) rather than
 //! by the delta method is what keeps it honest when the denominator
 //! Se + Sp − 1 is uncertain; the variance under the tested value (Wilson's
 //! idea, as in the default interval) is what keeps it honest near 1.
+//!
+//! Labels sampled with known fractions per judged class ([`Sampling`]:
+//! e.g. every output the judge failed but 10 % of those it passed) are
+//! weighted by the inverse of their fraction: Ŝe and Ŝp are the weighted
+//! shares (Horvitz–Thompson ratio estimators), and their Wilson intervals
+//! are taken on the effective number of labels Ŝ(1 − Ŝ)/V̂, V̂ the
+//! linearised variance Σ wᵢ²(yᵢ − Ŝ)²/(Σ wᵢ)² of the ratio.
 //!
 //! Assumptions: the labelled set is representative of the run's outputs
 //! (the judge errs on them as on the run's); the judge's errors depend on
@@ -57,8 +72,10 @@ use serde::{Deserialize, Serialize};
 /// are counted in `errors` and left out of both. `reused` is provenance
 /// only (no statistic reads it): of all the pairs, those whose verdict was
 /// read from the run store — the same judge asked the very same question
-/// before — instead of asked; the others were asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// before — instead of asked; the others were asked. `sampling`: the
+/// fractions the pairs were sampled with per judged class, when not all
+/// alike (`None`: every output was as likely to be labelled).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct LabelCounts {
     pub pass_labels: u64,
     pub judged_pass: u64,
@@ -68,6 +85,38 @@ pub struct LabelCounts {
     pub errors: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reused: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<Sampling>,
+}
+
+/// How a labelled set was drawn from judged outputs: of the outputs the
+/// judge passed, the share `judged_pass` was labelled by a human; of those
+/// it failed, the share `judged_fail` (each in (0, 1]). Oversampling the
+/// judge's failures (all of them, 10 % of its passes) is cheap and
+/// informative, but the raw shares are then biased: a labelled pair counts
+/// 1/fraction times ([`JudgeAccuracy::measure`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    pub judged_pass: f64,
+    pub judged_fail: f64,
+}
+
+impl Sampling {
+    /// Checked fractions: each must be in (0, 1]; the error names the field.
+    pub fn new(judged_pass: f64, judged_fail: f64) -> Result<Sampling, String> {
+        for (name, f) in [("judged_pass", judged_pass), ("judged_fail", judged_fail)] {
+            if !(f > 0.0 && f <= 1.0) {
+                return Err(format!(
+                    "sampling fraction {name} = {f} must be in (0, 1]: the share of the outputs the judge {} that a human labelled",
+                    if name == "judged_pass" { "passed" } else { "failed" }
+                ));
+            }
+        }
+        Ok(Sampling {
+            judged_pass,
+            judged_fail,
+        })
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -83,6 +132,45 @@ pub struct Measured {
     pub agreed: u64,
     /// Labelled pairs of that class.
     pub of: u64,
+    /// The effective number of labels behind `estimate` and `interval`:
+    /// `of` when every output was as likely to be labelled; with
+    /// [`Sampling`] weights, Ŝ(1 − Ŝ)/V̂ (V̂ the weighted ratio's
+    /// linearised variance).
+    #[serde(default)]
+    pub effective: f64,
+}
+
+impl Measured {
+    /// The share `agreed`/`of` of a class whose agreeing pairs weigh
+    /// `w_agree` and disagreeing ones `w_disagree` (1/sampling fraction of
+    /// the judge's answer), with its Wilson interval on the effective count.
+    fn weighted(agreed: u64, of: u64, w_agree: f64, w_disagree: f64, confidence: f64) -> Self {
+        let (a, b) = (agreed as f64, (of - agreed) as f64);
+        let total = a * w_agree + b * w_disagree;
+        let estimate = a * w_agree / total;
+        // Linearised variance of the ratio Σwy/Σw (Poisson sampling).
+        let v = (a * (w_agree * (1.0 - estimate)).powi(2) + b * (w_disagree * estimate).powi(2))
+            / (total * total);
+        let effective = if w_agree != w_disagree && v > 0.0 {
+            estimate * (1.0 - estimate) / v
+        } else {
+            // One weight for all (no sampling, or all pairs agree or none
+            // does): the count itself.
+            of as f64
+        };
+        Measured {
+            estimate,
+            interval: wilson(estimate, effective, confidence),
+            agreed,
+            of,
+            effective,
+        }
+    }
+}
+
+/// The Wilson interval of a share `p` over `n` (possibly effective) labels.
+fn wilson(p: f64, n: f64, confidence: f64) -> Interval {
+    proportion_interval(p * n, n, confidence, IntervalMethod::Wilson)
 }
 
 /// The judge's accuracy on a labelled set.
@@ -167,19 +255,18 @@ impl JudgeAccuracy {
                 .into());
             }
         }
-        let measured = |agreed: u64, of: u64| Measured {
-            estimate: agreed as f64 / of as f64,
-            interval: proportion_interval(
-                agreed as f64,
-                of as f64,
-                confidence,
-                IntervalMethod::Wilson,
-            ),
-            agreed,
-            of,
+        let (w_pass, w_fail) = match c.sampling {
+            None => (1.0, 1.0),
+            Some(s) => {
+                let s = Sampling::new(s.judged_pass, s.judged_fail)
+                    .map_err(|message| CalibrationError::Invalid { message })?;
+                (1.0 / s.judged_pass, 1.0 / s.judged_fail)
+            }
         };
-        let se = measured(c.judged_pass, c.pass_labels);
-        let sp = measured(c.judged_fail, c.fail_labels);
+        // Se: a human PASS the judge passed weighs 1/f_pass, one it failed
+        // 1/f_fail; Sp the other way round.
+        let se = Measured::weighted(c.judged_pass, c.pass_labels, w_pass, w_fail, confidence);
+        let sp = Measured::weighted(c.judged_fail, c.fail_labels, w_fail, w_pass, confidence);
         let youden = se.estimate + sp.estimate - 1.0;
         // MOVER for a sum of independent proportions (Zou & Donner 2008).
         let down = ((se.estimate - se.interval.lower).powi(2)
@@ -207,33 +294,162 @@ impl JudgeAccuracy {
         self.sensitivity.estimate * theta + (1.0 - self.specificity.estimate) * (1.0 - theta)
     }
 
-    /// The Agresti–Coull variances (ṽ_Se, ṽ_Sp) at `confidence`.
-    fn variances(&self) -> (f64, f64) {
-        let z2 = z_value(self.confidence).powi(2);
-        let ac = |m: &Measured| {
-            let n = m.of as f64 + z2;
-            let p = (m.agreed as f64 + z2 / 2.0) / n;
-            p * (1.0 - p) / n
-        };
-        (ac(&self.sensitivity), ac(&self.specificity))
-    }
-
     /// The lower bound of the corrected rate of a system that always
     /// passes (θ = 1), measured with unlimited outputs (p̂ = Se exactly):
-    /// the best lower bound this judge and these labels allow. Solves
-    /// J²u² = z²((1 − u)²ṽ_Se + u²ṽ_Sp) for u = 1 − θ (a quadratic); 0 when
-    /// J is not clear of its own uncertainty.
+    /// the best lower bound this judge and these labels allow.
+    /// [`best_lower_bound_of`] of its Se and Sp.
     pub fn best_lower_bound(&self) -> f64 {
-        let z2 = z_value(self.confidence).powi(2);
-        let (vse, vsp) = self.variances();
-        let j = self.youden;
-        let a = j * j - z2 * (vse + vsp);
-        if j <= 0.0 || a <= 0.0 {
-            return 0.0;
+        best_lower_bound_of(&self.sensitivity, &self.specificity)
+    }
+
+    /// How many labels of each kind this judge needs against `minimum`
+    /// ([`LabelNeeds`]), for a run whose judged rate p̂ has variance
+    /// `run_variance` at the apparent rate of a system at the minimum
+    /// (π(1 − π)·deff/n; before a run, the binomial π(1 − π)/(N·M)).
+    pub fn labels_needed(&self, minimum: f64, run_variance: f64) -> LabelNeeds {
+        label_needs(self, minimum, run_variance)
+    }
+}
+
+/// The best lower bound of Se and Sp measured as `se` and `sp`: with
+/// θ = 1 and p̂ = Ŝe exactly, T(θ0) = u·J for u = 1 − θ0, tested on its
+/// lower side, so the bound solves J²u² = (1 − u)²·dSe² + u²·dSp² with
+/// dSe = U_Se − Ŝe, dSp = Ŝp − L_Sp (module docs):
+/// (J² − dSe² − dSp²)u² + 2·dSe²·u − dSe² = 0. 0 when J is not clear of
+/// its own uncertainty.
+pub fn best_lower_bound_of(se: &Measured, sp: &Measured) -> f64 {
+    let j = se.estimate + sp.estimate - 1.0;
+    let dse2 = (se.interval.upper - se.estimate).powi(2);
+    let dsp2 = (sp.estimate - sp.interval.lower).powi(2);
+    let a = j * j - dse2 - dsp2;
+    if j <= 0.0 || a <= 0.0 {
+        return 0.0;
+    }
+    let (b, c) = (2.0 * dse2, -dse2);
+    let u = (-b + (b * b - 4.0 * a * c).sqrt()) / (2.0 * a);
+    (1.0 - u).clamp(0.0, 1.0)
+}
+
+/// Labels of each kind: `pass` labels a human passed, `fail` labels a
+/// human failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabelPair {
+    pub pass: u64,
+    pub fail: u64,
+}
+
+/// How many labels this judge needs against a check's minimum
+/// (`crates/core/STATISTICS.md`, *How many labels*), at planning values
+/// Se*, Sp* (the Agresti–Coull centres (x + z²/2)/(n + z²) of the measured
+/// shares: never 0 or 1) and Wilson intervals at the run's confidence.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct LabelNeeds {
+    pub minimum: f64,
+    /// The fewest labels with which a pass at the minimum can be
+    /// established at all (J's MOVER lower bound above 0 and the best lower
+    /// bound at least the minimum): `pass` the fewest PASS labels with the
+    /// set's FAIL labels (raised to the fewest that unlimited PASS labels
+    /// would need, if more), `fail` the fewest FAIL labels with the set's
+    /// PASS labels or `pass`, whichever is more.
+    /// `None`: no number of labels would (a judge no better than chance, a
+    /// minimum of 100 %).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reach: Option<LabelPair>,
+    /// Labels with which the judge's uncertainty adds at most half of the
+    /// run's own variance at the minimum — each kind at most a quarter:
+    /// θm²·Se*(1 − Se*)/n₁ ≤ V/4 and (1 − θm)²·Sp*(1 − Sp*)/n₀ ≤ V/4 —
+    /// so the corrected interval is at most √1.5 ≈ 1.22× as wide as with a
+    /// judge known exactly (at least `reach`). `None` with `reach`, or
+    /// when the run's variance is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<LabelPair>,
+    /// The set's labels of each kind.
+    pub have: Option<LabelPair>,
+}
+
+/// The most labels of a kind [`LabelNeeds`] searches.
+const MAX_LABELS: u64 = 10_000_000;
+
+/// The smallest n in [1, MAX_LABELS] with `ok(n)` (ok monotone in n).
+fn fewest(ok: impl Fn(u64) -> bool) -> Option<u64> {
+    if !ok(MAX_LABELS) {
+        return None;
+    }
+    let (mut lo, mut hi) = (0u64, 1u64);
+    while !ok(hi) {
+        lo = hi;
+        hi = (hi * 2).min(MAX_LABELS);
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if ok(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
         }
-        let (b, c) = (2.0 * z2 * vse, -z2 * vse);
-        let u = (-b + (b * b - 4.0 * a * c).sqrt()) / (2.0 * a);
-        (1.0 - u).clamp(0.0, 1.0)
+    }
+    Some(hi)
+}
+
+fn label_needs(a: &JudgeAccuracy, minimum: f64, run_variance: f64) -> LabelNeeds {
+    let z2 = z_value(a.confidence).powi(2);
+    let planning = |m: &Measured| (m.estimate * m.effective + z2 / 2.0) / (m.effective + z2);
+    let (se, sp) = (planning(&a.sensitivity), planning(&a.specificity));
+    let at = |p: f64, n: u64| Measured {
+        estimate: p,
+        interval: wilson(p, n as f64, a.confidence),
+        agreed: 0,
+        of: n,
+        effective: n as f64,
+    };
+    // Effective labels → labels sampled as this set was.
+    let actual = |n: u64, m: &Measured| -> u64 {
+        let r = if m.effective > 0.0 {
+            (m.of as f64 / m.effective).max(1.0)
+        } else {
+            1.0
+        };
+        ((n as f64) * r - 1e-9).ceil() as u64
+    };
+    // Reachable: J's MOVER lower bound above 0 (shown better than chance)
+    // and the best lower bound at the minimum.
+    let reaches = |n1: u64, n0: u64| {
+        let (s1, s0) = (at(se, n1), at(sp, n0));
+        let j_lower = se + sp
+            - 1.0
+            - (s1.estimate - s1.interval.lower).hypot(s0.estimate - s0.interval.lower);
+        j_lower > 0.0 && best_lower_bound_of(&s1, &s0) >= minimum
+    };
+    let have = LabelPair {
+        pass: a.sensitivity.of,
+        fail: a.specificity.of,
+    };
+    let (have1, have0) = (
+        a.sensitivity.effective.floor() as u64,
+        a.specificity.effective.floor() as u64,
+    );
+    let reach = fewest(|n0| reaches(MAX_LABELS, n0)).and_then(|floor0| {
+        let n1 = fewest(|n1| reaches(n1, floor0.max(have0)))?;
+        let n0 = fewest(|n0| reaches(n1.max(have1), n0))?;
+        Some(LabelPair {
+            pass: actual(n1, &a.sensitivity),
+            fail: actual(n0, &a.specificity),
+        })
+    });
+    let power = reach.filter(|_| run_variance > 0.0).map(|r| {
+        let budget = run_variance / 4.0;
+        let n1 = (minimum * minimum * se * (1.0 - se) / budget).ceil() as u64;
+        let n0 = ((1.0 - minimum).powi(2) * sp * (1.0 - sp) / budget).ceil() as u64;
+        LabelPair {
+            pass: actual(n1, &a.sensitivity).max(r.pass),
+            fail: actual(n0, &a.specificity).max(r.fail),
+        }
+    });
+    LabelNeeds {
+        minimum,
+        reach,
+        power,
+        have: Some(have),
     }
 }
 
@@ -269,6 +485,10 @@ pub struct CorrectedRate {
     /// Set when the judge is too weak for the minimum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weak: Option<Weakness>,
+    /// How many labels of each kind this judge needs against the minimum,
+    /// this run's variance at the minimum given.
+    #[serde(default)]
+    pub labels_needed: LabelNeeds,
 }
 
 /// How the run's p̂ varies: clustered by input (the default interval's
@@ -314,6 +534,8 @@ pub fn corrected_rate(
             highest: se,
         })?;
     let labels_only = test.interval(estimate, 0.0).unwrap_or(interval);
+    let at_minimum = a.apparent(minimum).clamp(0.0, 1.0);
+    let labels_needed = a.labels_needed(minimum, test.nv.variance_at(at_minimum, &mut Vec::new()));
     let weak = if a.youden_interval.lower <= 0.0 {
         Some(Weakness::Chance {
             youden_lower: a.youden_interval.lower,
@@ -332,6 +554,7 @@ pub fn corrected_rate(
         labels_only,
         judge: *a,
         weak,
+        labels_needed,
     })
 }
 
@@ -392,9 +615,11 @@ pub fn outputs_to_settle(
 struct Inversion<'a> {
     nv: NullVariance,
     accuracy: &'a JudgeAccuracy,
-    vse: f64,
-    vsp: f64,
-    z2: f64,
+    /// The design effect at the judged rate p̂ — the larger of the
+    /// model's (restricted ICC) and the cluster-robust one; 1 when p̂ is 0
+    /// or 1, or the variance binomial: a floor for the design effect under
+    /// a tested rate (module docs).
+    deff_at_estimate: f64,
 }
 
 impl<'a> Inversion<'a> {
@@ -413,13 +638,32 @@ impl<'a> Inversion<'a> {
                 NullVariance::binomial(x.round() as u64, n, confidence)?
             }
         };
-        let (vse, vsp) = accuracy.variances();
+        let p = nv.estimate();
+        let deff_at_estimate = if p > 0.0 && p < 1.0 && variance == RunVariance::Clustered {
+            let binomial = p * (1.0 - p) / nv.n;
+            let model = nv.variance_at(p, &mut Vec::new());
+            // The cluster-robust (sandwich) variance, which assumes no
+            // shape for the inputs' rates: Σ(xᵢ − p̂·mᵢ)²/n² · G/(G − 1).
+            let g = clusters.len() as f64;
+            let robust = if g > 1.0 {
+                clusters
+                    .iter()
+                    .map(|c| (c.sum - p * c.count as f64).powi(2))
+                    .sum::<f64>()
+                    / (nv.n * nv.n)
+                    * g
+                    / (g - 1.0)
+            } else {
+                0.0
+            };
+            (model.max(robust) / binomial).max(1.0)
+        } else {
+            1.0
+        };
         Ok(Inversion {
             nv,
             accuracy,
-            vse,
-            vsp,
-            z2: z_value(confidence).powi(2),
+            deff_at_estimate,
         })
     }
 
@@ -430,12 +674,28 @@ impl<'a> Inversion<'a> {
         let pi = self.accuracy.apparent(theta).clamp(0.0, 1.0);
         let c2 = self.nv.critical * self.nv.critical;
         let run = if scale > 0.0 {
-            scale * c2 * self.nv.variance_at(pi, scratch)
+            let floor = pi * (1.0 - pi) * self.deff_at_estimate / self.nv.n;
+            scale * c2 * self.nv.variance_at(pi, scratch).max(floor)
         } else {
             0.0
         };
-        let judge = self.z2 * (theta * theta * self.vse + (1.0 - theta).powi(2) * self.vsp);
-        (p - pi).powi(2) - run - judge
+        let (se, sp) = (&self.accuracy.sensitivity, &self.accuracy.specificity);
+        let t = p - pi;
+        // The side the test looks at (module docs): below θ̂ a higher Se or
+        // lower Sp would explain p̂; above it, a lower Se or higher Sp.
+        let (dse, dsp) = if t >= 0.0 {
+            (
+                se.interval.upper - se.estimate,
+                sp.estimate - sp.interval.lower,
+            )
+        } else {
+            (
+                se.estimate - se.interval.lower,
+                sp.interval.upper - sp.estimate,
+            )
+        };
+        let judge = (theta * dse).powi(2) + ((1.0 - theta) * dsp).powi(2);
+        t * t - run - judge
     }
 
     /// The hull of the accepted θ0 around `start` (θ̂), or, when θ̂ itself

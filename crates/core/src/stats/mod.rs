@@ -22,8 +22,9 @@ pub mod unseen;
 
 pub use betabin::{beta_binomial_score, ScoreInterval};
 pub use calibration::{
-    corrected_rate, outputs_to_settle, Calibrated, CalibrationError, CorrectedRate, JudgeAccuracy,
-    LabelCounts, Measured, RunVariance, Weakness,
+    best_lower_bound_of, corrected_rate, outputs_to_settle, Calibrated, CalibrationError,
+    CorrectedRate, JudgeAccuracy, LabelCounts, LabelNeeds, LabelPair, Measured, RunVariance,
+    Sampling, Weakness,
 };
 pub use cluster::{clustered_mean, ClusterSum, ClusteredEstimate};
 pub use consistency::{

@@ -210,7 +210,10 @@ fn from_cache(
     set: &LabelledSet,
     cache: &mut dyn LabelVerdictCache,
 ) -> (LabelCounts, Vec<(LabelledPair, Option<String>)>) {
-    let mut counts = LabelCounts::default();
+    let mut counts = LabelCounts {
+        sampling: set.sampling,
+        ..LabelCounts::default()
+    };
     let mut ask = Vec::new();
     let keys: Vec<String> = set.pairs.iter().map(|p| label_key(verifier, p)).collect();
     let known = cache.lookup(&keys);
@@ -238,7 +241,10 @@ async fn measure_with(
     let (mut counts, ask) = match cache.as_deref_mut() {
         Some(cache) => from_cache(verifier, set, cache),
         None => (
-            LabelCounts::default(),
+            LabelCounts {
+                sampling: set.sampling,
+                ..LabelCounts::default()
+            },
             set.pairs.iter().map(|p| (p.clone(), None)).collect(),
         ),
     };

@@ -17,7 +17,23 @@
 //! `"FAIL"` (any case) or `true` / `false`. Unknown keys are refused. A
 //! set needs at least one PASS and one FAIL: without both, sensitivity or
 //! specificity cannot be measured.
+//!
+//! Pairs sampled by the judge's verdict with known fractions (every output
+//! the judge failed, 10 % of those it passed — cheap and informative) are
+//! declared by one line, anywhere in the file:
+//!
+//! ```text
+//! {"sampling": {"PASS": 0.1, "FAIL": 1.0}}
+//! ```
+//!
+//! the share of the outputs the judge passed (`PASS`) and failed (`FAIL`)
+//! that a human labelled, each in (0, 1] (a class left out: 1). Each pair
+//! then weighs 1/fraction of the judge's verdict on it in the sensitivity,
+//! specificity and corrected interval (`probity_core::stats::Sampling`);
+//! the judge's verdict is the one it gives when measured, so the judge
+//! should answer as it did when the pairs were sampled (temperature 0).
 
+use probity_core::stats::Sampling;
 use probity_core::Input;
 use serde::Deserialize;
 use serde_json::Value;
@@ -39,6 +55,9 @@ pub struct LabelledPair {
 pub struct LabelledSet {
     pub path: PathBuf,
     pub pairs: Vec<LabelledPair>,
+    /// The sampling fractions per judged class, when the file declares
+    /// them (module docs).
+    pub sampling: Option<Sampling>,
 }
 
 #[derive(Deserialize)]
@@ -62,11 +81,27 @@ impl LabelledSet {
     pub fn parse(path: &Path, text: &str) -> Result<LabelledSet, String> {
         let at = |line: usize, what: String| format!("{} line {line}: {what}", path.display());
         let mut pairs = Vec::new();
+        let mut sampling: Option<(usize, Sampling)> = None;
         for (n, raw) in text.lines().enumerate() {
             let line = n + 1;
             let trimmed = raw.trim();
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;
+            }
+            if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(trimmed) {
+                if let Some(declared) = o.get("sampling") {
+                    if let Some((first, _)) = sampling {
+                        return Err(at(
+                            line,
+                            format!("a second \"sampling\" line (the first is line {first})"),
+                        ));
+                    }
+                    if o.len() > 1 {
+                        return Err(at(line, "a \"sampling\" line has no other key".into()));
+                    }
+                    sampling = Some((line, parse_sampling(declared).map_err(|e| at(line, e))?));
+                    continue;
+                }
             }
             let l: Line = serde_json::from_str(trimmed).map_err(|e| {
                 at(
@@ -130,8 +165,40 @@ impl LabelledSet {
         Ok(LabelledSet {
             path: path.to_path_buf(),
             pairs,
+            sampling: sampling.map(|(_, s)| s),
         })
     }
+}
+
+/// `{"PASS": f, "FAIL": f}` (classes in any case, each optional: 1). Errors
+/// name the field (`sampling.PASS`) and what is wrong.
+fn parse_sampling(v: &Value) -> Result<Sampling, String> {
+    let Value::Object(classes) = v else {
+        return Err(format!(
+            "sampling {v} must be an object of fractions per judged class, e.g. {{\"PASS\": 0.1, \"FAIL\": 1.0}}"
+        ));
+    };
+    let (mut pass, mut fail) = (1.0, 1.0);
+    for (class, f) in classes {
+        let slot = match class.trim().to_ascii_uppercase().as_str() {
+            "PASS" => &mut pass,
+            "FAIL" => &mut fail,
+            _ => {
+                return Err(format!(
+                    "sampling.{class}: unknown judged class (expected \"PASS\" or \"FAIL\")"
+                ))
+            }
+        };
+        *slot = match f.as_f64() {
+            Some(x) if x > 0.0 && x <= 1.0 => x,
+            _ => {
+                return Err(format!(
+                    "sampling.{class} = {f}: a sampling fraction must be a number in (0, 1] (the share of the outputs the judge said {class} that a human labelled)"
+                ))
+            }
+        };
+    }
+    Sampling::new(pass, fail)
 }
 
 #[cfg(test)]
@@ -181,6 +248,34 @@ mod tests {
         assert!(e.contains("extra"), "{e}");
         let e = parse("{\"input\": 3, \"output\": \"b\", \"label\": true}").unwrap_err();
         assert!(e.contains("input 3"), "{e}");
+    }
+
+    #[test]
+    fn a_sampling_line_declares_the_fractions_per_judged_class() {
+        let pairs = "{\"input\": \"a\", \"output\": \"b\", \"label\": \"PASS\"}\n{\"input\": \"a\", \"output\": \"c\", \"label\": \"FAIL\"}\n";
+        let set = parse(&format!("{{\"sampling\": {{\"pass\": 0.1}}}}\n{pairs}")).unwrap();
+        assert_eq!(set.pairs.len(), 2);
+        assert_eq!(set.sampling, Some(Sampling::new(0.1, 1.0).unwrap()));
+        assert_eq!(parse(pairs).unwrap().sampling, None);
+        for (decl, field) in [
+            ("{\"PASS\": 0}", "sampling.PASS = 0"),
+            ("{\"FAIL\": 1.5}", "sampling.FAIL = 1.5"),
+            ("{\"FAIL\": \"half\"}", "sampling.FAIL = \"half\""),
+            ("{\"MAYBE\": 0.5}", "sampling.MAYBE: unknown judged class"),
+            ("0.5", "must be an object"),
+        ] {
+            let e = parse(&format!("{pairs}{{\"sampling\": {decl}}}\n")).unwrap_err();
+            assert!(e.starts_with("labels.jsonl line 3: "), "{e}");
+            assert!(e.contains(field), "{e}");
+        }
+        let e = parse(&format!(
+            "{{\"sampling\": {{}}}}\n{pairs}{{\"sampling\": {{}}}}\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.starts_with("labels.jsonl line 4: ") && e.contains("line 1"),
+            "{e}"
+        );
     }
 
     #[test]

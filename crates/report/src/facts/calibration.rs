@@ -4,7 +4,7 @@
 //! weak — said the same way by every format.
 
 use crate::numbers::{interval, pct, threshold_pct};
-use probity_core::stats::{Calibrated, JudgeAccuracy, Weakness};
+use probity_core::stats::{Calibrated, JudgeAccuracy, LabelNeeds, Weakness};
 use probity_core::{CheckSummary, RateEstimate};
 use std::borrow::Cow;
 
@@ -81,6 +81,7 @@ pub fn lines(c: &CheckSummary, sequential: bool) -> Vec<String> {
                 interval(c.rate.interval.lower, c.rate.interval.upper)
             )
         });
+        out.extend(needs_line(&r.labels_needed));
         let m = c.verdict.threshold;
         if !c.verdict.established && r.labels_only.contains(m) && r.weak.is_none() {
             out.push(format!(
@@ -90,6 +91,34 @@ pub fn lines(c: &CheckSummary, sequential: bool) -> Vec<String> {
         }
     }
     out
+}
+
+/// How many labels of each kind the judge needs against the minimum
+/// (`LabelNeeds`): `labels for a pass at 95%: reachable at all from 68 PASS
+/// and 42 FAIL labels; most of the run's power kept from 1920 PASS and 42
+/// FAIL (this set: 50 PASS, 50 FAIL)`. `None` when not computed (a live
+/// correction).
+pub fn needs_line(n: &LabelNeeds) -> Option<String> {
+    let have = n.have?;
+    let set = format!("this set: {} PASS, {} FAIL", have.pass, have.fail);
+    let m = threshold_pct(n.minimum);
+    Some(match (n.reach, n.power) {
+        (None, _) => format!(
+            "labels for a pass at {m}: no number of labels makes it reachable with this judge ({set})"
+        ),
+        (Some(r), p) => {
+            let power = p.map_or(String::new(), |p| {
+                format!(
+                    "; most of the run's power kept from {} PASS and {} FAIL",
+                    p.pass, p.fail
+                )
+            });
+            format!(
+                "labels for a pass at {m}: reachable at all from {} PASS and {} FAIL labels{power} ({set})",
+                r.pass, r.fail
+            )
+        }
+    })
 }
 
 /// The warning for a judge too weak for its check (or whose rate could not
