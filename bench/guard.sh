@@ -6,6 +6,7 @@
 #   N1=200 N64=4000 NS=200 bench/guard.sh         # more requests in Figure 2
 #   ONLY=2 bench/guard.sh                         # Figures 2, 4 and 3 only
 #   ONLY=3 bench/guard.sh                         # Figure 3 only
+#   ONLY=4 bench/guard.sh                         # Figures 2 and 4 only (the overhead)
 #
 # Figure 1 — predicted vs measured. For several true rates, `probity run`
 #   with a [retry] table samples 40 inputs × 25 guarded requests; the
@@ -17,8 +18,9 @@
 #   `load` (crates/engine/examples/load.rs, keep-alive clients) straight to
 #   `probity sim serve` and through `probity serve` → the same sim, with the
 #   two validators of Figure 1, first `[retry] attempts = 1` (no retries),
-#   then `attempts = 3`; at concurrency 1 and 64; then streaming
-#   (`"stream": true`, 1 ms per token at the sim) time to first byte. The
+#   then `attempts = 3`; at concurrency 1 and 64; then streamed
+#   (`"stream": true`) at concurrency 64 and 0 ms upstream, and the time
+#   to first byte at 1 ms per token at the sim. The
 #   sim has its default rates (contractions 0.1, omit_welcome 0.15), so with
 #   attempts = 3 some requests are retried; `on_nothing_passed = "last"`
 #   keeps every answer a 200. The table gives req/s, p50/p90/p99 latency
@@ -26,9 +28,11 @@
 #   any, by HTTP status. The overhead rows use a sim that answers at once;
 #   the stream rows one that takes 1 ms per token.
 #   Its last lines give, at concurrency 64 and 0 ms upstream, the guard's
-#   throughput as a ratio of direct and the added p50.
+#   throughput as a ratio of direct and the added p50, streamed and not.
 # Figure 4 — where the guard's CPU goes: CPU time per request of the
-#   guard process, reading the upstream's stream and not; with `perf`, a
+#   load generator, the sim and the guard process side by side (the
+#   guard reading the upstream's stream and not; the client streaming and
+#   not); with `perf`, a
 #   sampled profile of the guard under that load, grouped by component
 #   (bench/guard_profile.py).
 # Figure 3 — cutting failing answers short: the same requests through a
@@ -129,6 +133,10 @@ for c in 1 64; do
   measure "concurrency $c" "guard, attempts=1" "$G1" "$c" "$n"
   measure "concurrency $c" "guard, attempts=3" "$G3" "$c" "$n"
 done
+# Streamed at 0 ms upstream: the client asks for "stream": true (the guard
+# reads the upstream's stream too, stream_upstream = true by default).
+measure "stream, concurrency 64" direct "$SIM" 64 "$N64" --stream
+measure "stream, concurrency 64" "guard, attempts=1" "$G1" 64 "$N64" --stream
 measure "stream, first byte" direct "$SIMP" 1 "$NS" --stream
 measure "stream, first byte" "guard, attempts=1" "$G1P" 1 "$NS" --stream
 python3 - "$WORK/results.jsonl" <<'PY'
@@ -145,12 +153,14 @@ for r in rows:
         continue
     added = "" if r["target"] == "direct" else "/".join(f"{q[p] - d[p]:+.2f}" for p in ("p50", "p90", "p99"))
     print(f"  {r['scenario']:<20} {r['target']:<18} {r['requests']:>6} {r['rps']:>9.1f} {q['p50']:>8.2f} {q['p90']:>8.2f} {q['p99']:>8.2f}   {added:<27}   {errors}")
-print("  (stream rows: time to first byte at 1 ms per token; the guard sends nothing before the whole answer has passed)")
-d = direct.get("concurrency 64")
-for r in rows:
-    if r["scenario"] == "concurrency 64" and r["target"] != "direct" and d and r["ok"]:
-        print(f"  concurrency 64, 0 ms upstream, {r['target']}: throughput {r['rps'] / d['rps']:.2f}x direct, "
-              f"added p50 {r['latency_ms']['p50'] - d['latency_ms']['p50']:+.2f} ms")
+print("  (\"stream, first byte\" rows: time to first byte at 1 ms per token; the guard sends nothing before the whole answer has passed;")
+print("   \"stream, concurrency 64\" rows: whole streamed answers at 0 ms upstream)")
+for scenario in ("concurrency 64", "stream, concurrency 64"):
+    d = direct.get(scenario)
+    for r in rows:
+        if r["scenario"] == scenario and r["target"] != "direct" and d and r["ok"]:
+            print(f"  {scenario}, 0 ms upstream, {r['target']}: throughput {r['rps'] / d['rps']:.2f}x direct, "
+                  f"added p50 {r['latency_ms']['p50'] - d['latency_ms']['p50']:+.2f} ms")
 PY
 
 echo
@@ -169,18 +179,35 @@ pid_of() { sed -n "$1p" "$WORK/pids"; }
 # pids: sim, simp, guard1, guard3, guard1p, guard1w (in the order started).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
-for pair in "stream_upstream=true $G1 3" "stream_upstream=false $G1W 6"; do
-  read -r label addr line <<<"$pair"
-  pid=$(pid_of "$line")
-  before=$(cpu_ticks "$pid")
-  "$LOAD" --url "http://$addr/v1/chat/completions" --concurrency 64 --requests "$N4" --warmup 0 >/dev/null
-  after=$(cpu_ticks "$pid")
-  python3 -c "import sys; b,a,hz,n=map(float,sys.argv[1:5]); print(f'  guard, {sys.argv[5]}: {(a-b)/hz/n*1e6:.0f} us CPU per request ({n:.0f} requests)')" \
-    "$before" "$after" "$hz" "$N4" "$label"
+# Each row: CPU per request of the load generator, the sim and the guard
+# over the same N4 requests (the three share the machine's cores, so the
+# guarded/direct throughput is about (load + sim) / (load + sim + guard)).
+# load_cpu ARGS...: runs the load generator, prints its CPU seconds.
+load_cpu() {
+  python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+r = resource.getrusage(resource.RUSAGE_CHILDREN); print(r.ru_utime + r.ru_stime)' "$LOAD" "$@"
+}
+printf '  %-34s %14s %14s %14s\n' "CPU per request (us)" "load generator" "sim" "guard"
+for row in "direct|-|$SIM" "guard, stream_upstream=true|3|$G1" "guard, stream_upstream=false|6|$G1W" \
+           "streamed, direct|-|$SIM" "streamed, guard, stream_upstream=true|3|$G1"; do
+  IFS='|' read -r label line addr <<<"$row"
+  flags=(); [[ "$label" == streamed* ]] && flags=(--stream)
+  sim_before=$(cpu_ticks "$(pid_of 1)")
+  [[ "$line" != - ]] && before=$(cpu_ticks "$(pid_of "$line")")
+  load_s=$(load_cpu --url "http://$addr/v1/chat/completions" --concurrency 64 --requests "$N4" --warmup 0 "${flags[@]}")
+  sim_after=$(cpu_ticks "$(pid_of 1)")
+  guard_us=-
+  if [[ "$line" != - ]]; then
+    after=$(cpu_ticks "$(pid_of "$line")")
+    guard_us=$(python3 -c "import sys; b,a,hz,n=map(float,sys.argv[1:5]); print(f'{(a-b)/hz/n*1e6:.0f}')" "$before" "$after" "$hz" "$N4")
+  fi
+  python3 -c "import sys; l,sb,sa,hz,n=map(float,sys.argv[1:6]); print(f'  {sys.argv[6]:<34} {l/n*1e6:>14.0f} {(sa-sb)/hz/n*1e6:>14.0f} {sys.argv[7]:>14}')" \
+    "$load_s" "$sim_before" "$sim_after" "$hz" "$N4" "$label" "$guard_us"
 done
 if command -v perf >/dev/null 2>&1; then
   pid=$(pid_of 3)
-  perf record -F 2999 -p "$pid" -o "$WORK/perf.data" >/dev/null 2>"$WORK/perf.err" &
+  perf record -e cpu-clock -F 2999 -p "$pid" -o "$WORK/perf.data" >/dev/null 2>"$WORK/perf.err" &
   perfpid=$!
   sleep 0.5
   "$LOAD" --url "http://$G1/v1/chat/completions" --concurrency 64 --requests "$N4" --warmup 0 >/dev/null
@@ -192,6 +219,7 @@ else
 fi
 fi
 
+[[ "${ONLY:-}" == 4 ]] && exit 0
 echo
 echo "== Figure 3: cutting failing answers short (stream_upstream on vs off)"
 # A sim streaming a token every 5 ms whose answers contain contractions

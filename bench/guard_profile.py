@@ -13,7 +13,9 @@ from collections import defaultdict
 #: (group, pattern on the symbol), first match wins.
 GROUPS = [
     ("kernel: network, syscalls, scheduling", r"^\[k\]"),
-    ("memory (malloc, free, memcpy)", r"malloc|free|realloc|memcpy|memmove|memset|_int_|cfree|alloc::"),
+    ("memory (malloc, free, memcpy)",
+     r"malloc|free|realloc|memcpy|memmove|memset|_int_|cfree|unlink_chunk|\b_?mi_|__rust_(re|de)?alloc|alloc::alloc::"),
+    ("live monitor (confidence sequences)", r"probity_core::(stats|monitor)|log1p|retain_mut"),
     ("JSON (serde_json)", r"serde_json|serde::|ryu|itoa"),
     ("checks (rhai, regex)", r"rhai|regex|aho_corasick|probity_core::validator"),
     ("store (SQLite)", r"sqlite|rusqlite"),

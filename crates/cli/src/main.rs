@@ -7,6 +7,13 @@
 // error cannot turn it into a panic); stdout through `stdout`.
 #![deny(clippy::print_stderr, clippy::print_stdout)]
 
+/// mimalloc rather than the system's allocator: the guard (`probity
+/// serve`) allocates for every request on many threads at once, where
+/// glibc's malloc took 28% of its CPU (docs/serve.md, "What it costs").
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod compare;
 mod export;
 mod failure;

@@ -339,7 +339,10 @@ impl Provider for Limited {
         &self,
         _: &Request,
     ) -> Result<probity_engine::provider::Completion, ProviderError> {
-        Err(ProviderError::RateLimited { retry_after: None })
+        Err(ProviderError::RateLimited {
+            retry_after: None,
+            headers: Vec::new(),
+        })
     }
     fn fingerprint(&self) -> String {
         "limited".into()
@@ -894,7 +897,10 @@ impl Provider for RateLimitedAtTurn3 {
             .count();
         let key = (r.input.id.clone(), r.repetition);
         if turn == 3 && self.failed.lock().unwrap().insert(key) {
-            return Err(ProviderError::RateLimited { retry_after: None });
+            return Err(ProviderError::RateLimited {
+                retry_after: None,
+                headers: Vec::new(),
+            });
         }
         self.inner.complete_wire(r, wire).await
     }

@@ -86,7 +86,8 @@ async fn openai_rate_limit_with_retry_after() {
     assert_eq!(
         err,
         ProviderError::RateLimited {
-            retry_after: Some(Duration::from_secs(7))
+            retry_after: Some(Duration::from_secs(7)),
+            headers: Vec::new(),
         }
     );
     assert!(err.is_retryable());

@@ -423,7 +423,7 @@ mod retries {
         // About half the first tries are 429s, each with its Retry-After.
         let limited: Vec<Option<Duration>> = (0..200)
             .filter_map(|i| match m.generate_try(&request(i).messages, 0, 0, 0) {
-                Err(ProviderError::RateLimited { retry_after }) => Some(retry_after),
+                Err(ProviderError::RateLimited { retry_after, .. }) => Some(retry_after),
                 Err(e) => panic!("{e}"),
                 Ok(_) => None,
             })

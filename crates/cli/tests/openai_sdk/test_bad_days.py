@@ -23,14 +23,40 @@ RATE_LIMITED = {"error": {"message": "Rate limit reached for requests", "type": 
                           "param": None, "code": "rate_limit_exceeded"}}
 
 
-def test_a_429_is_a_rate_limit_error_the_sdk_backs_off_from(guarded):
-    guard, up = guarded([(429, RATE_LIMITED, {"retry-after-ms": "150", "retry-after": "1"})],
-                        attempts=3, call_attempts=3)
+#: What an OpenAI 429 carries besides its wait: the request id and the
+#: rate-limit state, which the client reads to pace itself.
+LIMIT_HEADERS = {
+    "x-request-id": "req_429_5b1e",
+    "x-ratelimit-limit-requests": "500",
+    "x-ratelimit-remaining-requests": "0",
+    "x-ratelimit-reset-requests": "120ms",
+    "x-ratelimit-remaining-tokens": "29812",
+    # Never passed on: it names the upstream's internals.
+    "x-internal-backend": "10.20.30.40:8443",
+}
+
+
+@pytest.mark.parametrize("stream_upstream", ["true", "false"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_429_is_a_rate_limit_error_the_sdk_backs_off_from(guarded, stream, stream_upstream):
+    """Streamed or not, and whether the guard asked the upstream for a
+    stream or not: the 429 reaches the SDK with the upstream's wait, its
+    request id and its x-ratelimit-* headers as sent."""
+    guard, up = guarded([(429, RATE_LIMITED, {"retry-after-ms": "150", "retry-after": "1",
+                                               **LIMIT_HEADERS})],
+                        attempts=3, call_attempts=3,
+                        extra=f"stream_upstream = {stream_upstream}")
     with pytest.raises(openai.RateLimitError) as e:
-        sdk(guard).chat.completions.create(model="m", messages=USER)
+        sdk(guard).chat.completions.create(model="m", messages=USER, stream=stream)
     assert e.value.status_code == 429
     h = e.value.response.headers
     assert h.get("retry-after") == "1" and h.get("retry-after-ms") == "150", dict(h)
+    for name, value in LIMIT_HEADERS.items():
+        if name.startswith("x-internal"):
+            assert name not in h, dict(h)
+        else:
+            assert h.get(name) == value, (name, dict(h))
+    assert e.value.request_id == LIMIT_HEADERS["x-request-id"]
     assert h.get("x-probity-attempts") == "1"
     # One upstream call per SDK try: the SDK's 3 tries, never 3 × attempts
     # × call_attempts (the issue's 18).

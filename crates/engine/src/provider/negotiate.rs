@@ -344,7 +344,8 @@ mod tests {
         }));
         assert!(!says_format_unsupported(&server("out of memory")));
         assert!(!says_format_unsupported(&ProviderError::RateLimited {
-            retry_after: None
+            retry_after: None,
+            headers: Vec::new(),
         }));
         assert!(!refuses(&server("bad response_format"), Structured::None));
     }

@@ -10,15 +10,28 @@
 //! The framing is parsed here rather than with an SSE crate: OpenAI's
 //! stream uses only `data:` lines separated by blank lines, and a crate
 //! (eventsource-stream) would bring a parser combinator library and
-//! reqwest's stream feature for these few lines.
+//! reqwest's stream feature for these few lines. The parser follows the
+//! WHATWG event-stream rules for what it reads (lines end in CRLF, LF or
+//! CR; a blank line ends an event; `data` lines are joined by LF; other
+//! fields and comments are ignored) and looks at each byte once, however
+//! the stream is split into reads ([`SseFrames`]).
 
 use super::types::{message_text, AnswerMeta, Completion, ProviderError, WireAnswer};
 use serde_json::{Map, Value};
 
-/// Splits bytes into events and events into their `data`.
+/// Splits bytes into events and events into their `data`, line by line:
+/// each byte is scanned once (a read resumes where the last one stopped),
+/// so a long stream costs time linear in its length whatever its reads.
 #[derive(Debug, Default)]
 pub(crate) struct SseFrames {
-    buffer: Vec<u8>,
+    /// The start of a line not yet ended (every complete line is taken).
+    partial: Vec<u8>,
+    /// The `data` of the event under way: its lines, each followed by LF.
+    data: String,
+    /// Whether the event under way has a `data` field.
+    has_data: bool,
+    /// The last line ended in CR: an LF that comes next belongs to it.
+    after_cr: bool,
 }
 
 impl SseFrames {
@@ -26,34 +39,51 @@ impl SseFrames {
     /// `data:` lines of an event joined by newlines; comments and other
     /// fields dropped).
     pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
-        self.buffer.extend_from_slice(bytes);
         let mut out = Vec::new();
-        while let Some((end, sep)) = event_end(&self.buffer) {
-            let event: Vec<u8> = self.buffer.drain(..end + sep).collect();
-            let text = String::from_utf8_lossy(&event[..end]);
-            let data: Vec<&str> = text
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            if !data.is_empty() {
-                out.push(data.join("\n"));
+        let mut rest = bytes;
+        if self.after_cr {
+            self.after_cr = false;
+            if let Some(tail) = rest.strip_prefix(b"\n") {
+                rest = tail;
             }
         }
+        while let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+            let (line, after) = rest.split_at(end);
+            let crlf = after.starts_with(b"\r\n");
+            self.after_cr = after[0] == b'\r' && after.len() == 1;
+            rest = &after[if crlf { 2 } else { 1 }..];
+            if self.partial.is_empty() {
+                self.line(line, &mut out);
+            } else {
+                let mut whole = std::mem::take(&mut self.partial);
+                whole.extend_from_slice(line);
+                self.line(&whole, &mut out);
+            }
+        }
+        self.partial.extend_from_slice(rest);
         out
     }
-}
 
-/// Where the first event in `buf` ends, and the separator's length.
-fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
-    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
-    let crlf = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| (i, 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-        (a, b) => a.or(b),
+    /// One complete line (without its end): a blank line ends the event.
+    fn line(&mut self, line: &[u8], out: &mut Vec<String>) {
+        if line.is_empty() {
+            if std::mem::take(&mut self.has_data) {
+                let mut data = std::mem::take(&mut self.data);
+                data.pop(); // the last line's LF
+                out.push(data);
+            }
+            return;
+        }
+        let value = match line.strip_prefix(b"data") {
+            Some([]) => &[][..],
+            Some([b':', value @ ..]) => value.strip_prefix(b" ").unwrap_or(value),
+            // Comments (`:`), other fields (`event`, `id`, `retry`) and
+            // fields that only begin with "data" are not data.
+            _ => return,
+        };
+        self.has_data = true;
+        self.data.push_str(&String::from_utf8_lossy(value));
+        self.data.push('\n');
     }
 }
 
@@ -321,6 +351,67 @@ impl Assembly {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every event of `stream`, read in pieces of the sizes `sizes` gives
+    /// in turn.
+    fn events_in_pieces(stream: &[u8], mut sizes: impl FnMut() -> usize) -> Vec<String> {
+        let mut frames = SseFrames::default();
+        let mut events = Vec::new();
+        let mut rest = stream;
+        while !rest.is_empty() {
+            let (piece, tail) = rest.split_at(sizes().clamp(1, rest.len()));
+            events.extend(frames.push(piece));
+            rest = tail;
+        }
+        events
+    }
+
+    /// The framing by the event-stream rules, whatever the reads: line
+    /// ends LF, CRLF and CR (a CRLF split between two reads is one end),
+    /// comments and other fields dropped, `data` lines joined by LF, an
+    /// event without data dispatching nothing; and a long stream read one
+    /// byte at a time, or in uneven pieces, gives the events it gives
+    /// read whole.
+    #[test]
+    fn a_stream_split_into_many_small_reads_yields_the_same_events() {
+        let mixed = b"data: a\n\n: comment\r\n\r\nevent: x\nid: 1\ndata:b\r\ndata: c\r\n\r\ndata\r\rdatum: no\n\ndata: \xc3\xa9t\xc3\xa9\n\nretry: 5\n\n";
+        let expected = ["a", "b\nc", "", "\u{e9}t\u{e9}"];
+        assert_eq!(events_in_pieces(mixed, || usize::MAX), expected);
+        for size in 1..=mixed.len() {
+            assert_eq!(
+                events_in_pieces(mixed, || size),
+                expected,
+                "pieces of {size}"
+            );
+        }
+        // 2,000 chunks (one with a 64 KB tool-call argument), with every
+        // line end, read whole, a byte at a time and in uneven pieces.
+        let mut long = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..2000 {
+            let data = if i == 1000 {
+                format!("{{\"arguments\":\"{}\"}}", "x".repeat(65536))
+            } else {
+                format!("{{\"content\":\"token {i}\"}}")
+            };
+            let end: &[u8] = [&b"\n"[..], b"\r\n", b"\r"][i % 3];
+            long.extend_from_slice(b"data: ");
+            long.extend_from_slice(data.as_bytes());
+            long.extend_from_slice(end);
+            long.extend_from_slice(end);
+            want.push(data);
+        }
+        assert_eq!(events_in_pieces(&long, || usize::MAX), want);
+        assert_eq!(events_in_pieces(&long, || 1), want);
+        let mut seed = 7u64;
+        let uneven = events_in_pieces(&long, || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % 300
+        });
+        assert_eq!(uneven, want);
+    }
 
     #[test]
     fn events_split_across_reads_assemble_into_the_answer() {

@@ -218,7 +218,14 @@ pub type CutWhen<'a> = &'a (dyn Fn(&str) -> bool + Send + Sync);
 #[derive(Debug, Clone, Error, PartialEq, Serialize, Deserialize)]
 pub enum ProviderError {
     #[error("rate limited (HTTP 429){}", retry_after.map(|d| format!(", retry after {:.1}s", d.as_secs_f64())).unwrap_or_default())]
-    RateLimited { retry_after: Option<Duration> },
+    RateLimited {
+        retry_after: Option<Duration>,
+        /// The upstream's headers a `probity serve` client is given
+        /// ([`passed_header`]: `x-request-id`, `x-ratelimit-*`), passed on
+        /// with the 429 as with an answer.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        headers: Vec<(String, String)>,
+    },
     #[error("server error: HTTP {status}: {body}")]
     Server { status: u16, body: String },
     #[error("request rejected: HTTP {status}: {body}")]
@@ -282,10 +289,19 @@ impl ProviderError {
         }
     }
 
+    /// The upstream's headers a client is given with this error
+    /// (`x-request-id`, `x-ratelimit-*` of a 429); none for the others.
+    pub fn headers(&self) -> &[(String, String)] {
+        match self {
+            ProviderError::RateLimited { headers, .. } => headers,
+            _ => &[],
+        }
+    }
+
     /// The server's requested wait, if it named one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            ProviderError::RateLimited { retry_after } => *retry_after,
+            ProviderError::RateLimited { retry_after, .. } => *retry_after,
             _ => None,
         }
     }

@@ -297,12 +297,14 @@ pub(crate) fn body_excerpt(body: &str) -> String {
     format!("{}…", &body[..end])
 }
 
-/// Maps a non-success HTTP status to the error kind: 429 → `RateLimited`,
+/// Maps a non-success HTTP status to the error kind: 429 → `RateLimited`
+/// (with its wait and the headers a client is given),
 /// 5xx → `Server`, other → `Rejected`.
 pub(crate) fn status_error(status: u16, headers: &HeaderMap, body: &str) -> ProviderError {
     match status {
         429 => ProviderError::RateLimited {
             retry_after: retry_after(headers),
+            headers: super::types::passed_headers(headers),
         },
         500..=599 => ProviderError::Server {
             status,

@@ -211,18 +211,12 @@ fn respond(
     };
     cancel.disarm();
     let (verdict, usage) = finish(st, &outcome, started, req.api);
+    let attempts = outcome.attempts();
     let (mut resp, name) = match verdict {
         Verdict::Publish(p) => {
             let mut resp = publish(&p, usage);
             // The upstream's request id and rate-limit state, as sent.
-            for (name, value) in p.headers() {
-                if let (Ok(k), Ok(v)) = (
-                    header::HeaderName::from_bytes(name.as_bytes()),
-                    HeaderValue::from_str(value),
-                ) {
-                    resp.headers_mut().insert(k, v);
-                }
-            }
+            pass_on(&mut resp, p.headers());
             (resp, p.outcome)
         }
         Verdict::Refuse {
@@ -232,6 +226,10 @@ fn respond(
             retry,
         } => {
             let mut resp = (status, Json(body)).into_response();
+            if outcome == Outcome::UpstreamError {
+                // A 429's rate-limit state, as the upstream sent it.
+                pass_on(&mut resp, super::failure::upstream_headers(attempts));
+            }
             for (name, value) in retry.headers() {
                 if let Ok(v) = HeaderValue::from_str(&value) {
                     resp.headers_mut().insert(name, v);
@@ -240,8 +238,21 @@ fn respond(
             (resp, outcome)
         }
     };
-    set_headers(&mut resp, &Cost::of(outcome.attempts()), name, &req.pinned);
+    set_headers(&mut resp, &Cost::of(attempts), name, &req.pinned);
     resp
+}
+
+/// Set the upstream's `headers` ([`crate::provider::types::passed_header`])
+/// on `resp`, as sent.
+fn pass_on(resp: &mut Response, headers: &[(String, String)]) {
+    for (name, value) in headers {
+        if let (Ok(k), Ok(v)) = (
+            header::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            resp.headers_mut().insert(k, v);
+        }
+    }
 }
 
 /// What a client is told when the guard's task itself failed.

@@ -2,8 +2,10 @@
 //! whether it should ask again (docs/serve.md, "When the upstream fails").
 //!
 //! - HTTP 429: passed on as a 429 with `Retry-After` (and
-//!   `retry-after-ms`), the upstream's wait or [`DEFAULT_WAIT`]: the
-//!   client backs off and asks again; the guard never retried it.
+//!   `retry-after-ms`), the upstream's wait or [`DEFAULT_WAIT`], and the
+//!   upstream's `x-ratelimit-*` and `x-request-id` headers
+//!   ([`upstream_headers`]): the client backs off and asks again; the
+//!   guard never retried it.
 //! - Any other 4xx but 401/403: the upstream's status and its error object
 //!   (`message`, `type`, `param`, `code`) as it sent them: the request is
 //!   the client's to fix.
@@ -62,14 +64,26 @@ pub struct Failure {
     pub retry: Retry,
 }
 
+/// The last upstream error among `attempts`: the one a client is told of.
+fn last_error(attempts: &[Attempt]) -> Option<&ProviderError> {
+    attempts
+        .iter()
+        .rev()
+        .find_map(|a| a.upstream_error.as_ref())
+}
+
+/// The upstream's headers passed on with an error answer for `attempts`
+/// (those of the error [`upstream_failure`] reads: a 429's `x-ratelimit-*`
+/// and `x-request-id`, as sent).
+pub fn upstream_headers(attempts: &[Attempt]) -> &[(String, String)] {
+    last_error(attempts).map_or(&[], ProviderError::headers)
+}
+
 /// What the client is told when no attempt produced an output (module
 /// docs): by the last attempt's upstream error.
 pub(crate) fn upstream_failure(attempts: &[Attempt], stop: Stop) -> Failure {
     let calls: u32 = attempts.iter().map(|a| a.call_attempts).sum();
-    let last = attempts
-        .iter()
-        .rev()
-        .find_map(|a| a.upstream_error.as_ref());
+    let last = last_error(attempts);
     let Some(e) = last else {
         // Timed out by the guard's own limits (attempt_timeout_s,
         // deadline_s): no upstream error to pass on.
@@ -88,7 +102,7 @@ pub(crate) fn upstream_failure(attempts: &[Attempt], stop: Stop) -> Failure {
         };
     };
     match e {
-        ProviderError::RateLimited { retry_after } => {
+        ProviderError::RateLimited { retry_after, .. } => {
             let wait = retry_after.unwrap_or(DEFAULT_WAIT);
             Failure {
                 status: StatusCode::TOO_MANY_REQUESTS,
@@ -237,10 +251,17 @@ mod tests {
 
     #[test]
     fn a_429_is_a_429_with_its_wait() {
+        let limit = (
+            "x-ratelimit-remaining-requests".to_string(),
+            "0".to_string(),
+        );
         let e = ProviderError::RateLimited {
             retry_after: Some(Duration::from_millis(2500)),
+            headers: vec![limit.clone()],
         };
-        let f = upstream_failure(&[failed(e, 1)], Stop::RateLimited);
+        let attempts = [failed(e, 1)];
+        assert_eq!(upstream_headers(&attempts), [limit]);
+        let f = upstream_failure(&attempts, Stop::RateLimited);
         assert_eq!(f.status, StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(f.retry, Retry::After(Duration::from_millis(2500)));
         assert_eq!(
@@ -251,7 +272,10 @@ mod tests {
             ]
         );
         assert_eq!(f.body["error"]["code"], "rate_limit_exceeded");
-        let none = ProviderError::RateLimited { retry_after: None };
+        let none = ProviderError::RateLimited {
+            retry_after: None,
+            headers: Vec::new(),
+        };
         let f = upstream_failure(&[failed(none, 1)], Stop::RateLimited);
         assert_eq!(f.retry, Retry::After(DEFAULT_WAIT));
     }

@@ -336,6 +336,7 @@ impl SimModel {
         if self.config.rate_limit > 0.0 && fault_draw(STREAM_LIMIT) < self.config.rate_limit {
             return Err(ProviderError::RateLimited {
                 retry_after: Some(Duration::from_secs_f64(self.config.retry_after_s)),
+                headers: Vec::new(),
             });
         }
         let u_error = if try_no == 0 {
