@@ -234,3 +234,49 @@ fn a_bad_when_is_refused_before_any_call_naming_file_line_and_field() {
     let none = refused(r#"input.topic == "billing""#);
     assert!(none.contains("holds for none of the 20 inputs"), "{none}");
 }
+
+/// A judge's rubric may use the input's fields (`{{ topic }}`): rendered
+/// per input, checked for every input it applies to before any call.
+fn templated(rubric: &str) -> String {
+    config(Some(r#"input.topic == "refund""#)).replace(
+        "instructions = \"PASS when the answer handles the refund politely.\"",
+        &format!("instructions = \"{rubric}\""),
+    )
+}
+
+#[test]
+fn a_judge_rubric_uses_the_inputs_fields_and_a_missing_one_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &templated("PASS when the answer handles the {{ topic }} of {{ input.id }} politely."),
+        &inputs(false),
+    );
+    let out = probity(dir.path(), &["run", "probity.toml"]);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        text(&out.stderr)
+    );
+    let runs = common::json_runs(dir.path());
+    assert_eq!(runs[0]["judge_calls"], 4 * M, "{}", runs[0]);
+
+    // A field no input has: refused before any call, naming the file, the
+    // table, the field, the input and the missing field.
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &templated("PASS when the answer names {{ country }}."),
+        &inputs(false),
+    );
+    let out = probity(dir.path(), &["run", "probity.toml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(common::json_runs(dir.path()).is_empty(), "nothing stored");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("probity.toml: [[verifier]] #1 (refund_judge): field `instructions`"),
+        "{err}"
+    );
+    assert!(err.contains("input \"q00\""), "{err}");
+    assert!(err.contains("no field `country`"), "{err}");
+}

@@ -723,12 +723,39 @@ fn check_reads(
             }
         }
     }
+    for (k, v) in verifiers.iter().enumerate() {
+        check_rubric(k, v, inputs)?;
+    }
     let scoped = applicability::scoped(
         text,
         validators,
         verifiers.iter().map(|v| (v.name.as_str(), v.when.as_ref())),
     );
     applicability::check(&scoped, inputs).map(|_| ())
+}
+
+/// A judge's rubric that is a template (`{{ country }}`) renders for every
+/// input it applies to, checked before any call: the first that does not
+/// is an error naming the table, the field, the input and the missing
+/// field.
+fn check_rubric(k: usize, v: &Verifier, inputs: &[Input]) -> Result<(), String> {
+    if !crate::provider::template::is_template(&v.instructions) {
+        return Ok(());
+    }
+    for input in inputs {
+        let applies = v.when.as_ref().map_or(Ok(true), |c| c.applies_to(input));
+        if applies != Ok(true) {
+            continue;
+        }
+        v.instructions_for(input).map_err(|e| {
+            format!(
+                "[[verifier]] #{} ({}): field `instructions`: {e}",
+                k + 1,
+                v.name
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// The name runs are stored under: `name`, or the file's stem.

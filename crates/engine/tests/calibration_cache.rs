@@ -344,7 +344,7 @@ async fn a_kept_verdict_is_what_the_judge_answered() {
     assert_eq!(stored.len() as u64, PAIRS);
     let mut flipped = 0;
     for (pair, key) in set.pairs.iter().zip(&keys) {
-        let request = v.request(&pair.input, &pair.output, u32::MAX, 1);
+        let request = v.request(&v.instructions, &pair.input, &pair.output, u32::MAX, 1);
         let answer = judge.complete(&request).await.unwrap();
         let (pass, reasons) = parse_judgement(&answer.text).unwrap();
         assert_eq!(

@@ -53,9 +53,15 @@ const KEEP_EVERY: usize = 64;
 /// verdicts read the old way are asked again.
 const KEY_VERSION: &str = "probity-label-verdict|v1";
 
-/// The judge's request about `pair`.
+/// The judge's request about `pair`, its rubric rendered for the pair's
+/// input; a rubric that cannot be rendered for it (a field the labelled
+/// input lacks) is sent as written.
 fn labelled_request(verifier: &Verifier, pair: &LabelledPair) -> Request {
+    let instructions = verifier
+        .instructions_for(&pair.input)
+        .unwrap_or_else(|_| verifier.instructions.clone());
     verifier.request(
+        &instructions,
         &pair.input,
         &pair.output,
         LABELLED_REPETITION,

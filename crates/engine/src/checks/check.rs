@@ -483,10 +483,20 @@ impl Checks {
                 }
                 _ => {}
             }
+            // Checked for every input when loaded; an input met later
+            // (live traffic) without the field is an Error cell.
+            let instructions = match v.instructions_for(input) {
+                Ok(i) => i,
+                Err(reason) => {
+                    cells.push(Cell::Error);
+                    reasons.push((k, reason));
+                    continue;
+                }
+            };
             let key = judging
                 .cache
                 .as_ref()
-                .map(|_| v.cache_key(input, output, repetition, attempt));
+                .map(|_| v.cache_key(&instructions, input, output, repetition, attempt));
             if let (Some(cache), Some(key), true) = (&judging.cache, &key, judging.reuse) {
                 if let Some(hit) = cache.get(key) {
                     judge_cached += 1;
@@ -501,7 +511,7 @@ impl Checks {
                 reasons.push((k, NOT_JUDGED.to_string()));
                 continue;
             }
-            let request = v.request(input, output, repetition, attempt);
+            let request = v.request(&instructions, input, output, repetition, attempt);
             let answer = caller.call(v.judge.as_ref(), &request).await;
             // This call's tries (the caller's counter is shared by
             // concurrent checks, so a difference of it would over-count).

@@ -44,6 +44,7 @@ use crate::provider::error::ConfigError;
 use crate::provider::negotiate::Negotiated;
 pub use crate::provider::negotiate::Structured;
 use crate::provider::openai::OpenAiConfig;
+use crate::provider::template::{is_template, render_check_text};
 use crate::provider::types::{Completion, Message, Provider, ProviderError, Request, Role};
 use crate::sim::rng::{Fnv, SplitMix64};
 use crate::system::config::ProviderConfig;
@@ -452,13 +453,31 @@ pub struct Judgement {
 }
 
 impl Verifier {
-    /// The cache key of this verifier's judgement of `(input, output)`.
-    pub fn cache_key(&self, input: &Input, output: &str, repetition: u32, attempt: u32) -> String {
+    /// The rubric for `input`: `instructions` as written, or — when it is
+    /// a template (`{{ country }}`) — rendered with the input's fields
+    /// ([`render_check_text`]); `Err` names the field and the input.
+    pub fn instructions_for(&self, input: &Input) -> Result<String, String> {
+        if !is_template(&self.instructions) {
+            return Ok(self.instructions.clone());
+        }
+        render_check_text("instructions", &self.instructions, input).map_err(|e| e.to_string())
+    }
+
+    /// The cache key of this verifier's judgement of `(input, output)`,
+    /// asked with `instructions` ([`Verifier::instructions_for`]).
+    pub fn cache_key(
+        &self,
+        instructions: &str,
+        input: &Input,
+        output: &str,
+        repetition: u32,
+        attempt: u32,
+    ) -> String {
         let structured = serde_json::to_string(&self.structured).unwrap_or_default();
         let question = JudgeQuestion {
             fingerprint: &self.judge.fingerprint(),
             preamble: JUDGE_PREAMBLE,
-            instructions: &self.instructions,
+            instructions,
             structured: &structured,
         };
         judgement_key(&question, input, output, repetition, attempt)
@@ -476,16 +495,20 @@ impl Verifier {
     }
 
     /// The judge's request for `(input, output)`: the preamble and the
-    /// instructions, then the input (its conversation whole when it has
-    /// one) and the output, escaped between tags
-    /// ([`judge_prompt::user_message`]).
-    pub fn request(&self, input: &Input, output: &str, repetition: u32, attempt: u32) -> Request {
+    /// `instructions` ([`Verifier::instructions_for`] the input), then the
+    /// input (its conversation whole when it has one) and the output,
+    /// escaped between tags ([`judge_prompt::user_message`]).
+    pub fn request(
+        &self,
+        instructions: &str,
+        input: &Input,
+        output: &str,
+        repetition: u32,
+        attempt: u32,
+    ) -> Request {
         Request {
             messages: vec![
-                Message::text(
-                    Role::System,
-                    format!("{JUDGE_PREAMBLE}{}", self.instructions),
-                ),
+                Message::text(Role::System, format!("{JUDGE_PREAMBLE}{instructions}")),
                 Message::text(Role::User, judge_prompt::user_message(input, output)),
             ],
             repetition,
@@ -732,6 +755,42 @@ mod tests {
         assert_eq!((j.verdict, j.reasons.len()), (JudgeVerdict::Pass, 0));
     }
 
+    #[test]
+    fn a_rubric_template_is_rendered_with_the_inputs_fields() {
+        let mut spec: VerifierSpec = toml::from_str(
+            "name = \"capital\"\ninstructions = \"PASS when it names {{ capital }}, capital of {{ input.country }}.\"",
+        )
+        .unwrap();
+        let v = spec.compile(&ProviderConfig::default()).unwrap();
+        let mut input = Input::text("fr", "What is the capital of France?");
+        input.fields.insert("capital".into(), json!("Paris"));
+        input.fields.insert("country".into(), json!("France <b>"));
+        let rubric = v.instructions_for(&input).unwrap();
+        assert_eq!(rubric, "PASS when it names Paris, capital of France <b>.");
+        let request = v.request(&rubric, &input, "Paris", 0, 0);
+        assert!(request.messages[0].content.ends_with(&rubric));
+        // The cache key follows the rubric each input gets.
+        let mut other = input.clone();
+        other.fields.insert("capital".into(), json!("Lyon"));
+        let other_rubric = v.instructions_for(&other).unwrap();
+        assert_ne!(
+            v.cache_key(&rubric, &input, "Paris", 0, 0),
+            v.cache_key(&other_rubric, &other, "Paris", 0, 0)
+        );
+        let err = v.instructions_for(&Input::text("x", "hi")).unwrap_err();
+        assert!(
+            err.contains("input \"x\"") && err.contains("no field `capital`"),
+            "{err}"
+        );
+        // Plain text is sent as written.
+        spec.instructions = "PASS when polite; write {braces} freely".into();
+        let v = spec.compile(&ProviderConfig::default()).unwrap();
+        assert_eq!(
+            v.instructions_for(&input).unwrap(),
+            "PASS when polite; write {braces} freely"
+        );
+    }
+
     #[tokio::test]
     async fn sim_judge_reads_the_truth_from_the_output() {
         let judge = SimJudge::new(SimJudgeConfig::default()).unwrap();
@@ -750,12 +809,18 @@ mod tests {
         .unwrap();
         let input = Input::text("1", "Thank you for the help");
         let good = judge
-            .complete(&v.request(&input, "You're welcome. Glad to help.", 0, 0))
+            .complete(&v.request("x", &input, "You're welcome. Glad to help.", 0, 0))
             .await
             .unwrap();
         assert_eq!(parse_judgement(&good.text), Ok((true, vec![])));
         let bad = judge
-            .complete(&v.request(&input, "I'm sure it's fine, you'll see, don't worry", 0, 0))
+            .complete(&v.request(
+                "x",
+                &input,
+                "I'm sure it's fine, you'll see, don't worry",
+                0,
+                0,
+            ))
             .await
             .unwrap();
         let (pass, reasons) = parse_judgement(&bad.text).unwrap();

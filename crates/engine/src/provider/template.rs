@@ -350,6 +350,37 @@ impl Object for InputObject {
     }
 }
 
+/// Whether `source` is a template (has `{{`, `{%` or `{#`) rather than
+/// plain text: only then is it rendered per input.
+pub fn is_template(source: &str) -> bool {
+    ["{{", "{%", "{#"].iter().any(|t| source.contains(t))
+}
+
+/// `source` (a check's text: a judge's rubric) rendered for `input`: the
+/// input's fields are in scope by name (`{{ country }}`) and as `input`
+/// (`{{ input.country }}`, as in prompt templates; a field named `input`
+/// wins). Strict undefined, fuel and size caps as every template here; no
+/// escaping, as prompt templates (the fields are the test's own data).
+/// `template` names the text in errors.
+pub fn render_check_text(
+    template: &str,
+    source: &str,
+    input: &Input,
+) -> Result<String, TemplateError> {
+    let mut env = new_env();
+    add(&mut env, template, source)?;
+    let mut fields: std::collections::BTreeMap<String, minijinja::Value> = input
+        .fields
+        .to_map()
+        .into_iter()
+        .map(|(k, v)| (k, minijinja::Value::from_serialize(&v)))
+        .collect();
+    fields
+        .entry("input".into())
+        .or_insert_with(|| input_object(input));
+    render_one(&env, template, &minijinja::Value::from(fields), input)
+}
+
 /// A minijinja environment configured the way probity uses it: strict
 /// undefined, debug info on, trailing newlines kept.
 pub(crate) fn new_env() -> Environment<'static> {
