@@ -54,19 +54,18 @@ const KEEP_EVERY: usize = 64;
 const KEY_VERSION: &str = "probity-label-verdict|v1";
 
 /// The judge's request about `pair`, its rubric rendered for the pair's
-/// input; a rubric that cannot be rendered for it (a field the labelled
-/// input lacks) is sent as written.
-fn labelled_request(verifier: &Verifier, pair: &LabelledPair) -> Request {
-    let instructions = verifier
-        .instructions_for(&pair.input)
-        .unwrap_or_else(|_| verifier.instructions.clone());
-    verifier.request(
+/// input; `Err` when the rubric cannot be rendered for it (a field the
+/// labelled input lacks) — never the template sent as written, which
+/// would measure the judge on a question the run never asks.
+fn labelled_request(verifier: &Verifier, pair: &LabelledPair) -> Result<Request, String> {
+    let instructions = verifier.instructions_for(&pair.input)?;
+    Ok(verifier.request(
         &instructions,
         &pair.input,
         &pair.output,
         LABELLED_REPETITION,
         LABELLED_ATTEMPT,
-    )
+    ))
 }
 
 /// Ask `verifier`'s judge about one labelled `pair` through `caller` (its
@@ -76,7 +75,15 @@ pub(crate) async fn ask_about(
     pair: &LabelledPair,
     caller: &Caller,
 ) -> Judgement {
-    let request = labelled_request(verifier, pair);
+    let request = match labelled_request(verifier, pair) {
+        Ok(r) => r,
+        Err(why) => {
+            return Judgement {
+                verdict: JudgeVerdict::Error,
+                reasons: vec![format!("the labelled pair's rubric: {why}")],
+            }
+        }
+    };
     let answer = caller.call(verifier.judge.as_ref(), &request).await;
     let made = u64::from(match &answer {
         Ok(a) => a.attempts,
@@ -138,7 +145,11 @@ impl LabelVerdictCache for Renewing<'_> {
 /// the request carries. The pair's line in its file and its human label
 /// are not parts: moving a line, or relabelling it, asks nothing again.
 pub fn label_key(verifier: &Verifier, pair: &LabelledPair) -> String {
-    request_key(verifier, &labelled_request(verifier, pair))
+    match labelled_request(verifier, pair) {
+        Ok(request) => request_key(verifier, &request),
+        // Never asked (an error judgement, not kept): a key of its own.
+        Err(why) => format!("unrenderable|{why}"),
+    }
 }
 
 fn request_key(verifier: &Verifier, request: &Request) -> String {
