@@ -85,24 +85,6 @@ pub struct Caller {
     /// Microseconds answered calls took from sending to answer (the
     /// upstream's service time, with any time queued at the upstream).
     pub service_us: AtomicU64,
-    /// Told of every call once counted in `calls`, before it is sent (a
-    /// shared run records it as started: [`Caller::before_each_call`]).
-    before_call: std::sync::OnceLock<BeforeCall>,
-}
-
-/// What a call does once counted and before it is sent: given the caller
-/// (its counts already count the call), it may return a commit to wait
-/// for. Set once per caller ([`Caller::before_each_call`]).
-#[derive(Clone)]
-pub struct BeforeCall(pub Arc<BeforeCallFn>);
-
-/// The function of a [`BeforeCall`]: the commit to wait for, if any.
-pub type BeforeCallFn = dyn Fn(&Caller) -> Option<tokio::sync::oneshot::Receiver<()>> + Send + Sync;
-
-impl std::fmt::Debug for BeforeCall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("BeforeCall")
-    }
 }
 
 impl Default for Caller {
@@ -223,14 +205,7 @@ impl Caller {
             load: UpstreamLoad::default(),
             queued_us: AtomicU64::new(0),
             service_us: AtomicU64::new(0),
-            before_call: std::sync::OnceLock::new(),
         }
-    }
-
-    /// Run `hook` before every call this caller sends from now on, once
-    /// the call is counted (the first hook set stays).
-    pub fn before_each_call(&self, hook: BeforeCall) {
-        let _ = self.before_call.set(hook);
     }
 
     /// This caller with `concurrency = "auto"`, at most `most` calls at
@@ -313,12 +288,6 @@ impl Caller {
             self.queued_us
                 .fetch_add(micros(queued.elapsed()), Ordering::Relaxed);
             self.calls.fetch_add(1, Ordering::Relaxed);
-            if let Some(hook) = self.before_call.get() {
-                if let Some(committed) = (hook.0)(self) {
-                    // An error: the writer stopped, and says why itself.
-                    let _ = committed.await;
-                }
-            }
             let started = Instant::now();
             let result = match tokio::time::timeout(self.timeout, once()).await {
                 Ok(r) => r,

@@ -179,26 +179,6 @@ impl std::ops::Add for RunTotals {
 }
 
 impl RunTotals {
-    /// Each count the larger of two readings of the same session's
-    /// counters (every count only grows): readings taken by several tasks
-    /// may reach the writer out of order, and the later must never count
-    /// less.
-    pub fn latest(self, o: RunTotals) -> RunTotals {
-        let k = self
-            .judge_calls_by_check
-            .len()
-            .max(o.judge_calls_by_check.len());
-        let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
-        RunTotals {
-            model_calls: self.model_calls.max(o.model_calls),
-            judge_calls: self.judge_calls.max(o.judge_calls),
-            tokens: self.tokens.max(o.tokens),
-            judge_calls_by_check: (0..k)
-                .map(|i| at(&self.judge_calls_by_check, i).max(at(&o.judge_calls_by_check, i)))
-                .collect(),
-        }
-    }
-
     /// What `self` counted beyond `earlier` (an earlier reading of the
     /// same session's counts).
     pub fn since(&self, earlier: &RunTotals) -> RunTotals {

@@ -218,9 +218,7 @@ fn write_loop(
         let mut op = Some(first);
         while let Some(next) = op.take() {
             match next {
-                WriteOp::Totals(t) => {
-                    latest = Some(latest.take().map_or(t.clone(), |l| t.latest(l)))
-                }
+                WriteOp::Totals(t) => latest = Some(t),
                 WriteOp::Done(inputs) => {
                     if claims.is_none() {
                         let ttl = claim_ttl();
@@ -244,7 +242,7 @@ fn write_loop(
                     batch.inputs.push(input);
                     batch.attempts.extend(attempts);
                     batch.samples.push(sample);
-                    latest = Some(latest.take().map_or(totals.clone(), |l| totals.latest(l)));
+                    latest = Some(totals);
                 }
                 WriteOp::Judgement(j) => batch.judgements.push(j),
                 WriteOp::Attempt(a) => batch.attempts.push(a),
@@ -264,8 +262,6 @@ fn write_loop(
             }
         }
         if let Some(t) = latest {
-            // Never less than already added (readings of several tasks).
-            let t = t.latest(added.clone());
             batch.totals = Some(t.since(&added));
             added = t;
         }
@@ -363,14 +359,6 @@ impl Writer {
         let (ack, done) = tokio::sync::oneshot::channel();
         let _ = send(&self.queue, WriteOp::Flush(ack));
         done
-    }
-
-    /// A handle that records calls as started on this writer (a shared
-    /// run's [`CallMarks`]).
-    pub fn call_marks(&self) -> CallMarks {
-        CallMarks {
-            queue: self.queue.clone(),
-        }
     }
 
     /// A handle that queues judgements on this writer (the judge cache's
@@ -480,28 +468,6 @@ impl JudgementSink {
     /// waiting, its queue is full: the judgement is not cached).
     pub fn send(&self, row: JudgementRow) -> bool {
         send(&self.queue, WriteOp::Judgement(row)).is_ok()
-    }
-}
-
-/// Records a session's calls as started before they are paid (issue 38,
-/// item 5): [`CallMarks::started`] queues the session's counts, which
-/// already count the call about to be sent, and asks for a commit at
-/// once; the caller may wait for it. A worker killed with calls in flight
-/// has then counted them: the run's paid calls include them.
-#[derive(Clone)]
-pub struct CallMarks {
-    queue: Arc<Mutex<Queue>>,
-}
-
-impl CallMarks {
-    /// Queue `totals` (counting the calls started so far) and a commit;
-    /// resolves once committed (at once, with an error, when the writer
-    /// has stopped). `None` when the writer has stopped.
-    pub fn started(&self, totals: RunTotals) -> Option<tokio::sync::oneshot::Receiver<()>> {
-        send(&self.queue, WriteOp::Totals(totals)).ok()?;
-        let (ack, done) = tokio::sync::oneshot::channel();
-        send(&self.queue, WriteOp::Flush(ack)).ok()?;
-        Some(done)
     }
 }
 

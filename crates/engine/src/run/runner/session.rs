@@ -130,9 +130,6 @@ impl<'a> RunSession<'a> {
             },
             _ => WorkSource::Every { done },
         };
-        if let (true, Some(writer)) = (shared, recorder.writer()) {
-            caller.before_each_call(paid_calls_marked(writer.call_marks()));
-        }
         let guard = guard.ok_or_else(|| RunError::Aborted("the run has no guard".into()))?;
         let sampler = Arc::new(
             Sampler::new(
@@ -502,27 +499,6 @@ fn store_side<'s>(store: &'s Option<(&mut Store, i64)>, recorder: &'s Recorder) 
         (Some((store, _)), Some(writer)) => Some((&**store, writer)),
         _ => None,
     }
-}
-
-/// Calls answering in this long on average or longer wait for their
-/// start to be committed; faster ones do not (a commit takes a few ms).
-const MARK_WAIT_FROM_US: u64 = 50_000;
-
-/// A shared run's calls recorded as started before they are paid (issue
-/// 38, item 5): each call's counts are committed before it is sent, so a
-/// worker killed with calls in flight has counted them and the run's paid
-/// calls are every call the provider saw. A call waits for that commit
-/// unless calls so far answered in under [`MARK_WAIT_FROM_US`] on
-/// average (the first 16 always wait): then the commit is queued and a
-/// kill -9 may miss the calls begun within its last few milliseconds,
-/// while waiting would cost a fast system a large share of its speed.
-fn paid_calls_marked(marks: crate::store::CallMarks) -> crate::provider::call::BeforeCall {
-    crate::provider::call::BeforeCall(Arc::new(move |caller: &Caller| {
-        let committed = marks.started(caller.totals())?;
-        let calls = Caller::count(&caller.calls);
-        let slow = Caller::count(&caller.service_us) >= MARK_WAIT_FROM_US * calls;
-        (calls <= 16 || slow).then_some(committed)
-    }))
 }
 
 /// Sleep until `deadline`, or for ever without one.
