@@ -69,8 +69,10 @@ impl RowRead for rusqlite::Row<'_> {
 }
 
 /// How long a statement waits for another connection's lock before the
-/// store reports it locked.
-const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// store reports it locked: long enough that workers of a shared run on a
+/// loaded machine wait for each other's commits rather than end (5 s was
+/// exceeded under CI load).
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Put the file in WAL mode. Turning a new file to WAL takes its
 /// exclusive lock, and SQLite answers "busy" at once, without its busy
