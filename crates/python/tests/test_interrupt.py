@@ -29,9 +29,14 @@ print("finished")
 def interrupt_once_started(script: Path, started: Path, *args: str, wait_s: float = 60) -> Tuple[str, str]:
     """Run ``script`` (its first argument: the file it creates once it has
     got going), send SIGINT then, and return its stdout and stderr."""
+    # A shell without job control starts background commands with SIGINT
+    # ignored, and Python then installs no KeyboardInterrupt handler: the
+    # child gets Ctrl-C as an interactive terminal gives it, whoever runs
+    # this suite.
     child = subprocess.Popen(
         [sys.executable, str(script), str(started), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 60
