@@ -44,9 +44,11 @@ pub mod view;
 
 pub use checks::check::{Checks, Judging};
 pub use provider::call::{CallSettings, Caller};
-pub use retry::guard::{Guard, GuardOutcome};
+pub use retry::guard::{Guard, GuardOutcome, Stop};
 pub use retry::policy::RetryPolicy;
 pub use run::experiment::Experiment;
-pub use run::outcome::{Progress, RunOutcome};
-pub use run::runner::{run, run_with, Control, ErrorClass, RunError, Sink};
+pub use run::outcome::{Halt, Progress, RunOutcome};
+pub use run::runner::{
+    run, run_with, Control, ErrorClass, OnProgress, RunError, Sink, FIRST_CALLS, FIRST_OUTPUTS,
+};
 pub use store::settings::Analysis;

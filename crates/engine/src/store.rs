@@ -25,7 +25,7 @@ pub mod postgres;
 pub(crate) mod records;
 pub(crate) mod rows;
 pub(crate) mod schema;
-pub mod settings;
+pub(crate) mod settings;
 pub(crate) mod sqlite;
 pub(crate) mod writer;
 
@@ -42,6 +42,7 @@ pub use records::{
     VariantTag,
 };
 pub use schema::SCHEMA_VERSION;
+pub use settings::StoredSettings;
 pub use writer::{JudgementSink, LiveRecord, Writer, WriterHealth};
 
 use backend::{Backend, RunEnd};

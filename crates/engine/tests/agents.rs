@@ -912,8 +912,8 @@ impl Provider for RateLimitedAtTurn3 {
 /// episode as the upstream's error, never the agent's failure.
 #[tokio::test]
 async fn a_rate_limit_in_turn_3_is_retried_inside_the_episode() {
-    use probity_engine::provider::call::Caller;
     use probity_engine::provider::limits::{Backoff, RateLimiter};
+    use probity_engine::Caller;
     let episode = |attempts: Option<u32>| {
         let mut e = shop_episode(AgentErrors::default());
         let AgentUnderTest::Model { system, params, .. } = e.agent.clone() else {

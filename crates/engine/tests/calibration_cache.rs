@@ -19,10 +19,10 @@ use probity_engine::checks::calibration::{
 use probity_engine::checks::labels::LabelledSet;
 use probity_engine::checks::verifier::{parse_judgement, SimJudge, SimJudgeConfig};
 use probity_engine::config::Config;
-use probity_engine::provider::call::Caller;
 use probity_engine::provider::Provider;
 use probity_engine::run::stored;
 use probity_engine::store::{Existing, LabelVerdict, MemoryLabelVerdicts, Store, SCHEMA_VERSION};
+use probity_engine::Caller;
 use probity_engine::{run_with, Control, Experiment, RunOutcome, Sink};
 use std::path::Path;
 use std::sync::atomic::Ordering;

@@ -6,11 +6,11 @@ use probity_core::{Cell, CheckKind, Input, Validator};
 use probity_engine::checks::verifier::sim_truth;
 use probity_engine::config::Config;
 use probity_engine::provider::{Completion, FnProvider, Message, Provider, Role};
-use probity_engine::retry::guard::{Guard, GuardOutcome, Stop};
 use probity_engine::run::stored;
 use probity_engine::store::Store;
 use probity_engine::{run, RunOutcome, Sink};
 use probity_engine::{Caller, Checks, RetryPolicy};
+use probity_engine::{Guard, GuardOutcome, Stop};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 

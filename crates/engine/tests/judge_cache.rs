@@ -7,7 +7,7 @@ use crate::common;
 
 use common::Counting;
 use probity_core::Cell;
-use probity_engine::checks::check::NOT_JUDGED;
+use probity_engine::checks::NOT_JUDGED;
 use probity_engine::config::Config;
 use probity_engine::run::revalidate::revalidate;
 use probity_engine::run::stored;
@@ -140,7 +140,7 @@ async fn failed_and_unreadable_judgements_are_not_cached() {
         // stops once it has seen the first outputs, before all of them.
         let errors = out.tensor.counts().error;
         assert!(
-            (probity_engine::run::runner::FIRST_OUTPUTS..SAMPLES).contains(&errors),
+            (probity_engine::FIRST_OUTPUTS..SAMPLES).contains(&errors),
             "{judge}: {errors} errors"
         );
     }
@@ -152,7 +152,7 @@ async fn failed_and_unreadable_judgements_are_not_cached() {
     // Every output it judged was asked again (none from the cache), until
     // the broken judge stopped it.
     assert_eq!(again.judge_cached, 0);
-    assert!(calls.load(Ordering::SeqCst) >= probity_engine::run::runner::FIRST_OUTPUTS);
+    assert!(calls.load(Ordering::SeqCst) >= probity_engine::FIRST_OUTPUTS);
 }
 
 #[tokio::test]

@@ -79,7 +79,7 @@ fn a_fails_reason_is_kept_with_its_cell() {
         v.explain_prepared(&prepared, "no"),
         (Verdict::Fail, Some("no welcome in 'no'".to_string()))
     );
-    let checks = probity_engine::checks::check::Checks {
+    let checks = probity_engine::Checks {
         validators: vec![v],
         verifiers: Vec::new(),
         ..Default::default()

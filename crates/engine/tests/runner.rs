@@ -325,7 +325,7 @@ async fn a_server_that_dies_mid_run_stops_it_without_a_verdict() {
     assert_eq!(out.status, RunStatus::Interrupted);
     let halt = out.halt.clone().expect("the run halted");
     assert!(
-        matches!(&halt, probity_engine::run::outcome::Halt::ErrorBudget { share, .. } if *share == 0.05),
+        matches!(&halt, probity_engine::Halt::ErrorBudget { share, .. } if *share == 0.05),
         "{halt:?}"
     );
     assert!(halt.to_string().contains("error budget"), "{halt}");

@@ -327,9 +327,9 @@ mod retries {
     //! retries (a transient error), sticky when asked, and 429s with
     //! `Retry-After` that the backoff honours.
     use super::*;
-    use probity_engine::provider::call::Caller;
     use probity_engine::provider::limits::{Backoff, RateLimiter};
     use probity_engine::provider::{ProviderError, Request};
+    use probity_engine::Caller;
     use std::sync::Arc;
     use std::time::Duration;
 

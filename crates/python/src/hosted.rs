@@ -91,8 +91,8 @@ impl PyHosted {
 impl Hosted for PyHosted {
     async fn call(&self, request: Value) -> Result<String, String> {
         // Waiting for the GIL may take a while: not on an async worker.
-        let (rx, pending) = probity_engine::checks::check::blocking(|| self.start(&request))
-            .map_err(|e| e.to_string())?;
+        let (rx, pending) =
+            probity_engine::checks::blocking(|| self.start(&request)).map_err(|e| e.to_string())?;
         let answer = rx.await;
         pending.answered();
         answer.unwrap_or_else(|_| Err("the call ended without an answer".into()))

@@ -7,7 +7,7 @@
 
 use probity_core::stats::Calibrated;
 use probity_core::{Cell, Input};
-use probity_engine::run::outcome::Halt;
+use probity_engine::Halt;
 use probity_engine::RunOutcome;
 use serde_json::{json, Value};
 

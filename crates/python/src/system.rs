@@ -145,7 +145,7 @@ impl Provider for PySystem {
     async fn complete(&self, request: &Request) -> Result<Completion, ProviderError> {
         // Waiting for the GIL may take a while (Python threads busy): not
         // on an async worker.
-        let (rx, pending) = probity_engine::checks::check::blocking(|| self.start(request))
+        let (rx, pending) = probity_engine::checks::blocking(|| self.start(request))
             .map_err(|e| ProviderError::Raised(e.to_string()))?;
         let answer = rx.await;
         pending.answered();

@@ -5,9 +5,11 @@
 
 pub mod cache_key;
 pub mod calibration;
-pub mod check;
+pub(crate) mod check;
 pub(crate) mod judge_prompt;
 pub mod labels;
 pub mod program;
 pub(crate) mod validator_table;
 pub mod verifier;
+
+pub use check::{blocking, install_expression_clock, NOT_JUDGED};

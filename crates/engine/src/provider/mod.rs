@@ -10,7 +10,7 @@
 
 pub(crate) mod anthropic;
 pub(crate) mod anthropic_wire;
-pub mod call;
+pub(crate) mod call;
 pub(crate) mod command;
 pub(crate) mod error;
 pub(crate) mod func;

@@ -2,5 +2,5 @@
 //! around a provider, and the policy it follows.
 
 pub(crate) mod exchange;
-pub mod guard;
+pub(crate) mod guard;
 pub(crate) mod policy;

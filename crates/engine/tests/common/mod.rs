@@ -78,7 +78,7 @@ pub fn bare_run(name: &str) -> probity_engine::store::NewRun<'_> {
     }
 }
 
-static DEFAULT_SETTINGS: std::sync::LazyLock<probity_engine::store::settings::StoredSettings> =
+static DEFAULT_SETTINGS: std::sync::LazyLock<probity_engine::store::StoredSettings> =
     std::sync::LazyLock::new(Default::default);
 
 /// A four-message conversation with a tool call, in OpenAI's chat shape:
