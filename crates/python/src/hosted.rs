@@ -9,15 +9,13 @@
 //! the call's failure (`"Type: message"` and the traceback); a call the
 //! engine stops waiting for (its timeout) is abandoned.
 
-use crate::system::Pending;
-use crate::workers::Workers;
+use crate::workers::{answer, done_callback, Answer, Pending, Workers};
 use probity_engine::tools::hosted::{Hosted, HostedFn};
 use pyo3::prelude::*;
-use pyo3::types::{PyCFunction, PyTuple};
+use pyo3::types::PyTuple;
 use serde_json::Value;
-use std::sync::{Arc, Mutex};
-
-type Answer = Result<String, String>;
+use std::sync::Arc;
+use tokio::sync::oneshot;
 
 /// A runner of the package's `_agents`.
 pub struct PyHosted {
@@ -51,27 +49,11 @@ fn read(outcome: &Bound<'_, PyAny>) -> Answer {
 }
 
 impl PyHosted {
-    fn start(
-        &self,
-        request: &Value,
-    ) -> PyResult<(tokio::sync::oneshot::Receiver<Answer>, Pending)> {
-        let (tx, rx) = tokio::sync::oneshot::channel::<Answer>();
+    /// Start the call; the answer arrives on the returned channel.
+    fn start(&self, request: &Value) -> PyResult<(oneshot::Receiver<Answer>, Pending)> {
         crate::thread_state::keep();
         Python::attach(|py| {
-            let tx = Mutex::new(Some(tx));
-            let done = PyCFunction::new_closure(
-                py,
-                None,
-                None,
-                move |args: &Bound<'_, PyTuple>, _kwargs| -> PyResult<()> {
-                    let answer = read(&args.get_item(0)?);
-                    if let Some(tx) = tx.lock().ok().and_then(|mut t| t.take()) {
-                        // Nobody waits any more after a timeout.
-                        let _ = tx.send(answer);
-                    }
-                    Ok(())
-                },
-            )?;
+            let (done, rx) = done_callback(py, read)?;
             let args = PyTuple::new(py, [request.to_string()])?;
             let handle = self.workers.submit.bind(py).call1((
                 self.runner.bind(py),
@@ -79,10 +61,8 @@ impl PyHosted {
                 self.coroutine,
                 done,
             ))?;
-            Ok((
-                rx,
-                Pending::new(handle.unbind(), self.workers.abandon.clone()),
-            ))
+            let pending = Pending::new(handle.unbind(), self.workers.abandon.clone());
+            Ok((rx, pending))
         })
     }
 }
@@ -93,8 +73,6 @@ impl Hosted for PyHosted {
         // Waiting for the GIL may take a while: not on an async worker.
         let (rx, pending) =
             probity_engine::checks::blocking(|| self.start(&request)).map_err(|e| e.to_string())?;
-        let answer = rx.await;
-        pending.answered();
-        answer.unwrap_or_else(|_| Err("the call ended without an answer".into()))
+        answer(rx, pending).await
     }
 }

@@ -13,11 +13,11 @@
 //! cannot be interrupted is a daemon that never delays the exit.
 
 use crate::inputs::PyInputs;
-use crate::workers::Workers;
+use crate::workers::{answer, done_callback, Answer, Pending, Workers};
 use probity_engine::provider::{Completion, Provider, ProviderError, Request};
 use pyo3::prelude::*;
-use pyo3::types::{PyCFunction, PyTuple};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use tokio::sync::oneshot;
 
 /// The system under test, in Python.
 pub struct PySystem {
@@ -28,8 +28,6 @@ pub struct PySystem {
     pub fingerprint: String,
     pub workers: Workers,
 }
-
-type Answer = Result<String, String>;
 
 /// The output in a call's outcome: a `str`, or why there is none.
 fn read(outcome: &Bound<'_, PyAny>) -> Answer {
@@ -55,78 +53,16 @@ fn read(outcome: &Bound<'_, PyAny>) -> Answer {
     }
 }
 
-/// A submitted call: abandoned when dropped before its answer arrived (the
-/// run's timeout, or the run stopped). Also the hosted functions' calls
-/// ([`crate::hosted`]).
-pub(crate) struct Pending {
-    handle: Option<Py<PyAny>>,
-    abandon: Arc<Py<PyAny>>,
-}
-
-impl Pending {
-    /// The call `handle` (what `_workers.submit` returned), abandoned
-    /// with `abandon` if dropped unanswered.
-    pub(crate) fn new(handle: Py<PyAny>, abandon: Arc<Py<PyAny>>) -> Self {
-        Pending {
-            handle: Some(handle),
-            abandon,
-        }
-    }
-
-    pub(crate) fn answered(mut self) {
-        self.handle = None;
-    }
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        let Some(handle) = self.handle.take() else {
-            return;
-        };
-        let abandon = self.abandon.clone();
-        let go = move || {
-            crate::thread_state::keep();
-            Python::attach(|py| {
-                // The call is given up either way.
-                let _ = abandon.call1(py, (handle,));
-            });
-        };
-        // Not on an async worker: the GIL may be busy.
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) => drop(h.spawn_blocking(go)),
-            Err(_) => go(),
-        }
-    }
-}
-
 impl PySystem {
     /// Start the call; the answer arrives on the returned channel.
-    fn start(
-        &self,
-        request: &Request,
-    ) -> PyResult<(tokio::sync::oneshot::Receiver<Answer>, Pending)> {
-        let (tx, rx) = tokio::sync::oneshot::channel::<Answer>();
+    fn start(&self, request: &Request) -> PyResult<(oneshot::Receiver<Answer>, Pending)> {
         crate::thread_state::keep();
         Python::attach(|py| {
             let input = self.inputs.get(py, &request.input)?;
             // The conversation whole, in OpenAI's chat shape, as JSON text
             // (`json.loads` on the Python side makes it dicts and lists).
             let messages = probity_core::conversation::to_openai(&request.messages).to_string();
-            let tx = Mutex::new(Some(tx));
-            let done = PyCFunction::new_closure(
-                py,
-                None,
-                None,
-                move |args: &Bound<'_, PyTuple>, _kwargs| -> PyResult<()> {
-                    let answer = read(&args.get_item(0)?);
-                    if let Some(tx) = tx.lock().ok().and_then(|mut t| t.take()) {
-                        // The run may have given up on this call (timeout):
-                        // nobody to tell.
-                        let _ = tx.send(answer);
-                    }
-                    Ok(())
-                },
-            )?;
+            let (done, rx) = done_callback(py, read)?;
             let handle = self.submit.bind(py).call1((
                 input,
                 messages,
@@ -147,19 +83,12 @@ impl Provider for PySystem {
         // on an async worker.
         let (rx, pending) = probity_engine::checks::blocking(|| self.start(request))
             .map_err(|e| ProviderError::Raised(e.to_string()))?;
-        let answer = rx.await;
-        pending.answered();
-        match answer {
-            Ok(Ok(text)) => Ok(Completion {
-                text,
-                input_tokens: None,
-                output_tokens: None,
-            }),
-            Ok(Err(message)) => Err(ProviderError::Raised(message)),
-            Err(_) => Err(ProviderError::Raised(
-                "the call ended without an answer".into(),
-            )),
-        }
+        let text = answer(rx, pending).await.map_err(ProviderError::Raised)?;
+        Ok(Completion {
+            text,
+            input_tokens: None,
+            output_tokens: None,
+        })
     }
 
     fn fingerprint(&self) -> String {

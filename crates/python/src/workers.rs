@@ -1,8 +1,9 @@
 //! What the native module uses of the package's `probity._workers`.
 
 use pyo3::prelude::*;
-use pyo3::types::PyBool;
-use std::sync::Arc;
+use pyo3::types::{PyBool, PyCFunction, PyTuple};
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
 
 /// `submit(fn, args, coroutine, done) -> handle` and `abandon(handle)`
 /// (systems and `async def` predicates; `done(outcome)` is called when the
@@ -58,5 +59,85 @@ impl Workers {
             return Ok(value);
         }
         self.settle.bind(py).call1((value,))
+    }
+}
+
+/// A call's answer: its text, or why there is none.
+pub(crate) type Answer = Result<String, String>;
+
+/// The `done(outcome)` callback a submitted call is given, and the channel
+/// its answer arrives on: `read` turns the outcome into the answer. Only
+/// the first call counts; the receiver may be gone (the run gave up on the
+/// call at its timeout), and then nobody is told.
+pub(crate) fn done_callback(
+    py: Python<'_>,
+    read: fn(&Bound<'_, PyAny>) -> Answer,
+) -> PyResult<(Bound<'_, PyCFunction>, oneshot::Receiver<Answer>)> {
+    let (tx, rx) = oneshot::channel::<Answer>();
+    let tx = Mutex::new(Some(tx));
+    let done = PyCFunction::new_closure(
+        py,
+        None,
+        None,
+        move |args: &Bound<'_, PyTuple>, _kwargs| -> PyResult<()> {
+            let answer = read(&args.get_item(0)?);
+            if let Some(tx) = tx.lock().ok().and_then(|mut t| t.take()) {
+                let _ = tx.send(answer);
+            }
+            Ok(())
+        },
+    )?;
+    Ok((done, rx))
+}
+
+/// The answer of a call submitted with [`done_callback`]'s callback, once
+/// it came; the call is then no longer abandoned when `pending` drops.
+pub(crate) async fn answer(rx: oneshot::Receiver<Answer>, pending: Pending) -> Answer {
+    let answer = rx.await;
+    pending.answered();
+    answer.unwrap_or_else(|_| Err("the call ended without an answer".into()))
+}
+
+/// A submitted call (a system's, [`crate::system`], or a hosted
+/// function's, [`crate::hosted`]): abandoned when dropped before its answer
+/// arrived (the run's timeout, or the run stopped).
+pub(crate) struct Pending {
+    handle: Option<Py<PyAny>>,
+    abandon: Arc<Py<PyAny>>,
+}
+
+impl Pending {
+    /// The call `handle` (what `_workers.submit` returned), abandoned
+    /// with `abandon` if dropped unanswered.
+    pub(crate) fn new(handle: Py<PyAny>, abandon: Arc<Py<PyAny>>) -> Self {
+        Pending {
+            handle: Some(handle),
+            abandon,
+        }
+    }
+
+    pub(crate) fn answered(mut self) {
+        self.handle = None;
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let Some(handle) = self.handle.take() else {
+            return;
+        };
+        let abandon = self.abandon.clone();
+        let go = move || {
+            crate::thread_state::keep();
+            Python::attach(|py| {
+                // The call is given up either way.
+                let _ = abandon.call1(py, (handle,));
+            });
+        };
+        // Not on an async worker: the GIL may be busy.
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => drop(h.spawn_blocking(go)),
+            Err(_) => go(),
+        }
     }
 }
