@@ -122,9 +122,14 @@ pub(crate) fn columns(
             let count = numbered.entry(check.default_name.as_str()).or_default();
             *count += 1;
             let at = format!("input {:?}: {}", input.id, check.at);
+            // `checks[1] (contains): field …`, or `checks[1]: field …`
+            // before its name is known.
             let err = |message: String| InputError::Carried {
                 origin: c.origin.clone(),
-                message: format!("{at}: {message}"),
+                message: match message.starts_with('(') {
+                    true => format!("{at} {message}"),
+                    false => format!("{at}: {message}"),
+                },
             };
             let read = read(check, *count, input).map_err(&err)?;
             if taken.contains(&read.name.as_str()) {
