@@ -371,6 +371,23 @@ fn every_bad_input_is_refused_naming_file_line_check_and_field() {
             "error: in.jsonl:3: assert[0]: type `icontains`: key `weight` is not read by probity (it reads type, value, metric): each check is reported apart, not summed into a score",
         ),
     ];
+    // An inline input's check, and a plain JSON list's.
+    let config = "[system]\nprovider = \"sim\"\n\n[[input]]\ntext = \"a\"\n\n[[input]]\ntext = \"b\"\n\n[[input.checks]]\nkind = \"contains\"\nvalue = \"b\"\nmax = 3\n";
+    let err = refused(config, "unused.txt", "");
+    assert_eq!(
+        err,
+        "error: inline [[input]] #2: input \"2\": checks[0] (contains): field `max`: does not apply to kind `contains`"
+    );
+    let list = json!([{"text": "a"}, {"text": "b", "checks": [{"check": "output.len() >"}]}]);
+    let err = refused(
+        &head("in.json", "{{ input.text }}"),
+        "in.json",
+        &list.to_string(),
+    );
+    assert!(
+        err.starts_with("error: in.json: [1]: input \"2\": checks[0] (check): validator `check`: field `check` does not compile"),
+        "{err}"
+    );
     for (bad, want) in cases {
         let err = refused_line(bad.clone());
         assert!(err.starts_with(want), "{bad}\n got: {err}\nwant: {want}");

@@ -12,7 +12,7 @@
 //! in the order the inputs first carry them.
 //!
 //! Every error names where the input is (file and line, or `tests[k]`,
-//! or `[[input]] #k`), the input, the check's place in it (`checks[2]`,
+//! or `inline [[input]] #k`), the input, the check's place in it (`checks[2]`,
 //! `assert[0]`) and the field.
 
 use crate::checks::templated;

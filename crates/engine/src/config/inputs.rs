@@ -44,7 +44,7 @@ pub enum InputError {
     #[error("{path}: {message}")]
     File { path: PathBuf, message: String },
     /// A check an input carries is wrong: `origin` is where the input is
-    /// (`tests.jsonl:3`, `tests.json: tests[2]`, `[[input]] #2`).
+    /// (`tests.jsonl:3`, `tests.json: tests[2]`, `inline [[input]] #2`).
     #[error("{origin}: {message}")]
     Carried { origin: String, message: String },
 }
@@ -54,8 +54,8 @@ pub enum InputError {
 pub struct Carried {
     /// The input's index among the loaded inputs.
     pub input: usize,
-    /// Where the input is: `tests.jsonl:3`, `tests.json: tests[2]`,
-    /// `[[input]] #2`.
+    /// Where the input is: `tests.jsonl:3`, `tests.json: tests[2]` (`[2]`
+    /// in a plain list), `inline [[input]] #2`.
     pub origin: String,
     pub checks: Vec<CarriedCheck>,
 }
@@ -101,7 +101,7 @@ pub(crate) fn load_inputs(
                 index: index + 1,
                 message,
             })?;
-        loaded.push(read, || format!("[[input]] #{}", index + 1));
+        loaded.push(read, || format!("inline [[input]] #{}", index + 1));
     }
     let inputs = &loaded.inputs;
     let origin = file
@@ -172,8 +172,8 @@ pub(crate) fn strip_bom(text: &str) -> &str {
 /// name the element (`tests[2]`).
 fn parse_json_file(text: &str, path: &Path) -> Option<Result<Loaded, InputError>> {
     let value: Value = serde_json::from_str(strip_bom(text)).ok()?;
-    let items = match value {
-        Value::Array(items) => items,
+    let (items, list) = match value {
+        Value::Array(items) => (items, ""),
         Value::Object(mut top) => {
             let Some(Value::Array(tests)) = top.remove("tests") else {
                 return None;
@@ -186,13 +186,13 @@ fn parse_json_file(text: &str, path: &Path) -> Option<Result<Loaded, InputError>
                     ),
                 }));
             }
-            tests
+            (tests, "tests")
         }
         _ => return None,
     };
     let mut loaded = Loaded::default();
     for (k, item) in items.into_iter().enumerate() {
-        let at = || format!("{}: tests[{k}]", path.display());
+        let at = || format!("{}: {list}[{k}]", path.display());
         let err = |message: String| InputError::Carried {
             origin: at(),
             message,
