@@ -144,3 +144,24 @@ pub(crate) fn token_from_env(token_env: Option<&str>) -> Result<Option<String>, 
         .map(Some)
         .ok_or_else(|| format!("token_env: environment variable `{var}` is not set"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_templated_value_needs_a_runs_inputs() {
+        let table: ValidatorTable =
+            toml::from_str("name = \"answer\"\nkind = \"contains\"\nvalue = \"{{ expected }}\"")
+                .unwrap();
+        assert_eq!(table.templated(), ["value"]);
+        // Behind `probity serve` or over traces: refused, named.
+        let err = table.compile().unwrap_err().to_string();
+        assert!(
+            err.starts_with("validator `answer`: field `value`: is a template"),
+            "{err}"
+        );
+        // In a run: compiled from a placeholder, rendered once the inputs are read.
+        assert!(table.compile_before_inputs().is_ok());
+    }
+}
