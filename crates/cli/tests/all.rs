@@ -17,6 +17,7 @@ mod hostile;
 mod hostile_keys;
 mod hostile_serve;
 mod init;
+mod input_checks;
 mod judge;
 #[path = "../../engine/tests/labels/mod.rs"]
 mod labels;

@@ -26,11 +26,13 @@
 //! column, and the field.
 
 pub(crate) mod applicability;
+pub(crate) mod carried;
 pub mod concurrency;
 pub mod example;
 pub mod inputs;
 pub mod key_lines;
 pub mod matrix;
+pub mod promptfoo;
 pub mod set;
 pub mod variant;
 
@@ -435,15 +437,6 @@ impl Config {
             message,
         };
         check_experiment(&file.experiment).map_err(|m| invalid(format!("[experiment] {m}")))?;
-        if file.validators.is_empty()
-            && file.verifiers.is_empty()
-            && file.agent_checks.is_empty()
-            && !from_code
-        {
-            return Err(invalid(
-                "no [[validator]], [[verifier]] or [[agent_check]] tables: a reliability test needs at least one check".into(),
-            ));
-        }
         if let Some(retry) = &file.retry {
             retry
                 .validate()
@@ -455,11 +448,34 @@ impl Config {
                 system: file.prompt.conversation_system,
                 user: file.prompt.conversation_user,
             });
-        let (validators, verifiers) = compile_checks(&file, text, code).map_err(invalid)?;
-        let inputs = read_inputs(&file, path).map_err(|e| match e {
+        let (mut validators, mut verifiers) = compile_checks(&file, text, code).map_err(invalid)?;
+        let loaded = read_inputs(&file, path).map_err(|e| match e {
             Ok(message) => invalid(message),
             Err(e) => ConfigError::Inputs(e),
         })?;
+        let inputs = loaded.inputs;
+        let specs = file.validators.iter().enumerate();
+        crate::checks::templated::resolve(
+            specs.filter_map(|(k, t)| match t {
+                ValidatorTable::Spec(s) => Some((k, s)),
+                ValidatorTable::Program(_) => None,
+            }),
+            &mut validators,
+            &inputs,
+        )
+        .map_err(invalid)?;
+        let taken: Vec<&str> = (validators.iter().map(|v| v.name.as_str()))
+            .chain(verifiers.iter().map(|v| v.name.as_str()))
+            .collect();
+        let (carried_validators, carried_verifiers) =
+            carried::columns(&loaded.carried, &inputs, &file.system, &taken)?;
+        validators.extend(carried_validators);
+        verifiers.extend(carried_verifiers);
+        if validators.is_empty() && verifiers.is_empty() && file.agent_checks.is_empty() {
+            return Err(invalid(
+                "no [[validator]], [[verifier]] or [[agent_check]] tables, and no input carries a check: a reliability test needs at least one check".into(),
+            ));
+        }
         let agent = match (&file.agent, file.agent_checks.is_empty()) {
             (None, true) => None,
             (None, false) => {
@@ -500,6 +516,12 @@ impl Config {
         }
         let name = run_name(&file, path).map_err(invalid)?;
         let mut hash = hash_config(&file, &written, &inputs);
+        if !loaded.carried.is_empty() {
+            // The inputs' own checks are asked too (taken out of their
+            // fields, so not in `inputs`).
+            let carried = carried::as_json(&loaded.carried);
+            hash = hex::encode(Sha256::digest(format!("{hash}\n{carried}")));
+        }
         if from_code {
             hash = hex::encode(Sha256::digest(format!("{hash}\n{text}")));
         }
@@ -652,7 +674,7 @@ fn compile_checks(
         .iter()
         .enumerate()
         .map(|(k, spec)| {
-            spec.compile()
+            spec.compile_before_inputs()
                 .map_err(|e: ValidatorError| located("validator", k, spec.name(), e.to_string()))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -675,20 +697,23 @@ fn compile_checks(
 /// The file's inputs (its inputs file's, then its `[[input]]` tables'):
 /// `Err(Ok(message))` when there are none, `Err(Err(e))` when they cannot
 /// be read.
-fn read_inputs(file: &ConfigFile, path: &Path) -> Result<Vec<Input>, Result<String, InputError>> {
+fn read_inputs(
+    file: &ConfigFile,
+    path: &Path,
+) -> Result<inputs::Loaded, Result<String, InputError>> {
     let base = path.parent().unwrap_or(Path::new("."));
     let inputs = load_inputs(
         &file.experiment.inputs.as_ref().map(|p| base.join(p)),
         &file.inputs,
     )
     .map_err(Err)?;
-    if let (true, Some(file)) = (inputs.is_empty(), &file.experiment.inputs) {
+    if let (true, Some(file)) = (inputs.inputs.is_empty(), &file.experiment.inputs) {
         return Err(Ok(format!(
             "[experiment] inputs = {:?}: the file holds no input (empty, or a CSV with only its header row)",
             file.display().to_string()
         )));
     }
-    if inputs.is_empty() {
+    if inputs.inputs.is_empty() {
         return Err(Ok(
             "no inputs: set [experiment] inputs = \"file.jsonl\" or add [[input]] tables".into(),
         ));

@@ -8,6 +8,7 @@ use super::expr::Expression;
 use super::prepared::PreparedInput;
 use crate::model::Input;
 use crate::verdict::Verdict;
+use std::collections::HashMap;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -49,6 +50,33 @@ pub enum Check {
     /// a lock, wait for a process), so the engine runs it off its async
     /// workers.
     External(Arc<VerdictFn>),
+    /// A check resolved for each input when the inputs are loaded (a
+    /// templated `value`, a check an input carries), by input id. An
+    /// input without one is not judged by it ([`Validator::applies`] is
+    /// false there): its cells are not applicable.
+    PerInput(Arc<HashMap<String, Check>>),
+}
+
+impl Check {
+    /// Whether this check is, or holds for some input, a Rhai expression
+    /// (evaluated off the async workers).
+    pub fn has_expression(&self) -> bool {
+        match self {
+            Check::Expression(_) => true,
+            Check::PerInput(by_id) => by_id.values().any(Check::has_expression),
+            _ => false,
+        }
+    }
+
+    /// Whether this check is, or holds for some input, an external check
+    /// (which may block).
+    pub fn has_external(&self) -> bool {
+        match self {
+            Check::External(_) => true,
+            Check::PerInput(by_id) => by_id.values().any(Check::has_external),
+            _ => false,
+        }
+    }
 }
 
 impl fmt::Debug for Check {
@@ -59,6 +87,11 @@ impl fmt::Debug for Check {
             Check::Builtin(b) => f.debug_tuple("Builtin").field(b).finish(),
             Check::Expression(e) => f.debug_tuple("Expression").field(&e.source()).finish(),
             Check::External(_) => f.write_str("External(<closure>)"),
+            Check::PerInput(by_id) => {
+                let mut ids: Vec<&String> = by_id.keys().collect();
+                ids.sort_unstable();
+                f.debug_tuple("PerInput").field(&ids).finish()
+            }
         }
     }
 }
@@ -301,9 +334,15 @@ impl Validator {
         self
     }
 
-    /// Whether this validator applies to `input` (always, without a
-    /// `when`); `Err` with the cause when its condition cannot be decided.
+    /// Whether this validator applies to `input`: its `when` holds (always,
+    /// without one) and, for a [`Check::PerInput`], the input has its own
+    /// check; `Err` with the cause when its condition cannot be decided.
     pub fn applies(&self, input: &PreparedInput<'_>) -> Result<bool, String> {
+        if let Check::PerInput(by_id) = &self.check {
+            if !by_id.contains_key(&input.input().id) {
+                return Ok(false);
+            }
+        }
         self.when.as_ref().map_or(Ok(true), |c| c.applies(input))
     }
 
@@ -355,15 +394,7 @@ impl Validator {
     /// [`evaluate`](Self::evaluate) with an input prepared once for many
     /// outputs.
     pub fn evaluate_prepared(&self, input: &PreparedInput<'_>, output: &str) -> Verdict {
-        match &self.check {
-            Check::Output(f) => guard(|| Verdict::from_bool(f(output))),
-            Check::InputOutput(f) => guard(|| Verdict::from_bool(f(input.input(), output))),
-            Check::External(_) => self.explain_prepared(input, output).0,
-            Check::Builtin(b) => Verdict::from_bool(b.check(output)),
-            Check::Expression(e) => {
-                e.evaluate_converted(e.uses_input().then(|| input.rhai()), output)
-            }
-        }
+        explain(&self.check, input, output).0
     }
 }
 
@@ -397,18 +428,42 @@ impl Validator {
     /// [`evaluate_prepared`](Self::evaluate_prepared), with the reason the
     /// check gave for its verdict (only an external check gives one).
     pub fn explain_prepared(&self, input: &PreparedInput<'_>, output: &str) -> Explained {
-        match &self.check {
-            Check::External(f) => {
-                let mut reason = None;
-                let verdict = guard(|| {
-                    let (v, r) = f(input.input(), output);
-                    reason = r;
-                    v
-                });
-                (verdict, reason)
-            }
-            _ => (self.evaluate_prepared(input, output), None),
+        explain(&self.check, input, output)
+    }
+}
+
+/// `check` applied to one output of `input`, with the reason it gave (only
+/// an external check gives one). A [`Check::PerInput`] applies the input's
+/// own check; an input without one is an Error cell naming it (the engine
+/// asks [`Validator::applies`] first, so it never sees one).
+fn explain(check: &Check, input: &PreparedInput<'_>, output: &str) -> Explained {
+    match check {
+        Check::Output(f) => (guard(|| Verdict::from_bool(f(output))), None),
+        Check::InputOutput(f) => (guard(|| Verdict::from_bool(f(input.input(), output))), None),
+        Check::Builtin(b) => (Verdict::from_bool(b.check(output)), None),
+        Check::Expression(e) => (
+            e.evaluate_converted(e.uses_input().then(|| input.rhai()), output),
+            None,
+        ),
+        Check::External(f) => {
+            let mut reason = None;
+            let verdict = guard(|| {
+                let (v, r) = f(input.input(), output);
+                reason = r;
+                v
+            });
+            (verdict, reason)
         }
+        Check::PerInput(by_id) => match by_id.get(&input.input().id) {
+            Some(own) => explain(own, input, output),
+            None => (
+                Verdict::error(format!(
+                    "this check has no definition for input {:?}",
+                    input.input().id
+                )),
+                None,
+            ),
+        },
     }
 }
 

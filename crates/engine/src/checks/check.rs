@@ -346,10 +346,7 @@ impl Checks {
     /// its time limit, so is evaluated off the async workers, on the
     /// evaluation pool's large stacks).
     pub(crate) fn has_expressions(&self) -> bool {
-        use probity_core::validator::Check;
-        self.validators
-            .iter()
-            .any(|v| matches!(v.check, Check::Expression(_)))
+        self.validators.iter().any(|v| v.check.has_expression())
     }
 
     /// Whether a validator is external (a Python callable waiting for the
@@ -357,10 +354,7 @@ impl Checks {
     /// async workers, on the calling task's own thread (many at once,
     /// unlike the evaluation pool).
     pub(crate) fn has_external(&self) -> bool {
-        use probity_core::validator::Check;
-        self.validators
-            .iter()
-            .any(|v| matches!(v.check, Check::External(_)))
+        self.validators.iter().any(|v| v.check.has_external())
     }
 
     /// Check one output with every validator and every verifier (one judge
@@ -471,17 +465,17 @@ impl Checks {
         for (w, v) in self.verifiers.iter().enumerate() {
             let k = self.validators.len() + w;
             // Not applicable: no judgement asked, none cached.
-            match v.when.as_ref().map(|c| c.applies(prepared)) {
-                Some(Ok(false)) => {
+            match v.applies(prepared) {
+                Ok(false) => {
                     cells.push(Cell::NotApplicable);
                     continue;
                 }
-                Some(Err(reason)) => {
+                Err(reason) => {
                     cells.push(Cell::Error);
                     reasons.push((k, reason));
                     continue;
                 }
-                _ => {}
+                Ok(true) => {}
             }
             // Checked for every input when loaded; an input met later
             // (live traffic) without the field is an Error cell.

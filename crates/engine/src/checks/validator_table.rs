@@ -67,8 +67,37 @@ impl ValidatorTable {
         }
     }
 
-    /// Build the validator; errors name the validator and the field.
+    /// Its settings that are templates (`value = "{{ expected }}"`),
+    /// rendered per input ([`crate::checks::templated`]).
+    pub fn templated(&self) -> Vec<&'static str> {
+        match self {
+            ValidatorTable::Spec(s) => crate::checks::templated::templated(s),
+            ValidatorTable::Program(_) => Vec::new(),
+        }
+    }
+
+    /// Build the validator, its templated settings (if any) compiled
+    /// from a placeholder ([`crate::checks::templated::placeholder`]): the
+    /// run renders them per input once the inputs are read
+    /// ([`crate::checks::templated::resolve`]).
+    pub fn compile_before_inputs(&self) -> Result<Validator, ValidatorError> {
+        match self {
+            ValidatorTable::Spec(s) => crate::checks::templated::placeholder(s).compile(),
+            ValidatorTable::Program(p) => p.compile(),
+        }
+    }
+
+    /// Build the validator; errors name the validator and the field. A
+    /// templated setting is an error here: it needs the run's inputs
+    /// ([`ValidatorTable::compile_before_inputs`]).
     pub fn compile(&self) -> Result<Validator, ValidatorError> {
+        if let (ValidatorTable::Spec(s), Some(field)) = (self, self.templated().first()) {
+            return Err(ValidatorError::InvalidField {
+                validator: s.name.clone(),
+                field: field.to_string(),
+                reason: "is a template (`{{ … }}`): it is rendered with a run's inputs (probity run), and here there are none".into(),
+            });
+        }
         match self {
             ValidatorTable::Spec(s) => s.compile(),
             ValidatorTable::Program(p) => p.compile(),
@@ -114,4 +143,25 @@ pub(crate) fn token_from_env(token_env: Option<&str>) -> Result<Option<String>, 
         .inspect(|t| crate::provider::redact::register(t))
         .map(Some)
         .ok_or_else(|| format!("token_env: environment variable `{var}` is not set"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_templated_value_needs_a_runs_inputs() {
+        let table: ValidatorTable =
+            toml::from_str("name = \"answer\"\nkind = \"contains\"\nvalue = \"{{ expected }}\"")
+                .unwrap();
+        assert_eq!(table.templated(), ["value"]);
+        // Behind `probity serve` or over traces: refused, named.
+        let err = table.compile().unwrap_err().to_string();
+        assert!(
+            err.starts_with("validator `answer`: field `value`: is a template"),
+            "{err}"
+        );
+        // In a run: compiled from a placeholder, rendered once the inputs are read.
+        assert!(table.compile_before_inputs().is_ok());
+    }
 }

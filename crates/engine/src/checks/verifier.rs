@@ -303,6 +303,10 @@ pub struct Verifier {
     pub copied: Arc<AtomicBool>,
     /// The inputs it judges (`when`): all when `None`.
     pub when: Option<probity_core::validator::Condition>,
+    /// Each input's own rubric, by input id, when the rubric is carried by
+    /// the inputs (an input's `checks`, a promptfoo `llm-rubric`): it then
+    /// judges only those inputs, and `instructions` is unused.
+    pub per_input: Option<Arc<std::collections::HashMap<String, String>>>,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -395,6 +399,7 @@ impl VerifierSpec {
             judge,
             calls: Arc::default(),
             copied: Arc::default(),
+            per_input: None,
         })
     }
 
@@ -457,10 +462,32 @@ impl Verifier {
     /// a template (`{{ country }}`) — rendered with the input's fields
     /// ([`render_check_text`]); `Err` names the field and the input.
     pub fn instructions_for(&self, input: &Input) -> Result<String, String> {
+        if let Some(by_id) = &self.per_input {
+            return by_id
+                .get(&input.id)
+                .cloned()
+                .ok_or_else(|| format!("this judge has no rubric for input {:?}", input.id));
+        }
         if !is_template(&self.instructions) {
             return Ok(self.instructions.clone());
         }
         render_check_text("instructions", &self.instructions, input).map_err(|e| e.to_string())
+    }
+
+    /// Whether this verifier judges `input`: its `when` holds (always,
+    /// without one) and, with rubrics carried by the inputs, the input
+    /// carries one; `Err` with the cause when its condition cannot be
+    /// decided.
+    pub fn applies(
+        &self,
+        input: &probity_core::validator::PreparedInput<'_>,
+    ) -> Result<bool, String> {
+        if let Some(by_id) = &self.per_input {
+            if !by_id.contains_key(&input.input().id) {
+                return Ok(false);
+            }
+        }
+        self.when.as_ref().map_or(Ok(true), |c| c.applies(input))
     }
 
     /// The cache key of this verifier's judgement of `(input, output)`,
