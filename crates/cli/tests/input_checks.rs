@@ -252,7 +252,8 @@ fn a_promptfoo_file_runs_as_the_equivalent_hand_written_probity_toml() {
     let as_lines: String = tests.iter().map(|t| format!("{t}\n")).collect();
     for (file, body) in [("tests.json", as_json), ("tests.jsonl", as_lines)] {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("probity.toml"), head(file, prompt)).unwrap();
+        // promptfoo's own prompt: the variable by name.
+        std::fs::write(dir.path().join("probity.toml"), head(file, "{{question}}")).unwrap();
         std::fs::write(dir.path().join(file), body).unwrap();
         run_ok(dir.path());
         let got = report(dir.path());

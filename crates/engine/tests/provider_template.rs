@@ -34,6 +34,24 @@ fn renders_system_and_user_with_fields() {
 }
 
 #[test]
+fn fields_are_in_scope_by_name_and_input_always_means_the_row() {
+    // promptfoo's `{{question}}`: a field by name, as `input.question` too.
+    let t = PromptTemplate::new(
+        Some("{{ lang }}/{{ input.lang }}"),
+        "{{ n * 2 }} {{ input }}",
+    )
+    .unwrap();
+    let m = t.render(&row()).unwrap();
+    assert_eq!(m[0].content, "French/French");
+    assert_eq!(m[1].content, "6 Thank you! What is Rust?");
+    // A field named `input` does not hide the row.
+    let mut i = row();
+    i.fields.insert("input".into(), json!("shadow"));
+    let t = PromptTemplate::new(None, "{{ input.id }}: {{ input.input }}").unwrap();
+    assert_eq!(t.render(&i).unwrap()[0].content, "row-7: shadow");
+}
+
+#[test]
 fn no_system_template_gives_one_message_and_text_falls_back_to_all_fields() {
     let t = PromptTemplate::new(None, "Q: {{ input.text }}").unwrap();
     let mut i = Input {

@@ -188,8 +188,7 @@ impl PromptTemplate {
     /// own conversation (`messages`), that conversation whole and in
     /// order, with the templates applied as [`ConversationPrompt`] says.
     pub fn render(&self, input: &Input) -> Result<Vec<Message>, TemplateError> {
-        let ctx = minijinja::context! { input => input_object(input) };
-        self.render_with(&ctx, input)
+        self.render_with(&template_scope(input), input)
     }
 
     /// Renders the messages for a retry after `previous_output` failed for
@@ -356,12 +355,26 @@ pub fn is_template(source: &str) -> bool {
     ["{{", "{%", "{#"].iter().any(|t| source.contains(t))
 }
 
-/// `source` (a check's text: a judge's rubric) rendered for `input`: the
-/// input's fields are in scope by name (`{{ country }}`) and as `input`
-/// (`{{ input.country }}`, as in prompt templates; a field named `input`
-/// wins). Strict undefined, fuel and size caps as every template here; no
-/// escaping, as prompt templates (the fields are the test's own data).
-/// `template` names the text in errors.
+/// What a prompt or a check's text sees of `input` (one rule for both):
+/// every field by name (`{{ country }}`, as promptfoo's `vars` are) and
+/// `input` itself ([`input_object`]: `{{ input.country }}`, `{{ input }}`
+/// as its text); `input` always means the row, so a field named `input` is
+/// `{{ input.input }}`.
+fn template_scope(input: &Input) -> minijinja::Value {
+    let mut scope: std::collections::BTreeMap<String, minijinja::Value> = input
+        .fields
+        .to_map()
+        .into_iter()
+        .map(|(k, v)| (k, minijinja::Value::from_serialize(&v)))
+        .collect();
+    scope.insert("input".into(), input_object(input));
+    minijinja::Value::from(scope)
+}
+
+/// `source` (a check's text: a judge's rubric, a validator's value)
+/// rendered for `input` in [`template_scope`]. Strict undefined, fuel and
+/// size caps as every template here; no escaping, as prompt templates (the
+/// fields are the test's own data). `template` names the text in errors.
 pub fn render_check_text(
     template: &str,
     source: &str,
@@ -369,16 +382,7 @@ pub fn render_check_text(
 ) -> Result<String, TemplateError> {
     let mut env = new_env();
     add(&mut env, template, source)?;
-    let mut fields: std::collections::BTreeMap<String, minijinja::Value> = input
-        .fields
-        .to_map()
-        .into_iter()
-        .map(|(k, v)| (k, minijinja::Value::from_serialize(&v)))
-        .collect();
-    fields
-        .entry("input".into())
-        .or_insert_with(|| input_object(input));
-    render_one(&env, template, &minijinja::Value::from(fields), input)
+    render_one(&env, template, &template_scope(input), input)
 }
 
 /// A minijinja environment configured the way probity uses it: strict
