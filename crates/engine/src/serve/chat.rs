@@ -388,10 +388,7 @@ fn record(st: &ServeState, idx: usize, input: Input, outcome: &GuardOutcome) {
         // The session's counts so far: the writer adds what is new with
         // the next commit, so the run's calls and tokens are current while
         // it serves (the run's close sets them once more).
-        totals: crate::store::RunTotals {
-            judge_calls_by_check: st.guard.checks().judge_calls(),
-            ..st.guard.totals()
-        },
+        totals: st.guard.checks().totals(st.guard.totals()),
     };
     match st.writer.send_record(record) {
         Ok(()) => {

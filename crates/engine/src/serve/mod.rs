@@ -68,7 +68,7 @@ use crate::provider::call::{CallSettings, Caller};
 use crate::retry::guard::Guard;
 use crate::run::recording::Recording;
 use crate::store::settings::{StoredLive, StoredSettings};
-use crate::store::{NewRun, RunStatus, RunTotals, Store, StoreError, StoreLocation};
+use crate::store::{NewRun, RunStatus, Store, StoreError, StoreLocation};
 use axum::routing::{get, post};
 use axum::Router;
 use state::{Metrics, ServeState};
@@ -188,6 +188,7 @@ pub async fn open(
             watch: c.monitor.watch_settings(c.confidence),
             baselines: baselines.clone(),
         }),
+        prices: checks.prices(loaded.config.upstream.price.as_ref()),
         ..StoredSettings::default()
     };
     let recording = Recording::create_live(
@@ -320,10 +321,7 @@ impl Server {
         let result = crate::http_server::serve(listener, app, shutdown).await;
         watcher.abort();
         let n = state.next_input.load(Ordering::Relaxed);
-        let totals = RunTotals {
-            judge_calls_by_check: state.guard.checks().judge_calls(),
-            ..state.guard.totals()
-        };
+        let totals = state.guard.checks().totals(state.guard.totals());
         // Flush every recorded request before the run is closed.
         state.writer.close().map_err(|e| {
             format!(
