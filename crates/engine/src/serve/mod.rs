@@ -96,6 +96,8 @@ pub struct Served {
     /// Earlier runs of the same name left `running` (a killed server),
     /// marked interrupted at start.
     pub stale_interrupted: usize,
+    /// What its calls cost (the upstream's and the judges'), when priced.
+    pub cost: probity_core::cost::RunCost,
 }
 
 /// Each check's rate in the tested run `spec` (an id, or a name: its
@@ -260,6 +262,7 @@ pub async fn open(
         admission: crate::provider::limits::RateLimiter::new(c.requests_per_minute, None),
         queue_wait: Duration::from_secs_f64(c.queue_wait_s),
         recorded: AtomicU64::new(0),
+        prices: settings.prices.clone(),
     });
     state
         .metrics
@@ -322,6 +325,7 @@ impl Server {
         watcher.abort();
         let n = state.next_input.load(Ordering::Relaxed);
         let totals = state.guard.checks().totals(state.guard.totals());
+        let cost = probity_core::cost::RunCost::of(Some(&totals.usage), &state.prices);
         // Flush every recorded request before the run is closed.
         state.writer.close().map_err(|e| {
             format!(
@@ -343,6 +347,7 @@ impl Server {
             .map_err(store_err)?;
         result.map_err(|e| format!("server: {e}"))?;
         Ok(Served {
+            cost,
             run_id,
             requests: n,
             recorded: state.recorded.load(Ordering::Relaxed),
