@@ -440,3 +440,31 @@ check = '''count(output, "'") <= 3'''
     let json: Value = serde_json::from_str(&report(d, "1", "json")).unwrap();
     assert!(close(json["run"]["cost"]["total"].as_f64().unwrap(), want));
 }
+
+/// On PostgreSQL as on SQLite: the same seeded run stores the same usage,
+/// so its report gives the same cost, judges apart.
+#[test]
+fn a_run_on_postgres_is_priced_as_on_sqlite() {
+    let Some(db) = probity_engine::store::postgres::testing::TestDatabase::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "", JUDGE);
+    probity(d, &["run", "probity.toml"]);
+    let sqlite: Value = serde_json::from_str(&report(d, "1", "json")).unwrap();
+    let pg = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_probity"))
+            .current_dir(d)
+            .args(args)
+            .env("PROBITY_STORE", db.url())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    pg(&["run", "probity.toml"]);
+    let out = pg(&["report", "1", "--format", "json"]);
+    let on_pg: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(on_pg["run"]["cost"]["status"], "priced");
+    assert_eq!(on_pg["run"]["cost"], sqlite["run"]["cost"]);
+}

@@ -227,10 +227,7 @@ impl RunCost {
         match usage {
             _ if !prices.any() => RunCost::NoPrice,
             None => RunCost::NotRecorded,
-            Some(u) => match Cost::of(u, prices) {
-                Ok(c) => RunCost::Priced(c),
-                Err(e) => e,
-            },
+            Some(u) => Cost::of(u, prices),
         }
     }
 
@@ -244,12 +241,12 @@ impl RunCost {
 }
 
 impl Cost {
-    /// What `usage` costs at `prices`: judge `k`'s calls at judge `k`'s
-    /// price. Parts without a price are counted as unpriced calls, never
-    /// as free.
-    pub fn of(usage: &RunUsage, prices: &RunPrices) -> Result<Cost, RunCost> {
+    /// What `usage` costs at `prices` ([`RunCost::Priced`]): judge `k`'s
+    /// calls at judge `k`'s price. Parts without a price are counted as
+    /// unpriced calls, never as free.
+    pub fn of(usage: &RunUsage, prices: &RunPrices) -> RunCost {
         if !prices.any() {
-            return Err(RunCost::NoPrice);
+            return RunCost::NoPrice;
         }
         let mut currencies = prices
             .judges
@@ -259,7 +256,7 @@ impl Cost {
             .map(|p| p.currency.as_str());
         let currency = currencies.next().unwrap_or("USD").to_string();
         if currencies.any(|c| c != currency) {
-            return Err(RunCost::MixedCurrencies);
+            return RunCost::MixedCurrencies;
         }
         let mut unpriced = 0;
         let system = CostPart {
@@ -290,7 +287,7 @@ impl Cost {
             }),
         };
         let total = system.amount.unwrap_or(0.0) + judges.amount.unwrap_or(0.0);
-        Ok(Cost {
+        RunCost::Priced(Cost {
             retries: None,
             currency,
             answered: system.usage.answered + judges.usage.answered,
@@ -378,7 +375,7 @@ mod tests {
             system: Some(price(1.0, 4.0)),
             judges: vec![None, Some(price(0.2, 0.8))],
         };
-        let c = Cost::of(&usage, &prices).unwrap();
+        let c = Cost::of(&usage, &prices).priced().cloned().unwrap();
         // system: 1.0 + 0.8 = 1.8; judge: 0.1 + 0.008 = 0.108.
         assert!((c.system.amount.unwrap() - 1.8).abs() < 1e-12);
         assert!((c.judges.amount.unwrap() - 0.108).abs() < 1e-12);
@@ -397,13 +394,10 @@ mod tests {
             system: Some(price(1.0, 1.0)),
             judges: vec![None],
         };
-        let c = Cost::of(&usage, &prices).unwrap();
+        let c = Cost::of(&usage, &prices).priced().cloned().unwrap();
         assert_eq!(c.judges.amount, None);
         assert_eq!(c.unpriced_calls, 5);
-        assert_eq!(
-            Cost::of(&usage, &RunPrices::default()),
-            Err(RunCost::NoPrice)
-        );
+        assert_eq!(Cost::of(&usage, &RunPrices::default()), RunCost::NoPrice);
         let mixed = RunPrices {
             system: Some(price(1.0, 1.0)),
             judges: vec![Some(Price {
@@ -411,7 +405,7 @@ mod tests {
                 ..price(1.0, 1.0)
             })],
         };
-        assert_eq!(Cost::of(&usage, &mixed), Err(RunCost::MixedCurrencies));
+        assert_eq!(Cost::of(&usage, &mixed), RunCost::MixedCurrencies);
     }
 
     #[test]

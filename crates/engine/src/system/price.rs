@@ -75,7 +75,7 @@ impl<T: Serialize> Serialize for Priced<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::system::ProviderConfig;
+    use crate::system::config::ProviderConfig;
 
     fn read(text: &str) -> Result<Priced<ProviderConfig>, String> {
         #[derive(Deserialize)]
