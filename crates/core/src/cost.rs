@@ -31,9 +31,13 @@ fn usd() -> String {
 /// Longest currency label, in characters.
 pub const MAX_CURRENCY_CHARS: usize = 12;
 
+/// The characters a currency label may hold besides letters and digits:
+/// it is printed in every report, so no markup.
+pub const CURRENCY_SIGNS: &str = "$€£¥₹_-.";
+
 impl Price {
     /// The one check of a price: both rates finite and ≥ 0, a currency of
-    /// 1–12 letters, digits or symbols without spaces. The error names the
+    /// 1–12 letters, digits or [`CURRENCY_SIGNS`]. The error names the
     /// field.
     pub fn validate(&self) -> Result<(), String> {
         for (field, x) in [
@@ -49,10 +53,12 @@ impl Price {
         let c = &self.currency;
         if c.is_empty()
             || c.chars().count() > MAX_CURRENCY_CHARS
-            || c.chars().any(|ch| ch.is_whitespace() || ch.is_control())
+            || !c
+                .chars()
+                .all(|ch| ch.is_alphanumeric() || CURRENCY_SIGNS.contains(ch))
         {
             return Err(format!(
-                "price.currency = {c:?}: must be 1 to {MAX_CURRENCY_CHARS} characters without spaces, e.g. \"USD\""
+                "price.currency = {c:?}: must be 1 to {MAX_CURRENCY_CHARS} letters, digits or {CURRENCY_SIGNS}, e.g. \"USD\""
             ));
         }
         Ok(())
@@ -421,11 +427,25 @@ mod tests {
                 },
                 "currency",
             ),
+            (
+                Price {
+                    currency: "<b>".into(),
+                    ..price(1.0, 1.0)
+                },
+                "currency",
+            ),
         ] {
             let e = p.validate().unwrap_err();
             assert!(e.contains(field), "{e}");
         }
         assert!(price(0.0, 0.0).validate().is_ok());
+        for ok in ["EUR", "$", "€", "credits"] {
+            let p = Price {
+                currency: ok.into(),
+                ..price(1.0, 1.0)
+            };
+            assert!(p.validate().is_ok(), "{ok}");
+        }
     }
 
     #[test]
