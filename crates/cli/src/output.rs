@@ -228,8 +228,17 @@ pub fn report_for(store: &Store, run: StoredRun) -> Result<RunReport, Failure> {
         .into_iter()
         .map(|(i, input)| (i, input.fields.to_map()))
         .collect();
+    let mut run = crate::run_info::run_info(&record);
+    if let probity_core::cost::RunCost::Priced(cost) = run.cost {
+        run.cost = probity_core::cost::RunCost::Priced(
+            match stored::retries_usage(store, &record).map_err(fail)? {
+                Some(u) => cost.with_retries(u, record.settings.prices.system.as_ref()),
+                None => cost,
+            },
+        );
+    }
     Ok(RunReport {
-        run: crate::run_info::run_info(&record),
+        run,
         summary,
         input_labels,
         input_fields,

@@ -29,6 +29,7 @@ pub(crate) fn run_info(r: &RunRecord) -> RunInfo {
             .collect(),
         complete: r.status == RunStatus::Complete,
         calls: r.calls.as_ref().map(calls_info),
+        cost: probity_core::cost::RunCost::of(r.usage.as_ref(), &r.settings.prices),
     }
 }
 

@@ -90,8 +90,11 @@ pub async fn run(args: ServeArgs) -> Result<u8, Failure> {
     } else {
         String::new()
     };
+    let cost = probity_report::cost_phrase(&served.cost)
+        .map(|c| format!("; {c}"))
+        .unwrap_or_default();
     probity_engine::stderr_line!(
-        "stopped: {} request{} taken, {} recorded as run {} (complete; probity report {} / probity plan {}){unrecorded}",
+        "stopped: {} request{} taken, {} recorded as run {} (complete; probity report {} / probity plan {}){unrecorded}{cost}",
         served.requests,
         if served.requests == 1 { "" } else { "s" },
         served.recorded,

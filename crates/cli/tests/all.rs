@@ -11,6 +11,7 @@ mod common;
 // The labelled sets the engine's calibration tests use.
 mod compare;
 mod config_limits;
+mod cost;
 mod export;
 mod guarded;
 mod hostile;

@@ -15,6 +15,7 @@ pub mod calibrated;
 pub mod causes;
 pub mod compare;
 pub mod conversation;
+pub mod cost;
 pub mod fields;
 pub mod guarded;
 pub mod judge_sim;

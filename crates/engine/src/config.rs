@@ -51,6 +51,7 @@ use crate::run::experiment::{Experiment, Source};
 use crate::run::revalidate::Recheck;
 use crate::store::settings::{Analysis, StoredSettings};
 use crate::system::config::ProviderConfig;
+use crate::system::Priced;
 use probity_core::stats::ClusterMethod;
 use probity_core::stats::VerdictMode;
 use probity_core::validator::ValidatorError;
@@ -228,8 +229,9 @@ pub struct ConfigFile {
     /// Name under which runs are stored and compared; the file stem by default.
     #[serde(default)]
     pub name: Option<String>,
+    /// The system under test's provider, and its price (`price = {…}`).
     #[serde(default)]
-    pub system: ProviderConfig,
+    pub system: Priced<ProviderConfig>,
     #[serde(default)]
     pub prompt: PromptConfig,
     #[serde(default)]
@@ -625,6 +627,11 @@ impl Config {
             source: Some(self.source()),
             variant: None,
             agent: self.agent.clone(),
+            // An agent's own model is not the `[system]` table's: unpriced.
+            price: match self.agent.as_deref().map(|a| &a.agent) {
+                Some(agent::AgentSpec::Model { .. }) => None,
+                _ => self.file.system.price.clone(),
+            },
         })
     }
 
@@ -634,7 +641,10 @@ impl Config {
         Recheck {
             name: &self.name,
             checks: &self.checks,
-            settings: StoredSettings::new(&self.analysis(), None),
+            settings: StoredSettings {
+                prices: self.checks.prices(self.file.system.price.as_ref()),
+                ..StoredSettings::new(&self.analysis(), None)
+            },
             calls: self.calls(),
             concurrency: self.file.experiment.concurrency.workers(),
             source: Some(self.source()),

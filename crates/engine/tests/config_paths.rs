@@ -130,7 +130,8 @@ fn judge_providers_resolve_too() {
         "[experiment]\ninputs = \"inputs.jsonl\"\n{CHECK}\n[[verifier]]\nname = \"judge\"\ninstructions = \"x\"\n[verifier.system]\nprovider = \"command\"\ncommand = [\"./judge.sh\"]\n"
     );
     let c = load(tmp.path(), &text);
-    let Some(JudgeConfig::Provider(ProviderConfig::Command(j))) = &c.file.verifiers[0].system
+    let Some(JudgeConfig::Provider(ProviderConfig::Command(j))) =
+        c.file.verifiers[0].system.as_deref()
     else {
         panic!("{:?}", c.file.verifiers[0].system)
     };
@@ -138,7 +139,7 @@ fn judge_providers_resolve_too() {
     assert_eq!(j.base_dir.as_deref(), Some(dir.as_path()));
     assert_eq!(j.program(), dir.join("./judge.sh"));
     // The system (sim here) has no paths; the judge's are its own.
-    assert!(matches!(c.file.system, ProviderConfig::Sim(_)));
+    assert!(matches!(*c.file.system, ProviderConfig::Sim(_)));
 }
 
 #[test]
@@ -151,7 +152,7 @@ fn serve_upstream_resolves_against_the_guard_file() {
     )
     .unwrap();
     let loaded = probity_engine::serve::load(&path).unwrap();
-    let ProviderConfig::Command(c) = &loaded.config.upstream else {
+    let ProviderConfig::Command(c) = &*loaded.config.upstream else {
         panic!()
     };
     let dir = std::path::absolute(tmp.path()).unwrap();

@@ -294,6 +294,29 @@ fn deadlocks(db: &TestDatabase) -> i64 {
         .unwrap()
 }
 
+/// A writer's session usage after `n` samples: two tokens in and three
+/// out a sample, one judge call on check 1 with one token each way.
+fn usage(n: u64) -> probity_core::cost::RunUsage {
+    use probity_core::cost::{RunUsage, Usage};
+    RunUsage {
+        system: Usage {
+            answered: n,
+            reported: n,
+            input_tokens: 2 * n,
+            output_tokens: 3 * n,
+        },
+        judges: vec![
+            Usage::default(),
+            Usage {
+                answered: n,
+                reported: n,
+                input_tokens: n,
+                output_tokens: n,
+            },
+        ],
+    }
+}
+
 /// Six writers of one run at once (as six `probity work` processes), each
 /// committing its samples and counts in many small transactions: the
 /// server counts no deadlock (writers used to lock the run's row to add
@@ -344,6 +367,7 @@ async fn concurrent_writers_of_one_run_never_deadlock_and_add_up() {
                             judge_calls: n,
                             tokens: 5 * n,
                             judge_calls_by_check: vec![0, n],
+                            usage: usage(n),
                         })
                         .unwrap();
                     if s % 10 == 0 {
@@ -378,6 +402,13 @@ async fn concurrent_writers_of_one_run_never_deadlock_and_add_up() {
         )),
         [n.to_string()]
     );
+    // The usage too (cost in money): each writer's own, added.
+    let each = usage(SAMPLES as u64);
+    let mut want = before.usage.clone().expect("a new run's usage is known");
+    for _ in 0..WRITERS {
+        want = want.plus(&each);
+    }
+    assert_eq!(after.usage, Some(want));
     // The listing reads the same sums.
     let listed = pg.runs(None).unwrap();
     assert_eq!(

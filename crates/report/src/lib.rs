@@ -37,6 +37,7 @@ mod document;
 mod facts;
 /// How every format heads a run's errors (the CLI's progress lines too).
 pub use facts::causes::{check_head, system_head};
+pub use facts::cost::cost_phrase;
 mod format;
 pub mod html;
 pub mod json;

@@ -3,7 +3,7 @@
 //!
 //! | document | shows |
 //! | --- | --- |
-//! | run | a heading with the overall PASS/FAIL, the calls, tokens and reuse, a table of checks (BROKEN for a check that could not judge any output), the inputs, scope and consistency of each check's rate, the errors apart from failures with their causes, the aggregate, the worst inputs, the failing checks with one example output each in a fenced code block beside its input's fields, the guarded system beside its prediction (a run with a retry policy), the retry plan, then the comparison with a baseline |
+//! | run | a heading with the overall PASS/FAIL, the calls, tokens, cost in money (when priced) and reuse, a table of checks (BROKEN for a check that could not judge any output), the inputs, scope and consistency of each check's rate, the errors apart from failures with their causes, the aggregate, the worst inputs, the failing checks with one example output each in a fenced code block beside its input's fields, the guarded system beside its prediction (a run with a retry policy), the retry plan, then the comparison with a baseline |
 //! | comparison | a `###` section: the conclusion, the runs, the correction across checks, a table of changes per check with p-values |
 //! | trend | a `### probity trend` section holding the text table ([`crate::text`]) in a code block |
 //! | plan | a `### probity retry plan` section holding the text plan in a code block |

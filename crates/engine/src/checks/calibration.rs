@@ -91,6 +91,9 @@ pub(crate) async fn ask_about(
     });
     caller.judge_calls.fetch_add(made, Ordering::Relaxed);
     verifier.calls.fetch_add(made, Ordering::Relaxed);
+    if let Ok(a) = &answer {
+        verifier.usage.add(a.input_tokens, a.output_tokens);
+    }
     verifier.judgement(answer.as_ref().map(|a| a.text.as_str()).map_err(|(e, _)| e))
 }
 

@@ -8,11 +8,12 @@
 //! revalidation, live traffic through `probity serve` — goes through
 //! [`Checks`].
 
-use crate::checks::verifier::{JudgeVerdict, Verifier};
+use crate::checks::verifier::{JudgePrice, JudgeVerdict, Verifier};
 use crate::provider::call::Caller;
 use crate::provider::types::Provider;
-use crate::store::{JudgementCache, JudgementRow};
+use crate::store::{JudgementCache, JudgementRow, RunTotals};
 use probity_core::agent::{AgentCheck, Transcript};
+use probity_core::cost::{Price, RunPrices, RunUsage, Usage};
 use probity_core::validator::{on_eval_stack, PreparedInput};
 use probity_core::{Cell, CheckInfo, CheckKind, Input, Validator, Verdict};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -233,6 +234,52 @@ impl Checks {
             )
             .chain(self.conversation.iter().map(|_| 0))
             .collect()
+    }
+
+    /// Each check's judge's answered calls' usage so far, in column order
+    /// (none for validators and conversation checks).
+    pub fn judge_usage(&self) -> Vec<Usage> {
+        self.validators
+            .iter()
+            .map(|_| Usage::default())
+            .chain(self.verifiers.iter().map(|v| v.usage.get()))
+            .chain(self.conversation.iter().map(|_| Usage::default()))
+            .collect()
+    }
+
+    /// The prices of a run of these checks: the system's (`system`) and
+    /// each check's judge's, in column order — a verifier without a judge
+    /// of its own is judged by the system's provider, at its price.
+    pub fn prices(&self, system: Option<&Price>) -> RunPrices {
+        let judge = |v: &Verifier| match &v.price {
+            JudgePrice::Own(p) => p.clone(),
+            JudgePrice::System => system.cloned(),
+        };
+        RunPrices {
+            system: system.cloned(),
+            judges: self
+                .validators
+                .iter()
+                .map(|_| None)
+                .chain(self.verifiers.iter().map(judge))
+                .chain(self.conversation.iter().map(|_| None))
+                .collect(),
+        }
+    }
+
+    /// A session's totals: `caller`'s (every call's), with each check's
+    /// judge calls and judge usage taken apart from the system's.
+    pub fn totals(&self, caller: RunTotals) -> RunTotals {
+        let judges = self.judge_usage();
+        let judged: Usage = judges.iter().copied().sum();
+        RunTotals {
+            judge_calls_by_check: self.judge_calls(),
+            usage: RunUsage {
+                system: caller.usage.system.minus(&judged),
+                judges,
+            },
+            ..caller
+        }
     }
 
     /// The conversation checks' columns for one answer (after the
@@ -516,6 +563,9 @@ impl Checks {
             judge_calls += made;
             caller.judge_calls.fetch_add(made, Ordering::Relaxed);
             v.calls.fetch_add(made, Ordering::Relaxed);
+            if let Ok(a) = &answer {
+                v.usage.add(a.input_tokens, a.output_tokens);
+            }
             let j = v.judgement(answer.as_ref().map(|a| a.text.as_str()).map_err(|(e, _)| e));
             let pass = match j.verdict {
                 JudgeVerdict::Pass => Some(true),

@@ -40,6 +40,7 @@
 use crate::checks::cache_key::{judgement_key, JudgeQuestion};
 use crate::checks::judge_prompt::{self, quoted_output};
 use crate::checks::labels::LabelledSet;
+use crate::provider::call::UsageCounter;
 use crate::provider::error::ConfigError;
 use crate::provider::negotiate::Negotiated;
 pub use crate::provider::negotiate::Structured;
@@ -48,6 +49,8 @@ use crate::provider::template::{is_template, render_check_text};
 use crate::provider::types::{Completion, Message, Provider, ProviderError, Request, Role};
 use crate::sim::rng::{Fnv, SplitMix64};
 use crate::system::config::ProviderConfig;
+use crate::system::Priced;
+use probity_core::cost::Price;
 use probity_core::{CheckInfo, CheckKind, Input};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -78,7 +81,7 @@ pub struct VerifierSpec {
     /// The judge's provider; the system's when absent (a sim system gets an
     /// error-free sim judge).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system: Option<JudgeConfig>,
+    pub system: Option<Priced<JudgeConfig>>,
     /// A labelled set (JSON lines: `input`, `output`, `label`; see
     /// [`crate::checks::labels`]) on which the judge's sensitivity and
     /// specificity are measured; the check is then judged on its rate
@@ -297,6 +300,10 @@ pub struct Verifier {
     /// Calls made to this verifier's judge (retries included), shared by
     /// its clones: the check's own count in a run's totals.
     pub calls: Arc<AtomicU64>,
+    /// Its judge's answered calls' tokens, shared by its clones (cost).
+    pub usage: Arc<UsageCounter>,
+    /// What its judge's tokens cost.
+    pub price: JudgePrice,
     /// The labelled set the judge is measured on (`calibration = …`).
     pub calibration: Option<Arc<LabelledSet>>,
     /// Whether the judge was seen copying the prompt's example (said once).
@@ -320,6 +327,17 @@ impl std::fmt::Debug for Verifier {
 
 pub use crate::checks::judge_prompt::JUDGE_PREAMBLE;
 
+/// The price of a verifier's judge calls.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum JudgePrice {
+    /// Its `[verifier.system]` table's `price` (`None`: not priced).
+    Own(Option<Price>),
+    /// It names no judge of its own: the system's provider judges, at the
+    /// system's price.
+    #[default]
+    System,
+}
+
 fn verdict_schema() -> Value {
     json!({
         "type": "object",
@@ -336,7 +354,7 @@ impl VerifierSpec {
     /// Resolves the judge's relative paths against `dir`, the directory of
     /// the configuration file (see [`ProviderConfig::resolve_paths`]).
     pub fn resolve_paths(&mut self, dir: &std::path::Path) {
-        if let Some(JudgeConfig::Provider(p)) = &mut self.system {
+        if let Some(JudgeConfig::Provider(p)) = self.system.as_deref_mut() {
             p.resolve_paths(dir);
         }
         if let Some(path) = &mut self.calibration {
@@ -364,7 +382,7 @@ impl VerifierSpec {
         if !(self.weight.is_finite() && self.weight >= 0.0) {
             return Err(format!("weight = {} must be non-negative", self.weight));
         }
-        let judge: Arc<dyn Provider> = match &self.system {
+        let judge: Arc<dyn Provider> = match self.system.as_deref() {
             Some(JudgeConfig::Sim(c)) => {
                 Arc::new(SimJudge::new(c.clone()).map_err(|e| e.to_string())?)
             }
@@ -398,6 +416,11 @@ impl VerifierSpec {
             structured: self.structured,
             judge,
             calls: Arc::default(),
+            usage: Arc::default(),
+            price: match &self.system {
+                Some(own) => JudgePrice::Own(own.price.clone()),
+                None => JudgePrice::System,
+            },
             copied: Arc::default(),
             per_input: None,
         })

@@ -664,7 +664,7 @@ check = "output.len() < 500"
         assert_eq!(base.name, "polite/base");
         assert_eq!(base.file.system, same.file.system);
         assert_ne!(base.hash, same.hash, "the variant's name is hashed");
-        let sim = |c: &Config| match &c.file.system {
+        let sim = |c: &Config| match &*c.file.system {
             crate::system::config::ProviderConfig::Sim(s) => s.clone(),
             other => panic!("{other:?}"),
         };
@@ -808,7 +808,7 @@ system.contractions = -0.5
             c.file.prompt.system.as_deref(),
             Some("Be very polite, always.")
         );
-        let crate::system::config::ProviderConfig::Sim(sim) = &c.file.system else {
+        let crate::system::config::ProviderConfig::Sim(sim) = &*c.file.system else {
             panic!("{:?}", c.file.system)
         };
         assert_eq!((sim.contractions, sim.seed), (0.6, Some(3)));

@@ -11,6 +11,7 @@ use crate::provider::types::{
     AnswerMeta, Api, CutWhen, Message, Provider, ProviderError, Request, WireAnswer, WireRequest,
 };
 use crate::store::{CachedOutput, RunTotals};
+use probity_core::cost::{RunUsage, Usage};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,6 +69,8 @@ pub struct Caller {
     pub calls: AtomicU64,
     /// Tokens reported by providers (prompt + completion).
     pub tokens: AtomicU64,
+    /// Answered calls' usage, input and output apart (cost in money).
+    pub usage: UsageCounter,
     /// Of `calls`, those made to judges (retries included).
     pub judge_calls: AtomicU64,
     /// Judgements served from the judge cache (no call).
@@ -92,6 +95,39 @@ impl Default for Caller {
     fn default() -> Self {
         let s = CallSettings::default();
         Caller::new(Arc::new(RateLimiter::default()), s.timeout, s.call_attempts)
+    }
+}
+
+/// Answered calls' usage as the providers reported it, counted as calls
+/// are answered ([`probity_core::cost::Usage`]).
+#[derive(Debug, Default)]
+pub struct UsageCounter {
+    answered: AtomicU64,
+    reported: AtomicU64,
+    input_tokens: AtomicU64,
+    output_tokens: AtomicU64,
+}
+
+impl UsageCounter {
+    /// One answered call's usage (`None`: not reported).
+    pub fn add(&self, input: Option<u64>, output: Option<u64>) {
+        let u = Usage::of_call(input, output);
+        self.answered.fetch_add(u.answered, Ordering::Relaxed);
+        self.reported.fetch_add(u.reported, Ordering::Relaxed);
+        self.input_tokens
+            .fetch_add(u.input_tokens, Ordering::Relaxed);
+        self.output_tokens
+            .fetch_add(u.output_tokens, Ordering::Relaxed);
+    }
+
+    /// The usage so far.
+    pub fn get(&self) -> Usage {
+        Usage {
+            answered: Caller::count(&self.answered),
+            reported: Caller::count(&self.reported),
+            input_tokens: Caller::count(&self.input_tokens),
+            output_tokens: Caller::count(&self.output_tokens),
+        }
     }
 }
 
@@ -199,6 +235,7 @@ impl Caller {
             call_attempts: call_attempts.max(1),
             calls: AtomicU64::new(0),
             tokens: AtomicU64::new(0),
+            usage: UsageCounter::default(),
             judge_calls: AtomicU64::new(0),
             judge_cached: AtomicU64::new(0),
             outputs_cached: AtomicU64::new(0),
@@ -302,6 +339,7 @@ impl Caller {
                     meta,
                     cut,
                 }) => {
+                    self.usage.add(c.input_tokens, c.output_tokens);
                     let used = c.input_tokens.unwrap_or(0) + c.output_tokens.unwrap_or(0);
                     if used > 0 {
                         self.limiter.settle(estimate, used as f64).await;
@@ -360,6 +398,12 @@ impl Caller {
             judge_calls: Caller::count(&self.judge_calls),
             tokens: Caller::count(&self.tokens),
             judge_calls_by_check: Vec::new(),
+            // Every call's, until the checks take their judges' apart
+            // (`Checks::totals`).
+            usage: RunUsage {
+                system: self.usage.get(),
+                judges: Vec::new(),
+            },
         }
     }
 

@@ -351,6 +351,7 @@ impl Guard {
             let s = u.caller.totals();
             t.model_calls += s.model_calls;
             t.tokens += s.tokens;
+            t.usage.system = t.usage.system + s.usage.system;
         }
         t
     }

@@ -96,6 +96,9 @@ pub struct Experiment {
     /// episode, judged first by the agent checks (the first columns), then
     /// by `checks` over the agent's last reply.
     pub agent: Option<Arc<crate::agent::config::AgentConfig>>,
+    /// The price of the system's tokens (`[system] price`), stored with
+    /// each run beside its judges' (cost in money); `None`: not priced.
+    pub price: Option<probity_core::cost::Price>,
 }
 
 /// How a sequential run orders its inputs.
@@ -144,6 +147,7 @@ impl Experiment {
             source: None,
             variant: None,
             agent: None,
+            price: None,
         }
     }
 
@@ -308,6 +312,7 @@ impl Experiment {
             sequential: self.sequential.map(|s| StoredSequential {
                 seed: s.seed.unwrap_or(0),
             }),
+            prices: self.checks.prices(self.price.as_ref()),
             ..StoredSettings::new(&self.analysis, retry)
         }
     }

@@ -11,7 +11,7 @@ use crate::run::experiment::{Experiment, Source};
 use crate::run::finish::{close_run, Closing};
 use crate::run::recording::Recording;
 use crate::store::settings::StoredSettings;
-use crate::store::{NewRun, RunStatus, RunTotals, SampleRow, Store, StoreError};
+use crate::store::{NewRun, RunStatus, SampleRow, Store, StoreError};
 use probity_core::causes::Causes;
 use probity_core::validator::PreparedInput;
 use probity_core::{Cell, ReliabilityTensor};
@@ -208,10 +208,7 @@ pub async fn revalidate(
         new_id,
         Closing {
             status,
-            totals: Some(RunTotals {
-                judge_calls_by_check: checks.judge_calls(),
-                ..caller.totals()
-            }),
+            totals: Some(checks.totals(caller.totals())),
             samples: written,
             duration: started.elapsed(),
             summary: summary.as_ref(),

@@ -157,6 +157,25 @@ pub(crate) fn sequential_summary(
     }
 }
 
+/// The usage of run `run`'s calls to the system for attempts after the
+/// first (what its retries cost, §4.2); `None` for a run without a retry
+/// policy.
+pub fn retries_usage(
+    store: &Store,
+    run: &RunRecord,
+) -> Result<Option<probity_core::cost::Usage>, StoreError> {
+    if run.settings.retry.is_none() {
+        return Ok(None);
+    }
+    let mut retries = probity_core::cost::Usage::default();
+    store.each_attempt_counts(run.id, |a| {
+        if a.attempt > 1 {
+            retries = retries + a.usage;
+        }
+    })?;
+    Ok(Some(retries))
+}
+
 /// The guarded system of run `run` (stored with a retry policy) measured
 /// beside the prediction of its single-attempt `tensor`; `None` for a run
 /// without a retry policy.

@@ -7,7 +7,7 @@
 
 use super::answer::{self, Cost, Header, Outcome, Publish, Verdict, DONE, KEEPALIVE};
 use super::request::{self, ClientRequest};
-use super::state::{AttemptLabel, ServeState};
+use super::state::{AttemptLabel, CostLabels, ServeState};
 use crate::provider::openai_wire::error_body;
 use crate::provider::types::Api;
 use crate::retry::guard::GuardOutcome;
@@ -388,10 +388,7 @@ fn record(st: &ServeState, idx: usize, input: Input, outcome: &GuardOutcome) {
         // The session's counts so far: the writer adds what is new with
         // the next commit, so the run's calls and tokens are current while
         // it serves (the run's close sets them once more).
-        totals: crate::store::RunTotals {
-            judge_calls_by_check: st.guard.checks().judge_calls(),
-            ..st.guard.totals()
-        },
+        totals: st.guard.checks().totals(st.guard.totals()),
     };
     match st.writer.send_record(record) {
         Ok(()) => {
@@ -434,6 +431,17 @@ fn finish(
                 attempt: attempt.into(),
             })
             .inc_by(used);
+        if let (Some(price), Some(_)) = (&st.prices.system, &a.output) {
+            m.cost
+                .get_or_create(&CostLabels {
+                    attempt: attempt.into(),
+                    currency: price.currency.clone(),
+                })
+                .inc_by(price.cost(&probity_core::cost::Usage::of_call(
+                    a.input_tokens,
+                    a.output_tokens,
+                )));
+        }
     }
     // An attempt without an output (the upstream failed) is no verdict of
     // any check: its Error cells are the upstream's, not the checks'.

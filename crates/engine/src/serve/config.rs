@@ -105,8 +105,9 @@ pub struct ServeConfig {
     /// The confidence of each check's live confidence sequence (`/metrics`).
     #[serde(default = "d_confidence")]
     pub confidence: f64,
+    /// The upstream provider, and its price (`price = {…}`).
     #[serde(default)]
-    pub upstream: ProviderConfig,
+    pub upstream: crate::system::Priced<ProviderConfig>,
     #[serde(default)]
     pub retry: RetryPolicy,
     #[serde(default, rename = "validator")]

@@ -68,7 +68,7 @@ use crate::provider::call::{CallSettings, Caller};
 use crate::retry::guard::Guard;
 use crate::run::recording::Recording;
 use crate::store::settings::{StoredLive, StoredSettings};
-use crate::store::{NewRun, RunStatus, RunTotals, Store, StoreError, StoreLocation};
+use crate::store::{NewRun, RunStatus, Store, StoreError, StoreLocation};
 use axum::routing::{get, post};
 use axum::Router;
 use state::{Metrics, ServeState};
@@ -96,6 +96,8 @@ pub struct Served {
     /// Earlier runs of the same name left `running` (a killed server),
     /// marked interrupted at start.
     pub stale_interrupted: usize,
+    /// What its calls cost (the upstream's and the judges'), when priced.
+    pub cost: probity_core::cost::RunCost,
 }
 
 /// Each check's rate in the tested run `spec` (an id, or a name: its
@@ -188,6 +190,7 @@ pub async fn open(
             watch: c.monitor.watch_settings(c.confidence),
             baselines: baselines.clone(),
         }),
+        prices: checks.prices(loaded.config.upstream.price.as_ref()),
         ..StoredSettings::default()
     };
     let recording = Recording::create_live(
@@ -259,6 +262,7 @@ pub async fn open(
         admission: crate::provider::limits::RateLimiter::new(c.requests_per_minute, None),
         queue_wait: Duration::from_secs_f64(c.queue_wait_s),
         recorded: AtomicU64::new(0),
+        prices: settings.prices.clone(),
     });
     state
         .metrics
@@ -320,10 +324,8 @@ impl Server {
         let result = crate::http_server::serve(listener, app, shutdown).await;
         watcher.abort();
         let n = state.next_input.load(Ordering::Relaxed);
-        let totals = RunTotals {
-            judge_calls_by_check: state.guard.checks().judge_calls(),
-            ..state.guard.totals()
-        };
+        let totals = state.guard.checks().totals(state.guard.totals());
+        let cost = probity_core::cost::RunCost::of(Some(&totals.usage), &state.prices);
         // Flush every recorded request before the run is closed.
         state.writer.close().map_err(|e| {
             format!(
@@ -345,6 +347,7 @@ impl Server {
             .map_err(store_err)?;
         result.map_err(|e| format!("server: {e}"))?;
         Ok(Served {
+            cost,
             run_id,
             requests: n,
             recorded: state.recorded.load(Ordering::Relaxed),

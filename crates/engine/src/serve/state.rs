@@ -22,6 +22,13 @@ pub(crate) struct AttemptLabel {
     pub attempt: String,
 }
 
+/// Which attempt a cost is for, and its currency.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct CostLabels {
+    pub attempt: String,
+    pub currency: String,
+}
+
 /// One check's live rate in one kind of attempt.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct RateLabels {
@@ -64,6 +71,9 @@ pub(crate) struct Metrics {
     /// Tokens (prompt + completion) by attempt: `first`, or `retry` (the
     /// cost of reliability).
     pub tokens: Family<AttemptLabel, Counter>,
+    /// What the upstream's tokens cost at `[upstream] price`, by attempt
+    /// and currency (judges' calls not included; nothing without a price).
+    pub cost: Family<CostLabels, Counter<f64, AtomicU64>>,
     pub unauthorized: Counter,
     /// Requests whose client went away before the answer: their upstream
     /// calls were cancelled and they are not recorded.
@@ -295,6 +305,12 @@ impl Default for Metrics {
             "Tokens (prompt + completion) the upstream reported: attempt = first, or retry (what reliability cost).",
             tokens.clone(),
         );
+        let cost = Family::<CostLabels, Counter<f64, AtomicU64>>::default();
+        registry.register(
+            "probity_cost",
+            "What the upstream's tokens cost at [upstream] price, in its currency: attempt = first, or retry (what reliability cost). Judges' calls are not included; absent without a price.",
+            cost.clone(),
+        );
         let cells = Family::<CellLabels, Counter>::default();
         registry.register(
             "probity_check_cells",
@@ -360,6 +376,7 @@ impl Default for Metrics {
             attempts,
             attempt_errors,
             tokens,
+            cost,
             unauthorized,
             cancelled,
             streamed,
@@ -559,6 +576,9 @@ pub(crate) struct ServeState {
     /// Records handed to the store's writer (those it refused are
     /// `metrics.unrecorded`).
     pub recorded: AtomicU64,
+    /// The prices its calls are made at (the upstream's and the judges'),
+    /// as stored with its run.
+    pub prices: probity_core::cost::RunPrices,
 }
 
 impl ServeState {

@@ -4,6 +4,7 @@
 
 use super::settings::StoredSettings;
 use probity_core::causes::Causes;
+use probity_core::cost::{RunUsage, Usage};
 use probity_core::sequential::SequentialOutcome;
 use probity_core::stats::Decision;
 use probity_core::{Cell, CheckInfo, Input};
@@ -36,6 +37,11 @@ pub struct RunRecord {
     /// Judge calls per check, in column order (0 for validators), all
     /// sessions.
     pub judge_calls_by_check: Vec<u64>,
+    /// Answered calls' tokens, input and output apart, the system's and
+    /// each judge's (schema 15); `None` for a run stored before, or one
+    /// resumed from such a run: its cost is not known (never 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<RunUsage>,
     /// Samples whose output was reused from run `reused_from` (no call).
     pub cached: u64,
     /// The run whose stored outputs this run reused (`probity run --reuse`).
@@ -157,6 +163,10 @@ pub struct RunTotals {
     pub tokens: u64,
     /// Judge calls per check, in column order (0 for validators).
     pub judge_calls_by_check: Vec<u64>,
+    /// Answered calls' tokens, input and output apart: the system's, and
+    /// each check's judge's (cost in money).
+    #[serde(default)]
+    pub usage: RunUsage,
 }
 
 impl std::ops::Add for RunTotals {
@@ -174,6 +184,7 @@ impl std::ops::Add for RunTotals {
             judge_calls_by_check: (0..k)
                 .map(|i| at(&self.judge_calls_by_check, i) + at(&o.judge_calls_by_check, i))
                 .collect(),
+            usage: self.usage.plus(&o.usage),
         }
     }
 }
@@ -193,6 +204,7 @@ impl RunTotals {
                         .saturating_sub(at(&earlier.judge_calls_by_check, i))
                 })
                 .collect(),
+            usage: self.usage.since(&earlier.usage),
         }
     }
 }
@@ -205,6 +217,7 @@ impl RunRecord {
             judge_calls: self.judge_calls,
             tokens: self.tokens,
             judge_calls_by_check: self.judge_calls_by_check.clone(),
+            usage: self.usage.clone().unwrap_or_default(),
         }
     }
 }
@@ -300,6 +313,10 @@ pub struct AttemptCounts {
     pub calls: u64,
     /// Tokens reported (prompt + completion).
     pub tokens: u64,
+    /// Its call to the system's usage, input and output apart: answered
+    /// when it made a call that was answered (not an error, not served
+    /// from a store).
+    pub usage: Usage,
 }
 
 /// One attempt of a guarded sample (a run with a retry policy, or live

@@ -4,8 +4,9 @@
 //! byte, reasons and JSON settings as text).
 
 use super::records::{
-    AttemptRow, CachedOutput, RunCalls, RunRecord, RunStatus, SampleRow, VariantTag,
+    AttemptCounts, AttemptRow, CachedOutput, RunCalls, RunRecord, RunStatus, SampleRow, VariantTag,
 };
+use probity_core::cost::{RunUsage, Usage};
 use probity_core::Cell;
 
 /// A stored row's columns, by position, as the store keeps them:
@@ -57,7 +58,44 @@ pub(super) const RUN_COLUMNS: &str =
     outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
     judge_calls, tokens, reused_from, judge_calls_by_check, verdicts, outputs_from,
     sequential, variant, variant_group, processes, call_s, queued_s, process_s,
-    span_end_s - span_start_s, upstream FROM runs";
+    span_end_s - span_start_s, upstream, usage FROM runs";
+
+/// The tokens and usage of one stored attempt ([`AttemptCounts`]; the
+/// caller sets its place and calls): `(call_attempts, input_tokens,
+/// output_tokens, answered)` as stored. An attempt whose output was served
+/// from a store (no call) or that failed is not an answered call.
+pub(super) fn attempt_usage(
+    call_attempts: i64,
+    input: Option<i64>,
+    output: Option<i64>,
+    answered: bool,
+) -> AttemptCounts {
+    let (input, output) = (input.map(|v| v as u64), output.map(|v| v as u64));
+    AttemptCounts {
+        input_idx: 0,
+        attempt: 0,
+        published: false,
+        calls: 0,
+        tokens: input.unwrap_or(0) + output.unwrap_or(0),
+        usage: if answered && call_attempts > 0 {
+            Usage::of_call(input, output)
+        } else {
+            Usage::default()
+        },
+    }
+}
+
+/// A new run's usage, as stored: none yet, and known (`NULL` is a run
+/// stored before usage was kept, schema 15).
+pub(super) const USAGE_NONE: &str = "{}";
+
+/// A run's stored usage (`None`: not known) with `added` counted in, as
+/// stored: a run whose usage is not known stays so (what it used before
+/// is lost; adding to nothing would read as its whole cost).
+pub(super) fn usage_plus(stored: Option<String>, added: &RunUsage) -> Option<String> {
+    let stored: RunUsage = serde_json::from_str(&stored?).ok()?;
+    serde_json::to_string(&stored.plus(added)).ok()
+}
 
 /// The columns [`sample_from_row`] reads: a run's own samples, or a
 /// revalidated run's verdicts over the outputs of the run they came from
@@ -113,6 +151,8 @@ pub(super) fn run_from_row<R: RowRead>(r: &R) -> Result<RunRecord, R::Error> {
             ],
             r.opt_text(30)?,
         ),
+        // Unreadable (written by a newer probity): not known.
+        usage: r.opt_text(31)?.and_then(|s| serde_json::from_str(&s).ok()),
     })
 }
 

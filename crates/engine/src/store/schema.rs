@@ -23,10 +23,14 @@
 //! wait for each other); 14 the runs' call time (`call_s`, `queued_s`,
 //! `process_s`, `processes`, the span `span_start_s`–`span_end_s`) and
 //! `upstream` (what the upstreams were found to take), so a shared run's
-//! report tells its wall time from the time its calls took.
+//! report tells its wall time from the time its calls took; 15
+//! `runs.usage` (and, in PostgreSQL, `run_counts.usage`): answered calls'
+//! input and output tokens, the system's and each judge's apart, so a
+//! report prices them (cost in money; `NULL` for a run stored before: its
+//! cost is not known).
 
 /// The last migration this version of probity knows.
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 15;
 
 /// Migration 14 on SQLite (`DOUBLE PRECISION` and `BIGINT` are SQLite
 /// types too); PostgreSQL's adds `IF NOT EXISTS`, which SQLite lacks
@@ -39,4 +43,10 @@ ALTER TABLE runs ADD COLUMN processes BIGINT;
 ALTER TABLE runs ADD COLUMN span_start_s DOUBLE PRECISION;
 ALTER TABLE runs ADD COLUMN span_end_s DOUBLE PRECISION;
 ALTER TABLE runs ADD COLUMN upstream TEXT;
+"#;
+
+/// Migration 15 on SQLite: the runs' usage ([`crate::store::rows::USAGE_NONE`]
+/// when created; `NULL`: stored before it was kept).
+pub(crate) const RUN_USAGE: &str = r#"
+ALTER TABLE runs ADD COLUMN usage TEXT;
 "#;

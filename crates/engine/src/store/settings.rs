@@ -2,6 +2,7 @@
 //! column): what is needed to analyse its tensor again exactly as it was
 //! analysed when it ran.
 
+use probity_core::cost::RunPrices;
 use probity_core::monitor::{Baseline, WatchSettings};
 use probity_core::{Aggregate, AnalysisOptions, Input, Strategy};
 use serde::{Deserialize, Serialize};
@@ -97,6 +98,15 @@ pub struct StoredSettings {
     /// the rate as it did (`Summary::with_calibration`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calibration: Vec<Option<probity_core::stats::LabelCounts>>,
+    /// The prices its calls were made at (`price = {…}` on the system's
+    /// and the judges' provider tables): a later report prices the run as
+    /// it was priced. Empty: none set.
+    #[serde(default, skip_serializing_if = "is_unpriced")]
+    pub prices: RunPrices,
+}
+
+fn is_unpriced(p: &RunPrices) -> bool {
+    !p.any()
 }
 
 /// How a serve run's traffic is watched: the `[monitor]` settings and the
@@ -128,6 +138,7 @@ impl Default for StoredSettings {
             sequential: None,
             live: None,
             calibration: Vec::new(),
+            prices: RunPrices::default(),
         }
     }
 }
@@ -145,6 +156,7 @@ impl StoredSettings {
             sequential: None,
             live: None,
             calibration: Vec::new(),
+            prices: RunPrices::default(),
         }
     }
 

@@ -40,6 +40,8 @@ pub struct RunInfo {
     /// How its calls went, when the store recorded it (a run stored by an
     /// older probity, or by `probity serve`, has none).
     pub calls: Option<CallsInfo>,
+    /// Its cost in money: its calls' tokens at the prices it was run with.
+    pub cost: probity_core::cost::RunCost,
 }
 
 /// How a run's calls went, over every process that made them.

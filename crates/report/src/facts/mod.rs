@@ -11,11 +11,13 @@
 //! * [`comparison`]: a comparison's changes in percentage points;
 //! * [`sequential`]: a sequential run's stop and confidence sequences;
 //! * [`live`]: a serve run's live rates, their sequences and alarms;
-//! * [`variants`]: a variants run's matrix cells, differences and costs.
+//! * [`variants`]: a variants run's matrix cells, differences and costs;
+//! * [`cost`]: cost in money: a run's, its retries'.
 
 pub mod calibration;
 pub mod causes;
 pub mod comparison;
+pub mod cost;
 pub mod guarded;
 pub mod live;
 pub mod run;

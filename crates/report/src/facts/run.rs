@@ -436,8 +436,9 @@ pub fn worst_inputs(r: &RunReport, count: usize) -> Vec<probity_core::ProfileEnt
         .collect()
 }
 
-/// The calls and tokens of a run, and whether its outputs were sampled
-/// afresh: `400 calls (0 to judges), 51200 tokens; every sample called
+/// The calls and tokens of a run (and their cost when priced,
+/// [`crate::facts::cost::cost_phrase`]), and whether its outputs were
+/// sampled afresh: `400 calls (0 to judges), 51200 tokens; every sample called
 /// afresh`, `800 calls (400 to judges: helpful 400), …`, or `…; 186
 /// outputs reused from run #11`. Not escaped: escape for the medium.
 pub fn calls_line(r: &RunInfo) -> String {
@@ -465,6 +466,9 @@ pub fn calls_line(r: &RunInfo) -> String {
             r.tokens,
             plural(r.tokens as usize, "token")
         ));
+    }
+    if let Some(cost) = crate::facts::cost::cost_phrase(&r.cost) {
+        s.push_str(&format!(", {cost}"));
     }
     s.push_str("; ");
     s.push_str(&reuse_phrase(r));

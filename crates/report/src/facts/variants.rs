@@ -6,6 +6,7 @@ use crate::document::variants::VariantsReport;
 use crate::facts::comparison::{p_value, points, points_interval};
 use crate::numbers::{decision_word, duration, interval, pct, plural, threshold_pct, trim_number};
 use probity_core::compare::{CheckComparison, Direction};
+use probity_core::cost::RunCost;
 use probity_core::stats::MultipleTesting;
 use probity_core::variants::{VariantCost, VariantsComparison};
 use probity_core::CheckSummary;
@@ -125,9 +126,11 @@ pub fn conclusion(r: &VariantsReport) -> String {
     )
 }
 
-/// A variant's cost: `412 calls (12 to judges) · 30,100 tokens · latency
-/// mean 210 ms, p50 180 ms, p95 420 ms · 4.2 s`.
-pub fn cost_line(c: &VariantCost) -> String {
+/// A variant's cost: `412 calls (12 to judges) · 30,100 tokens · cost
+/// 0.0412 USD · latency mean 210 ms, p50 180 ms, p95 420 ms · 4.2 s`; the
+/// money (`money`, its run's) when it was priced
+/// ([`crate::facts::cost::cost_phrase`]).
+pub fn cost_line(c: &VariantCost, money: &RunCost) -> String {
     let mut parts = vec![format!("{} calls", c.calls)];
     if c.judge_calls > 0 {
         parts[0].push_str(&format!(" ({} to judges)", c.judge_calls));
@@ -140,6 +143,7 @@ pub fn cost_line(c: &VariantCost) -> String {
     } else {
         "tokens not reported".to_string()
     });
+    parts.extend(crate::facts::cost::cost_phrase(money));
     parts.push(match &c.latency_ms {
         Some(l) => format!(
             "latency mean {} ms, p50 {} ms, p95 {} ms",

@@ -1,7 +1,8 @@
 //! The HTML report of a run: one self-contained page (no network, no CDN,
 //! no external fonts) with
 //!
-//! * the run's calls, judge calls, tokens and reuse;
+//! * the run's calls, judge calls, tokens, cost in money (when priced)
+//!   and reuse;
 //! * the verdict of every check, its interval drawn as a bar against its
 //!   minimum, the inputs it is over and what it is about (BROKEN for a
 //!   check that could not judge any output);

@@ -234,7 +234,7 @@ pub(crate) fn context(r: &VariantsReport, linked: bool) -> VariantsContext {
             .iter()
             .map(|v| Cost {
                 name: v.name.clone(),
-                line: cost_line(&v.cost),
+                line: cost_line(&v.cost, &v.report.run.cost),
             })
             .collect(),
         axis: markup(diff_axis(span)),

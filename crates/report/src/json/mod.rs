@@ -14,6 +14,7 @@
 
 pub mod calibration;
 pub mod comparison;
+pub mod cost;
 pub mod live;
 pub mod plan;
 pub mod run;

@@ -9,6 +9,7 @@
 //!   "schema": "probity.report.v1",
 //!   "run": {id, name, created_at, config_hash, system, duration_s, model_calls, cached, complete,
 //!           judge_calls, tokens, reused_from,
+//!           cost: {status, currency, total, system, judges, retries, …} (`json::cost`),
 //!           calls: null | {processes, wall_s, process_s, call_s, queued_s,
 //!                  structured_output: [{check, asked, used}],
 //!                  auto_concurrency: null | {chosen, most, settled, tried: [[n, calls/s]]}}},
@@ -365,6 +366,8 @@ pub struct WireRun {
     pub judge_calls_by_check: std::collections::BTreeMap<String, u64>,
     /// How its calls went (`null` when the store has not recorded it).
     pub calls: Option<WireCalls>,
+    /// Its cost in money (`crate::json::cost`).
+    pub cost: crate::json::cost::WireCost,
 }
 
 /// A run's wall time beside its calls' summed time, each judge's
@@ -874,6 +877,7 @@ pub fn wire(r: &RunReport) -> Wire<'_> {
             reused_from: r.run.reused_from,
             judge_calls_by_check: r.run.judge_calls_by_check.iter().cloned().collect(),
             calls: r.run.calls.as_ref().map(wire_calls),
+            cost: crate::json::cost::wire_cost(&r.run.cost),
         },
         shape: WireShape {
             inputs: s.shape.0,

@@ -71,6 +71,7 @@ pub(crate) fn value(r: &VariantsReport) -> Value {
                     "tokens": cost.tokens,
                     "samples": cost.samples,
                     "cached": cost.cached,
+                    "money": serde_json::to_value(crate::json::cost::wire_cost(&v.report.run.cost)).unwrap_or(Value::Null),
                     "duration_s": cost.duration_s.map(num),
                     "latency_ms": cost.latency_ms.map(|l| json!({
                         "mean": num(l.mean),

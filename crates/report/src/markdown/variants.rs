@@ -51,7 +51,7 @@ pub(super) fn render(r: &VariantsReport) -> String {
             "| {} | {} | {} |\n",
             md_cell(&v.name),
             md_cell(&v.report.conclusion()),
-            md_cell(&cost_line(&v.cost))
+            md_cell(&cost_line(&v.cost, &v.report.run.cost))
         ));
     }
     if !c.pairs.is_empty() {

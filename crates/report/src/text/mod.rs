@@ -3,7 +3,7 @@
 //!
 //! | document | module | shows |
 //! | --- | --- | --- |
-//! | run | [`run`] | header (calls, tokens, reuse), one line per check with its figures, inputs, scope, consistency and errors (BROKEN for a check that could not judge any output), the calls to the system that failed, aggregate, worst inputs, retry plan, the guarded system ([`guarded`]), a serve run's live rates ([`live`]), the conclusion, then the comparison with a baseline ([`comparison`]) |
+//! | run | [`run`] | header (calls, tokens, cost in money when priced, reuse), one line per check with its figures, inputs, scope, consistency and errors (BROKEN for a check that could not judge any output), the calls to the system that failed, aggregate, worst inputs, retry plan, the guarded system ([`guarded`]), a serve run's live rates ([`live`]), the conclusion, then the comparison with a baseline ([`comparison`]) |
 //! | comparison | [`comparison`] | the runs, one line per check with its change in points, the conclusion |
 //! | trend | [`trend`] | a table: one row per run, one column per check |
 //! | plan | [`plan`] | the retry plan, its table of attempts or per input |

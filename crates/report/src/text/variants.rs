@@ -113,7 +113,7 @@ pub(crate) fn render(r: &VariantsReport, color: bool) -> String {
         t.push_str(&format!(
             "  {}  {}\n",
             pad(&clean(&v.name), nw),
-            cost_line(&v.cost)
+            cost_line(&v.cost, &v.report.run.cost)
         ));
     }
     // Differences.

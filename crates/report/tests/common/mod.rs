@@ -182,6 +182,7 @@ pub fn report() -> RunReport {
             judge_calls_by_check: Vec::new(),
             complete: true,
             calls: None,
+            cost: Default::default(),
         },
         summary: summary(),
         input_labels: vec![
@@ -365,6 +366,7 @@ pub fn tensor_report(n: usize, m: usize) -> RunReport {
             complete: true,
             calls: None,
             judge_calls_by_check: vec![(format!("judge {HOSTILE}"), 3)],
+            cost: Default::default(),
         },
         summary,
         input_labels,

@@ -303,10 +303,7 @@ impl<'a> RunSession<'a> {
 
     /// This session's counts: the caller's, and each check's judge calls.
     fn session_totals(&self) -> RunTotals {
-        RunTotals {
-            judge_calls_by_check: self.sampler.guard.checks().judge_calls(),
-            ..self.caller.totals()
-        }
+        self.sampler.guard.checks().totals(self.caller.totals())
     }
 
     /// This process's calls, for the run's record: its duration, its

@@ -7,7 +7,8 @@ use crate::store::backend::{Leases, RunEnd, Runs};
 use crate::store::error::StoreError;
 use crate::store::identity::me;
 use crate::store::records::{NewRun, RunRecord, SessionCalls};
-use crate::store::rows::{run_from_row, variant_text, RUN_COLUMNS};
+use crate::store::rows::{run_from_row, variant_text, RUN_COLUMNS, USAGE_NONE};
+use probity_core::cost::RunUsage;
 use probity_core::sequential::SequentialOutcome;
 
 impl Runs for Postgres {
@@ -52,11 +53,11 @@ impl Runs for Postgres {
             let id: i64 = tx
                 .query_one(
                     "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input,
-                        checks, settings, parent_run, reused_from, outputs_from, variant, variant_group)
-                     VALUES ($1, 'running', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
+                        checks, settings, parent_run, reused_from, outputs_from, variant, variant_group, usage)
+                     VALUES ($1, 'running', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
                     &[
                         name, hash, config, system, n, m, checks, settings, parent, reused, from,
-                        variant, group,
+                        variant, group, &USAGE_NONE,
                     ],
                 )?
                 .get(0);
@@ -99,6 +100,7 @@ impl Runs for Postgres {
                 t.judge_calls as i64,
                 t.tokens as i64,
                 serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default(),
+                serde_json::to_string(&t.usage).unwrap_or_default(),
             )
         });
         self.conn.call(move |c| {
@@ -110,12 +112,14 @@ impl Runs for Postgres {
                 ),
                 &[&run, &status, &cached, &duration, &verdicts],
             )?;
-            if let Some((calls, judge, tokens, by_check)) = &totals {
-                // The whole run's counts: the writers' rows are in them.
+            if let Some((calls, judge, tokens, by_check, usage)) = &totals {
+                // The whole run's counts: the writers' rows are in them. A
+                // usage not known (a run stored before schema 15) stays so.
                 tx.execute(
                     "UPDATE runs SET model_calls = $2, judge_calls = $3, tokens = $4,
-                     judge_calls_by_check = $5 WHERE id = $1",
-                    &[&run, calls, judge, tokens, by_check],
+                     judge_calls_by_check = $5,
+                     usage = CASE WHEN usage IS NULL THEN NULL ELSE $6 END WHERE id = $1",
+                    &[&run, calls, judge, tokens, by_check, usage],
                 )?;
                 tx.execute("DELETE FROM run_counts WHERE run_id = $1", &[&run])?;
             }
@@ -209,7 +213,7 @@ fn add_writers_counts(
     }
     let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
     let rows = c.query(
-        "SELECT run_id, model_calls, judge_calls, tokens, judge_calls_by_check
+        "SELECT run_id, model_calls, judge_calls, tokens, judge_calls_by_check, usage
          FROM run_counts WHERE run_id = ANY($1)",
         &[&ids],
     )?;
@@ -230,6 +234,14 @@ fn add_writers_counts(
         }
         for (total, n) in run.judge_calls_by_check.iter_mut().zip(by_check) {
             *total += n;
+        }
+        // A writer's usage counts only into a run whose usage is known.
+        if let Some(usage) = &mut run.usage {
+            let theirs: RunUsage = row
+                .get::<_, Option<String>>(5)
+                .and_then(|s| serde_json::from_str(&s).ok())
+                .unwrap_or_default();
+            *usage = usage.plus(&theirs);
         }
     }
     Ok(())

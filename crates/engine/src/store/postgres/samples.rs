@@ -5,8 +5,8 @@ use crate::store::backend::{LiveCells, Samples};
 use crate::store::error::StoreError;
 use crate::store::records::{AttemptCounts, AttemptRow, CachedOutput, SampleRow};
 use crate::store::rows::{
-    attempt_from_row, byte_cell, cached_from_row, causes_row, inputs_from, sample_from_row,
-    RowRead, ATTEMPT_COLUMNS, SAMPLE_COLUMNS,
+    attempt_from_row, attempt_usage, byte_cell, cached_from_row, causes_row, inputs_from,
+    sample_from_row, RowRead, ATTEMPT_COLUMNS, SAMPLE_COLUMNS,
 };
 use probity_core::causes::Causes;
 use probity_core::{Cell, Input, ReliabilityTensor};
@@ -200,7 +200,7 @@ impl Samples for Postgres {
     ) -> Result<(), StoreError> {
         self.conn.each(
             "SELECT input_idx, attempt, published, call_attempts, judge_calls,
-                COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)
+                input_tokens, output_tokens, error IS NULL
              FROM attempts WHERE run_id = $1 ORDER BY input_idx, repetition, attempt",
             run,
             |r| {
@@ -209,7 +209,7 @@ impl Samples for Postgres {
                     attempt: r.int(1)? as u32,
                     published: r.flag(2)?,
                     calls: r.int(3)? as u64 + r.int(4)? as u64,
-                    tokens: r.int(5)? as u64,
+                    ..attempt_usage(r.int(3)?, r.opt_int(5)?, r.opt_int(6)?, r.flag(7)?)
                 })
             },
             f,

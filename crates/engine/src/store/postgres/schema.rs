@@ -3,7 +3,9 @@
 //! schema 9 at once; 10 adds the claims of shared runs and the leases'
 //! holder token; 11 the runs' variant and variant group; 12 the judges'
 //! verdicts on verifiers' labelled pairs; 13 the writers' own count rows
-//! (`run_counts`) and the claims' tries and dead letters. Applied in order under an
+//! (`run_counts`) and the claims' tries and dead letters; 14 the runs'
+//! call time; 15 the runs' and the writers' usage (tokens in and out, the
+//! system's and each judge's). Applied in order under an
 //! advisory lock, each recorded in
 //! `schema_migrations`, so processes opening a new database at once apply
 //! each exactly once.
@@ -21,6 +23,7 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     (12, CALIBRATION_VERDICTS),
     (13, WRITER_COUNTS),
     (14, RUN_CALLS),
+    (15, RUN_USAGE),
 ];
 
 /// A key for `pg_advisory_xact_lock`: probity's migrations.
@@ -208,4 +211,12 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS processes BIGINT;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS span_start_s DOUBLE PRECISION;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS span_end_s DOUBLE PRECISION;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS upstream TEXT;
+"#;
+
+/// Migration 15: answered calls' usage, the system's and each judge's
+/// (`RunUsage` as JSON), on the run's row and on each writer's own
+/// (`run_counts`); `NULL` on a run stored before: its cost is not known.
+const RUN_USAGE: &str = r#"
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS usage TEXT;
+ALTER TABLE run_counts ADD COLUMN IF NOT EXISTS usage TEXT;
 "#;

@@ -6,7 +6,7 @@ use crate::store::backend::{Leases, RunEnd, Runs};
 use crate::store::error::StoreError;
 use crate::store::identity::me;
 use crate::store::records::{NewRun, RunRecord, SessionCalls};
-use crate::store::rows::{run_from_row, variant_text, RUN_COLUMNS};
+use crate::store::rows::{run_from_row, variant_text, RUN_COLUMNS, USAGE_NONE};
 use probity_core::sequential::SequentialOutcome;
 use rusqlite::{params, OptionalExtension};
 
@@ -18,8 +18,8 @@ impl Runs for Sqlite {
         let (variant, group, starts_group) = variant_text(run.variant);
         let tx = self.conn.transaction().map_err(err)?;
         tx.execute(
-            "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input, checks, settings, parent_run, reused_from, outputs_from, variant, variant_group)
-             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input, checks, settings, parent_run, reused_from, outputs_from, variant, variant_group, usage)
+             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 run.name,
                 run.config_hash,
@@ -34,6 +34,7 @@ impl Runs for Sqlite {
                 run.outputs_from,
                 variant,
                 group,
+                USAGE_NONE,
             ],
         )
         .map_err(err)?;
@@ -95,14 +96,18 @@ impl Runs for Sqlite {
             )?;
             if let Some(t) = end.totals {
                 tx.execute(
+                    // A usage not known (a run stored before schema 15)
+                    // stays so.
                     "UPDATE runs SET model_calls = ?2, judge_calls = ?3, tokens = ?4,
-                     judge_calls_by_check = ?5 WHERE id = ?1",
+                     judge_calls_by_check = ?5,
+                     usage = CASE WHEN usage IS NULL THEN NULL ELSE ?6 END WHERE id = ?1",
                     params![
                         run,
                         t.model_calls as i64,
                         t.judge_calls as i64,
                         t.tokens as i64,
                         serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default(),
+                        serde_json::to_string(&t.usage).unwrap_or_default(),
                     ],
                 )?;
             }

@@ -5,8 +5,8 @@ use crate::store::backend::{LiveCells, Samples};
 use crate::store::error::StoreError;
 use crate::store::records::{AttemptCounts, AttemptRow, CachedOutput, SampleRow};
 use crate::store::rows::{
-    attempt_from_row, byte_cell, cached_from_row, causes_row, inputs_from, sample_from_row,
-    ATTEMPT_COLUMNS, SAMPLE_COLUMNS,
+    attempt_from_row, attempt_usage, byte_cell, cached_from_row, causes_row, inputs_from,
+    sample_from_row, ATTEMPT_COLUMNS, SAMPLE_COLUMNS,
 };
 use probity_core::causes::Causes;
 use probity_core::{Cell, Input, ReliabilityTensor};
@@ -193,7 +193,7 @@ impl Samples for Sqlite {
             .conn
             .prepare(
                 "SELECT input_idx, attempt, published, call_attempts, judge_calls,
-                    COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)
+                    input_tokens, output_tokens, error IS NULL
                  FROM attempts WHERE run_id = ?1 ORDER BY input_idx, repetition, attempt",
             )
             .map_err(|e| self.err(e))?;
@@ -205,7 +205,12 @@ impl Samples for Sqlite {
                     attempt: r.get::<_, i64>(1)? as u32,
                     published: r.get(2)?,
                     calls: r.get::<_, i64>(3)? as u64 + r.get::<_, i64>(4)? as u64,
-                    tokens: r.get::<_, i64>(5)? as u64,
+                    ..attempt_usage(
+                        r.get::<_, i64>(3)?,
+                        r.get::<_, Option<i64>>(5)?,
+                        r.get::<_, Option<i64>>(6)?,
+                        r.get(7)?,
+                    )
                 })
             };
             f(read().map_err(|e| self.err(e))?);

@@ -7,7 +7,7 @@ use super::db::{err_at, open_connection, Sqlite};
 use super::lease::refresh_lease_on;
 use crate::store::backend::{Batch, BatchWriter, WriterFactory, Writes};
 use crate::store::error::StoreError;
-use crate::store::rows::{add_by_check, cell_bytes, reasons_text};
+use crate::store::rows::{add_by_check, cell_bytes, reasons_text, usage_plus};
 use rusqlite::{params, Connection};
 use std::path::PathBuf;
 
@@ -130,20 +130,21 @@ impl Writer {
             )?;
         }
         if let Some(t) = &batch.totals {
-            let stored: Option<String> = tx.query_row(
-                "SELECT judge_calls_by_check FROM runs WHERE id = ?1",
+            let (stored, usage): (Option<String>, Option<String>) = tx.query_row(
+                "SELECT judge_calls_by_check, usage FROM runs WHERE id = ?1",
                 params![run],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
             tx.execute(
                 "UPDATE runs SET model_calls = model_calls + ?2, judge_calls = judge_calls + ?3,
-                 tokens = tokens + ?4, judge_calls_by_check = ?5 WHERE id = ?1",
+                 tokens = tokens + ?4, judge_calls_by_check = ?5, usage = ?6 WHERE id = ?1",
                 params![
                     run,
                     t.model_calls as i64,
                     t.judge_calls as i64,
                     t.tokens as i64,
-                    add_by_check(stored, &t.judge_calls_by_check)
+                    add_by_check(stored, &t.judge_calls_by_check),
+                    usage_plus(usage, &t.usage),
                 ],
             )?;
         }
