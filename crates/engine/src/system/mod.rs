@@ -6,7 +6,7 @@
 
 pub(crate) mod config;
 pub mod label;
-pub mod price;
+pub(crate) mod price;
 
 pub use config::{ProviderConfig, ProviderKind};
 pub use price::Priced;
