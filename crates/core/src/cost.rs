@@ -329,10 +329,16 @@ pub fn money(amount: f64, currency: &str) -> String {
     format!("{} {currency}", amount_text(amount))
 }
 
-/// The number part of [`money`].
+/// The number part of [`money`]; from 10^12 up (an absurd price, or a
+/// typo in one) with an exponent rather than hundreds of digits, and a sum
+/// past `f64` said to be so.
 pub fn amount_text(amount: f64) -> String {
     let a = amount.abs();
-    if a == 0.0 {
+    if !a.is_finite() {
+        "too large to count".to_string()
+    } else if a >= 1e12 {
+        format!("{amount:.3e}")
+    } else if a == 0.0 {
         "0".to_string()
     } else if a >= 1.0 {
         format!("{amount:.2}")
@@ -362,6 +368,14 @@ mod tests {
             input_tokens: i,
             output_tokens: o,
         }
+    }
+
+    #[test]
+    fn huge_amounts_have_an_exponent_and_overflow_is_named() {
+        assert_eq!(amount_text(2.6799e306), "2.680e306");
+        assert_eq!(amount_text(999_999_999_999.0), "999999999999.00");
+        assert_eq!(amount_text(f64::INFINITY), "too large to count");
+        assert_eq!(amount_text(0.012344), "0.01234");
     }
 
     #[test]
