@@ -404,6 +404,15 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             shared: args.shared,
             join,
             label_answers: LabelAnswers::fresh(args.fresh_labels),
+            // Before the outputs: a judge whose labels cannot make a pass
+            // reachable is said at once, not after the run is paid for.
+            on_labels: Some(Box::new(|needs| {
+                for (check, n) in needs {
+                    if let Some(line) = probity_report::labels_before_run(check, n) {
+                        probity_engine::stderr_line!("warning: {line}");
+                    }
+                }
+            })),
         },
     )
     .await

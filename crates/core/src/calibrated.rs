@@ -99,7 +99,30 @@ fn corrected_verdict(
                 ..check.rate
             };
             *v = judge(&corrected, minimum, mode, method);
-            if !v.established {
+            // An unseen minority is settled by more inputs, which the
+            // verdict's own count says; otherwise by more outputs.
+            let unseen = matches!(v.why_not, Some(NotEstablished::UnseenMinority { .. }));
+            // The verdict about these inputs alone is the corrected one
+            // with the binomial variance (no model of how inputs differ),
+            // the judge's errors still carried: never the raw
+            // Clopper–Pearson of θ̂ as if it were a count.
+            if let Some(NotEstablished::UnseenMinority {
+                these_inputs,
+                failing,
+                ..
+            }) = &mut v.why_not
+            {
+                if let Ok(b) = corrected_rate(clusters, &c.judge, minimum, RunVariance::Binomial) {
+                    these_inputs.lower = b.interval.lower;
+                    these_inputs.upper = b.interval.upper;
+                    these_inputs.established = if *failing {
+                        b.interval.lower >= minimum
+                    } else {
+                        b.interval.upper < minimum
+                    };
+                }
+            }
+            if !v.established && !unseen {
                 let needed = outputs_to_settle(clusters, &c.judge, minimum, variance, MAX_SAMPLES);
                 v.samples_needed = needed;
                 if let Some(NotEstablished::Straddles { samples_needed, .. }) = &mut v.why_not {

@@ -158,15 +158,25 @@ fn corrected_rate_matches_the_scipy_reference() {
         // Roots: the clustered cases rest on a restricted ICC that probity
         // finds by golden section to 1e-3 in ln κ, scipy by Brent to 1e-10.
         let tol = 2e-5;
+        // With more than one output per input the ends reach at least the
+        // unseen-minority allowance around θ̂ (issue 35 item 4): a share
+        // h_G = 1 − (α/2)^(1/G) of inputs, missed by G draws with
+        // probability (1 − h_G)^G = α/2, failing (passing) every output.
+        let (lower, upper) = if clusters.iter().any(|c| c.count > 1) {
+            let keep = ((1.0 - confidence) / 2.0).powf(1.0 / clusters.len() as f64);
+            (r.11.min(keep * r.10), r.12.max(1.0 - keep * (1.0 - r.10)))
+        } else {
+            (r.11, r.12)
+        };
         close(
             c.interval.lower,
-            r.11,
+            lower,
             tol,
             &format!("{name}: corrected lower"),
         );
         close(
             c.interval.upper,
-            r.12,
+            upper,
             tol,
             &format!("{name}: corrected upper"),
         );
@@ -298,12 +308,13 @@ fn a_perfect_judge_reduces_to_the_rate_it_judges() {
     let c = corrected_rate(&clusters, &a, 0.9, RunVariance::Clustered).unwrap();
     let raw = beta_binomial_score(&clusters, 0.95).unwrap();
     assert!((c.estimate - raw.estimate).abs() < 1e-12);
-    // The label terms (Wilson limits) widen it only a little.
-    assert!(c.interval.lower <= raw.interval.lower + 1e-9);
-    assert!(
-        c.interval.lower > raw.interval.lower - 0.01,
-        "{c:?} {raw:?}"
-    );
+    // The label terms (Wilson limits) widen it only a little; both ends
+    // reach the unseen-minority allowance of 20 inputs, as the default
+    // interval's do: (1 − h)·p̂, h = 1 − 0.025^(1/20).
+    let keep = 0.025f64.powf(1.0 / 20.0);
+    let raw_lower = raw.interval.lower.min(keep * raw.estimate);
+    assert!(c.interval.lower <= raw_lower + 1e-9);
+    assert!(c.interval.lower > raw_lower - 0.01, "{c:?} {raw:?}");
 }
 
 /// Coverage with a judge whose error rates are known (Se 0.95, Sp 0.90,
@@ -755,3 +766,56 @@ const NEEDS_REFERENCE: [NeedsRow; 3] = [
 // print("needs")
 // for row in NEEDS:
 //     print("    (" + ", ".join(repr(x) for x in row) + ", " + ", ".join(str(x) for x in needs(*row)) + "),")
+
+/// A calibrated check judged passing 28 of 30 outputs on each of 20
+/// inputs (p̂ = 0.9333) by a judge with Se 285/300, Sp 90/100: θ̂ =
+/// (0.9333 + 0.9 − 1)/0.85 = 0.9804, and against 95 % the corrected
+/// interval reaches the unseen-minority allowance (1 − h)·θ̂ =
+/// 0.025^(1/20)·θ̂ = 0.8153, so no pass is established and the verdict
+/// says an unseen minority is why (issue 35 item 4). Its "these inputs"
+/// interval carries the judge's errors: well below Clopper–Pearson's of
+/// θ̂·600 of 600 as if θ̂ were a count (scipy: beta.ppf(0.025, 588.2,
+/// 12.8) = 0.9658), what the rule for uncalibrated rates would give.
+#[test]
+fn a_calibrated_verdict_names_an_unseen_minority_with_the_judges_errors() {
+    use probity_core::stats::NotEstablished;
+    use probity_core::tensor::{Cell, ReliabilityTensor};
+    use probity_core::{Aggregate, AnalysisOptions, CheckInfo, Strategy, Summary};
+    let (n, m) = (20, 30);
+    let mut t = ReliabilityTensor::new(n, m, 1).unwrap();
+    for i in 0..n {
+        for j in 0..m {
+            let cell = if j < 28 { Cell::Pass } else { Cell::Fail };
+            t.set(i, j, 0, cell).unwrap();
+        }
+    }
+    let checks = vec![CheckInfo {
+        name: "judged".into(),
+        message: "failed".into(),
+        minimum_success_percentage: 0.95,
+        weight: 1.0,
+        kind: Default::default(),
+    }];
+    let s = Summary::build(
+        &t,
+        &checks,
+        Strategy::Rows,
+        Aggregate::Min,
+        &AnalysisOptions::default(),
+    )
+    .with_calibration(&t, &[Some(counts(285, 300, 90, 100))]);
+    let v = &s.checks[0].verdict;
+    assert!(!v.established, "{v:?}");
+    let Some(NotEstablished::UnseenMinority {
+        inputs,
+        failing,
+        these_inputs,
+        ..
+    }) = &v.why_not
+    else {
+        panic!("{v:?}")
+    };
+    assert_eq!((*inputs, *failing), (20, true));
+    assert!(these_inputs.lower < 0.9658 - 0.01, "{these_inputs:?}");
+    assert_eq!(these_inputs.established, these_inputs.lower >= 0.95);
+}

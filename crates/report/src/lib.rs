@@ -35,6 +35,8 @@
 
 mod document;
 mod facts;
+/// What `probity run` says before its outputs about a judge's labels.
+pub use facts::calibration::labels_before_run;
 /// How every format heads a run's errors (the CLI's progress lines too).
 pub use facts::causes::{check_head, system_head};
 pub use facts::cost::cost_phrase;

@@ -190,3 +190,23 @@ fn output_rounds_name_the_fixed_run_beside_the_maximum() {
     assert_eq!(v["sequential"]["budget_samples"], 480);
     assert_eq!(v["sequential"]["samples_saved"], 0);
 }
+
+/// After an early stop no rate shows a design effect — not a check's, not
+/// the aggregate's: the fixed-sample variance behind it is not valid after
+/// optional stopping (issue 35 item 2). The same report run to its end
+/// shows it (the data are clustered), so the test can fail.
+#[test]
+fn no_design_effect_is_shown_after_an_early_stop() {
+    let mut fixed = common::report();
+    // Clustered data: every output of input 0 fails, the rest pass.
+    let a = &mut fixed.summary.aggregate.rate;
+    a.design_effect = 3.0;
+    a.effective_n = a.n as f64 / 3.0;
+    let shown = render(&fixed, Format::Text, false);
+    assert!(shown.contains("design effect 3.00"), "{shown}");
+    fixed.summary = fixed.summary.with_sequential(&outcome());
+    for format in [Format::Text, Format::Markdown, Format::Html] {
+        let out = render(&fixed, format, false);
+        assert!(!out.contains("design effect"), "{format:?}:\n{out}");
+    }
+}

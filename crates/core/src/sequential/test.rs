@@ -527,6 +527,14 @@ impl Summary {
                 c.rate.scope = crate::stats::Scope::TheseInputs;
             }
         }
+        // The aggregate likewise: after an early stop no design effect is
+        // shown for it, and unsampled outputs are not missing answers.
+        let a = &mut self.aggregate;
+        for r in std::iter::once(&mut a.rate).chain(a.per_validator.iter_mut()) {
+            r.design_effect = 1.0;
+            r.effective_n = r.n as f64;
+            r.counts.missing = 0;
+        }
         self.sequential = Some(outcome.clone());
         self
     }

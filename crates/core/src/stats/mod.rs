@@ -22,9 +22,9 @@ pub mod unseen;
 
 pub use betabin::{beta_binomial_score, ScoreInterval};
 pub use calibration::{
-    best_lower_bound_of, corrected_rate, outputs_to_settle, Calibrated, CalibrationError,
-    CorrectedRate, JudgeAccuracy, LabelCounts, LabelNeeds, LabelPair, Measured, RunVariance,
-    Sampling, Weakness,
+    best_lower_bound_of, corrected_rate, labels_needed_before_run, outputs_to_settle, Calibrated,
+    CalibrationError, CorrectedRate, JudgeAccuracy, LabelCounts, LabelNeeds, LabelPair, Measured,
+    RunVariance, Sampling, Weakness,
 };
 pub use cluster::{clustered_mean, ClusterSum, ClusteredEstimate};
 pub use consistency::{

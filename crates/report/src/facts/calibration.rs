@@ -121,6 +121,24 @@ pub fn needs_line(n: &LabelNeeds) -> Option<String> {
     })
 }
 
+/// What `probity run` says before its first output when a calibrated
+/// judge's labels cannot make a pass at its check's minimum reachable
+/// (`LabelNeeds::unreachable_with_set`): `check tone: labels for a pass at
+/// 95%: reachable at all from 177 PASS and 45 FAIL labels; … (this set: 30
+/// PASS, 50 FAIL): with this set no pass can be established, whatever the
+/// outputs`. `None` when the set can reach it. The check name is shown as
+/// a terminal line (control characters stripped).
+pub fn labels_before_run(check: &str, needs: &LabelNeeds) -> Option<String> {
+    if !needs.unreachable_with_set() {
+        return None;
+    }
+    Some(format!(
+        "check {}: {}: with this set no pass can be established, whatever the outputs",
+        crate::sanitize::terminal_line(check, 80),
+        needs_line(needs)?
+    ))
+}
+
 /// The warning for a judge too weak for its check (or whose rate could not
 /// be corrected), or `None`.
 pub fn warning(c: &CheckSummary) -> Option<String> {

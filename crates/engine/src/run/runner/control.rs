@@ -5,6 +5,7 @@
 use crate::checks::calibration::LabelAnswers;
 use crate::run::outcome::Progress;
 use crate::store::{Store, StoreError};
+use probity_core::stats::LabelNeeds;
 use thiserror::Error;
 use tokio::sync::watch;
 
@@ -92,6 +93,12 @@ pub enum Sink<'a> {
 /// A callback told about progress after every sample.
 pub type OnProgress<'a> = Box<dyn FnMut(&Progress) + 'a>;
 
+/// A callback told, once the calibrated verifiers' judges have answered
+/// their labelled sets and before the run's first output, how many labels
+/// of each kind each judge needs for a pass at its check's minimum
+/// (`(check name, needs)`, calibrated verifiers only).
+pub type OnLabels<'a> = Box<dyn FnMut(&[(String, LabelNeeds)]) + 'a>;
+
 /// How a run is steered while it goes on.
 #[derive(Default)]
 pub struct Control<'a> {
@@ -119,6 +126,9 @@ pub struct Control<'a> {
     /// the same questions are read, or every labelled pair asked again
     /// (`--fresh-labels`).
     pub label_answers: LabelAnswers,
+    /// Called before the first output with the calibrated verifiers'
+    /// label needs ([`OnLabels`]).
+    pub on_labels: Option<OnLabels<'a>>,
 }
 
 impl Control<'_> {

@@ -87,6 +87,18 @@ impl<'a> RunSession<'a> {
             crate::run::rounds::run_outputs(experiment),
         );
         let shared = control.is_shared();
+        let mut control = control;
+        if let Some(tell) = control.on_labels.as_mut() {
+            let needs = label_needs(
+                &opened.infos,
+                &opened.settings.calibration,
+                experiment.analysis.options.confidence,
+                (n * m) as u64,
+            );
+            if !needs.is_empty() {
+                tell(&needs);
+            }
+        }
         let Opened {
             infos,
             settings,
@@ -504,4 +516,29 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
     }
+}
+
+/// The label needs of each calibrated check whose judge's answers could be
+/// measured (`stats::labels_needed_before_run`), named: what
+/// [`Control::on_labels`] is told before the run's first output.
+fn label_needs(
+    infos: &[probity_core::CheckInfo],
+    labels: &[Option<probity_core::stats::LabelCounts>],
+    confidence: f64,
+    outputs: u64,
+) -> Vec<(String, probity_core::stats::LabelNeeds)> {
+    infos
+        .iter()
+        .zip(labels)
+        .filter_map(|(info, counts)| {
+            let needs = probity_core::stats::labels_needed_before_run(
+                (*counts)?,
+                info.minimum_success_percentage,
+                confidence,
+                outputs,
+            )
+            .ok()?;
+            Some((info.name.clone(), needs))
+        })
+        .collect()
 }
