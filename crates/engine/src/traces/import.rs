@@ -3,54 +3,86 @@
 //! Every file is read and decoded once before the run is created
 //! ([`validate`]), so a bad line is named (file, line, field) and nothing
 //! is stored; then each line's spans are mapped, checked and recorded
-//! ([`super::ingest`]), one line in memory at a time.
+//! ([`super::ingest`]), [`LINES`] lines in memory at a time, decoded in
+//! parallel.
 
-use super::ingest::Ingest;
 use super::run::TraceRun;
 use super::span::{from_json, Span};
-use futures_util::StreamExt;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-/// Spans checked at once (judges' calls overlap; validators are local).
-const CONCURRENCY: usize = 16;
+/// Lines decoded (in parallel) and checked at once: a few exports' worth
+/// of spans in memory, enough to keep every core busy.
+const LINES: usize = 16;
 
-/// The spans of each non-blank line of `path`; an error names the file
-/// and line.
-fn lines(path: &Path) -> Result<impl Iterator<Item = Result<Vec<Span>, String>> + '_, String> {
+/// Each chunk of up to [`LINES`] non-blank lines of `path`, decoded: the
+/// spans of each line, or an error naming the file and line.
+fn chunks(
+    path: &Path,
+) -> Result<impl Iterator<Item = Result<Vec<Vec<Span>>, String>> + '_, String> {
     let file =
         std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok(std::io::BufReader::new(file)
-        .lines()
-        .enumerate()
-        .filter_map(move |(n, line)| {
-            let at = |m: String| format!("{} line {}: {m}", path.display(), n + 1);
-            let line = match line {
-                Ok(l) => l,
-                Err(e) => return Some(Err(at(format!("cannot read: {e}")))),
-            };
-            let line = line.trim_start_matches('\u{feff}').trim();
-            if line.is_empty() {
-                return None;
+    let at = move |n: usize, m: String| format!("{} line {}: {m}", path.display(), n + 1);
+    let mut raw = std::io::BufReader::new(file).lines().enumerate();
+    Ok(std::iter::from_fn(move || {
+        let mut chunk = Vec::with_capacity(LINES);
+        for (n, line) in raw.by_ref() {
+            match line {
+                Ok(l) => {
+                    let trimmed = l.trim_start_matches('\u{feff}').trim();
+                    if !trimmed.is_empty() {
+                        chunk.push((n, l));
+                    }
+                }
+                Err(e) => {
+                    // A bad line before it is told first, as it comes first.
+                    let before = decode(&chunk, at);
+                    return Some(before.and(Err(at(n, format!("cannot read: {e}")))));
+                }
             }
-            Some(
+            if chunk.len() == LINES {
+                break;
+            }
+        }
+        (!chunk.is_empty()).then(|| decode(&chunk, at))
+    }))
+}
+
+/// The spans of each of `lines` (number, text), decoded in parallel; the
+/// first error in file order.
+fn decode(
+    lines: &[(usize, String)],
+    at: impl Fn(usize, String) -> String + Sync,
+) -> Result<Vec<Vec<Span>>, String> {
+    use rayon::prelude::*;
+    crate::checks::check::off_async_workers(|| {
+        lines
+            .par_iter()
+            .map(|(n, l)| {
+                let line = l.trim_start_matches('\u{feff}').trim();
                 serde_json::from_str::<serde_json::Value>(line)
                     .map_err(|e| {
-                        at(format!(
+                        at(
+                            *n,
+                            format!(
                             "not JSON ({e}); expected one OTLP ExportTraceServiceRequest per line"
-                        ))
+                        ),
+                        )
                     })
-                    .and_then(|v| from_json(&v).map_err(at)),
-            )
-        }))
+                    .and_then(|v| from_json(&v).map_err(|m| at(*n, m)))
+            })
+            .collect::<Vec<_>>()
+    })
+    .into_iter()
+    .collect()
 }
 
 /// Check that every line of `files` decodes; the number of spans they hold.
 pub fn validate(files: &[PathBuf]) -> Result<u64, String> {
     let mut spans = 0;
     for f in files {
-        for line in lines(f)? {
-            spans += line?.len() as u64;
+        for chunk in chunks(f)? {
+            spans += chunk?.iter().map(|l| l.len() as u64).sum::<u64>();
         }
     }
     Ok(spans)
@@ -59,18 +91,10 @@ pub fn validate(files: &[PathBuf]) -> Result<u64, String> {
 /// Import `files` into `run` (to be [`validate`]d first).
 pub async fn import(run: &TraceRun, files: &[PathBuf]) -> Result<(), String> {
     for f in files {
-        for line in lines(f)? {
-            check_all(&run.ingest, &line?).await;
+        for chunk in chunks(f)? {
+            let spans: Vec<Span> = chunk?.into_iter().flatten().collect();
+            run.ingest.spans(&spans).await;
         }
     }
     Ok(())
-}
-
-/// Check `spans`, up to [`CONCURRENCY`] at once.
-pub(crate) async fn check_all(ingest: &Ingest, spans: &[Span]) {
-    futures_util::stream::iter(spans)
-        .for_each_concurrent(CONCURRENCY, |s| async move {
-            let _ = ingest.span(s).await;
-        })
-        .await;
 }
