@@ -256,7 +256,7 @@ async fn decode(st: &Collector, headers: &HeaderMap, body: Body) -> Result<Vec<S
         .trim()
         .to_ascii_lowercase();
     let bytes = match encoding.as_str() {
-        "identity" | "" => bytes.to_vec(),
+        "identity" | "" => std::borrow::Cow::Borrowed(&bytes[..]),
         "gzip" => {
             let mut out = Vec::new();
             // The inflated size is bounded too: a small bomb is refused.
@@ -265,7 +265,7 @@ async fn decode(st: &Collector, headers: &HeaderMap, body: Body) -> Result<Vec<S
                 .read_to_end(&mut out);
             match read {
                 Ok(n) if n > st.max_body => return Err(too_large()),
-                Ok(_) => out,
+                Ok(_) => std::borrow::Cow::Owned(out),
                 Err(e) => {
                     return Err(plain(
                         StatusCode::BAD_REQUEST,
