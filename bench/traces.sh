@@ -6,19 +6,26 @@
 #   bench/traces.sh                               # release build, 20,000 spans
 #   SPANS=100000 bench/traces.sh                  # more spans
 #   PROBITY=target/debug/probity PY=python3 bench/traces.sh
+#   BASELINE=/tmp/probity-old bench/traces.sh     # side by side with another build
 #
 # Rows:
 #   import   `probity traces import` of an OTLP JSON file (GenAI v1.37 chat
 #            spans with content, 100 spans per line), 3 validators
-#            (an expression, a regex, a length): spans/s and peak RSS.
+#            (an expression, a regex, a length): spans/s, peak RSS, and
+#            spans per CPU-second (user + system, every thread): what the
+#            spans cost, whatever else the cores are doing.
 #   collect  the same spans POSTed to `probity collect` as OTLP/HTTP JSON
 #            by 4 concurrent clients, 100 spans per export, timed until
-#            every span is checked (/metrics): spans/s and peak RSS.
+#            every span is checked (/metrics): spans/s, peak RSS and spans
+#            per CPU-second of the collector (not of the clients).
 #   exporter the app's side: the Python SDK's OTLP protobuf encoding of the
 #            same spans (`encode_spans` + `SerializeToString`, what
 #            BatchSpanProcessor's exporter does per batch): spans/s, when
 #            the `opentelemetry-exporter-otlp-proto-common` package is
 #            importable by $PY.
+# With BASELINE (another build of probity), the import and collect rows are
+# measured for both builds, alternately in ROUNDS rounds (default 3), each
+# figure the median of its rounds, with the ratio this build / baseline.
 # Aim: ≥ 20,000 spans/s checked on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,23 +79,32 @@ with open(path, "w") as f:
             "scopeSpans": [{"spans": spans}]}]}) + "\n")
 PY
 
-rss() { awk '/Maximum resident/ { printf "%.0f MiB", $6 / 1024 }' "$1"; }
+# import: `import BINARY TAG` prints "spans/s peak-RSS spans-per-CPU-second"
+import() {
+  rm -f "$work/$2.db"*
+  local t0 t1
+  t0=$(date +%s.%N)
+  /usr/bin/time -v "$1" traces import --config "$work/traces.toml" --store "$work/$2.db" "$work/spans.jsonl" \
+    > "$work/$2.out" 2> "$work/$2.time"
+  t1=$(date +%s.%N)
+  grep -q "$SPANS mapped and checked" "$work/$2.out" || { cat "$work/$2.out" "$work/$2.time" >&2; exit 1; }
+  printf '%s %s %s\n' "$(awk -v n="$SPANS" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }')" \
+    "$(awk '/Maximum resident/ { printf "%.0f", $6 / 1024 }' "$work/$2.time")" \
+    "$(awk -v n="$SPANS" '/User time|System time/ { cpu += $NF } END { printf "%.0f", n / cpu }' "$work/$2.time")"
+}
 
-# import
-t0=$(date +%s.%N)
-/usr/bin/time -v "$PROBITY" traces import --config "$work/traces.toml" --store "$work/import.db" "$work/spans.jsonl" \
-  > "$work/import.out" 2> "$work/import.time"
-t1=$(date +%s.%N)
-import_rate=$(awk -v n="$SPANS" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }')
-grep -q "$SPANS mapped and checked" "$work/import.out" || { cat "$work/import.out"; exit 1; }
-
-# collect
-/usr/bin/time -v "$PROBITY" collect --config "$work/traces.toml" --listen 127.0.0.1:0 --store "$work/collect.db" \
-  > "$work/collect.out" 2> "$work/collect.time" &
-collect_pid=$!
-for _ in $(seq 100); do grep -q listening "$work/collect.out" 2>/dev/null && break; sleep 0.1; done
-url=$(sed -n 's/^listening on //p' "$work/collect.out")
-collect_rate=$("$PY" - "$work/spans.jsonl" "$url" "$SPANS" <<'PY'
+# collect: `collect BINARY TAG` prints "spans/s peak-RSS spans-per-CPU-second"
+# (the server's high-water mark, VmHWM, and its CPU time, all threads, read
+# before it is stopped)
+collect() {
+  rm -f "$work/$2.db"*
+  "$1" collect --config "$work/traces.toml" --listen 127.0.0.1:0 --store "$work/$2.db" \
+    > "$work/$2.out" 2> "$work/$2.err" &
+  collect_pid=$!
+  for _ in $(seq 100); do grep -q listening "$work/$2.out" 2>/dev/null && break; sleep 0.1; done
+  local url rate peak per_cpu
+  url=$(sed -n 's/^listening on //p' "$work/$2.out")
+  rate=$("$PY" - "$work/spans.jsonl" "$url" "$SPANS" <<'PY'
 import concurrent.futures, re, sys, time, urllib.request, urllib.error
 path, url, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 lines = [l.encode() for l in open(path)]
@@ -115,7 +131,30 @@ while True:
 print(f"{n / (time.monotonic() - t0):.0f}")
 PY
 )
-kill -TERM "$collect_pid"; wait "$collect_pid" || true; collect_pid=""
+  peak=$(awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$collect_pid/status")
+  # utime and stime: fields 14 and 15 after the command's name.
+  per_cpu=$(sed 's/^.*) //' "/proc/$collect_pid/stat" | awk -v n="$SPANS" -v hz="$(getconf CLK_TCK)" \
+    '{ printf "%.0f", n / (($12 + $13) / hz) }')
+  kill -TERM "$collect_pid"; wait "$collect_pid" || true; collect_pid=""
+  printf '%s %s %s\n' "$rate" "$peak" "$per_cpu"
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+ROUNDS="${ROUNDS:-3}"
+[[ -z "${BASELINE:-}" ]] && ROUNDS=1
+: > "$work/rows"
+for round in $(seq "$ROUNDS"); do
+  for path in import collect; do
+    if [[ -n "${BASELINE:-}" ]]; then
+      row=$("$path" "$BASELINE" "$path-b")
+      echo "$path baseline $row" >> "$work/rows"
+    fi
+    row=$("$path" "$PROBITY" "$path-t")
+    echo "$path this $row" >> "$work/rows"
+  done
+done
+fig() { awk -v p="$1" -v b="$2" -v c="$3" '$1 == p && $2 == b { print $c }' "$work/rows" | median; }
 
 # the exporter's own cost in the app
 exporter_rate=$("$PY" - "$SPANS" <<'PY' 2>/dev/null || echo "n/a (opentelemetry-exporter-otlp-proto-common not importable)"
@@ -142,7 +181,17 @@ print(f"{n / (time.monotonic() - t0):.0f}")
 PY
 )
 
-printf '\n%-10s %14s %12s   (%s spans, 3 validators, %s cores)\n' "" "spans/s" "peak RSS" "$SPANS" "$(nproc)"
-printf '%-10s %14s %12s\n' import "$import_rate" "$(rss "$work/import.time")"
-printf '%-10s %14s %12s\n' collect "$collect_rate" "$(rss "$work/collect.time")"
-printf '%-10s %14s %12s\n' exporter "$exporter_rate" "(in the app)"
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+printf '\n%-18s %10s %12s %14s   (%s spans, 3 validators, %s cores, load %s)\n' \
+  "" "spans/s" "peak RSS" "spans/CPU-s" "$SPANS" "$(nproc)" "$load"
+ratio() { awk -v a="$(fig "$1" this "$2")" -v b="$(fig "$1" baseline "$2")" 'BEGIN { printf "%.2f×", a / b }'; }
+for path in import collect; do
+  if [[ -n "${BASELINE:-}" ]]; then
+    printf '%-18s %10s %12s %14s\n' "$path (baseline)" "$(fig $path baseline 3)" "$(fig $path baseline 4) MiB" "$(fig $path baseline 5)"
+  fi
+  printf '%-18s %10s %12s %14s\n' "$path" "$(fig $path this 3)" "$(fig $path this 4) MiB" "$(fig $path this 5)"
+  if [[ -n "${BASELINE:-}" ]]; then
+    printf '%-18s %10s %12s %14s\n' "  ratio" "$(ratio $path 3)" "$(ratio $path 4)" "$(ratio $path 5)"
+  fi
+done
+printf '%-18s %10s %12s\n' exporter "$exporter_rate" "(in the app)"

@@ -20,14 +20,16 @@ use super::mapped::{Mapped, Unmapped};
 use super::mask::{mask, mask_json};
 use super::sample::{Draw, JudgeSampler};
 use super::span::Span;
-use crate::checks::check::{Checks, Judging};
+use crate::checks::check::{Checks, Judging, Validated};
 use crate::provider::call::Caller;
 use crate::provider::types::AnswerMeta;
 use crate::serve::monitor::{Monitor, MonitorConfig};
 use crate::store::{LiveRecord, RunTotals, SampleRow, Writer};
+use futures_util::StreamExt;
 use probity_core::conversation::{to_openai, Role};
 use probity_core::validator::PreparedInput;
 use probity_core::{Cell, CheckInfo, Input};
+use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -71,6 +73,9 @@ impl Counts {
             .unwrap_or(0)
     }
 }
+
+/// Spans drawn for the judges checked at once (their calls overlap).
+const CONCURRENCY: usize = 16;
 
 /// The first few shapes not understood, kept to be told once each.
 const SHAPES_TOLD: u64 = 8;
@@ -165,73 +170,183 @@ impl Ingest {
         }
     }
 
-    /// Map, check, watch and record one span; `Err` with why it was not
-    /// mapped (counted).
-    pub async fn span(&self, span: &Span) -> Result<(), Unmapped> {
+    /// Map, check, watch and record `spans` (one export, or a few lines
+    /// of a file), each unmapped one counted with why.
+    ///
+    /// The work of each span that is pure — mapping, its input and the
+    /// masked copy stored, the validators of a span the judges do not see —
+    /// is done for all of them at once on the evaluation pool's threads (a
+    /// single hand-over, every core busy; a hand-over per span cost more
+    /// than the validators). Spans drawn for the judges are then checked
+    /// whole ([`Checks::check`]), up to [`CONCURRENCY`] at once. Last, in
+    /// the spans' order, each is counted, watched and recorded.
+    pub async fn spans(&self, spans: &[Span]) {
+        use rayon::prelude::*;
+        let prepared: Vec<Prepared> = crate::checks::check::off_async_workers(|| {
+            spans.par_iter().map(|s| self.prepare(s)).collect()
+        });
+        let todo: Vec<usize> = (0..prepared.len())
+            .filter(|&i| {
+                matches!(&prepared[i], Prepared::Mapped(r)
+                    if r.checked.is_none() && !r.mapped.output.is_empty())
+            })
+            .collect();
+        let prepared_ref = &prepared;
+        let mut judged: HashMap<usize, Validated> = futures_util::stream::iter(todo)
+            .map(|i| self.judge(i, &prepared_ref[i]))
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+        for (i, (span, p)) in spans.iter().zip(prepared).enumerate() {
+            match p {
+                Prepared::Unmapped(why) => self.unmapped(span, &why),
+                Prepared::Mapped(mut r) => {
+                    let checked = r.checked.take().or_else(|| judged.remove(&i));
+                    self.record(span, *r, checked);
+                }
+            }
+        }
+    }
+
+    /// The checks, judges included, of the `i`th prepared span.
+    async fn judge(&self, i: usize, p: &Prepared) -> (usize, Validated) {
+        let Prepared::Mapped(r) = p else {
+            return (i, (Vec::new(), Vec::new()));
+        };
+        let prepared = PreparedInput::new(&r.input);
+        let checked = self
+            .checks
+            .check(&self.caller, &self.judging, &prepared, &r.text, 0, 1)
+            .await;
+        (i, (checked.cells, checked.reasons))
+    }
+
+    /// Count `span`, not mapped because of `why` (the first few shapes
+    /// not understood told on stderr).
+    fn unmapped(&self, span: &Span, why: &Unmapped) {
         self.counts.spans.fetch_add(1, Ordering::Relaxed);
+        self.counts.unmapped(why);
+        if let Unmapped::UnknownShape(c, detail) = why {
+            let n = self.counts.unmapped_of("unknown_shape");
+            if n <= SHAPES_TOLD {
+                crate::stderr::line(format_args!(
+                    "warning: span {} of trace {} ({}) not mapped: {}",
+                    span.span_id,
+                    span.trace_id,
+                    c.as_str(),
+                    crate::provider::redact::one_line(detail)
+                ));
+            }
+        }
+    }
+
+    /// The pure part of one span's work (see [`Ingest::spans`]): mapped,
+    /// its input as checks see it and as stored (masked), its checked
+    /// text, and — unless the judges see it — its validators' columns.
+    fn prepare(&self, span: &Span) -> Prepared {
         let mapped = match map(span, &self.operations) {
             Ok(m) => m,
-            Err(why) => {
-                self.counts.unmapped(&why);
-                if let Unmapped::UnknownShape(c, detail) = &why {
-                    let n = self.counts.unmapped_of("unknown_shape");
-                    if n <= SHAPES_TOLD {
-                        crate::stderr::line(format_args!(
-                            "warning: span {} of trace {} ({}) not mapped: {}",
-                            span.span_id,
-                            span.trace_id,
-                            c.as_str(),
-                            crate::provider::redact::one_line(detail)
-                        ));
-                    }
-                }
-                return Err(why);
-            }
+            Err(why) => return Prepared::Unmapped(why),
         };
-        self.counts.mapped.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut ops) = self.counts.operations.lock() {
-            *ops.entry(mapped.operation.clone()).or_default() += 1;
-        }
-        let idx = self.next.fetch_add(1, Ordering::Relaxed) as usize;
         let group = self.group_of(span, &mapped);
-        let mut input = input_of(span, &mapped, &group);
+        let mut fields = input_fields(span, &mapped, &group);
         let text = AnswerMeta::checked_text(
             mapped.output.content.as_deref(),
             mapped.output.tool_calls_openai().as_ref(),
         );
-        let (cells, reasons, output, error) = if mapped.output.is_empty() {
-            // The span records a failure (an error status, no answer):
-            // no check has anything to judge.
-            let error = mapped.error.clone().unwrap_or_default();
-            (
-                vec![Cell::Error; self.checks.len()],
-                Vec::new(),
-                None,
-                Some(mask(&error)),
-            )
+        let judged = if mapped.output.is_empty() {
+            None
         } else {
             let judged = self.checks.verifiers.is_empty() || self.sampler.draw() == Draw::Judged;
             if self.sampler.samples() {
-                input.fields.insert("judged".into(), judged.into());
+                fields.insert("judged".into(), judged.into());
             }
-            let checks = if judged {
-                &self.checks
-            } else {
-                &self.validators_only
-            };
-            let prepared = PreparedInput::new(&input);
-            let mut checked = checks
-                .check(&self.caller, &self.judging, &prepared, &text, 0, 1)
-                .await;
-            // Not drawn for the judges: their cells stay Missing (no rate).
-            checked.cells.resize(self.checks.len(), Cell::Missing);
-            (checked.cells, checked.reasons, Some(mask(&text)), None)
+            Some(judged)
+        };
+        let id = format!("trace-{}-{}", span.trace_id, span.span_id);
+        let stored = Input {
+            id: id.clone(),
+            fields: probity_core::Fields::from_map(
+                &fields
+                    .iter()
+                    .map(|(k, v)| (k.clone(), mask_json(v)))
+                    .collect(),
+            ),
+        };
+        let input = Input {
+            id,
+            fields: probity_core::Fields::from_map(&fields),
+        };
+        // A span drawn for the judges is checked whole later (async); a
+        // span without an answer has nothing to check.
+        let checked = match judged {
+            Some(j) if !j || self.checks.verifiers.is_empty() => Some(self.validate(&input, &text)),
+            _ => None,
+        };
+        let masked_output = (!mapped.output.is_empty()).then(|| mask(&text));
+        Prepared::Mapped(Box::new(Ready {
+            mapped,
+            group,
+            input,
+            stored,
+            text,
+            masked_output,
+            checked,
+        }))
+    }
+
+    /// The validators' columns of `text` (those the judges do not see);
+    /// a validator that panics gives Error cells, as on the evaluation
+    /// pool of [`Checks::check`].
+    fn validate(&self, input: &Input, text: &str) -> Validated {
+        let checks = &self.validators_only;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            checks.validate(&PreparedInput::new(input), text)
+        }))
+        .unwrap_or_else(|_| {
+            let reason = "the check's evaluation stopped unexpectedly".to_string();
+            (
+                vec![Cell::Error; checks.validators.len()],
+                (0..checks.validators.len())
+                    .map(|k| (k, reason.clone()))
+                    .collect(),
+            )
+        })
+    }
+
+    /// Count, watch and record one mapped span whose columns are
+    /// `checked` (`None`: its output is empty, or its checks failed to
+    /// run).
+    fn record(&self, span: &Span, r: Ready, checked: Option<Validated>) {
+        self.counts.spans.fetch_add(1, Ordering::Relaxed);
+        self.counts.mapped.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut ops) = self.counts.operations.lock() {
+            *ops.entry(r.mapped.operation.clone()).or_default() += 1;
+        }
+        let idx = self.next.fetch_add(1, Ordering::Relaxed) as usize;
+        let (cells, reasons, output, error) = match (r.masked_output, checked) {
+            (Some(output), Some((mut cells, reasons))) => {
+                // Not drawn for the judges: their cells stay Missing (no rate).
+                cells.resize(self.checks.len(), Cell::Missing);
+                (cells, reasons, Some(output), None)
+            }
+            _ => {
+                // The span records a failure (an error status, no answer):
+                // no check has anything to judge.
+                let error = r.mapped.error.clone().unwrap_or_default();
+                (
+                    vec![Cell::Error; self.checks.len()],
+                    Vec::new(),
+                    None,
+                    Some(mask(&error)),
+                )
+            }
         };
         if output.is_some() {
             #[cfg(feature = "otlp-proto")]
             self.export(span, &cells, &reasons);
             self.all.announce(self.all.observe(0, &cells));
-            if let Some(m) = self.group_monitor(&group) {
+            if let Some(m) = self.group_monitor(&r.group) {
                 m.announce(m.observe(0, &cells));
             }
         }
@@ -242,15 +357,14 @@ impl Ingest {
             output,
             error,
             latency_ms: span.latency_ms(),
-            input_tokens: mapped.input_tokens,
-            output_tokens: mapped.output_tokens,
+            input_tokens: r.mapped.input_tokens,
+            output_tokens: r.mapped.output_tokens,
             call_attempts: 1,
             cells,
             reasons: reasons.into_iter().map(|(k, r)| (k, mask(&r))).collect(),
         };
-        let stored = masked_input(&input);
         let record = LiveRecord {
-            input: (idx, stored),
+            input: (idx, r.stored),
             attempts: Vec::new(),
             sample,
             totals: self.totals(),
@@ -264,7 +378,6 @@ impl Ingest {
                 ));
             }
         }
-        Ok(())
     }
 
     /// Send the span's verdicts as evaluation events, when `export` is set.
@@ -364,8 +477,10 @@ impl Ingest {
     }
 }
 
-/// The span as a test input (docs at the top of this file).
-fn input_of(span: &Span, m: &Mapped, group: &str) -> Input {
+/// The span's fields as a test input (docs at the top of this file),
+/// built as one map: `Fields` keeps its JSON text, which an insert
+/// parses and writes whole again.
+fn input_fields(span: &Span, m: &Mapped, group: &str) -> Map<String, Value> {
     let text = m
         .messages
         .iter()
@@ -379,13 +494,13 @@ fn input_of(span: &Span, m: &Mapped, group: &str) -> Input {
                 .flat_map(|x| &x.tool_calls)
                 .next()
                 .map(|c| match &c.arguments {
-                    serde_json::Value::String(s) => s.clone(),
+                    Value::String(s) => s.clone(),
                     other => other.to_string(),
                 })
         })
         .unwrap_or_default();
-    let mut input = Input::text(format!("trace-{}-{}", span.trace_id, span.span_id), text);
-    let f = &mut input.fields;
+    let mut f = Map::new();
+    f.insert("text".into(), text.into());
     f.insert("messages".into(), to_openai(&m.messages));
     f.insert("trace_id".into(), span.trace_id.clone().into());
     f.insert("span_id".into(), span.span_id.clone().into());
@@ -398,16 +513,27 @@ fn input_of(span: &Span, m: &Mapped, group: &str) -> Input {
     if let Some(service) = &span.service {
         f.insert("service".into(), service.clone().into());
     }
-    input
+    f
 }
 
-/// `input` with its text fields' secrets masked.
-fn masked_input(input: &Input) -> Input {
-    let map = input.fields.to_map();
-    let masked: serde_json::Map<String, serde_json::Value> =
-        map.iter().map(|(k, v)| (k.clone(), mask_json(v))).collect();
-    Input {
-        id: input.id.clone(),
-        fields: probity_core::Fields::from_map(&masked),
-    }
+/// One span's pure work, done ahead ([`Ingest::prepare`]).
+enum Prepared {
+    Unmapped(Unmapped),
+    Mapped(Box<Ready>),
+}
+
+/// A mapped span ready to be checked by the judges, watched and recorded.
+struct Ready {
+    mapped: Mapped,
+    group: String,
+    /// The input as checks see it (as traced).
+    input: Input,
+    /// The input as stored (secrets masked).
+    stored: Input,
+    /// The output as validators read it.
+    text: String,
+    /// `text` masked, when the span has an answer.
+    masked_output: Option<String>,
+    /// The validators' columns, when the judges do not see the span.
+    checked: Option<Validated>,
 }

@@ -10,11 +10,11 @@
 //! exporters retry it after that long — and one that arrives while the
 //! store is stalled is answered 503 with `Retry-After`, so spans wait in
 //! the application's exporter, not here. Checking runs on a task of its
-//! own, one export after another, each export's spans concurrently.
+//! own, one export after another (those waiting together), each export's
+//! spans in parallel.
 //!
 //! `GET /health`, `GET /metrics` ([`super::metrics`]) need no token.
 
-use super::import::check_all;
 use super::ingest::Ingest;
 use super::metrics::{render, Receiving};
 use super::span::{from_json, Span};
@@ -35,6 +35,9 @@ use subtle::ConstantTimeEq;
 /// their bound, and when the store is stalled.
 const RETRY_THROTTLED_S: u64 = 1;
 const RETRY_STALLED_S: u64 = 5;
+
+/// Spans of waiting exports checked together at most.
+const BATCH_SPANS: usize = 2048;
 
 /// How long a body may take to arrive.
 const BODY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -72,8 +75,16 @@ pub async fn serve(
     // The worker holds no sender: the queue closes when the server's
     // state is dropped, and the worker ends once it is drained.
     let worker = tokio::spawn(async move {
-        while let Some(spans) = rx.recv().await {
-            check_all(&ingest, &spans).await;
+        while let Some(mut spans) = rx.recv().await {
+            // The exports already waiting, checked with this one (up to
+            // BATCH_SPANS): every core busy on one batch.
+            while spans.len() < BATCH_SPANS {
+                match rx.try_recv() {
+                    Ok(more) => spans.extend(more),
+                    Err(_) => break,
+                }
+            }
+            ingest.spans(&spans).await;
             receiving
                 .pending
                 .fetch_sub(spans.len() as u64, Ordering::Relaxed);
@@ -245,7 +256,7 @@ async fn decode(st: &Collector, headers: &HeaderMap, body: Body) -> Result<Vec<S
         .trim()
         .to_ascii_lowercase();
     let bytes = match encoding.as_str() {
-        "identity" | "" => bytes.to_vec(),
+        "identity" | "" => std::borrow::Cow::Borrowed(&bytes[..]),
         "gzip" => {
             let mut out = Vec::new();
             // The inflated size is bounded too: a small bomb is refused.
@@ -254,7 +265,7 @@ async fn decode(st: &Collector, headers: &HeaderMap, body: Body) -> Result<Vec<S
                 .read_to_end(&mut out);
             match read {
                 Ok(n) if n > st.max_body => return Err(too_large()),
-                Ok(_) => out,
+                Ok(_) => std::borrow::Cow::Owned(out),
                 Err(e) => {
                     return Err(plain(
                         StatusCode::BAD_REQUEST,
