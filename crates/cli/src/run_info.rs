@@ -28,7 +28,10 @@ pub(crate) fn run_info(r: &RunRecord) -> RunInfo {
             .map(|(c, &calls)| (c.name.clone(), calls))
             .collect(),
         complete: r.status == RunStatus::Complete,
-        calls: r.calls.as_ref().map(calls_info),
+        calls: r.calls.as_ref().map(|c| CallsInfo {
+            lost_in_flight: r.calls_lost_in_flight().unwrap_or(0),
+            ..calls_info(c)
+        }),
     }
 }
 
@@ -40,6 +43,7 @@ fn calls_info(c: &RunCalls) -> CallsInfo {
         process_s: c.process_s,
         call_s: c.call_s,
         queued_s: c.queued_s,
+        lost_in_flight: 0,
         structured: c.upstream.structured.clone(),
         auto_concurrency: c
             .upstream

@@ -42,7 +42,7 @@ pub use records::{
     VariantTag,
 };
 pub use schema::SCHEMA_VERSION;
-pub use writer::{JudgementSink, LiveRecord, Writer, WriterHealth};
+pub use writer::{CallMarks, JudgementSink, LiveRecord, Writer, WriterHealth};
 
 use backend::{Backend, RunEnd};
 use probity_core::causes::Causes;

@@ -57,7 +57,7 @@ pub(super) const RUN_COLUMNS: &str =
     outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
     judge_calls, tokens, reused_from, judge_calls_by_check, verdicts, outputs_from,
     sequential, variant, variant_group, processes, call_s, queued_s, process_s,
-    span_end_s - span_start_s, upstream FROM runs";
+    span_end_s - span_start_s, upstream, calls_ended FROM runs";
 
 /// The columns [`sample_from_row`] reads: a run's own samples, or a
 /// revalidated run's verdicts over the outputs of the run they came from
@@ -113,6 +113,7 @@ pub(super) fn run_from_row<R: RowRead>(r: &R) -> Result<RunRecord, R::Error> {
             ],
             r.opt_text(30)?,
         ),
+        calls_ended: r.opt_int(31)?.map(|n| n.max(0) as u64),
     })
 }
 

@@ -23,10 +23,14 @@
 //! wait for each other); 14 the runs' call time (`call_s`, `queued_s`,
 //! `process_s`, `processes`, the span `span_start_s`–`span_end_s`) and
 //! `upstream` (what the upstreams were found to take), so a shared run's
-//! report tells its wall time from the time its calls took.
+//! report tells its wall time from the time its calls took; 15 the calls
+//! that ended (`calls_ended`, on `runs` and PostgreSQL's `run_counts`):
+//! a shared run counts each call before it is sent, so the calls a killed
+//! worker had in flight are counted, and told apart (`model_calls -
+//! calls_ended`).
 
 /// The last migration this version of probity knows.
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 15;
 
 /// Migration 14 on SQLite (`DOUBLE PRECISION` and `BIGINT` are SQLite
 /// types too); PostgreSQL's adds `IF NOT EXISTS`, which SQLite lacks
@@ -39,4 +43,10 @@ ALTER TABLE runs ADD COLUMN processes BIGINT;
 ALTER TABLE runs ADD COLUMN span_start_s DOUBLE PRECISION;
 ALTER TABLE runs ADD COLUMN span_end_s DOUBLE PRECISION;
 ALTER TABLE runs ADD COLUMN upstream TEXT;
+"#;
+
+/// Migration 15 on SQLite: of the run's calls, those that ended (answered,
+/// failed or cut short); `NULL` for runs stored before (nothing known).
+pub(crate) const CALLS_ENDED: &str = r#"
+ALTER TABLE runs ADD COLUMN calls_ended BIGINT;
 "#;

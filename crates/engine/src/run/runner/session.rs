@@ -130,6 +130,12 @@ impl<'a> RunSession<'a> {
             },
             _ => WorkSource::Every { done },
         };
+        if let (true, Some(writer)) = (shared, recorder.writer()) {
+            // A shared run's calls are counted in the store before they
+            // are sent (issue 38, item 5): a worker killed outright has
+            // counted its calls in flight.
+            caller.mark_calls_on(writer.call_marks());
+        }
         let guard = guard.ok_or_else(|| RunError::Aborted("the run has no guard".into()))?;
         let sampler = Arc::new(
             Sampler::new(

@@ -99,6 +99,7 @@ impl Runs for Postgres {
                 t.judge_calls as i64,
                 t.tokens as i64,
                 serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default(),
+                t.calls_ended as i64,
             )
         });
         self.conn.call(move |c| {
@@ -110,12 +111,12 @@ impl Runs for Postgres {
                 ),
                 &[&run, &status, &cached, &duration, &verdicts],
             )?;
-            if let Some((calls, judge, tokens, by_check)) = &totals {
+            if let Some((calls, judge, tokens, by_check, ended)) = &totals {
                 // The whole run's counts: the writers' rows are in them.
                 tx.execute(
                     "UPDATE runs SET model_calls = $2, judge_calls = $3, tokens = $4,
-                     judge_calls_by_check = $5 WHERE id = $1",
-                    &[&run, calls, judge, tokens, by_check],
+                     judge_calls_by_check = $5, calls_ended = $6 WHERE id = $1",
+                    &[&run, calls, judge, tokens, by_check, ended],
                 )?;
                 tx.execute("DELETE FROM run_counts WHERE run_id = $1", &[&run])?;
             }
@@ -209,7 +210,7 @@ fn add_writers_counts(
     }
     let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
     let rows = c.query(
-        "SELECT run_id, model_calls, judge_calls, tokens, judge_calls_by_check
+        "SELECT run_id, model_calls, judge_calls, tokens, judge_calls_by_check, calls_ended
          FROM run_counts WHERE run_id = ANY($1)",
         &[&ids],
     )?;
@@ -221,6 +222,12 @@ fn add_writers_counts(
         run.model_calls += row.get::<_, i64>(1) as u64;
         run.judge_calls += row.get::<_, i64>(2) as u64;
         run.tokens += row.get::<_, i64>(3) as u64;
+        // A writer's row of schema 15 knows its calls ended; one written
+        // before does not: the run's count then stays unknown.
+        run.calls_ended = match (run.calls_ended, row.get::<_, Option<i64>>(5)) {
+            (known, Some(n)) => Some(known.unwrap_or(0) + n.max(0) as u64),
+            _ => None,
+        };
         let by_check: Vec<u64> = row
             .get::<_, Option<String>>(4)
             .and_then(|s| serde_json::from_str(&s).ok())

@@ -21,6 +21,7 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     (12, CALIBRATION_VERDICTS),
     (13, WRITER_COUNTS),
     (14, RUN_CALLS),
+    (15, CALLS_ENDED),
 ];
 
 /// A key for `pg_advisory_xact_lock`: probity's migrations.
@@ -208,4 +209,13 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS processes BIGINT;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS span_start_s DOUBLE PRECISION;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS span_end_s DOUBLE PRECISION;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS upstream TEXT;
+"#;
+
+/// Migration 15: of a run's calls, those that ended (answered, failed or
+/// cut short), on the run's row and each writer's
+/// ([`crate::store::schema::CALLS_ENDED`], the SQLite form); `NULL` for
+/// counts stored before (nothing known).
+const CALLS_ENDED: &str = r#"
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS calls_ended BIGINT;
+ALTER TABLE run_counts ADD COLUMN IF NOT EXISTS calls_ended BIGINT;
 "#;

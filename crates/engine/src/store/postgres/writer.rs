@@ -293,11 +293,12 @@ fn write_counts(
     // rows held its key-share lock, deadlocked them).
     let by_check = serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default();
     tx.execute(
-        "INSERT INTO run_counts (run_id, writer, model_calls, judge_calls, tokens, judge_calls_by_check)
-         VALUES ($1, $2, $3, $4, $5, $6)
+        "INSERT INTO run_counts (run_id, writer, model_calls, judge_calls, tokens, judge_calls_by_check,
+            calls_ended)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
          ON CONFLICT (run_id, writer) DO UPDATE SET model_calls = EXCLUDED.model_calls,
             judge_calls = EXCLUDED.judge_calls, tokens = EXCLUDED.tokens,
-            judge_calls_by_check = EXCLUDED.judge_calls_by_check",
+            judge_calls_by_check = EXCLUDED.judge_calls_by_check, calls_ended = EXCLUDED.calls_ended",
         &[
             &run,
             key,
@@ -305,6 +306,7 @@ fn write_counts(
             &(t.judge_calls as i64),
             &(t.tokens as i64),
             &by_check,
+            &(t.calls_ended as i64),
         ],
     )?;
     Ok(())

@@ -89,6 +89,14 @@ impl Sqlite {
                 conn.execute_batch(crate::store::schema::RUN_CALLS)
             })?;
         }
+        if version < 15 {
+            store.migrate(15, |conn| {
+                if has_column(conn, "runs", "calls_ended")? {
+                    return Ok(());
+                }
+                conn.execute_batch(crate::store::schema::CALLS_ENDED)
+            })?;
+        }
         Ok(store)
     }
 

@@ -96,13 +96,14 @@ impl Runs for Sqlite {
             if let Some(t) = end.totals {
                 tx.execute(
                     "UPDATE runs SET model_calls = ?2, judge_calls = ?3, tokens = ?4,
-                     judge_calls_by_check = ?5 WHERE id = ?1",
+                     judge_calls_by_check = ?5, calls_ended = ?6 WHERE id = ?1",
                     params![
                         run,
                         t.model_calls as i64,
                         t.judge_calls as i64,
                         t.tokens as i64,
                         serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default(),
+                        t.calls_ended as i64,
                     ],
                 )?;
             }

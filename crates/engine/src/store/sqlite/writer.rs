@@ -137,13 +137,15 @@ impl Writer {
             )?;
             tx.execute(
                 "UPDATE runs SET model_calls = model_calls + ?2, judge_calls = judge_calls + ?3,
-                 tokens = tokens + ?4, judge_calls_by_check = ?5 WHERE id = ?1",
+                 tokens = tokens + ?4, judge_calls_by_check = ?5,
+                 calls_ended = COALESCE(calls_ended, 0) + ?6 WHERE id = ?1",
                 params![
                     run,
                     t.model_calls as i64,
                     t.judge_calls as i64,
                     t.tokens as i64,
-                    add_by_check(stored, &t.judge_calls_by_check)
+                    add_by_check(stored, &t.judge_calls_by_check),
+                    t.calls_ended as i64,
                 ],
             )?;
         }
