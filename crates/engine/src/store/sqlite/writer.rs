@@ -40,7 +40,16 @@ fn factory(path: PathBuf, run: i64, recheck: bool) -> WriterFactory {
 impl Writer {
     fn write(&mut self, batch: &Batch) -> rusqlite::Result<()> {
         let run = self.run;
-        let tx = self.conn.transaction()?;
+        // Immediate: the write lock is taken (waiting for it, up to the
+        // busy timeout) at BEGIN. A deferred transaction whose first
+        // statement reads (a batch of counts only: the run's row is read,
+        // then updated) holds a read snapshot, and its upgrade to a write
+        // fails at once with "database is locked" — without waiting — when
+        // another process committed since (SQLite's BUSY_SNAPSHOT): a
+        // shared run's workers ended so (bench/store.sh part 3, 6 workers).
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         {
             let mut stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO inputs (run_id, idx, input_id, fields) VALUES (?1, ?2, ?3, ?4)",
