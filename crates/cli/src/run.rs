@@ -528,8 +528,15 @@ fn samples_left(
     Ok(Some((join, left)))
 }
 
+/// How often `probity work --wait` looks for the run it waits for: a
+/// worker started with its run's creator joins within this of the run's
+/// first claims (it used to look every second, and a fleet of workers on a
+/// short run lost most of a second each; bench/store.sh part 3). One small
+/// read per look.
+const WAIT_POLL: Duration = Duration::from_millis(250);
+
 /// `probity work` without `--run`: the latest unfinished run of the
-/// configuration (`hash`); with `--wait`, looked for every second until
+/// configuration (`hash`); with `--wait`, looked for every [`WAIT_POLL`] until
 /// one appears (`None`: a run of it made meanwhile is already complete) or
 /// the wait is over.
 fn run_to_join(
@@ -593,7 +600,7 @@ fn run_to_join(
             );
         }
         announced = true;
-        std::thread::sleep(Duration::from_secs(1));
+        std::thread::sleep(WAIT_POLL);
     }
 }
 

@@ -28,8 +28,11 @@ pub(crate) fn run_info(r: &RunRecord) -> RunInfo {
             .map(|(c, &calls)| (c.name.clone(), calls))
             .collect(),
         complete: r.status == RunStatus::Complete,
-        calls: r.calls.as_ref().map(calls_info),
         cost: probity_core::cost::RunCost::of(r.usage.as_ref(), &r.settings.prices),
+        calls: r.calls.as_ref().map(|c| CallsInfo {
+            lost_in_flight: r.calls_lost_in_flight().unwrap_or(0),
+            ..calls_info(c)
+        }),
     }
 }
 
@@ -41,6 +44,7 @@ fn calls_info(c: &RunCalls) -> CallsInfo {
         process_s: c.process_s,
         call_s: c.call_s,
         queued_s: c.queued_s,
+        lost_in_flight: 0,
         structured: c.upstream.structured.clone(),
         auto_concurrency: c
             .upstream

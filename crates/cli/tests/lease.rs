@@ -317,3 +317,88 @@ fn a_killed_worker_on_sqlite_costs_at_most_its_calls_in_flight() {
     // of 40 ms per slot) made but not committed.
     assert!((144..=144 + 4 * 6).contains(&paid), "{paid} calls paid");
 }
+
+/// Issue 38, item 5: a worker killed (kill -9) with its calls in flight
+/// has counted them — a shared run commits each call's count with its
+/// writer's next batch before sending it — so the run's calls equal the
+/// provider stand-in's own count, and the report tells those the dead
+/// worker paid for without recording an answer: every call is either a
+/// stored sample (16, one call each) or lost in flight. Calls last 2 s, so
+/// at the kill the victim's calls are all sent and none is answered.
+fn a_killed_workers_calls_in_flight_are_counted(store: &str, samples: impl Fn() -> i64) {
+    let upstream = common::sim_serve(&["--latency-ms", "2000"]);
+    let dir = tempfile::tempdir().unwrap();
+    shared_config(dir.path(), &upstream.1, 4, 4);
+    let start = Instant::now();
+    let shared = |args: &[&str]| {
+        let mut c = shared_cmd(dir.path(), args);
+        c.env("PROBITY_STORE", store);
+        c
+    };
+    let creator = shared(&["run", "--shared", "-q"]).spawn().unwrap();
+    while common::requests(&upstream.1) < 4 {
+        assert!(start.elapsed() < Duration::from_secs(60), "no calls");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut victim = shared(&["work", "-q"]).spawn().unwrap();
+    while common::requests(&upstream.1) < 8 {
+        assert!(start.elapsed() < Duration::from_secs(60), "no 8 calls");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Every call the victim started is sent (none answered for 2 s).
+    std::thread::sleep(Duration::from_millis(300));
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    finished(creator);
+    assert_eq!(samples(), 16);
+    let paid = common::requests(&upstream.1);
+    assert!(paid > 16, "the victim had calls in flight: {paid} paid");
+    let mut report = common::probity_cmd();
+    report
+        .current_dir(dir.path())
+        .args(["report", "1", "--format", "json"])
+        .env("PROBITY_STORE", store);
+    let out = report.output().unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text(&out.stdout))
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+    assert_eq!(v["run"]["model_calls"].as_u64(), Some(paid), "{}", v["run"]);
+    assert_eq!(
+        v["run"]["calls"]["lost_in_flight"].as_u64(),
+        Some(paid - 16),
+        "{}",
+        v["run"]
+    );
+    let mut page = common::probity_cmd();
+    page.current_dir(dir.path())
+        .args(["report", "1"])
+        .env("PROBITY_STORE", store)
+        .env("NO_COLOR", "1");
+    let page = text(&page.output().unwrap().stdout);
+    let said = format!(
+        "{paid} calls (0 to judges; {} by workers that died before recording answers)",
+        paid - 16
+    );
+    assert!(page.contains(&said), "{said} not in:\n{page}");
+}
+
+#[test]
+fn a_killed_workers_calls_in_flight_are_counted_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    a_killed_workers_calls_in_flight_are_counted(db.to_str().unwrap(), || {
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
+            .unwrap()
+    });
+}
+
+#[test]
+fn a_killed_workers_calls_in_flight_are_counted_on_postgres() {
+    let Some(db) = probity_engine::store::postgres::testing::TestDatabase::create() else {
+        return;
+    };
+    a_killed_workers_calls_in_flight_are_counted(db.url(), || {
+        db.query("SELECT COUNT(*) FROM samples")[0].parse().unwrap()
+    });
+}

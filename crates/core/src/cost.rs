@@ -99,6 +99,17 @@ impl Usage {
         self.reported == self.answered
     }
 
+    /// Each count the larger of two readings of the same counters (counts
+    /// only grow; readings may arrive out of order).
+    pub fn latest(&self, o: &Usage) -> Usage {
+        Usage {
+            answered: self.answered.max(o.answered),
+            reported: self.reported.max(o.reported),
+            input_tokens: self.input_tokens.max(o.input_tokens),
+            output_tokens: self.output_tokens.max(o.output_tokens),
+        }
+    }
+
     /// What `self` holds beyond `earlier` (a part of it).
     pub fn minus(&self, earlier: &Usage) -> Usage {
         Usage {
@@ -147,6 +158,18 @@ impl RunUsage {
             system: self.system + o.system,
             judges: (0..k)
                 .map(|i| at(&self.judges, i) + at(&o.judges, i))
+                .collect(),
+        }
+    }
+
+    /// [`Usage::latest`], judge by judge.
+    pub fn latest(&self, o: &RunUsage) -> RunUsage {
+        let k = self.judges.len().max(o.judges.len());
+        let at = |v: &[Usage], i: usize| v.get(i).copied().unwrap_or_default();
+        RunUsage {
+            system: self.system.latest(&o.system),
+            judges: (0..k)
+                .map(|i| at(&self.judges, i).latest(&at(&o.judges, i)))
                 .collect(),
         }
     }

@@ -43,7 +43,7 @@ pub use records::{
 };
 pub use schema::SCHEMA_VERSION;
 pub use settings::StoredSettings;
-pub use writer::{JudgementSink, LiveRecord, Writer, WriterHealth};
+pub use writer::{CallMarks, JudgementSink, LiveRecord, Writer, WriterHealth};
 
 use backend::{Backend, RunEnd};
 use probity_core::causes::Causes;

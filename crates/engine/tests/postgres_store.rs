@@ -368,6 +368,7 @@ async fn concurrent_writers_of_one_run_never_deadlock_and_add_up() {
                             tokens: 5 * n,
                             judge_calls_by_check: vec![0, n],
                             usage: usage(n),
+                            calls_ended: 2 * n,
                         })
                         .unwrap();
                     if s % 10 == 0 {
@@ -391,6 +392,11 @@ async fn concurrent_writers_of_one_run_never_deadlock_and_add_up() {
     assert_eq!(after.model_calls, before.model_calls + 2 * n);
     assert_eq!(after.judge_calls, before.judge_calls + n);
     assert_eq!(after.tokens, before.tokens + 5 * n);
+    // Every writer's calls ended: none lost in flight (schema 16).
+    assert_eq!(
+        after.calls_ended,
+        Some(before.calls_ended.unwrap_or(0) + 2 * n)
+    );
     let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
     assert_eq!(
         at(&after.judge_calls_by_check, 1),

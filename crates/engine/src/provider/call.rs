@@ -10,7 +10,7 @@ use crate::provider::negotiate::says_format_unsupported;
 use crate::provider::types::{
     AnswerMeta, Api, CutWhen, Message, Provider, ProviderError, Request, WireAnswer, WireRequest,
 };
-use crate::store::{CachedOutput, RunTotals};
+use crate::store::{CachedOutput, CallMarks, RunTotals};
 use probity_core::cost::{RunUsage, Usage};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -88,7 +88,32 @@ pub struct Caller {
     /// Microseconds answered calls took from sending to answer (the
     /// upstream's service time, with any time queued at the upstream).
     pub service_us: AtomicU64,
+    /// Of `calls`, those that ended: answered, failed, or cut short (the
+    /// call's future dropped). `calls - ended` are in flight.
+    pub ended: AtomicU64,
+    /// A shared run's: each call's count is committed with the writer's
+    /// next batch before the call is sent ([`Caller::mark_calls_on`]).
+    marks: std::sync::OnceLock<CallMarks>,
 }
+
+/// Counts a call ended when dropped: answered, failed, or cut short.
+struct Ends<'a>(&'a AtomicU64);
+
+impl Drop for Ends<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Calls answering in this long on average or longer wait for their count
+/// to be committed before they are sent ([`Caller::mark_calls_on`]);
+/// faster ones do not: a commit takes a few ms, which would cost a fast
+/// system a large share of its speed.
+const MARK_WAIT_FROM_US: u64 = 50_000;
+
+/// The first calls of a process always wait for their count's commit,
+/// whatever their speed (their average is not known yet).
+const MARK_WAIT_FIRST: u64 = 16;
 
 impl Default for Caller {
     /// No rate limit, 60 s per call, 4 tries.
@@ -242,6 +267,39 @@ impl Caller {
             load: UpstreamLoad::default(),
             queued_us: AtomicU64::new(0),
             service_us: AtomicU64::new(0),
+            ended: AtomicU64::new(0),
+            marks: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Count every call this caller sends from now on in `marks`'s writer
+    /// before it is sent (a shared run's, issue 38 item 5): the call's
+    /// count rides with the writer's next batch — the one that commits the
+    /// sample just answered, within its group-commit window — and the call
+    /// waits for that commit, so a worker killed outright (kill -9) has
+    /// counted every call it had in flight; no commit is added per call.
+    /// Calls answering in under [`MARK_WAIT_FROM_US`] on average (after
+    /// the first [`MARK_WAIT_FIRST`]) do not wait: their counts are
+    /// committed with the next batch, and a kill may miss those sent
+    /// within its last commit window. The first `marks` set stays.
+    pub fn mark_calls_on(&self, marks: CallMarks) {
+        let _ = self.marks.set(marks);
+    }
+
+    /// Have the call just counted committed before it is sent, when this
+    /// caller marks its calls ([`Caller::mark_calls_on`]).
+    async fn mark_started(&self) {
+        let Some(marks) = self.marks.get() else {
+            return;
+        };
+        let calls = Caller::count(&self.calls);
+        // Over calls ended (failed ones too: a fast refusal is fast).
+        let ended = Caller::count(&self.ended).max(1);
+        let slow = Caller::count(&self.service_us) >= MARK_WAIT_FROM_US * ended;
+        let wait = calls <= MARK_WAIT_FIRST || slow;
+        if let Some(committed) = marks.started(self.totals(), wait) {
+            // An error: the writer stopped, and says why itself.
+            let _ = committed.await;
         }
     }
 
@@ -325,6 +383,9 @@ impl Caller {
             self.queued_us
                 .fetch_add(micros(queued.elapsed()), Ordering::Relaxed);
             self.calls.fetch_add(1, Ordering::Relaxed);
+            // Ended when dropped, even if this future is (a call cut short).
+            let ends = Ends(&self.ended);
+            self.mark_started().await;
             let started = Instant::now();
             let result = match tokio::time::timeout(self.timeout, once()).await {
                 Ok(r) => r,
@@ -332,6 +393,7 @@ impl Caller {
             };
             let (level, service) = (in_flight.level, started.elapsed());
             drop(in_flight);
+            drop(ends);
             attempt += 1;
             match result {
                 Ok(WireAnswer {
@@ -393,7 +455,11 @@ impl Caller {
     /// This caller's counts: calls (judges' included), judge calls, tokens
     /// (per check: see [`crate::checks::check::Checks::judge_calls`]).
     pub fn totals(&self) -> RunTotals {
+        // Read before the calls: a reading never counts more ended than
+        // made (a call is counted made before it can end).
+        let calls_ended = Caller::count(&self.ended);
         RunTotals {
+            calls_ended,
             model_calls: Caller::count(&self.calls),
             judge_calls: Caller::count(&self.judge_calls),
             tokens: Caller::count(&self.tokens),

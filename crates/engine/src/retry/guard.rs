@@ -350,6 +350,7 @@ impl Guard {
         if let Some(u) = &self.upstream {
             let s = u.caller.totals();
             t.model_calls += s.model_calls;
+            t.calls_ended += s.calls_ended;
             t.tokens += s.tokens;
             t.usage.system = t.usage.system + s.usage.system;
         }

@@ -42,6 +42,13 @@ pub struct RunRecord {
     /// resumed from such a run: its cost is not known (never 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<RunUsage>,
+    /// Of `model_calls`, those that ended (answered, failed or cut short)
+    /// as far as the store knows (schema 16); `None` for a run stored
+    /// before. The rest, `model_calls - calls_ended`, were sent by a
+    /// process that died with them in flight: paid, no answer recorded
+    /// ([`RunRecord::calls_lost_in_flight`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls_ended: Option<u64>,
     /// Samples whose output was reused from run `reused_from` (no call).
     pub cached: u64,
     /// The run whose stored outputs this run reused (`probity run --reuse`).
@@ -167,6 +174,13 @@ pub struct RunTotals {
     /// each check's judge's (cost in money).
     #[serde(default)]
     pub usage: RunUsage,
+    /// Of `model_calls`, those that ended: answered, failed, or cut short
+    /// by this process. A shared run counts a call before it is sent and
+    /// commits the count with its writer's batch (issue 38, item 5), so a
+    /// worker killed outright leaves `model_calls - calls_ended` of its
+    /// calls in flight counted: paid, with no answer recorded.
+    #[serde(default)]
+    pub calls_ended: u64,
 }
 
 impl std::ops::Add for RunTotals {
@@ -185,11 +199,34 @@ impl std::ops::Add for RunTotals {
                 .map(|i| at(&self.judge_calls_by_check, i) + at(&o.judge_calls_by_check, i))
                 .collect(),
             usage: self.usage.plus(&o.usage),
+            calls_ended: self.calls_ended + o.calls_ended,
         }
     }
 }
 
 impl RunTotals {
+    /// Each count the larger of two readings of the same session's
+    /// counters (every count only grows): readings taken by several tasks
+    /// may reach the writer out of order, and the later must never count
+    /// less.
+    pub fn latest(self, o: RunTotals) -> RunTotals {
+        let k = self
+            .judge_calls_by_check
+            .len()
+            .max(o.judge_calls_by_check.len());
+        let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+        RunTotals {
+            model_calls: self.model_calls.max(o.model_calls),
+            judge_calls: self.judge_calls.max(o.judge_calls),
+            tokens: self.tokens.max(o.tokens),
+            judge_calls_by_check: (0..k)
+                .map(|i| at(&self.judge_calls_by_check, i).max(at(&o.judge_calls_by_check, i)))
+                .collect(),
+            usage: self.usage.latest(&o.usage),
+            calls_ended: self.calls_ended.max(o.calls_ended),
+        }
+    }
+
     /// What `self` counted beyond `earlier` (an earlier reading of the
     /// same session's counts).
     pub fn since(&self, earlier: &RunTotals) -> RunTotals {
@@ -205,6 +242,7 @@ impl RunTotals {
                 })
                 .collect(),
             usage: self.usage.since(&earlier.usage),
+            calls_ended: self.calls_ended.saturating_sub(earlier.calls_ended),
         }
     }
 }
@@ -218,7 +256,18 @@ impl RunRecord {
             tokens: self.tokens,
             judge_calls_by_check: self.judge_calls_by_check.clone(),
             usage: self.usage.clone().unwrap_or_default(),
+            // A run stored before schema 16: every call counted ended.
+            calls_ended: self.calls_ended.unwrap_or(self.model_calls),
         }
+    }
+
+    /// Calls paid with no answer recorded: sent by a process that died
+    /// (kill -9, a lost machine) with them in flight, counted before they
+    /// were sent (`model_calls - calls_ended`); `None` for a run stored
+    /// before schema 16.
+    pub fn calls_lost_in_flight(&self) -> Option<u64> {
+        self.calls_ended
+            .map(|ended| self.model_calls.saturating_sub(ended))
     }
 }
 

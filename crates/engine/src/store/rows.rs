@@ -58,7 +58,7 @@ pub(super) const RUN_COLUMNS: &str =
     outputs_per_input, checks, settings, parent_run, model_calls, cached, duration_s,
     judge_calls, tokens, reused_from, judge_calls_by_check, verdicts, outputs_from,
     sequential, variant, variant_group, processes, call_s, queued_s, process_s,
-    span_end_s - span_start_s, upstream, usage FROM runs";
+    span_end_s - span_start_s, upstream, usage, calls_ended FROM runs";
 
 /// The tokens and usage of one stored attempt ([`AttemptCounts`]; the
 /// caller sets its place and calls): `(call_attempts, input_tokens,
@@ -153,6 +153,7 @@ pub(super) fn run_from_row<R: RowRead>(r: &R) -> Result<RunRecord, R::Error> {
         ),
         // Unreadable (written by a newer probity): not known.
         usage: r.opt_text(31)?.and_then(|s| serde_json::from_str(&s).ok()),
+        calls_ended: r.opt_int(32)?.map(|n| n.max(0) as u64),
     })
 }
 

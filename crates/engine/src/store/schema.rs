@@ -27,10 +27,14 @@
 //! `runs.usage` (and, in PostgreSQL, `run_counts.usage`): answered calls'
 //! input and output tokens, the system's and each judge's apart, so a
 //! report prices them (cost in money; `NULL` for a run stored before: its
-//! cost is not known).
+//! cost is not known); 16 the calls
+//! that ended (`calls_ended`, on `runs` and PostgreSQL's `run_counts`):
+//! a shared run counts each call before it is sent, so the calls a killed
+//! worker had in flight are counted, and told apart (`model_calls -
+//! calls_ended`).
 
 /// The last migration this version of probity knows.
-pub const SCHEMA_VERSION: i64 = 15;
+pub const SCHEMA_VERSION: i64 = 16;
 
 /// Migration 14 on SQLite (`DOUBLE PRECISION` and `BIGINT` are SQLite
 /// types too); PostgreSQL's adds `IF NOT EXISTS`, which SQLite lacks
@@ -49,4 +53,10 @@ ALTER TABLE runs ADD COLUMN upstream TEXT;
 /// when created; `NULL`: stored before it was kept).
 pub(crate) const RUN_USAGE: &str = r#"
 ALTER TABLE runs ADD COLUMN usage TEXT;
+"#;
+
+/// Migration 16 on SQLite: of the run's calls, those that ended (answered,
+/// failed or cut short); `NULL` for runs stored before (nothing known).
+pub(crate) const CALLS_ENDED: &str = r#"
+ALTER TABLE runs ADD COLUMN calls_ended BIGINT;
 "#;

@@ -135,6 +135,11 @@ enum WriteOp {
     Totals(RunTotals),
     /// Answered once everything queued before it is committed.
     Flush(tokio::sync::oneshot::Sender<()>),
+    /// A call about to be sent, counted in these totals ([`CallMarks`]):
+    /// answered once the batch it joins is committed. Unlike a flush it
+    /// does not cut the batch short: it rides with the operations arriving
+    /// within the group-commit window.
+    Started(RunTotals, tokio::sync::oneshot::Sender<()>),
     /// Inputs of a shared run whose every sample was queued before: marked
     /// done with the batch that commits the last of them. The first makes
     /// the writer a shared run's: it keeps this process's claims alive.
@@ -218,7 +223,11 @@ fn write_loop(
         let mut op = Some(first);
         while let Some(next) = op.take() {
             match next {
-                WriteOp::Totals(t) => latest = Some(t),
+                WriteOp::Totals(t) => latest = Some(newest(latest.take(), t)),
+                WriteOp::Started(t, ack) => {
+                    latest = Some(newest(latest.take(), t));
+                    acks.push(ack);
+                }
                 WriteOp::Done(inputs) => {
                     if claims.is_none() {
                         let ttl = claim_ttl();
@@ -242,7 +251,7 @@ fn write_loop(
                     batch.inputs.push(input);
                     batch.attempts.extend(attempts);
                     batch.samples.push(sample);
-                    latest = Some(totals);
+                    latest = Some(newest(latest.take(), totals));
                 }
                 WriteOp::Judgement(j) => batch.judgements.push(j),
                 WriteOp::Attempt(a) => batch.attempts.push(a),
@@ -262,6 +271,8 @@ fn write_loop(
             }
         }
         if let Some(t) = latest {
+            // Never less than already added (readings of several tasks).
+            let t = t.latest(added.clone());
             batch.totals = Some(t.since(&added));
             added = t;
         }
@@ -277,6 +288,16 @@ fn write_loop(
         }
     }
     Ok(written)
+}
+
+/// The newer of two readings of this session's counts: each count the
+/// larger ([`RunTotals::latest`]; readings of several tasks arrive in any
+/// order).
+fn newest(earlier: Option<RunTotals>, t: RunTotals) -> RunTotals {
+    match earlier {
+        Some(e) => t.latest(e),
+        None => t,
+    }
 }
 
 /// The sending side of the batched writer. Dropping it (or calling
@@ -359,6 +380,14 @@ impl Writer {
         let (ack, done) = tokio::sync::oneshot::channel();
         let _ = send(&self.queue, WriteOp::Flush(ack));
         done
+    }
+
+    /// A handle that counts calls on this writer before they are sent (a
+    /// shared run's [`CallMarks`]).
+    pub fn call_marks(&self) -> CallMarks {
+        CallMarks {
+            queue: self.queue.clone(),
+        }
     }
 
     /// A handle that queues judgements on this writer (the judge cache's
@@ -468,6 +497,46 @@ impl JudgementSink {
     /// waiting, its queue is full: the judgement is not cached).
     pub fn send(&self, row: JudgementRow) -> bool {
         send(&self.queue, WriteOp::Judgement(row)).is_ok()
+    }
+}
+
+/// Counts a session's calls in the store before they are sent (issue 38,
+/// item 5; [`crate::provider::call::Caller::mark_calls_on`]): the
+/// session's counts, which count the call about to be sent, join the
+/// writer's next batch — with the samples arriving within its group-commit
+/// window, never a commit of their own unless nothing else is being
+/// written — and the caller may wait for that commit. A worker killed with
+/// calls in flight has then counted them: the run's calls are every call
+/// the provider saw, and `model_calls - calls_ended` those lost in flight.
+#[derive(Clone)]
+pub struct CallMarks {
+    queue: Arc<Mutex<Queue>>,
+}
+
+impl std::fmt::Debug for CallMarks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallMarks")
+    }
+}
+
+impl CallMarks {
+    /// Queue `totals` (counting the calls started so far) for the next
+    /// batch; with `wait`, a receiver resolving once it is committed (at
+    /// once, with an error, when the writer stops). `None` without `wait`,
+    /// or when the writer has stopped or its queue is full (live traffic
+    /// never waits for the store).
+    pub fn started(
+        &self,
+        totals: RunTotals,
+        wait: bool,
+    ) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        if !wait {
+            let _ = send(&self.queue, WriteOp::Totals(totals));
+            return None;
+        }
+        let (ack, done) = tokio::sync::oneshot::channel();
+        send(&self.queue, WriteOp::Started(totals, ack)).ok()?;
+        Some(done)
     }
 }
 
@@ -671,5 +740,81 @@ mod tests {
         batch.send_record(record(0)).unwrap();
         assert!(batch.finish().is_err());
         assert_eq!(samples.load(Ordering::SeqCst), 0);
+    }
+
+    /// A store counting its commits and the calls committed so far.
+    struct Counting {
+        commits: Arc<AtomicUsize>,
+        calls: Arc<AtomicUsize>,
+    }
+
+    impl BatchWriter for Counting {
+        fn commit(&mut self, batch: &Batch) -> Result<(), StoreError> {
+            self.commits.fetch_add(1, Ordering::SeqCst);
+            if let Some(t) = &batch.totals {
+                self.calls
+                    .fetch_add(t.model_calls as usize, Ordering::SeqCst);
+            }
+            Ok(())
+        }
+        fn refresh_lease(&mut self) -> Result<(), StoreError> {
+            Ok(())
+        }
+        fn refresh_claims(&mut self, _: std::time::Duration) -> Result<(), StoreError> {
+            Ok(())
+        }
+    }
+
+    /// Issue 38, item 5: a call's count marked right after the sample of
+    /// the call before it (as a shared run's worker does) rides in that
+    /// sample's commit — 30 calls, 31 commits, not 60 — and is committed
+    /// when its mark is answered; a mark with nothing else to write is
+    /// committed on its own (the first call).
+    #[test]
+    fn call_marks_ride_in_the_samples_commits() {
+        let (commits, calls) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (c, k) = (commits.clone(), calls.clone());
+        let factory: WriterFactory = Box::new(move || {
+            Ok(Box::new(Counting {
+                commits: c,
+                calls: k,
+            }) as Box<dyn BatchWriter>)
+        });
+        let writer = Writer::start(
+            StoreLocation::Sqlite("counting.db".into()),
+            factory,
+            COMMIT_EVERY,
+        )
+        .unwrap();
+        let marks = writer.call_marks();
+        let totals = |n: u64| RunTotals {
+            model_calls: n,
+            calls_ended: n - 1,
+            ..RunTotals::default()
+        };
+        let mark = |n: u64| {
+            let done = marks.started(totals(n), true).expect("the writer runs");
+            done.blocking_recv().expect("committed");
+            assert_eq!(calls.load(Ordering::SeqCst), n as usize, "call {n} counted");
+        };
+        mark(1);
+        assert_eq!(commits.load(Ordering::SeqCst), 1);
+        for n in 1..=30u64 {
+            // The call's answer: its sample and counts, then the next
+            // call's mark at once.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            writer.send(record(n as usize).sample).unwrap();
+            writer.send_totals(totals(n)).unwrap();
+            if n < 30 {
+                mark(n + 1);
+            }
+        }
+        writer.finish().unwrap();
+        // One commit per sample; a thread descheduled for longer than
+        // LINGER between a sample and the next mark (a loaded machine)
+        // splits them, rarely. Marks committed on their own would make 60.
+        let made = commits.load(Ordering::SeqCst);
+        assert!((31..=35).contains(&made), "{made} commits for 30 samples");
+        assert_eq!(calls.load(Ordering::SeqCst), 30);
     }
 }

@@ -58,6 +58,10 @@ pub struct CallsInfo {
     pub call_s: f64,
     /// The time calls waited on probity's side before being sent, summed.
     pub queued_s: f64,
+    /// Calls paid with no answer recorded: counted before they were sent
+    /// by a process that died (kill -9, a lost machine) with them in
+    /// flight. 0 when none did, or for a run stored before schema 15.
+    pub lost_in_flight: u64,
     /// Each judge negotiating structured output: `(check, asked, used)`.
     pub structured: Vec<(String, String, String)>,
     /// `concurrency = "auto"`: where it settled.

@@ -440,15 +440,25 @@ pub fn worst_inputs(r: &RunReport, count: usize) -> Vec<probity_core::ProfileEnt
 /// [`crate::facts::cost::cost_phrase`]), and whether its outputs were
 /// sampled afresh: `400 calls (0 to judges), 51200 tokens; every sample called
 /// afresh`, `800 calls (400 to judges: helpful 400), …`, or `…; 186
-/// outputs reused from run #11`. Not escaped: escape for the medium.
+/// outputs reused from run #11`. Calls paid by workers that died with
+/// them in flight are said: `612 calls (0 to judges; 12 by workers that
+/// died before recording an answer), …`. Not escaped: escape for the
+/// medium.
 pub fn calls_line(r: &RunInfo) -> String {
     let by_check: Vec<String> = r
         .judge_calls_by_check
         .iter()
         .map(|(name, calls)| format!("{name} {calls}"))
         .collect();
+    let lost = match r.calls.as_ref().map_or(0, |c| c.lost_in_flight) {
+        0 => String::new(),
+        n => format!(
+            "; {n} by workers that died before recording {}",
+            if n == 1 { "an answer" } else { "answers" }
+        ),
+    };
     let mut s = format!(
-        "{} {} ({} to judges{}), ",
+        "{} {} ({} to judges{}{lost}), ",
         r.model_calls,
         plural(r.model_calls as usize, "call"),
         r.judge_calls,

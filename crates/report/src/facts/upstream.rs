@@ -95,6 +95,7 @@ mod tests {
             process_s: 17.9,
             call_s: 60.4,
             queued_s: 0.0,
+            lost_in_flight: 0,
             structured: vec![("judge".into(), "json-schema".into(), "json-object".into())],
             auto_concurrency: Some(AutoConcurrencyInfo {
                 chosen: 1,

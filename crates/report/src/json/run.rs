@@ -10,7 +10,7 @@
 //!   "run": {id, name, created_at, config_hash, system, duration_s, model_calls, cached, complete,
 //!           judge_calls, tokens, reused_from,
 //!           cost: {status, currency, total, system, judges, retries, …} (`json::cost`),
-//!           calls: null | {processes, wall_s, process_s, call_s, queued_s,
+//!           calls: null | {processes, wall_s, process_s, call_s, queued_s, lost_in_flight,
 //!                  structured_output: [{check, asked, used}],
 //!                  auto_concurrency: null | {chosen, most, settled, tried: [[n, calls/s]]}}},
 //!   "shape": {inputs, outputs_per_input, checks},
@@ -381,6 +381,9 @@ pub struct WireCalls {
     pub call_s: Option<f64>,
     /// Time calls waited on probity's side before being sent, summed.
     pub queued_s: Option<f64>,
+    /// Of the run's calls, those paid by processes that died with them in
+    /// flight (no answer recorded).
+    pub lost_in_flight: u64,
     /// `{check, asked, used}` per judge that negotiates structured output.
     pub structured_output: Vec<WireStructured>,
     pub auto_concurrency: Option<WireAuto>,
@@ -409,6 +412,7 @@ fn wire_calls(c: &crate::document::info::CallsInfo) -> WireCalls {
         process_s: num(c.process_s),
         call_s: num(c.call_s),
         queued_s: num(c.queued_s),
+        lost_in_flight: c.lost_in_flight,
         structured_output: c
             .structured
             .iter()

@@ -142,6 +142,12 @@ impl<'a> RunSession<'a> {
             },
             _ => WorkSource::Every { done },
         };
+        if let (true, Some(writer)) = (shared, recorder.writer()) {
+            // A shared run's calls are counted in the store before they
+            // are sent (issue 38, item 5): a worker killed outright has
+            // counted its calls in flight.
+            caller.mark_calls_on(writer.call_marks());
+        }
         let guard = guard.ok_or_else(|| RunError::Aborted("the run has no guard".into()))?;
         let sampler = Arc::new(
             Sampler::new(
@@ -208,7 +214,7 @@ impl<'a> RunSession<'a> {
             refresh = refresh.min(crate::store::claim_ttl() / 3);
         }
         let mut lease_tick = tokio::time::interval(refresh);
-        let mut claim_tick = tokio::time::interval(Duration::from_secs(1));
+        let mut claim_tick = tokio::time::interval(CLAIM_POLL);
         loop {
             let waiting = self.source.waiting() && !self.interrupted;
             let event = tokio::select! {
@@ -509,6 +515,13 @@ fn store_side<'s>(store: &'s Option<(&mut Store, i64)>, recorder: &'s Recorder) 
         _ => None,
     }
 }
+
+/// How often a shared run's process with nothing left to claim looks
+/// again (for inputs whose claims expired, and for the run's end: every
+/// input done). It used to be a second, which each idle process added to a
+/// short run's tail (bench/store.sh part 3); one claim transaction and one
+/// read per look.
+const CLAIM_POLL: Duration = Duration::from_millis(250);
 
 /// Sleep until `deadline`, or for ever without one.
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

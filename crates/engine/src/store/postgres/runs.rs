@@ -101,6 +101,7 @@ impl Runs for Postgres {
                 t.tokens as i64,
                 serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default(),
                 serde_json::to_string(&t.usage).unwrap_or_default(),
+                t.calls_ended as i64,
             )
         });
         self.conn.call(move |c| {
@@ -112,14 +113,15 @@ impl Runs for Postgres {
                 ),
                 &[&run, &status, &cached, &duration, &verdicts],
             )?;
-            if let Some((calls, judge, tokens, by_check, usage)) = &totals {
+            if let Some((calls, judge, tokens, by_check, usage, ended)) = &totals {
                 // The whole run's counts: the writers' rows are in them. A
                 // usage not known (a run stored before schema 15) stays so.
                 tx.execute(
                     "UPDATE runs SET model_calls = $2, judge_calls = $3, tokens = $4,
                      judge_calls_by_check = $5,
-                     usage = CASE WHEN usage IS NULL THEN NULL ELSE $6 END WHERE id = $1",
-                    &[&run, calls, judge, tokens, by_check, usage],
+                     usage = CASE WHEN usage IS NULL THEN NULL ELSE $6 END,
+                     calls_ended = $7 WHERE id = $1",
+                    &[&run, calls, judge, tokens, by_check, usage, ended],
                 )?;
                 tx.execute("DELETE FROM run_counts WHERE run_id = $1", &[&run])?;
             }
@@ -213,7 +215,7 @@ fn add_writers_counts(
     }
     let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
     let rows = c.query(
-        "SELECT run_id, model_calls, judge_calls, tokens, judge_calls_by_check, usage
+        "SELECT run_id, model_calls, judge_calls, tokens, judge_calls_by_check, usage, calls_ended
          FROM run_counts WHERE run_id = ANY($1)",
         &[&ids],
     )?;
@@ -225,6 +227,12 @@ fn add_writers_counts(
         run.model_calls += row.get::<_, i64>(1) as u64;
         run.judge_calls += row.get::<_, i64>(2) as u64;
         run.tokens += row.get::<_, i64>(3) as u64;
+        // A writer's row of schema 16 knows its calls ended; one written
+        // before does not: the run's count then stays unknown.
+        run.calls_ended = match (run.calls_ended, row.get::<_, Option<i64>>(6)) {
+            (known, Some(n)) => Some(known.unwrap_or(0) + n.max(0) as u64),
+            _ => None,
+        };
         let by_check: Vec<u64> = row
             .get::<_, Option<String>>(4)
             .and_then(|s| serde_json::from_str(&s).ok())

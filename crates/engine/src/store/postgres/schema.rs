@@ -24,6 +24,7 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     (13, WRITER_COUNTS),
     (14, RUN_CALLS),
     (15, RUN_USAGE),
+    (16, CALLS_ENDED),
 ];
 
 /// A key for `pg_advisory_xact_lock`: probity's migrations.
@@ -219,4 +220,13 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS upstream TEXT;
 const RUN_USAGE: &str = r#"
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS usage TEXT;
 ALTER TABLE run_counts ADD COLUMN IF NOT EXISTS usage TEXT;
+"#;
+
+/// Migration 16: of a run's calls, those that ended (answered, failed or
+/// cut short), on the run's row and each writer's
+/// ([`crate::store::schema::CALLS_ENDED`], the SQLite form); `NULL` for
+/// counts stored before (nothing known).
+const CALLS_ENDED: &str = r#"
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS calls_ended BIGINT;
+ALTER TABLE run_counts ADD COLUMN IF NOT EXISTS calls_ended BIGINT;
 "#;

@@ -294,11 +294,13 @@ fn write_counts(
     let by_check = serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default();
     let usage = serde_json::to_string(&t.usage).unwrap_or_default();
     tx.execute(
-        "INSERT INTO run_counts (run_id, writer, model_calls, judge_calls, tokens, judge_calls_by_check, usage)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
+        "INSERT INTO run_counts (run_id, writer, model_calls, judge_calls, tokens, judge_calls_by_check,
+            usage, calls_ended)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (run_id, writer) DO UPDATE SET model_calls = EXCLUDED.model_calls,
             judge_calls = EXCLUDED.judge_calls, tokens = EXCLUDED.tokens,
-            judge_calls_by_check = EXCLUDED.judge_calls_by_check, usage = EXCLUDED.usage",
+            judge_calls_by_check = EXCLUDED.judge_calls_by_check, usage = EXCLUDED.usage,
+            calls_ended = EXCLUDED.calls_ended",
         &[
             &run,
             key,
@@ -307,6 +309,7 @@ fn write_counts(
             &(t.tokens as i64),
             &by_check,
             &usage,
+            &(t.calls_ended as i64),
         ],
     )?;
     Ok(())

@@ -97,6 +97,14 @@ impl Sqlite {
                 conn.execute_batch(crate::store::schema::RUN_USAGE)
             })?;
         }
+        if version < 16 {
+            store.migrate(16, |conn| {
+                if has_column(conn, "runs", "calls_ended")? {
+                    return Ok(());
+                }
+                conn.execute_batch(crate::store::schema::CALLS_ENDED)
+            })?;
+        }
         Ok(store)
     }
 

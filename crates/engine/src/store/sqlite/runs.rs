@@ -100,7 +100,8 @@ impl Runs for Sqlite {
                     // stays so.
                     "UPDATE runs SET model_calls = ?2, judge_calls = ?3, tokens = ?4,
                      judge_calls_by_check = ?5,
-                     usage = CASE WHEN usage IS NULL THEN NULL ELSE ?6 END WHERE id = ?1",
+                     usage = CASE WHEN usage IS NULL THEN NULL ELSE ?6 END,
+                     calls_ended = ?7 WHERE id = ?1",
                     params![
                         run,
                         t.model_calls as i64,
@@ -108,6 +109,7 @@ impl Runs for Sqlite {
                         t.tokens as i64,
                         serde_json::to_string(&t.judge_calls_by_check).unwrap_or_default(),
                         serde_json::to_string(&t.usage).unwrap_or_default(),
+                        t.calls_ended as i64,
                     ],
                 )?;
             }

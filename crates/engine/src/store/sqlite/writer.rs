@@ -40,7 +40,16 @@ fn factory(path: PathBuf, run: i64, recheck: bool) -> WriterFactory {
 impl Writer {
     fn write(&mut self, batch: &Batch) -> rusqlite::Result<()> {
         let run = self.run;
-        let tx = self.conn.transaction()?;
+        // Immediate: the write lock is taken (waiting for it, up to the
+        // busy timeout) at BEGIN. A deferred transaction whose first
+        // statement reads (a batch of counts only: the run's row is read,
+        // then updated) holds a read snapshot, and its upgrade to a write
+        // fails at once with "database is locked" — without waiting — when
+        // another process committed since (SQLite's BUSY_SNAPSHOT): a
+        // shared run's workers ended so (bench/store.sh part 3, 6 workers).
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         {
             let mut stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO inputs (run_id, idx, input_id, fields) VALUES (?1, ?2, ?3, ?4)",
@@ -137,7 +146,8 @@ impl Writer {
             )?;
             tx.execute(
                 "UPDATE runs SET model_calls = model_calls + ?2, judge_calls = judge_calls + ?3,
-                 tokens = tokens + ?4, judge_calls_by_check = ?5, usage = ?6 WHERE id = ?1",
+                 tokens = tokens + ?4, judge_calls_by_check = ?5, usage = ?6,
+                 calls_ended = COALESCE(calls_ended, 0) + ?7 WHERE id = ?1",
                 params![
                     run,
                     t.model_calls as i64,
@@ -145,6 +155,7 @@ impl Writer {
                     t.tokens as i64,
                     add_by_check(stored, &t.judge_calls_by_check),
                     usage_plus(usage, &t.usage),
+                    t.calls_ended as i64,
                 ],
             )?;
         }
