@@ -2,10 +2,12 @@
 //! set (paper §4; `stats::calibration`; `crates/core/STATISTICS.md`,
 //! *Judges with known error rates*).
 
+use crate::stats::decision::{samples_of_inputs, unseen_minority_within};
+use crate::stats::unseen::allowance;
 use crate::stats::{
-    corrected_rate, judge, outputs_to_settle, Calibrated, ClusterMethod, ClusterSum, Decision,
-    JudgeAccuracy, LabelCounts, NotEstablished, RateEstimate, RunVariance, Scope, VerdictMode,
-    MAX_SAMPLES,
+    corrected_rate, judge, outputs_to_settle, Calibrated, ClusterMethod, ClusterSum, CorrectedRate,
+    Decision, Interval, JudgeAccuracy, LabelCounts, NotEstablished, RateEstimate, RunVariance,
+    Scope, ThresholdVerdict, VerdictMode, MAX_SAMPLES,
 };
 use crate::summary::{CheckSummary, Summary};
 use crate::tensor::ReliabilityTensor;
@@ -81,6 +83,29 @@ impl Summary {
     }
 }
 
+/// The corrected interval reaches past the unseen-minority allowance by the
+/// judge's own uncertainty (`stats::calibration`, `unseen_allowance`):
+/// where that is the end that keeps the verdict from being established, the
+/// reason is the unseen minority (more inputs settle it), not a straddle
+/// that more outputs would settle.
+fn unseen_reason(v: &mut ThresholdVerdict, corrected: &RateEstimate, c: &CorrectedRate) {
+    if v.established || !matches!(v.why_not, Some(NotEstablished::Straddles { .. })) {
+        return;
+    }
+    let a = allowance(c.estimate, corrected.inputs, corrected.confidence);
+    let reach = Interval {
+        lower: (a.lower - (c.estimate - c.labels_only.lower).max(0.0)).max(0.0),
+        upper: (a.upper + (c.labels_only.upper - c.estimate).max(0.0)).min(1.0),
+    };
+    let minimum = v.threshold;
+    if let Some(u) = unseen_minority_within(corrected, minimum, a, reach) {
+        if let NotEstablished::UnseenMinority { inputs_needed, .. } = &u {
+            v.samples_needed = inputs_needed.map(|g| samples_of_inputs(corrected, g));
+        }
+        v.why_not = Some(u);
+    }
+}
+
 fn corrected_verdict(
     check: &mut CheckSummary,
     calibrated: &Calibrated,
@@ -99,6 +124,7 @@ fn corrected_verdict(
                 ..check.rate
             };
             *v = judge(&corrected, minimum, mode, method);
+            unseen_reason(v, &corrected, c);
             // An unseen minority is settled by more inputs, which the
             // verdict's own count says; otherwise by more outputs.
             let unseen = matches!(v.why_not, Some(NotEstablished::UnseenMinority { .. }));

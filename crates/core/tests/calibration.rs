@@ -161,10 +161,16 @@ fn corrected_rate_matches_the_scipy_reference() {
         // With more than one output per input the ends reach at least the
         // unseen-minority allowance around θ̂ (issue 35 item 4): a share
         // h_G = 1 − (α/2)^(1/G) of inputs, missed by G draws with
-        // probability (1 − h_G)^G = α/2, failing (passing) every output.
+        // probability (1 − h_G)^G = α/2, failing (passing) every output,
+        // and beyond it the judge's own uncertainty (the labels-only
+        // interval's distance from θ̂).
         let (lower, upper) = if clusters.iter().any(|c| c.count > 1) {
             let keep = ((1.0 - confidence) / 2.0).powf(1.0 / clusters.len() as f64);
-            (r.11.min(keep * r.10), r.12.max(1.0 - keep * (1.0 - r.10)))
+            (
+                r.11.min(keep * r.10 - (r.10 - r.13).max(0.0)).max(0.0),
+                r.12.max(1.0 - keep * (1.0 - r.10) + (r.14 - r.10).max(0.0))
+                    .min(1.0),
+            )
         } else {
             (r.11, r.12)
         };
@@ -368,8 +374,10 @@ fn corrected_interval_covers_the_true_rate_with_a_simulated_judge() {
 /// outputs judged PASS 90 % of the time by a judge with Se 0.95 and Sp
 /// 0.70 (on 400 + 200 labels) — raw 0.90 would fail a 0.95 minimum, the
 /// corrected rate (0.90 + 0.70 − 1)/0.65 = 0.923 too, but established only
-/// by the corrected interval; against 0.80 the raw and corrected verdicts
-/// both pass, the corrected one established.
+/// by the corrected interval; against 0.75 the raw and corrected verdicts
+/// both pass, the corrected one established (against 0.80 it is not: with
+/// 30 inputs an unseen 11.6 % minority, beside the judge's uncertain
+/// specificity, could take the rate below it).
 #[test]
 fn a_calibrated_check_is_judged_on_its_corrected_rate() {
     use probity_core::stats::{Calibrated, Decision, VerdictMode};
@@ -399,7 +407,7 @@ fn a_calibrated_check_is_judged_on_its_corrected_rate() {
         verdict: VerdictMode::ThreeWay,
         ..AnalysisOptions::default()
     };
-    let checks = [info("strict", 0.95), info("lenient", 0.80)];
+    let checks = [info("strict", 0.95), info("lenient", 0.75)];
     let raw = Summary::build(&t, &checks, Strategy::All, Aggregate::Min, &opts);
     let labels = Some(counts(380, 400, 140, 200));
     let s = raw.clone().with_calibration(&t, &[labels, labels]);

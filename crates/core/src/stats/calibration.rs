@@ -575,6 +575,7 @@ pub fn corrected_rate(
     let labels_only = test.interval(estimate, 0.0).unwrap_or(interval);
     let interval = unseen_allowance(
         interval,
+        labels_only,
         estimate,
         clusters,
         test.nv.n,
@@ -619,6 +620,7 @@ pub fn corrected_rate(
 /// every output is a Bernoulli trial of the population's mean).
 fn unseen_allowance(
     interval: Interval,
+    labels_only: Interval,
     estimate: f64,
     clusters: &[ClusterSum],
     outputs: f64,
@@ -631,8 +633,14 @@ fn unseen_allowance(
     }
     let a = super::unseen::allowance(estimate, inputs, confidence);
     Interval {
-        lower: interval.lower.min(a.lower),
-        upper: interval.upper.max(a.upper),
+        lower: interval
+            .lower
+            .min(a.lower - (estimate - labels_only.lower).max(0.0))
+            .max(0.0),
+        upper: interval
+            .upper
+            .max(a.upper + (labels_only.upper - estimate).max(0.0))
+            .min(1.0),
     }
 }
 

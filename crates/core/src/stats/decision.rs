@@ -3,7 +3,7 @@
 //! success percentage").
 
 use super::error::{check_confidence, check_threshold, StatsError};
-use super::interval::{normal_quantile, proportion_interval, z_value, IntervalMethod};
+use super::interval::{normal_quantile, proportion_interval, z_value, Interval, IntervalMethod};
 use super::rate::{RateEstimate, Scope, MIN_INPUTS};
 use super::reason::{NotEstablished, TheseInputs};
 use serde::{Deserialize, Serialize};
@@ -200,8 +200,9 @@ pub fn judge(
     // Only more inputs settle an unseen minority: its samples are those
     // inputs' outputs, at the outputs per input the run has.
     let samples_needed = match why_not {
-        Some(NotEstablished::UnseenMinority { inputs_needed, .. }) => inputs_needed
-            .map(|g| (g as f64 * rate.n as f64 / rate.inputs.max(1) as f64).ceil() as u64),
+        Some(NotEstablished::UnseenMinority { inputs_needed, .. }) => {
+            inputs_needed.map(|g| samples_of_inputs(rate, g))
+        }
         _ => samples_needed,
     };
     ThresholdVerdict {
@@ -220,19 +221,42 @@ pub fn judge(
 /// being established; `None` otherwise (a rate about these inputs only,
 /// one output per input, an interval that reaches further on its own).
 fn unseen_minority(rate: &RateEstimate, threshold: f64) -> Option<NotEstablished> {
+    let a = super::unseen::allowance(rate.estimate, rate.inputs, rate.confidence);
+    // The interval's end is the allowance, or the all-pass sample's end
+    // below it (`unseen::all_pass_lower`): both are what few inputs allow.
+    let cap = super::unseen::all_pass_lower(rate.inputs, rate.confidence);
+    let reach = if cap.is_finite() {
+        Interval {
+            lower: a.lower.min(cap),
+            upper: a.upper.max(1.0 - cap),
+        }
+    } else {
+        a
+    };
+    unseen_minority_within(rate, threshold, a, reach)
+}
+
+/// The outputs `g` inputs are at the run's outputs per input.
+pub fn samples_of_inputs(rate: &RateEstimate, g: u64) -> u64 {
+    (g as f64 * rate.n as f64 / rate.inputs.max(1) as f64).ceil() as u64
+}
+
+/// [`NotEstablished::UnseenMinority`] when `rate`'s interval ends where
+/// an unseen minority's allowance `a` takes it (at `reach` or beyond: the
+/// allowance as an interval built on it widens it, e.g. the
+/// judge-corrected one by the judge's own uncertainty) and `a` is what
+/// keeps the verdict from being established; `None` otherwise.
+pub fn unseen_minority_within(
+    rate: &RateEstimate,
+    threshold: f64,
+    a: Interval,
+    reach: Interval,
+) -> Option<NotEstablished> {
     let (p, iv) = (rate.estimate, rate.interval);
     if rate.scope != Scope::Population || rate.n <= rate.inputs || p == threshold {
         return None;
     }
-    let a = super::unseen::allowance(p, rate.inputs, rate.confidence);
-    // The interval's end is the allowance, or the all-pass sample's end
-    // below it (`unseen::all_pass_lower`): both are what few inputs allow.
-    let cap = super::unseen::all_pass_lower(rate.inputs, rate.confidence);
-    let (reach_lower, reach_upper) = if cap.is_finite() {
-        (a.lower.min(cap), a.upper.max(1.0 - cap))
-    } else {
-        (a.lower, a.upper)
-    };
+    let (reach_lower, reach_upper) = (reach.lower, reach.upper);
     let failing = p > threshold;
     let binding = if failing {
         iv.lower >= reach_lower - 1e-12 && a.lower < threshold
