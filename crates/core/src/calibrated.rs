@@ -2,12 +2,13 @@
 //! set (paper §4; `stats::calibration`; `crates/core/STATISTICS.md`,
 //! *Judges with known error rates*).
 
+use crate::stats::calibration::judged_allowance;
 use crate::stats::decision::{samples_of_inputs, unseen_minority_within};
 use crate::stats::unseen::allowance;
 use crate::stats::{
     corrected_rate, judge, outputs_to_settle, Calibrated, ClusterMethod, ClusterSum, CorrectedRate,
-    Decision, Interval, JudgeAccuracy, LabelCounts, NotEstablished, RateEstimate, RunVariance,
-    Scope, ThresholdVerdict, VerdictMode, MAX_SAMPLES,
+    Decision, JudgeAccuracy, LabelCounts, NotEstablished, RateEstimate, RunVariance, Scope,
+    ThresholdVerdict, VerdictMode, MAX_SAMPLES,
 };
 use crate::summary::{CheckSummary, Summary};
 use crate::tensor::ReliabilityTensor;
@@ -84,7 +85,7 @@ impl Summary {
 }
 
 /// The corrected interval reaches past the unseen-minority allowance by the
-/// judge's own uncertainty (`stats::calibration`, `unseen_allowance`):
+/// judge's own uncertainty ([`judged_allowance`]):
 /// where that is the end that keeps the verdict from being established, the
 /// reason is the unseen minority (more inputs settle it), not a straddle
 /// that more outputs would settle.
@@ -93,10 +94,12 @@ fn unseen_reason(v: &mut ThresholdVerdict, corrected: &RateEstimate, c: &Correct
         return;
     }
     let a = allowance(c.estimate, corrected.inputs, corrected.confidence);
-    let reach = Interval {
-        lower: (a.lower - (c.estimate - c.labels_only.lower).max(0.0)).max(0.0),
-        upper: (a.upper + (c.labels_only.upper - c.estimate).max(0.0)).min(1.0),
-    };
+    let reach = judged_allowance(
+        c.estimate,
+        c.labels_only,
+        corrected.inputs,
+        corrected.confidence,
+    );
     let minimum = v.threshold;
     if let Some(u) = unseen_minority_within(corrected, minimum, a, reach) {
         if let NotEstablished::UnseenMinority { inputs_needed, .. } = &u {
