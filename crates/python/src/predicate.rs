@@ -6,12 +6,12 @@
 //! `name` ".
 
 use crate::inputs::PyInputs;
-use crate::workers::Workers;
+use crate::workers::{on_done, Workers};
 use probity_core::{Input, Verdict};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyCFunction, PyTuple};
+use pyo3::types::{PyBool, PyTuple};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A predicate and what calling it needs.
@@ -110,20 +110,10 @@ impl Predicate {
         tx: mpsc::SyncSender<Verdict>,
     ) -> PyResult<Py<PyAny>> {
         let args = self.args(py, input, output)?;
-        let tx = Mutex::new(Some(tx));
-        let done = PyCFunction::new_closure(
-            py,
-            None,
-            None,
-            move |args: &Bound<'_, PyTuple>, _kwargs| -> PyResult<()> {
-                let verdict = read(&args.get_item(0)?);
-                if let Some(tx) = tx.lock().ok().and_then(|mut t| t.take()) {
-                    // Nobody listens after a timeout.
-                    let _ = tx.try_send(verdict);
-                }
-                Ok(())
-            },
-        )?;
+        let done = on_done(py, read, move |verdict| {
+            // Nobody listens after a timeout.
+            let _ = tx.try_send(verdict);
+        })?;
         self.workers
             .submit
             .call1(py, (self.callable.clone_ref(py), args, true, done))

@@ -74,20 +74,33 @@ pub(crate) fn done_callback(
     read: fn(&Bound<'_, PyAny>) -> Answer,
 ) -> PyResult<(Bound<'_, PyCFunction>, oneshot::Receiver<Answer>)> {
     let (tx, rx) = oneshot::channel::<Answer>();
-    let tx = Mutex::new(Some(tx));
-    let done = PyCFunction::new_closure(
+    let done = on_done(py, read, move |answer| {
+        let _ = tx.send(answer);
+    })?;
+    Ok((done, rx))
+}
+
+/// A `done(outcome)` callback for `submit` that hands `read(outcome)` to
+/// `send`, once: a later call (there is none in `_workers`, but a callback
+/// is Python's to call) is ignored.
+pub(crate) fn on_done<T: 'static>(
+    py: Python<'_>,
+    read: fn(&Bound<'_, PyAny>) -> T,
+    send: impl FnOnce(T) + Send + 'static,
+) -> PyResult<Bound<'_, PyCFunction>> {
+    let send = Mutex::new(Some(send));
+    PyCFunction::new_closure(
         py,
         None,
         None,
         move |args: &Bound<'_, PyTuple>, _kwargs| -> PyResult<()> {
-            let answer = read(&args.get_item(0)?);
-            if let Some(tx) = tx.lock().ok().and_then(|mut t| t.take()) {
-                let _ = tx.send(answer);
+            let value = read(&args.get_item(0)?);
+            if let Some(send) = send.lock().ok().and_then(|mut s| s.take()) {
+                send(value);
             }
             Ok(())
         },
-    )?;
-    Ok((done, rx))
+    )
 }
 
 /// The answer of a call submitted with [`done_callback`]'s callback, once
