@@ -28,6 +28,8 @@ check = '''if input.text.contains("Thank you") { output.contains("You're welcome
 minimum_success_percentage = 0.9
 "#;
 
+/// The sim's seed is pinned: the statistical checks below (a prediction
+/// that held) are about one known sample, not a fresh one each run.
 fn config(dir: &Path, extra: &str, n: usize, m: usize) -> Config {
     let inputs: String = (0..n)
         .map(|i| {
@@ -39,7 +41,7 @@ fn config(dir: &Path, extra: &str, n: usize, m: usize) -> Config {
         })
         .collect();
     let text = format!(
-        "name = \"g\"\n[system]\nprovider = \"sim\"\ncontractions = 0.2\nomit_welcome = 0.3\n[experiment]\noutputs_per_input = {m}\nconcurrency = 4\n{CHECKS}\n{extra}\n{inputs}"
+        "name = \"g\"\n[system]\nprovider = \"sim\"\nseed = 5\ncontractions = 0.2\nomit_welcome = 0.3\n[experiment]\noutputs_per_input = {m}\nconcurrency = 4\n{CHECKS}\n{extra}\n{inputs}"
     );
     let path = dir.join("probity.toml");
     std::fs::write(&path, &text).unwrap();
