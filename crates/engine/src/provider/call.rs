@@ -297,7 +297,14 @@ impl Caller {
         let ended = Caller::count(&self.ended).max(1);
         let slow = Caller::count(&self.service_us) >= MARK_WAIT_FROM_US * ended;
         let wait = calls <= MARK_WAIT_FIRST || slow;
-        if let Some(committed) = marks.started(self.totals(), wait) {
+        // Calls counted, not usage: this reading's usage has the judges'
+        // still in the system's (the checks take them apart), and the
+        // writer keeps each count's largest reading.
+        let counts = RunTotals {
+            usage: RunUsage::default(),
+            ..self.totals()
+        };
+        if let Some(committed) = marks.started(counts, wait) {
             // An error: the writer stopped, and says why itself.
             let _ = committed.await;
         }
