@@ -54,14 +54,20 @@ fn init(dir: &Path, latency_ms: u64) {
     std::fs::write(path, config).unwrap();
 }
 
-/// Wait for `child`, at most `limit`.
+/// Wait for `child`, at most `limit`; past it, the child is killed and
+/// the test fails with what it printed.
 fn wait(mut child: Child, limit: Duration) -> Output {
     let started = Instant::now();
     while child.try_wait().unwrap().is_none() {
-        assert!(
-            started.elapsed() < limit,
-            "probity did not finish in {limit:?}"
-        );
+        if started.elapsed() >= limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "probity did not finish in {limit:?}; it printed:\n{}\n{}",
+                text(&out.stdout),
+                text(&out.stderr)
+            );
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     child.wait_with_output().unwrap()

@@ -543,3 +543,126 @@ async fn concurrent_claims_take_what_they_ask_and_never_the_same_input() {
     all.sort_unstable();
     assert_eq!(all, (0..200).collect::<Vec<_>>());
 }
+
+/// A TCP proxy to the test server that, once, swallows the server's answer
+/// to the COMMIT of a claim and cuts the connection: the claim committed,
+/// its client told only that the connection was lost (what a restart or
+/// a network cut mid-COMMIT does). Every later connection passes through.
+struct LosesClaimCommit {
+    addr: std::net::SocketAddr,
+    cut: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl LosesClaimCommit {
+    fn start(server: std::net::SocketAddr) -> LosesClaimCommit {
+        use std::io::{Read, Write};
+        use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cut = Arc::new(AtomicBool::new(false));
+        let done = cut.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(upstream) = std::net::TcpStream::connect(server) else {
+                    return;
+                };
+                let claiming = Arc::new(AtomicBool::new(false));
+                let (mut c_in, mut u_out) =
+                    (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+                let seen = claiming.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 65536];
+                    while let Ok(n @ 1..) = c_in.read(&mut buf) {
+                        if contains(&buf[..n], b"SET holder = $2") {
+                            seen.store(true, SeqCst);
+                        }
+                        if u_out.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                });
+                let (mut u_in, mut c_out, done) = (upstream, client, done.clone());
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 65536];
+                    while let Ok(n @ 1..) = u_in.read(&mut buf) {
+                        if claiming.load(SeqCst)
+                            && contains(&buf[..n], b"COMMIT\0")
+                            && !done.swap(true, SeqCst)
+                        {
+                            let _ = c_out.shutdown(std::net::Shutdown::Both);
+                            let _ = u_in.shutdown(std::net::Shutdown::Both);
+                            break;
+                        }
+                        if c_out.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        LosesClaimCommit { addr, cut }
+    }
+
+    /// `db`'s URL through this proxy, in plain text (the proxy reads it).
+    fn url(&self, db: &TestDatabase) -> String {
+        let url = db.url();
+        let at = url.rfind('@').expect("a URL with a role") + 1;
+        let slash = at + url[at..].find('/').expect("a URL with a database");
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!(
+            "{}{}{}{sep}sslmode=disable",
+            &url[..at],
+            self.addr,
+            &url[slash..]
+        )
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The server's address in `db`'s URL.
+fn server_addr(db: &TestDatabase) -> std::net::SocketAddr {
+    use std::net::ToSocketAddrs;
+    let url = db.url();
+    let at = url.rfind('@').expect("a URL with a role") + 1;
+    let host = &url[at..at + url[at..].find('/').expect("a URL with a database")];
+    host.to_socket_addrs().unwrap().next().unwrap()
+}
+
+/// A claim whose COMMIT's answer is lost is tried again on a new
+/// connection (issue 38's restarts): the second try hands back what the
+/// first took and takes nothing more. Inputs held by this process but
+/// never handed to its sampler would be kept alive by its writer for ever,
+/// and the shared run never end (a clean-clone CI run hung on this: a
+/// server restart mid-COMMIT).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_whose_commit_answer_is_lost_is_taken_once() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let mut pg = connect(&db);
+    let run = go(&experiment(8), &mut pg).await.stored_id();
+    let proxy = LosesClaimCommit::start(server_addr(&db));
+    let lossy = Store::connect(&StoreLocation::parse(&proxy.url(&db)).unwrap()).unwrap();
+    let got = lossy.claim_inputs(run, 3).unwrap();
+    assert!(
+        proxy.cut.load(std::sync::atomic::Ordering::SeqCst),
+        "the proxy cut a claim's COMMIT answer"
+    );
+    assert_eq!(got, [0, 1, 2]);
+    assert_eq!(
+        pg.open_inputs(run).unwrap().1,
+        3,
+        "held: what the claim handed back, nothing more"
+    );
+    assert_eq!(
+        db.query(&format!(
+            "SELECT SUM(tries)::text FROM claims WHERE run_id = {run}"
+        )),
+        ["3"],
+        "each input claimed once"
+    );
+}

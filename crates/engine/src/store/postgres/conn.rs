@@ -66,6 +66,29 @@ pub(super) fn connect(url: &PostgresUrl) -> Result<Client, StoreError> {
         })
 }
 
+/// [`connect`], waiting (for up to [`RECONNECT_FOR`], backing off from
+/// 100 ms to 5 s) while the server answers that it cannot take
+/// connections now (SQLSTATE 57P03: starting up, shutting down, in
+/// recovery): a process started during a restart waits for it. Any other
+/// failure is the caller's at once — a refused connection may be a wrong
+/// port, never waited on at a first connection.
+pub(super) fn connect_when_up(url: &PostgresUrl) -> Result<Client, StoreError> {
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(100);
+    loop {
+        match connect(url) {
+            Err(StoreError::Postgres { source, .. })
+                if source.code() == Some(&postgres::error::SqlState::CANNOT_CONNECT_NOW)
+                    && started.elapsed() < RECONNECT_FOR =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+            done => return done,
+        }
+    }
+}
+
 /// The password when the URL has none: the first line of the file named
 /// by `PROBITY_STORE_PASSWORD_FILE` (a mounted secret: nothing in the
 /// process list or the environment), else `PGPASSWORD`. A file that cannot
@@ -270,7 +293,7 @@ impl Conn {
         let thread = std::thread::Builder::new()
             .name("probity-postgres".into())
             .spawn(move || {
-                let mut client = match connect(&thread_url) {
+                let mut client = match connect_when_up(&thread_url) {
                     Ok(c) => {
                         let _ = ready_tx.send(Ok(()));
                         c

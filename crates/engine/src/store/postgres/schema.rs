@@ -5,7 +5,8 @@
 //! verdicts on verifiers' labelled pairs; 13 the writers' own count rows
 //! (`run_counts`) and the claims' tries and dead letters; 14 the runs'
 //! call time; 15 the runs' and the writers' usage (tokens in and out, the
-//! system's and each judge's). Applied in order under an
+//! system's and each judge's); 16 the calls that ended; 17 the claims'
+//! tags (a claim tried again knows what it took). Applied in order under an
 //! advisory lock, each recorded in
 //! `schema_migrations`, so processes opening a new database at once apply
 //! each exactly once.
@@ -25,6 +26,7 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     (14, RUN_CALLS),
     (15, RUN_USAGE),
     (16, CALLS_ENDED),
+    (17, CLAIM_TAGS),
 ];
 
 /// A key for `pg_advisory_xact_lock`: probity's migrations.
@@ -229,4 +231,14 @@ ALTER TABLE run_counts ADD COLUMN IF NOT EXISTS usage TEXT;
 const CALLS_ENDED: &str = r#"
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS calls_ended BIGINT;
 ALTER TABLE run_counts ADD COLUMN IF NOT EXISTS calls_ended BIGINT;
+"#;
+
+/// Migration 17: the tag of the claim that took each input (a draw per
+/// [`crate::store::backend::Claims::claim_inputs`] call). A claim whose
+/// COMMIT's answer is lost (a restart, a network cut) is tried again on a
+/// new connection; it finds what its first try took by its tag and hands
+/// that back instead of taking more ([`crate::store::schema::CLAIM_TAGS`],
+/// the SQLite form).
+const CLAIM_TAGS: &str = r#"
+ALTER TABLE claims ADD COLUMN IF NOT EXISTS claim_tag BIGINT;
 "#;

@@ -9,7 +9,7 @@
 //! stored.
 
 use super::claims::{finish_inputs_on, refresh_claims_on};
-use super::conn::{connect, transient, RECONNECT_FOR};
+use super::conn::{connect, connect_when_up, transient, RECONNECT_FOR};
 use super::db::Postgres;
 use super::lease::refresh_lease_on;
 use crate::store::backend::{Batch, BatchWriter, WriterFactory, Writes};
@@ -44,7 +44,7 @@ impl Writes for Postgres {
 
 fn factory(url: PostgresUrl, run: i64, recheck: bool) -> WriterFactory {
     Box::new(move || {
-        let client = connect(&url)?;
+        let client = connect_when_up(&url)?;
         Ok(Box::new(Writer {
             url,
             client,

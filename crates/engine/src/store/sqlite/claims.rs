@@ -74,7 +74,7 @@ impl Claims for Sqlite {
             )?;
             let mut stmt = self.conn.prepare(&format!(
                 "UPDATE claims SET holder = ?2, pid = ?3, host = ?4, expires_at = {NOW_S} + ?5,
-                    tries = tries + 1
+                    tries = tries + 1, claim_tag = ?7
                  WHERE run_id = ?1 AND input_idx IN (
                     SELECT input_idx FROM claims WHERE run_id = ?1 AND done = 0
                     AND (holder IS NULL OR (expires_at < {NOW_S} AND holder <> ?2))
@@ -89,7 +89,10 @@ impl Claims for Sqlite {
                         me().pid,
                         me().host,
                         ttl.as_secs_f64(),
-                        count as i64
+                        count as i64,
+                        // Kept as PostgreSQL keeps it; a local file's
+                        // COMMIT answers in-process, never lost.
+                        rand::random::<i64>()
                     ],
                     |r| r.get::<_, i64>(0).map(|i| i as usize),
                 )?

@@ -105,6 +105,14 @@ impl Sqlite {
                 conn.execute_batch(crate::store::schema::CALLS_ENDED)
             })?;
         }
+        if version < 17 {
+            store.migrate(17, |conn| {
+                if has_column(conn, "claims", "claim_tag")? {
+                    return Ok(());
+                }
+                conn.execute_batch(crate::store::schema::CLAIM_TAGS)
+            })?;
+        }
         Ok(store)
     }
 
