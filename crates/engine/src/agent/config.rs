@@ -344,133 +344,25 @@ impl AgentConfig {
         let agent_t = f
             .agent
             .ok_or_else(|| "no [agent] table: say what the agent under test is".to_string())?;
-        let span = agent_t.span();
-        let mut t = agent_t.into_inner();
-        let take_str = |t: &mut toml::Table, k: &str| -> Result<Option<String>, String> {
-            match t.remove(k) {
-                None => Ok(None),
-                Some(toml::Value::String(s)) => Ok(Some(s)),
-                Some(v) => Err(at(
-                    text,
-                    span.clone(),
-                    "agent",
-                    format!("`{k}` must be a string, found {v}"),
-                )),
-            }
+        let mut t = AgentTable {
+            text,
+            span: agent_t.span(),
+            table: agent_t.into_inner(),
         };
-        let max_turns = match t.remove("max_turns") {
-            None => DEFAULT_MAX_TURNS,
-            Some(toml::Value::Integer(n)) if n >= 1 && n <= i64::from(u32::MAX) => n as u32,
-            Some(v) => {
-                return Err(at(
-                    text,
-                    span.clone(),
-                    "agent",
-                    format!("`max_turns` must be a whole number ≥ 1, found {v}"),
-                ))
-            }
-        };
-        let stop = take_str(&mut t, "stop")?.unwrap_or_else(|| DEFAULT_STOP.to_string());
+        let max_turns = t.max_turns()?;
+        let stop = t
+            .take_str("stop")?
+            .unwrap_or_else(|| DEFAULT_STOP.to_string());
         if stop.is_empty() {
-            return Err(at(text, span.clone(), "agent", "`stop` is empty"));
+            return Err(t.error("`stop` is empty"));
         }
-        let timeout_s = match t.remove("timeout_s") {
-            None => 300.0,
-            Some(toml::Value::Float(x)) if x > 0.0 && x.is_finite() => x,
-            Some(toml::Value::Integer(n)) if n > 0 => n as f64,
-            Some(v) => {
-                return Err(at(
-                    text,
-                    span.clone(),
-                    "agent",
-                    format!("`timeout_s` must be a positive number, found {v}"),
-                ))
-            }
-        };
-        let agent = if let Some(cmd) = t.remove("command") {
-            let argv: Vec<String> = cmd.try_into().map_err(|e| {
-                at(
-                    text,
-                    span.clone(),
-                    "agent",
-                    format!("`command` must be a list of strings: {e}"),
-                )
-            })?;
-            if argv.is_empty() || !t.is_empty() {
-                return Err(at(text, span.clone(), "agent", "a command agent takes `command` (not empty), `max_turns`, `stop` and `timeout_s` only"));
-            }
-            AgentSpec::Command { argv, timeout_s }
-        } else if let Some(function) = take_str(&mut t, "python")? {
-            if !t.is_empty() {
-                return Err(at(
-                    text,
-                    span.clone(),
-                    "agent",
-                    "a Python agent takes `python`, `max_turns`, `stop` and `timeout_s` only",
-                ));
-            }
-            AgentSpec::Python {
-                function,
-                timeout_s,
-            }
-        } else if let Some(url) = take_str(&mut t, "url")? {
-            if !t.is_empty() {
-                return Err(at(
-                    text,
-                    span.clone(),
-                    "agent",
-                    "an HTTP agent takes `url`, `max_turns`, `stop` and `timeout_s` only",
-                ));
-            }
-            AgentSpec::Http { url, timeout_s }
-        } else {
-            let system = take_str(&mut t, "system")?;
-            let provider = ProviderConfig::deserialize(toml::Value::Table(t))
-                .map_err(|e| at(text, span.clone(), "agent", e.message().to_string()))?;
-            AgentSpec::Model { provider, system }
-        };
+        let timeout_s = t.timeout_s()?;
+        let agent = t.spec(timeout_s)?;
         let user = match f.user {
             None => UserSpec::Scripted,
-            Some(u) => {
-                let span = u.span();
-                let mut t = u.into_inner();
-                let prompt = match t.remove("prompt") {
-                    Some(toml::Value::String(p)) => p,
-                    None => {
-                        return Err(at(
-                            text,
-                            span.clone(),
-                            "user",
-                            "a simulated user needs a `prompt`",
-                        ))
-                    }
-                    Some(v) => {
-                        return Err(at(
-                            text,
-                            span.clone(),
-                            "user",
-                            format!("`prompt` must be a string, found {v}"),
-                        ))
-                    }
-                };
-                let provider = ProviderConfig::deserialize(toml::Value::Table(t))
-                    .map_err(|e| at(text, span.clone(), "user", e.message().to_string()))?;
-                UserSpec::Simulated { provider, prompt }
-            }
+            Some(u) => simulated_user(text, u)?,
         };
-        let tools = f
-            .tool
-            .into_iter()
-            .map(|t| tool_decl(text, t))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut names = std::collections::HashSet::new();
-        for d in &tools {
-            if let Some(s) = &d.spec {
-                if !names.insert(s.name.clone()) {
-                    return Err(format!("[[tool]] two tools are named `{}`", s.name));
-                }
-            }
-        }
+        let tools = tools(text, f.tool)?;
         let infos = f
             .agent_check
             .iter()
@@ -499,6 +391,126 @@ impl AgentConfig {
             hosted: Default::default(),
         })
     }
+}
+
+/// The `[agent]` table as it is read: each key taken out once read, so
+/// what is left over is a key this kind of agent does not take.
+struct AgentTable<'a> {
+    text: &'a str,
+    span: std::ops::Range<usize>,
+    table: toml::Table,
+}
+
+impl AgentTable<'_> {
+    fn error(&self, message: impl std::fmt::Display) -> String {
+        at(self.text, self.span.clone(), "agent", message)
+    }
+
+    fn take_str(&mut self, k: &str) -> Result<Option<String>, String> {
+        match self.table.remove(k) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s)),
+            Some(v) => Err(self.error(format!("`{k}` must be a string, found {v}"))),
+        }
+    }
+
+    /// `max_turns`: a whole number ≥ 1 (default [`DEFAULT_MAX_TURNS`]).
+    fn max_turns(&mut self) -> Result<u32, String> {
+        match self.table.remove("max_turns") {
+            None => Ok(DEFAULT_MAX_TURNS),
+            Some(toml::Value::Integer(n)) if n >= 1 && n <= i64::from(u32::MAX) => Ok(n as u32),
+            Some(v) => {
+                Err(self.error(format!("`max_turns` must be a whole number ≥ 1, found {v}")))
+            }
+        }
+    }
+
+    /// `timeout_s`: a positive number of seconds (default 300).
+    fn timeout_s(&mut self) -> Result<f64, String> {
+        match self.table.remove("timeout_s") {
+            None => Ok(300.0),
+            Some(toml::Value::Float(x)) if x > 0.0 && x.is_finite() => Ok(x),
+            Some(toml::Value::Integer(n)) if n > 0 => Ok(n as f64),
+            Some(v) => Err(self.error(format!("`timeout_s` must be a positive number, found {v}"))),
+        }
+    }
+
+    /// The agent under test, by the key that names its kind: `command`,
+    /// `python`, `url`, else a model (the rest of the table is its
+    /// provider's).
+    fn spec(mut self, timeout_s: f64) -> Result<AgentSpec, String> {
+        if let Some(cmd) = self.table.remove("command") {
+            let argv: Vec<String> = cmd
+                .try_into()
+                .map_err(|e| self.error(format!("`command` must be a list of strings: {e}")))?;
+            if argv.is_empty() || !self.table.is_empty() {
+                return Err(self.error("a command agent takes `command` (not empty), `max_turns`, `stop` and `timeout_s` only"));
+            }
+            return Ok(AgentSpec::Command { argv, timeout_s });
+        }
+        if let Some(function) = self.take_str("python")? {
+            if !self.table.is_empty() {
+                return Err(self.error(
+                    "a Python agent takes `python`, `max_turns`, `stop` and `timeout_s` only",
+                ));
+            }
+            return Ok(AgentSpec::Python {
+                function,
+                timeout_s,
+            });
+        }
+        if let Some(url) = self.take_str("url")? {
+            if !self.table.is_empty() {
+                return Err(self
+                    .error("an HTTP agent takes `url`, `max_turns`, `stop` and `timeout_s` only"));
+            }
+            return Ok(AgentSpec::Http { url, timeout_s });
+        }
+        let system = self.take_str("system")?;
+        let provider = ProviderConfig::deserialize(toml::Value::Table(self.table))
+            .map_err(|e| at(self.text, self.span.clone(), "agent", e.message()))?;
+        Ok(AgentSpec::Model { provider, system })
+    }
+}
+
+/// The `[user]` table: a simulated user's `prompt` and its provider.
+fn simulated_user(text: &str, u: Spanned<toml::Table>) -> Result<UserSpec, String> {
+    let span = u.span();
+    let mut t = u.into_inner();
+    let prompt = match t.remove("prompt") {
+        Some(toml::Value::String(p)) => p,
+        None => {
+            return Err(at(text, span, "user", "a simulated user needs a `prompt`"));
+        }
+        Some(v) => {
+            return Err(at(
+                text,
+                span,
+                "user",
+                format!("`prompt` must be a string, found {v}"),
+            ))
+        }
+    };
+    let provider = ProviderConfig::deserialize(toml::Value::Table(t))
+        .map_err(|e| at(text, span.clone(), "user", e.message()))?;
+    Ok(UserSpec::Simulated { provider, prompt })
+}
+
+/// The `[[tool]]` tables, no two of one name.
+fn tools(text: &str, tables: Vec<Spanned<ToolTable>>) -> Result<Vec<ToolDecl>, String> {
+    let tools = tables
+        .into_iter()
+        .map(|t| tool_decl(text, t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut names = std::collections::HashSet::new();
+    for d in &tools {
+        if let Some(s) = &d.spec {
+            if !names.insert(s.name.clone()) {
+                return Err(format!("[[tool]] two tools are named `{}`", s.name));
+            }
+        }
+    }
+    Ok(tools)
 }
 
 /// An agent check's column (paper §3.6): its name, message, minimum
