@@ -12,7 +12,7 @@
 //! inside the per-input prediction's intervals (issue 35 item 3).
 
 use crate::options::AnalysisOptions;
-use crate::retry::{Geometric, RetryPlan};
+use crate::retry::{share_over_inputs, Geometric, InputAttempts, RetryPlan};
 use crate::score::ClusterAccumulator;
 use crate::stats::{clustered_mean, z_value, ClusterSum, RateEstimate};
 use crate::tensor::{Cell, ReliabilityTensor};
@@ -176,9 +176,11 @@ fn band_of(p: Band, m: u32) -> (Band, Band) {
 ///
 /// The per-input prediction averages over inputs, each at its own joint
 /// rate (§4.2.3): P(success within m) is
-/// [`RetryPlan::success_over_inputs`] (mean of 1 − (1 − p̂_i)^m, interval
-/// t_{G−1} over inputs at `confidence`), the attempts used the mean of
-/// (1 − (1 − p̂_i)^m)/p̂_i with the same kind of interval. The prediction
+/// [`RetryPlan::success_over_inputs`] (the mean of each input's unbiased
+/// 1 − C(f_i, m)/C(n_i, m), Korn–Graubard interval over inputs at `confidence`),
+/// the attempts used the mean of Σ_{j<m} C(f_i, j)/C(n_i, j)
+/// ([`InputAttempts::expected_calls`]) with the same kind of interval on
+/// the share of retries used, (a − 1)/(m − 1). The prediction
 /// **held** when the measured share published and the measured attempts
 /// used both lie inside the per-input prediction's intervals (issue 35
 /// item 3) — not when two intervals merely overlap, and not at the joint
@@ -237,28 +239,29 @@ fn per_input_prediction(
         rows.iter().map(|r| f(pick(r))).sum::<f64>() / g
     };
     let calls = |p: f64| Geometric { p }.expected_calls(m);
-    let a: Vec<f64> = rows.iter().map(|r| calls(r.estimate)).collect();
-    let a_mean = a.iter().sum::<f64>() / g;
-    let a_var = if rows.len() > 1 {
-        a.iter().map(|x| (x - a_mean).powi(2)).sum::<f64>() / (g - 1.0)
-    } else {
-        0.0
-    };
-    let attempts = if a_var > 1e-18 {
-        let half = crate::stats::t_value(confidence, g - 1.0) * (a_var / g).sqrt();
-        Band {
+    let a: Vec<f64> = rows
+        .iter()
+        .map(|r| InputAttempts::of(r).expected_calls(u64::from(m)))
+        .collect();
+    // Attempts in [1, m] as the share (a − 1)/(m − 1) of the retries
+    // allowed, so the interval is lopsided near either end as the truth is.
+    let span = f64::from(m.max(2) - 1);
+    let retried: Vec<f64> = a.iter().map(|x| (x - 1.0) / span).collect();
+    let (share, band) = share_over_inputs(&retried, confidence);
+    let a_mean = 1.0 + share * span;
+    let attempts = match band {
+        Some((lower, upper)) => Band {
             estimate: a_mean,
-            lower: (a_mean - half).max(1.0),
-            upper: (a_mean + half).min(f64::from(m)),
-        }
-    } else {
+            lower: 1.0 + lower * span,
+            upper: (1.0 + upper * span).min(f64::from(m)),
+        },
         // Inputs alike: each input's own interval, averaged (expected
         // attempts fall as p rises).
-        Band {
+        None => Band {
             estimate: a_mean,
             lower: mean_of(&calls, &|r| r.interval.upper).min(a_mean),
             upper: mean_of(&calls, &|r| r.interval.lower).max(a_mean),
-        }
+        },
     };
     Some(Prediction {
         model: "per-input".into(),

@@ -11,6 +11,7 @@ mod compare_sim;
 mod expr_limits;
 mod interval_order;
 mod linear_in_k;
+mod retry_over_inputs;
 mod sequential;
 mod sim;
 mod stats_coverage;
