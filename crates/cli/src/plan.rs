@@ -10,7 +10,9 @@ use crate::failure::Failure;
 use crate::store_arg::StoreArg;
 use clap::Args;
 use probity_core::retry::{check_target, RetryPlan};
-use probity_report::{render, Format, PlanReport, PlanRun, SampleSizeCheck, SampleSizePlan};
+use probity_report::{
+    render, Format, JudgedSizing, PlanReport, PlanRun, SampleSizeCheck, SampleSizePlan,
+};
 
 #[derive(Args)]
 pub struct PlanArgs {
@@ -104,16 +106,22 @@ pub fn run(args: &PlanArgs) -> Result<u8, Failure> {
                 args.rates.len()
             )));
         }
-        let checks: Vec<(String, f64, f64)> = args
+        let checks: Vec<SampleSizeCheck> = args
             .rates
             .iter()
             .zip(&args.thresholds)
             .enumerate()
-            .map(|(k, (&r, &t))| (format!("check {}", k + 1), r, t))
+            .map(|(k, (&rate, &threshold))| SampleSizeCheck {
+                name: format!("check {}", k + 1),
+                rate,
+                threshold,
+                fixed_inputs: None,
+                judged: None,
+            })
             .collect();
         Some(sample_size(
             args,
-            &checks,
+            checks,
             args.outputs.unwrap_or(10),
             args.icc.unwrap_or(0.1),
             args.test_confidence.unwrap_or(0.95),
@@ -175,17 +183,24 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
                 s.checks.len()
             )));
         }
-        let checks: Vec<(String, f64, f64)> = s
+        let checks: Vec<SampleSizeCheck> = s
             .checks
             .iter()
             .enumerate()
             .map(|(k, c)| {
-                let t = args
+                let threshold = args
                     .thresholds
                     .get(k)
                     .copied()
                     .unwrap_or(c.info.minimum_success_percentage);
-                (c.info.name.clone(), c.rate.estimate, t)
+                let (rate, judged) = judged_rate(c);
+                SampleSizeCheck {
+                    name: c.info.name.clone(),
+                    rate,
+                    threshold,
+                    fixed_inputs: None,
+                    judged,
+                }
             })
             .collect();
         // ρ = (deff − 1)/(M − 1), the largest over the checks.
@@ -198,7 +213,7 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
             .fold(0.0, f64::max);
         Some(sample_size(
             args,
-            &checks,
+            checks,
             args.outputs.unwrap_or(m as u64),
             args.icc.unwrap_or(icc),
             args.test_confidence
@@ -227,21 +242,33 @@ fn from_run(args: &PlanArgs, run: &str, target: f64) -> Result<u8, Failure> {
 /// The most samples (inputs × outputs) a plan's simulation runs.
 const MAX_SIMULATED_SAMPLES: u64 = 10_000_000;
 
-/// The sample-size plan of `checks` (name, rate, minimum): each check's
-/// fixed-size inputs for `--power`, and the cost of a sequential run with
-/// a budget of `--inputs` (or the fixed N) inputs, simulated.
-fn sample_size(
-    args: &PlanArgs,
-    checks: &[(String, f64, f64)],
-    m: u64,
-    icc: f64,
-    confidence: f64,
-) -> Result<SampleSizePlan, Failure> {
-    use probity_core::simulate::plan::{
-        budget_for_power, fixed_inputs_for_power, sequential_cost, BUDGET_MULTIPLES,
-    };
-    use probity_core::simulate::SimDesign;
-    let usage = |what: &str, e: &dyn std::fmt::Display| Failure::usage(format!("{what}: {e}"));
+/// A stored check's rate for a plan: a calibrated verifier's corrected
+/// rate θ̂ (the judge's own pass rate carries its errors), with how it was
+/// taken; else the measured rate.
+fn judged_rate(c: &probity_core::CheckSummary) -> (f64, Option<JudgedSizing>) {
+    use probity_core::stats::Calibrated;
+    match &c.calibration {
+        None => (c.rate.estimate, None),
+        Some(Calibrated::Corrected(r)) => (
+            r.estimate,
+            Some(JudgedSizing::Corrected {
+                raw: r.raw,
+                labels_only: r.labels_only,
+            }),
+        ),
+        Some(Calibrated::Unusable { problem, .. }) => (
+            c.rate.estimate,
+            Some(JudgedSizing::Uncorrected {
+                why: problem.to_string(),
+            }),
+        ),
+    }
+}
+
+/// The sample size's own arguments in range: `--icc` in [0, 1), `--power`
+/// in (0, 1), M = `--outputs` in 1 ..= [`MAX_SIMULATED_SAMPLES`], `--sims`
+/// in 1 ..= 100,000.
+fn check_size_args(args: &PlanArgs, m: u64, icc: f64) -> Result<(), Failure> {
     if !(0.0..1.0).contains(&icc) {
         return Err(Failure::usage(format!(
             "--icc: {icc} must be at least 0 and below 1"
@@ -264,29 +291,72 @@ fn sample_size(
     if args.sims == 0 || args.sims > 100_000 {
         return Err(Failure::usage("--sims must be between 1 and 100000"));
     }
-    let mut planned = Vec::with_capacity(checks.len());
-    for (name, rate, threshold) in checks {
+    Ok(())
+}
+
+/// Why no fixed size reaches the power: the first check without one.
+fn no_fixed_size(planned: &[SampleSizeCheck]) -> String {
+    planned
+        .iter()
+        .find(|c| c.fixed_inputs.is_none())
+        .map(|c| match &c.judged {
+            Some(j) if j.labels_hold(c.threshold) => format!(
+                "{}: the judge's labels alone leave its minimum possible (label more outputs)",
+                c.name
+            ),
+            _ => format!("{}: its rate equals its minimum", c.name),
+        })
+        .unwrap_or_default()
+}
+
+/// The sample-size plan of `checks` (name, rate, minimum, how a judged
+/// one was taken; their `fixed_inputs` filled here): each check's
+/// fixed-size inputs for `--power`, and the cost of a sequential run with
+/// a budget of `--inputs` (or the fixed N) inputs, simulated.
+fn sample_size(
+    args: &PlanArgs,
+    checks: Vec<SampleSizeCheck>,
+    m: u64,
+    icc: f64,
+    confidence: f64,
+) -> Result<SampleSizePlan, Failure> {
+    use probity_core::simulate::plan::{
+        budget_for_power, fixed_inputs_for_power, sequential_cost, BUDGET_MULTIPLES,
+    };
+    use probity_core::simulate::SimDesign;
+    let usage = |what: &str, e: &dyn std::fmt::Display| Failure::usage(format!("{what}: {e}"));
+    check_size_args(args, m, icc)?;
+    let mut planned = checks;
+    for c in &mut planned {
         // The fixed run's size by simulation under the interval and
         // verdict the run uses (issue 35 item 3), with the plan's runs and
-        // seed.
-        let fixed = fixed_inputs_for_power(
-            *rate, *threshold, m, icc, confidence, args.power, args.sims, args.seed,
+        // seed; none when a judge's labels alone leave the minimum
+        // possible (only more labels settle it).
+        if c.judged
+            .as_ref()
+            .is_some_and(|j| j.labels_hold(c.threshold))
+        {
+            continue;
+        }
+        c.fixed_inputs = fixed_inputs_for_power(
+            c.rate,
+            c.threshold,
+            m,
+            icc,
+            confidence,
+            args.power,
+            args.sims,
+            args.seed,
         )
-        .map_err(|e| usage(name, &e))?;
-        planned.push(SampleSizeCheck {
-            name: name.clone(),
-            rate: *rate,
-            threshold: *threshold,
-            fixed_inputs: fixed,
-        });
+        .map_err(|e| usage(&c.name, &e))?;
     }
     let fixed_inputs: Option<u64> = planned
         .iter()
         .map(|c| c.fixed_inputs)
         .collect::<Option<Vec<u64>>>()
         .map(|v| v.into_iter().max().unwrap_or(0));
-    let rates: Vec<f64> = checks.iter().map(|c| c.1).collect();
-    let thresholds: Vec<f64> = checks.iter().map(|c| c.2).collect();
+    let rates: Vec<f64> = planned.iter().map(|c| c.rate).collect();
+    let thresholds: Vec<f64> = planned.iter().map(|c| c.threshold).collect();
     // The budget's samples, said without overflowing: a product past u64
     // is said to be so, never a saturated figure.
     let samples = |n: u64, times: u64| match n.checked_mul(times).and_then(|x| x.checked_mul(m)) {
@@ -350,7 +420,8 @@ fn sample_size(
             {
                 Some((budget, cost)) => (budget, cost, Some(true)),
                 None => {
-                    let last = (n as f64 * BUDGET_MULTIPLES[BUDGET_MULTIPLES.len() - 1]).ceil() as u64;
+                    let last =
+                        (n as f64 * BUDGET_MULTIPLES[BUDGET_MULTIPLES.len() - 1]).ceil() as u64;
                     let cost =
                         sequential_cost(&rates, &thresholds, &design(last), args.sims, args.seed)
                             .map_err(sim_err)?;
@@ -359,9 +430,10 @@ fn sample_size(
             }
         }
         (None, None) => {
-            return Err(Failure::usage(
-                "--inputs: a rate equals its minimum, so no fixed size reaches the power; give the sequential run's budget with --inputs",
-            ))
+            return Err(Failure::usage(format!(
+                "--inputs: {}, so no fixed size reaches the power; give the sequential run's budget with --inputs",
+                no_fixed_size(&planned)
+            )));
         }
     };
     Ok(SampleSizePlan {

@@ -13,7 +13,10 @@ fn write_config(dir: &Path, false_pass: f64) {
     write_config_at(dir, false_pass, 0.6);
 }
 
-fn write_config_at(dir: &Path, false_pass: f64, minimum: f64) {
+/// A calibrated verifier (`noisy`, its judge a simulator that passes a
+/// failing output at `false_pass`) with `minimum`, on 10 inputs × 4
+/// outputs, and its 200 labelled pairs.
+pub(crate) fn write_config_at(dir: &Path, false_pass: f64, minimum: f64) {
     let labels = labels::sim_labels(200, |_, _| {});
     std::fs::write(dir.join("labels.jsonl"), labels).unwrap();
     let inputs: String = (0..10)

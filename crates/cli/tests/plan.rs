@@ -145,3 +145,67 @@ fn an_extreme_target_is_written_with_an_exponent() {
         "{out}"
     );
 }
+
+/// Issue 35 items 3 and 4: a calibrated verifier's check is sized at its
+/// corrected rate, not the judge's own pass rate; the plan says the
+/// labels' own width is left out (its sizes are the least a run needs),
+/// and when the labels alone leave the minimum possible it says that no
+/// size suffices, and why, instead of a number.
+#[test]
+fn a_calibrated_judges_check_is_sized_at_its_corrected_rate() {
+    use crate::common::{probity as in_dir, text};
+    let mut seen = [false; 2];
+    for minimum in [0.3, 0.8] {
+        let dir = tempfile::tempdir().unwrap();
+        crate::calibration_cache::write_config_at(dir.path(), 0.3, minimum);
+        let run = in_dir(dir.path(), &["run", "probity.toml", "--quiet"]);
+        assert!(run.status.code().is_some(), "{}", text(&run.stderr));
+        let json = in_dir(dir.path(), &["report", "1", "--format", "json"]);
+        let report: serde_json::Value = serde_json::from_slice(&json.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&json.stderr)));
+        let cal = &report["checks"][0]["calibration"];
+        let corrected = cal["corrected"]["estimate"].as_f64().expect("corrected");
+        let raw = cal["raw"].as_f64().unwrap();
+        let (lo, hi) = (
+            cal["labels_only"]["lower"].as_f64().unwrap(),
+            cal["labels_only"]["upper"].as_f64().unwrap(),
+        );
+        let labels_hold = lo <= minimum && minimum <= hi;
+        seen[usize::from(labels_hold)] = true;
+        let plan = in_dir(dir.path(), &["plan", "1", "--sequential", "--sims", "40"]);
+        let out = text(&plan.stdout);
+        if labels_hold {
+            assert_eq!(plan.status.code(), Some(2), "{out}");
+            assert!(
+                text(&plan.stderr).contains(
+                    "--inputs: noisy: the judge's labels alone leave its minimum possible (label more outputs)"
+                ),
+                "{}",
+                text(&plan.stderr)
+            );
+            continue;
+        }
+        assert_eq!(plan.status.code(), Some(0), "{}", text(&plan.stderr));
+        let line = out.lines().find(|l| l.contains("noisy  rate")).unwrap();
+        assert!(
+            line.contains(&format!("rate {:.1}%", 100.0 * corrected)),
+            "{line} (corrected {corrected}, raw {raw})"
+        );
+        assert!(line.contains("fixed run: at least "), "{line}");
+        assert!(
+            out.contains(&format!(
+                "the corrected rate (the judge passes {:.1}%); its labels alone leave [{:.1}, {:.1}]",
+                100.0 * raw,
+                100.0 * lo,
+                100.0 * hi
+            )),
+            "{out}"
+        );
+        assert!(out.contains("the sizes are the least a run needs"), "{out}");
+    }
+    assert_eq!(
+        seen,
+        [true, true],
+        "both cases met: labels that settle, labels that cannot"
+    );
+}

@@ -162,7 +162,7 @@ fn plan_gives_the_fixed_size_and_the_sequential_cost() {
         ),
         (
             vec!["plan", "--rates", "0.9", "--thresholds", "0.9"],
-            "--inputs: a rate equals its minimum",
+            "--inputs: check 1: its rate equals its minimum",
         ),
         (
             vec!["plan", "--rates", "0.9", "--thresholds", "95"],

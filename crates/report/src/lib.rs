@@ -52,7 +52,7 @@ pub mod text;
 
 pub use document::comparison::ComparisonReport;
 pub use document::info::{AutoConcurrencyInfo, CallsInfo, RunInfo};
-pub use document::plan::{PlanReport, PlanRun, SampleSizeCheck, SampleSizePlan};
+pub use document::plan::{JudgedSizing, PlanReport, PlanRun, SampleSizeCheck, SampleSizePlan};
 pub use document::run::{Example, FailingSample, RunReport};
 pub use document::trend::{TrendMark, TrendReport, TrendRun};
 pub use document::variants::{InputOutputs, VariantColumn, VariantsReport};

@@ -65,8 +65,40 @@ pub struct SampleSizeCheck {
     pub rate: f64,
     pub threshold: f64,
     /// Inputs a fixed-size run needs for the power; `None`: none suffices
-    /// (the rate equals the minimum).
+    /// (the rate equals the minimum, or a judge's labels alone leave the
+    /// minimum possible).
     pub fixed_inputs: Option<u64>,
+    /// A verifier judged by an LLM with a labelled set (a stored run's):
+    /// how its rate was taken. `None` for a check without a judge's
+    /// correction (or assumed rates).
+    pub judged: Option<JudgedSizing>,
+}
+
+/// How a calibrated verifier's check is sized (issue 35 items 3 and 4).
+/// The plan's simulation has no judge in it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JudgedSizing {
+    /// Sized at the corrected rate θ̂, not the judge's own pass rate
+    /// `raw`, which carries the judge's errors. The labelled set alone
+    /// leaves `labels_only` (the interval were the run's outputs
+    /// unlimited): a width no number of inputs removes, so the sizes are
+    /// the least a run needs; when it holds the minimum no size settles
+    /// the verdict and only more labels can.
+    Corrected {
+        raw: f64,
+        labels_only: probity_core::stats::Interval,
+    },
+    /// The judge's labels gave no corrected rate (`why`): sized at the
+    /// judge's own pass rate, errors and all.
+    Uncorrected { why: String },
+}
+
+impl JudgedSizing {
+    /// Whether the labelled set alone leaves `threshold` possible: no
+    /// number of inputs settles the verdict then.
+    pub fn labels_hold(&self, threshold: f64) -> bool {
+        matches!(self, JudgedSizing::Corrected { labels_only, .. } if labels_only.contains(threshold))
+    }
 }
 
 /// The stored run a plan was measured on.

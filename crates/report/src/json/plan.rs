@@ -9,7 +9,7 @@
 //!   "guarded": null | {…},
 //!   "sample_size": null | {confidence, power, icc, outputs_per_input, fixed_inputs,
 //!                   fixed_samples, budget_inputs, budget_found, seed, checks: [{name, rate, threshold,
-//!                   fixed_inputs}], sequential: {runs, mean_samples, p10_samples,
+//!                   fixed_inputs, judged?}], sequential: {runs, mean_samples, p10_samples,
 //!                   p50_samples, p90_samples, mean_inputs, budget_samples, settled,
 //!                   futile, budget_spent, established_pass, established_fail}}
 //! }
@@ -19,7 +19,7 @@
 //! a run (`probity.report.v1`); `run` is `null` for a plan from assumed
 //! rates.
 
-use crate::document::plan::{PlanReport, SampleSizePlan};
+use crate::document::plan::{JudgedSizing, PlanReport, SampleSizePlan};
 use crate::json::run::{retry, WireGuarded, WireRetry};
 use probity_core::simulate::plan::CostDistribution;
 use serde::Serialize;
@@ -64,6 +64,30 @@ pub struct WireSampleSizeCheck {
     pub rate: f64,
     pub threshold: f64,
     pub fixed_inputs: Option<u64>,
+    /// A calibrated verifier's: `{"state": "corrected", "raw", "labels_only":
+    /// [lower, upper]}` (sized at the corrected rate; the sizes are the
+    /// least a run needs) or `{"state": "uncorrected", "why"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged: Option<WireJudged>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum WireJudged {
+    Corrected { raw: f64, labels_only: [f64; 2] },
+    Uncorrected { why: String },
+}
+
+impl WireJudged {
+    fn new(j: &JudgedSizing) -> Self {
+        match j {
+            JudgedSizing::Corrected { raw, labels_only } => WireJudged::Corrected {
+                raw: *raw,
+                labels_only: [labels_only.lower, labels_only.upper],
+            },
+            JudgedSizing::Uncorrected { why } => WireJudged::Uncorrected { why: why.clone() },
+        }
+    }
 }
 
 impl WireSampleSize {
@@ -90,6 +114,7 @@ impl WireSampleSize {
                     rate: c.rate,
                     threshold: c.threshold,
                     fixed_inputs: c.fixed_inputs,
+                    judged: c.judged.as_ref().map(WireJudged::new),
                 })
                 .collect(),
             sequential: p.cost.clone(),

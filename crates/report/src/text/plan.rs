@@ -12,8 +12,8 @@
 //! retry policy the guarded system ([`crate::text::guarded`]). Run names and
 //! input ids go through [`terminal_line`].
 
-use crate::document::plan::{PlanReport, PlanRun, SampleSizePlan};
-use crate::numbers::{count, pct, product, threshold_pct, trim_number};
+use crate::document::plan::{JudgedSizing, PlanReport, PlanRun, SampleSizePlan};
+use crate::numbers::{count, interval, pct, product, threshold_pct, trim_number};
 use crate::sanitize::terminal_line;
 use probity_core::number::{significant, written};
 use probity_core::retry::Attempts;
@@ -49,8 +49,20 @@ fn sample_size(p: &SampleSizePlan) -> String {
         trim_number(p.icc, 3)
     );
     for c in &p.checks {
+        let judged = c.judged.as_ref();
         let fixed = match c.fixed_inputs {
+            Some(n) if judged.is_some_and(|j| matches!(j, JudgedSizing::Corrected { .. })) => {
+                format!(
+                    "fixed run: at least {} inputs ({} samples)",
+                    count(n),
+                    product(n, m)
+                )
+            }
             Some(n) => format!("fixed run: {} inputs ({} samples)", count(n), product(n, m)),
+            None if judged.is_some_and(|j| j.labels_hold(c.threshold)) => {
+                "fixed run: no size suffices (the judge's labels alone leave the minimum possible)"
+                    .to_string()
+            }
             None => "fixed run: no size suffices (the rate equals the minimum)".to_string(),
         };
         let _ = writeln!(
@@ -60,6 +72,9 @@ fn sample_size(p: &SampleSizePlan) -> String {
             pct(c.rate),
             threshold_pct(c.threshold)
         );
+        if let Some(j) = judged {
+            let _ = writeln!(s, "    {}", judged_line(j));
+        }
     }
     match p.fixed_inputs {
         Some(n) => {
@@ -73,7 +88,7 @@ fn sample_size(p: &SampleSizePlan) -> String {
         None => {
             let _ = writeln!(
                 s,
-                "  fixed-size run for the power: none (a rate equals its minimum)"
+                "  fixed-size run for the power: none (a check above has no size that suffices)"
             );
         }
     }
@@ -126,6 +141,22 @@ fn sample_size(p: &SampleSizePlan) -> String {
         );
     }
     s
+}
+
+/// How a calibrated verifier's rate was taken, and what its sizes leave
+/// out.
+fn judged_line(j: &JudgedSizing) -> String {
+    match j {
+        JudgedSizing::Corrected { raw, labels_only } => format!(
+            "the corrected rate (the judge passes {}); its labels alone leave {}, a width no number of inputs removes, and the simulation has no judge in it: the sizes are the least a run needs",
+            pct(*raw),
+            interval(labels_only.lower, labels_only.upper)
+        ),
+        JudgedSizing::Uncorrected { why } => format!(
+            "the judge's own pass rate, errors and all: its labels gave no corrected rate ({})",
+            terminal_line(why, 200)
+        ),
+    }
 }
 
 /// A probability, readable at any scale: 5 decimals in [1e-4, 1 − 1e-5],
