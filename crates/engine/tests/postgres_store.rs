@@ -545,16 +545,17 @@ async fn concurrent_claims_take_what_they_ask_and_never_the_same_input() {
 }
 
 /// A TCP proxy to the test server that, once, swallows the server's answer
-/// to the COMMIT of a claim and cuts the connection: the claim committed,
-/// its client told only that the connection was lost (what a restart or
-/// a network cut mid-COMMIT does). Every later connection passes through.
-struct LosesClaimCommit {
+/// to the COMMIT of a transaction that sent `needle` and cuts the
+/// connection: the transaction committed, its client told only that the
+/// connection was lost (what a restart or a network cut mid-COMMIT does).
+/// Every later connection passes through.
+struct LosesCommit {
     addr: std::net::SocketAddr,
     cut: Arc<std::sync::atomic::AtomicBool>,
 }
 
-impl LosesClaimCommit {
-    fn start(server: std::net::SocketAddr) -> LosesClaimCommit {
+impl LosesCommit {
+    fn start(server: std::net::SocketAddr, needle: &'static [u8]) -> LosesCommit {
         use std::io::{Read, Write};
         use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -574,7 +575,7 @@ impl LosesClaimCommit {
                 std::thread::spawn(move || {
                     let mut buf = [0u8; 65536];
                     while let Ok(n @ 1..) = c_in.read(&mut buf) {
-                        if contains(&buf[..n], b"SET holder = $2") {
+                        if contains(&buf[..n], needle) {
                             seen.store(true, SeqCst);
                         }
                         if u_out.write_all(&buf[..n]).is_err() {
@@ -601,7 +602,7 @@ impl LosesClaimCommit {
                 });
             }
         });
-        LosesClaimCommit { addr, cut }
+        LosesCommit { addr, cut }
     }
 
     /// `db`'s URL through this proxy, in plain text (the proxy reads it).
@@ -645,7 +646,7 @@ async fn a_claim_whose_commit_answer_is_lost_is_taken_once() {
     };
     let mut pg = connect(&db);
     let run = go(&experiment(8), &mut pg).await.stored_id();
-    let proxy = LosesClaimCommit::start(server_addr(&db));
+    let proxy = LosesCommit::start(server_addr(&db), b"SET holder = $2");
     let lossy = Store::connect(&StoreLocation::parse(&proxy.url(&db)).unwrap()).unwrap();
     let got = lossy.claim_inputs(run, 3).unwrap();
     assert!(
@@ -664,5 +665,28 @@ async fn a_claim_whose_commit_answer_is_lost_is_taken_once() {
         )),
         ["3"],
         "each input claimed once"
+    );
+}
+
+/// A run's creation whose COMMIT's answer is lost is tried again on a new
+/// connection: it hands back the run its first try made instead of making
+/// a second (an empty run that would read as interrupted), and the run
+/// goes on to the end through the same store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_creation_commit_answer_is_lost_is_made_once() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let proxy = LosesCommit::start(server_addr(&db), b"INSERT INTO runs");
+    let mut lossy = Store::connect(&StoreLocation::parse(&proxy.url(&db)).unwrap()).unwrap();
+    let id = go(&experiment(8), &mut lossy).await.stored_id();
+    assert!(
+        proxy.cut.load(std::sync::atomic::Ordering::SeqCst),
+        "the proxy cut the creation's COMMIT answer"
+    );
+    assert_eq!(
+        db.query("SELECT id::text || ' ' || status FROM runs"),
+        [format!("{id} complete")],
+        "one run, complete"
     );
 }

@@ -31,10 +31,11 @@
 //! that ended (`calls_ended`, on `runs` and PostgreSQL's `run_counts`):
 //! a shared run counts each call before it is sent, so the calls a killed
 //! worker had in flight are counted, and told apart (`model_calls -
-//! calls_ended`); 17 `claims.claim_tag`: the claim that took each input,
-//! so a claim tried again after its COMMIT's answer was lost hands back
-//! what it took instead of taking more (PostgreSQL; SQLite keeps the
-//! same column).
+//! calls_ended`); 17 `claims.claim_tag` and `runs.create_tag`: the claim
+//! that took each input and the call that created each run, so one tried
+//! again after its COMMIT's answer was lost hands back what it made instead
+//! of taking more inputs or making a second run (PostgreSQL; SQLite keeps
+//! the same columns).
 
 /// The last migration this version of probity knows.
 pub const SCHEMA_VERSION: i64 = 17;
@@ -62,9 +63,4 @@ ALTER TABLE runs ADD COLUMN usage TEXT;
 /// failed or cut short); `NULL` for runs stored before (nothing known).
 pub(crate) const CALLS_ENDED: &str = r#"
 ALTER TABLE runs ADD COLUMN calls_ended BIGINT;
-"#;
-
-/// Migration 17 on SQLite: the tag of the claim that took each input.
-pub(crate) const CLAIM_TAGS: &str = r#"
-ALTER TABLE claims ADD COLUMN claim_tag INTEGER;
 "#;

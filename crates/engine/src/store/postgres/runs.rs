@@ -36,6 +36,10 @@ impl Runs for Postgres {
             .iter()
             .map(|i| i.fields.as_json().to_string())
             .collect();
+        // This call's tag: a try made again after its COMMIT's answer was
+        // lost finds the run its first try made (it committed) and hands
+        // that back instead of making a second.
+        let tag: i64 = rand::random();
         self.conn.call(move |c| {
             let (
                 name,
@@ -50,14 +54,20 @@ impl Runs for Postgres {
                 (variant, group, starts_group),
             ) = &row;
             let mut tx = c.transaction()?;
+            if let Some(made) = tx.query_opt("SELECT id FROM runs WHERE create_tag = $1", &[&tag])? {
+                tx.commit()?;
+                return Ok(made.get(0));
+            }
             let id: i64 = tx
                 .query_one(
                     "INSERT INTO runs (name, status, config_hash, config, system, inputs, outputs_per_input,
-                        checks, settings, parent_run, reused_from, outputs_from, variant, variant_group, usage)
-                     VALUES ($1, 'running', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
+                        checks, settings, parent_run, reused_from, outputs_from, variant, variant_group, usage,
+                        create_tag)
+                     VALUES ($1, 'running', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                     RETURNING id",
                     &[
                         name, hash, config, system, n, m, checks, settings, parent, reused, from,
-                        variant, group, &USAGE_NONE,
+                        variant, group, &USAGE_NONE, &tag,
                     ],
                 )?
                 .get(0);

@@ -6,7 +6,8 @@
 //! (`run_counts`) and the claims' tries and dead letters; 14 the runs'
 //! call time; 15 the runs' and the writers' usage (tokens in and out, the
 //! system's and each judge's); 16 the calls that ended; 17 the claims'
-//! tags (a claim tried again knows what it took). Applied in order under an
+//! and the runs' creation tags (a claim or a creation tried again knows
+//! what its first try made). Applied in order under an
 //! advisory lock, each recorded in
 //! `schema_migrations`, so processes opening a new database at once apply
 //! each exactly once.
@@ -234,11 +235,13 @@ ALTER TABLE run_counts ADD COLUMN IF NOT EXISTS calls_ended BIGINT;
 "#;
 
 /// Migration 17: the tag of the claim that took each input (a draw per
-/// [`crate::store::backend::Claims::claim_inputs`] call). A claim whose
-/// COMMIT's answer is lost (a restart, a network cut) is tried again on a
-/// new connection; it finds what its first try took by its tag and hands
-/// that back instead of taking more ([`crate::store::schema::CLAIM_TAGS`],
-/// the SQLite form).
+/// [`crate::store::backend::Claims::claim_inputs`] call), and of the call
+/// that created each run. A claim or a run's creation whose COMMIT's
+/// answer is lost (a restart, a network cut) is tried again on a new
+/// connection; it finds what its first try made by its tag and hands that
+/// back instead of taking more inputs or making a second run (SQLite adds
+/// the same columns, `sqlite::mod`).
 const CLAIM_TAGS: &str = r#"
 ALTER TABLE claims ADD COLUMN IF NOT EXISTS claim_tag BIGINT;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS create_tag BIGINT;
 "#;

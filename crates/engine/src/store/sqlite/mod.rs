@@ -107,10 +107,16 @@ impl Sqlite {
         }
         if version < 17 {
             store.migrate(17, |conn| {
-                if has_column(conn, "claims", "claim_tag")? {
-                    return Ok(());
+                // Each column added when missing (a store set back by hand
+                // may have one).
+                for (table, column) in [("claims", "claim_tag"), ("runs", "create_tag")] {
+                    if !has_column(conn, table, column)? {
+                        conn.execute_batch(&format!(
+                            "ALTER TABLE {table} ADD COLUMN {column} INTEGER"
+                        ))?;
+                    }
                 }
-                conn.execute_batch(crate::store::schema::CLAIM_TAGS)
+                Ok(())
             })?;
         }
         Ok(store)
