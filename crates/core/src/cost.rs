@@ -150,41 +150,33 @@ pub struct RunUsage {
 }
 
 impl RunUsage {
-    /// Both added, judge by judge.
-    pub fn plus(&self, o: &RunUsage) -> RunUsage {
+    /// The system's `op` and each judge's (a judge one of them lacks
+    /// counts nothing): the one shape of [`RunUsage::plus`],
+    /// [`RunUsage::latest`] and [`RunUsage::since`].
+    fn zip(&self, o: &RunUsage, op: impl Fn(&Usage, &Usage) -> Usage) -> RunUsage {
         let k = self.judges.len().max(o.judges.len());
         let at = |v: &[Usage], i: usize| v.get(i).copied().unwrap_or_default();
         RunUsage {
-            system: self.system + o.system,
+            system: op(&self.system, &o.system),
             judges: (0..k)
-                .map(|i| at(&self.judges, i) + at(&o.judges, i))
+                .map(|i| op(&at(&self.judges, i), &at(&o.judges, i)))
                 .collect(),
         }
+    }
+
+    /// Both added, judge by judge.
+    pub fn plus(&self, o: &RunUsage) -> RunUsage {
+        self.zip(o, |a, b| *a + *b)
     }
 
     /// [`Usage::latest`], judge by judge.
     pub fn latest(&self, o: &RunUsage) -> RunUsage {
-        let k = self.judges.len().max(o.judges.len());
-        let at = |v: &[Usage], i: usize| v.get(i).copied().unwrap_or_default();
-        RunUsage {
-            system: self.system.latest(&o.system),
-            judges: (0..k)
-                .map(|i| at(&self.judges, i).latest(&at(&o.judges, i)))
-                .collect(),
-        }
+        self.zip(o, Usage::latest)
     }
 
     /// What `self` counted beyond `earlier`.
     pub fn since(&self, earlier: &RunUsage) -> RunUsage {
-        RunUsage {
-            system: self.system.minus(&earlier.system),
-            judges: self
-                .judges
-                .iter()
-                .enumerate()
-                .map(|(i, u)| u.minus(&earlier.judges.get(i).copied().unwrap_or_default()))
-                .collect(),
-        }
+        self.zip(earlier, Usage::minus)
     }
 }
 

@@ -186,64 +186,54 @@ pub struct RunTotals {
 impl std::ops::Add for RunTotals {
     type Output = RunTotals;
     fn add(self, o: RunTotals) -> RunTotals {
+        self.zip(&o, |a, b| a + b, RunUsage::plus)
+    }
+}
+
+impl RunTotals {
+    /// Each count `op` of the two readings' (a check one of them lacks
+    /// counts 0), the usage by `usage`: the one shape of [`Add`](std::ops::Add),
+    /// [`RunTotals::latest`] and [`RunTotals::since`].
+    fn zip(
+        &self,
+        o: &RunTotals,
+        op: fn(u64, u64) -> u64,
+        usage: fn(&RunUsage, &RunUsage) -> RunUsage,
+    ) -> RunTotals {
         let k = self
             .judge_calls_by_check
             .len()
             .max(o.judge_calls_by_check.len());
         let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
         RunTotals {
-            model_calls: self.model_calls + o.model_calls,
-            judge_calls: self.judge_calls + o.judge_calls,
-            tokens: self.tokens + o.tokens,
+            model_calls: op(self.model_calls, o.model_calls),
+            judge_calls: op(self.judge_calls, o.judge_calls),
+            tokens: op(self.tokens, o.tokens),
             judge_calls_by_check: (0..k)
-                .map(|i| at(&self.judge_calls_by_check, i) + at(&o.judge_calls_by_check, i))
+                .map(|i| {
+                    op(
+                        at(&self.judge_calls_by_check, i),
+                        at(&o.judge_calls_by_check, i),
+                    )
+                })
                 .collect(),
-            usage: self.usage.plus(&o.usage),
-            calls_ended: self.calls_ended + o.calls_ended,
+            usage: usage(&self.usage, &o.usage),
+            calls_ended: op(self.calls_ended, o.calls_ended),
         }
     }
-}
 
-impl RunTotals {
     /// Each count the larger of two readings of the same session's
     /// counters (every count only grows): readings taken by several tasks
     /// may reach the writer out of order, and the later must never count
     /// less.
     pub fn latest(self, o: RunTotals) -> RunTotals {
-        let k = self
-            .judge_calls_by_check
-            .len()
-            .max(o.judge_calls_by_check.len());
-        let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
-        RunTotals {
-            model_calls: self.model_calls.max(o.model_calls),
-            judge_calls: self.judge_calls.max(o.judge_calls),
-            tokens: self.tokens.max(o.tokens),
-            judge_calls_by_check: (0..k)
-                .map(|i| at(&self.judge_calls_by_check, i).max(at(&o.judge_calls_by_check, i)))
-                .collect(),
-            usage: self.usage.latest(&o.usage),
-            calls_ended: self.calls_ended.max(o.calls_ended),
-        }
+        self.zip(&o, u64::max, RunUsage::latest)
     }
 
     /// What `self` counted beyond `earlier` (an earlier reading of the
     /// same session's counts).
     pub fn since(&self, earlier: &RunTotals) -> RunTotals {
-        let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
-        RunTotals {
-            model_calls: self.model_calls.saturating_sub(earlier.model_calls),
-            judge_calls: self.judge_calls.saturating_sub(earlier.judge_calls),
-            tokens: self.tokens.saturating_sub(earlier.tokens),
-            judge_calls_by_check: (0..self.judge_calls_by_check.len())
-                .map(|i| {
-                    at(&self.judge_calls_by_check, i)
-                        .saturating_sub(at(&earlier.judge_calls_by_check, i))
-                })
-                .collect(),
-            usage: self.usage.since(&earlier.usage),
-            calls_ended: self.calls_ended.saturating_sub(earlier.calls_ended),
-        }
+        self.zip(earlier, u64::saturating_sub, RunUsage::since)
     }
 }
 
