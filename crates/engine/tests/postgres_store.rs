@@ -273,12 +273,11 @@ async fn an_input_that_kills_its_workers_is_given_up_after_its_tries() {
     assert_eq!(pg.claim_inputs(run, 1).unwrap(), [1]);
     assert_eq!(pg.given_up_inputs(run).unwrap(), [0]);
     assert_eq!(pg.open_inputs(run).unwrap(), (8, 1));
-    // Released on purpose, twice over the tries: never given up.
+    // Released on purpose, twice over the tries: never given up. A
+    // released input has no holder: anyone may take it, its releaser too.
     for _ in 0..=CLAIM_TRIES {
         pg.release_claims(run).unwrap();
-        db.query(&format!(
-            "UPDATE claims SET holder = 'stopped' WHERE run_id = {run} AND input_idx = 1"
-        ));
+        assert_eq!(pg.open_inputs(run).unwrap(), (8, 0));
         assert_eq!(pg.claim_inputs(run, 1).unwrap(), [1]);
     }
     assert_eq!(pg.given_up_inputs(run).unwrap(), [0]);
@@ -556,6 +555,17 @@ struct LosesCommit {
 
 impl LosesCommit {
     fn start(server: std::net::SocketAddr, needle: &'static [u8]) -> LosesCommit {
+        Self::losing(server, needle, b"COMMIT\0")
+    }
+
+    /// The same, swallowing the first answer holding `answer` (a
+    /// statement's command tag, e.g. `UPDATE `, for one sent outside a
+    /// transaction, which commits as it completes).
+    fn losing(
+        server: std::net::SocketAddr,
+        needle: &'static [u8],
+        answer: &'static [u8],
+    ) -> LosesCommit {
         use std::io::{Read, Write};
         use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -588,7 +598,7 @@ impl LosesCommit {
                     let mut buf = [0u8; 65536];
                     while let Ok(n @ 1..) = u_in.read(&mut buf) {
                         if claiming.load(SeqCst)
-                            && contains(&buf[..n], b"COMMIT\0")
+                            && contains(&buf[..n], answer)
                             && !done.swap(true, SeqCst)
                         {
                             let _ = c_out.shutdown(std::net::Shutdown::Both);
@@ -666,6 +676,40 @@ async fn a_claim_whose_commit_answer_is_lost_is_taken_once() {
         ["3"],
         "each input claimed once"
     );
+}
+
+/// A release of claims (a worker stopping early) whose answer is lost is
+/// tried again on a new connection: it gives back each input's try once,
+/// not twice (an input would be handed out once more than `CLAIM_TRIES`
+/// allows before it is given up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_whose_answer_is_lost_gives_each_try_back_once() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let mut pg = connect(&db);
+    let run = go(&experiment(8), &mut pg).await.stored_id();
+    let proxy = LosesCommit::losing(server_addr(&db), b"tries = GREATEST", b"UPDATE ");
+    let lossy = Store::connect(&StoreLocation::parse(&proxy.url(&db)).unwrap()).unwrap();
+    assert_eq!(lossy.claim_inputs(run, 3).unwrap(), [0, 1, 2]);
+    // Two earlier workers died on each of them: this is the third try.
+    db.query(&format!(
+        "UPDATE claims SET tries = 3 WHERE run_id = {run} AND tries = 1 RETURNING 1"
+    ));
+    lossy.release_claims(run).unwrap();
+    assert!(
+        proxy.cut.load(std::sync::atomic::Ordering::SeqCst),
+        "the proxy cut the release's answer"
+    );
+    assert_eq!(
+        db.query(&format!(
+            "SELECT string_agg(tries::text, ' ' ORDER BY input_idx) FROM claims
+             WHERE run_id = {run} AND input_idx < 3"
+        )),
+        ["2 2 2"],
+        "each try given back once"
+    );
+    assert_eq!(pg.open_inputs(run).unwrap().1, 0, "nothing held");
 }
 
 /// A run's creation whose COMMIT's answer is lost is tried again on a new

@@ -135,10 +135,13 @@ impl Claims for Postgres {
             .call(move |c| refresh_claims_on(c, run, ttl).map(|_| ()))
     }
 
+    /// Drops the holder with the try, so a release tried again after its
+    /// answer was lost finds nothing of this process's left to give back
+    /// (a second decrement would hand an input one try too many).
     fn release_claims(&self, run: i64) -> Result<(), StoreError> {
         self.conn.call(move |c| {
             c.execute(
-                "UPDATE claims SET expires_at = now() - interval '1 second',
+                "UPDATE claims SET holder = NULL, expires_at = NULL,
                     tries = GREATEST(tries - 1, 0)
                  WHERE run_id = $1 AND holder = $2 AND NOT done",
                 &[&run, &me().token],

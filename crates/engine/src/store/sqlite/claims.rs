@@ -114,11 +114,13 @@ impl Claims for Sqlite {
             .map_err(|e| self.err(e))
     }
 
+    /// The holder goes with the try, as on PostgreSQL (where a release
+    /// may be tried again after its answer was lost).
     fn release_claims(&self, run: i64) -> Result<(), StoreError> {
         self.conn
             .execute(
                 &format!(
-                    "UPDATE claims SET expires_at = {NOW_S} - 1, tries = MAX(tries - 1, 0)
+                    "UPDATE claims SET holder = NULL, expires_at = NULL, tries = MAX(tries - 1, 0)
                      WHERE run_id = ?1 AND holder = ?2 AND done = 0"
                 ),
                 params![run, me().token],
