@@ -18,7 +18,9 @@
 #   `load` (crates/engine/examples/load.rs, keep-alive clients) straight to
 #   `probity sim serve` and through `probity serve` → the same sim, with the
 #   two validators of Figure 1, first `[retry] attempts = 1` (no retries),
-#   then `attempts = 3`; at concurrency 1 and 64; then streamed
+#   then `attempts = 3`, and (when nginx is installed; Debian:
+#   nginx-light) nginx forwarding to the same sim and checking nothing,
+#   the floor any proxy pays here; at concurrency 1 and 64; then streamed
 #   (`"stream": true`) at concurrency 64 and 0 ms upstream, and the time
 #   to first byte at 1 ms per token at the sim. The
 #   sim has its default rates (contractions 0.1, omit_welcome 0.15), so with
@@ -119,6 +121,34 @@ guard_config 1 "$SIMP" >"$WORK/guard1p.toml"
 G1=$(start guard1 "$PROBITY" serve --config "$WORK/guard1.toml" --listen 127.0.0.1:0 --store "$WORK/g1.db")
 G3=$(start guard3 "$PROBITY" serve --config "$WORK/guard3.toml" --listen 127.0.0.1:0 --store "$WORK/g3.db")
 G1P=$(start guard1p "$PROBITY" serve --config "$WORK/guard1p.toml" --listen 127.0.0.1:0 --store "$WORK/g1p.db")
+# The floor any proxy pays on this machine: nginx (Debian: nginx-light),
+# when installed, forwarding to the same sim over kept-alive connections
+# and checking nothing. Its row says what share of the guard's cost is the
+# second HTTP hop itself, which no guard can avoid.
+NGX=""
+NGINX=$(command -v nginx || { [[ -x /usr/sbin/nginx ]] && echo /usr/sbin/nginx; } || true)
+if [[ -n "$NGINX" ]]; then
+  ngx_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  cat >"$WORK/nginx.conf" <<NGINX
+daemon off;
+worker_processes auto;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx.err;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  upstream sim { server $SIM; keepalive 128; }
+  server {
+    listen 127.0.0.1:$ngx_port;
+    location / { proxy_pass http://sim; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }
+  }
+}
+NGINX
+  "$NGINX" -e "$WORK/nginx.err" -p "$WORK" -c "$WORK/nginx.conf" &
+  NGX_PID=$!
+  for _ in $(seq 50); do (echo >"/dev/tcp/127.0.0.1/$ngx_port") 2>/dev/null && break; sleep 0.1; done
+  NGX="127.0.0.1:$ngx_port"
+fi
 : >"$WORK/results.jsonl"
 measure() {  # scenario target-name addr concurrency requests [--stream]
   local scenario=$1 target=$2 addr=$3 c=$4 n=$5; shift 5
@@ -132,6 +162,7 @@ for c in 1 64; do
   measure "concurrency $c" direct "$SIM" "$c" "$n"
   measure "concurrency $c" "guard, attempts=1" "$G1" "$c" "$n"
   measure "concurrency $c" "guard, attempts=3" "$G3" "$c" "$n"
+  [[ -n "$NGX" ]] && measure "concurrency $c" "nginx, no checks" "$NGX" "$c" "$n"
 done
 # Streamed at 0 ms upstream: the client asks for "stream": true (the guard
 # reads the upstream's stream too, stream_upstream = true by default).
@@ -157,9 +188,11 @@ print("  (\"stream, first byte\" rows: time to first byte at 1 ms per token; the
 print("   \"stream, concurrency 64\" rows: whole streamed answers at 0 ms upstream)")
 for scenario in ("concurrency 64", "stream, concurrency 64"):
     d = direct.get(scenario)
+    floor = next((r for r in rows if r["scenario"] == scenario and r["target"].startswith("nginx") and r["ok"]), None)
     for r in rows:
         if r["scenario"] == scenario and r["target"] != "direct" and d and r["ok"]:
-            print(f"  {scenario}, 0 ms upstream, {r['target']}: throughput {r['rps'] / d['rps']:.2f}x direct, "
+            versus = f", {r['rps'] / floor['rps']:.2f}x nginx" if floor and r is not floor else ""
+            print(f"  {scenario}, 0 ms upstream, {r['target']}: throughput {r['rps'] / d['rps']:.2f}x direct{versus}, "
                   f"added p50 {r['latency_ms']['p50'] - d['latency_ms']['p50']:+.2f} ms")
 PY
 
@@ -188,18 +221,29 @@ load_cpu() {
 subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
 r = resource.getrusage(resource.RUSAGE_CHILDREN); print(r.ru_utime + r.ru_stime)' "$LOAD" "$@"
 }
-printf '  %-34s %14s %14s %14s\n' "CPU per request (us)" "load generator" "sim" "guard"
-for row in "direct|-|$SIM" "guard, stream_upstream=true|3|$G1" "guard, stream_upstream=false|6|$G1W" \
-           "streamed, direct|-|$SIM" "streamed, guard, stream_upstream=true|3|$G1"; do
+printf '  %-34s %14s %14s %14s\n' "CPU per request (us)" "load generator" "sim" "proxy"
+# proxy_cpu LINE: the CPU ticks of the proxy in the middle: a line of
+# $WORK/pids, or "ngx" for nginx's worker processes.
+proxy_cpu() {
+  if [[ "$1" == ngx ]]; then
+    local t=0; for w in $(pgrep -P "$NGX_PID"); do t=$(( t + $(cpu_ticks "$w") )); done; echo "$t"
+  else
+    cpu_ticks "$(pid_of "$1")"
+  fi
+}
+rows=("direct|-|$SIM" "guard, stream_upstream=true|3|$G1" "guard, stream_upstream=false|6|$G1W")
+[[ -n "$NGX" ]] && rows+=("nginx, no checks|ngx|$NGX")
+rows+=("streamed, direct|-|$SIM" "streamed, guard, stream_upstream=true|3|$G1")
+for row in "${rows[@]}"; do
   IFS='|' read -r label line addr <<<"$row"
   flags=(); [[ "$label" == streamed* ]] && flags=(--stream)
   sim_before=$(cpu_ticks "$(pid_of 1)")
-  [[ "$line" != - ]] && before=$(cpu_ticks "$(pid_of "$line")")
+  [[ "$line" != - ]] && before=$(proxy_cpu "$line")
   load_s=$(load_cpu --url "http://$addr/v1/chat/completions" --concurrency 64 --requests "$N4" --warmup 0 "${flags[@]}")
   sim_after=$(cpu_ticks "$(pid_of 1)")
   guard_us=-
   if [[ "$line" != - ]]; then
-    after=$(cpu_ticks "$(pid_of "$line")")
+    after=$(proxy_cpu "$line")
     guard_us=$(python3 -c "import sys; b,a,hz,n=map(float,sys.argv[1:5]); print(f'{(a-b)/hz/n*1e6:.0f}')" "$before" "$after" "$hz" "$N4")
   fi
   python3 -c "import sys; l,sb,sa,hz,n=map(float,sys.argv[1:6]); print(f'  {sys.argv[6]:<34} {l/n*1e6:>14.0f} {(sa-sb)/hz/n*1e6:>14.0f} {sys.argv[7]:>14}')" \
