@@ -119,10 +119,8 @@ impl Claims for Sqlite {
     fn release_claims(&self, run: i64) -> Result<(), StoreError> {
         self.conn
             .execute(
-                &format!(
-                    "UPDATE claims SET holder = NULL, expires_at = NULL, tries = MAX(tries - 1, 0)
-                     WHERE run_id = ?1 AND holder = ?2 AND done = 0"
-                ),
+                "UPDATE claims SET holder = NULL, expires_at = NULL, tries = MAX(tries - 1, 0)
+                 WHERE run_id = ?1 AND holder = ?2 AND done = 0",
                 params![run, me().token],
             )
             .map(|_| ())
