@@ -277,6 +277,41 @@ fn a_shared_run_on_sqlite_buys_each_call_once() {
     assert!(page.contains("calls took "), "{page}");
 }
 
+/// Issue 38 item 3: on a system that answers at once, a worker claims more
+/// inputs at a time while its claims come fast, instead of 8 at a time
+/// (twice its 4 workers) for the whole run: 2,000 inputs take a handful
+/// of claims (each claim tags the inputs it takes), not 250.
+#[test]
+fn a_shared_run_on_a_fast_system_claims_in_growing_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs: String = (0..2000)
+        .map(|i| format!("{{\"id\": \"q{i}\", \"text\": \"Thank you, {i}.\"}}\n"))
+        .collect();
+    std::fs::write(dir.path().join("inputs.jsonl"), inputs).unwrap();
+    std::fs::write(
+        dir.path().join("probity.toml"),
+        "name = \"fast\"\n[system]\nprovider = \"sim\"\n[experiment]\ninputs = \"inputs.jsonl\"\noutputs_per_input = 1\nconcurrency = 4\n[[validator]]\nname = \"short\"\ncheck = 'output.len() < 100000'\n",
+    )
+    .unwrap();
+    let out = shared_cmd(dir.path(), &["run", "--shared", "-q"])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        sqlite_count(dir.path(), "SELECT COUNT(*) FROM samples"),
+        2000
+    );
+    let claims = sqlite_count(dir.path(), "SELECT COUNT(DISTINCT claim_tag) FROM claims");
+    assert!(
+        (1..=60).contains(&claims),
+        "{claims} claims for 2,000 inputs (250 at a fixed 8 a claim)"
+    );
+}
+
 /// Issue 38: a worker killed outright (kill -9) while it holds inputs: the
 /// others take its inputs once its claims expire and store every sample
 /// once; the calls paid beyond one per sample are at most the killed
