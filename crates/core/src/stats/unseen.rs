@@ -82,17 +82,44 @@ pub fn allowance(estimate: f64, inputs: u64, confidence: f64) -> Interval {
 /// its smallest: Clopper–Pearson's lower end for k of g at `confidence`
 /// (one-sided α/2; 0 for k = 0). For k = 0 its upper end is
 /// [`unseen_share`].
+///
+/// Remembered per thread ([`SOLVED`]): a run's report widens the same G
+/// inputs' intervals many times (each check, the aggregate, each retry
+/// strategy, the retry plan), and each solve is some 60 evaluations of a
+/// continued fraction. A pure function's memo: the values are the same.
 fn least_share(k: f64, g: f64, confidence: f64) -> f64 {
     if k <= 0.0 {
         return 0.0;
     }
-    super::interval::proportion_interval(
+    let key = (k.to_bits(), g.to_bits(), confidence.to_bits());
+    if let Some(h) = SOLVED.with(|m| m.borrow().get(&key).copied()) {
+        return h;
+    }
+    let h = super::interval::proportion_interval(
         k,
         g,
         confidence,
         super::interval::IntervalMethod::ClopperPearson,
     )
-    .lower
+    .lower;
+    SOLVED.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= SOLVED_MOST {
+            m.clear();
+        }
+        m.insert(key, h);
+    });
+    h
+}
+
+/// Entries [`SOLVED`] keeps before it starts again (a few MB): both sides
+/// of 100,000 inputs' widening.
+const SOLVED_MOST: usize = 1 << 18;
+
+thread_local! {
+    /// [`least_share`]'s values by the bits of (k, G, confidence).
+    static SOLVED: std::cell::RefCell<std::collections::HashMap<(u64, u64, u64), f64>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 /// `interval` widened to reach at least how far a minority of inputs the
