@@ -243,8 +243,7 @@ impl Minority {
     }
 
     /// `end` moved as far as any minority moves it on `side`.
-    fn reach(&self, end: f64, side: Side) -> f64 {
-        let mut end = end;
+    fn reach(&self, mut end: f64, side: Side) -> f64 {
         if let Some(last) = self.prefix.len().checked_sub(1) {
             self.search(0, last, self.h(0), side, &mut end);
         }
