@@ -19,6 +19,7 @@ pub mod limits;
 pub(crate) mod load;
 pub(crate) mod negotiate;
 pub(crate) mod openai;
+pub(crate) mod openai_chunk;
 pub(crate) mod openai_responses;
 pub(crate) mod openai_stream;
 pub mod openai_wire;

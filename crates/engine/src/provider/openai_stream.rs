@@ -16,6 +16,7 @@
 //! fields and comments are ignored) and looks at each byte once, however
 //! the stream is split into reads ([`SseFrames`]).
 
+use super::openai_chunk::Chunk;
 use super::types::{message_text, AnswerMeta, Completion, ProviderError, WireAnswer};
 use serde_json::{Map, Value};
 
@@ -113,17 +114,6 @@ pub(crate) struct Assembly {
     pub done: bool,
 }
 
-/// Top-level fields of a chunk read on their own (not passed on as others).
-const CHUNK_FIELDS: [&str; 7] = [
-    "id",
-    "object",
-    "created",
-    "model",
-    "choices",
-    "usage",
-    "system_fingerprint",
-];
-
 /// Longest list a delta may grow by index (a hostile `index` never
 /// allocates more).
 const MAX_INDEX: u64 = 1024;
@@ -173,83 +163,56 @@ pub fn accumulate(acc: &mut Map<String, Value>, delta: &Map<String, Value>) {
 }
 
 impl Assembly {
-    /// Take one event's data: a chunk, `[DONE]`, or an `error` object (an
-    /// error mid-stream, as OpenAI sends it).
+    /// Take one event's data: a chunk ([`Chunk`]), `[DONE]`, or an
+    /// `error` that is not null (an error mid-stream, as OpenAI sends it).
     pub fn take(&mut self, data: &str) -> Result<(), ProviderError> {
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(());
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+        let chunk = Chunk::parse(data).map_err(|e| {
             ProviderError::BadResponse(format!(
                 "a streamed chunk is not JSON ({e}): {}",
                 super::util::body_excerpt(data)
             ))
         })?;
-        if let Some(error) = chunk.get("error") {
+        if let Some(error) = chunk.error {
             return Err(ProviderError::Server {
                 status: 500,
                 body: format!("error in the stream: {error}"),
             });
         }
-        if let Some(m) = chunk.get("model").and_then(Value::as_str) {
-            self.model.get_or_insert_with(|| m.to_string());
+        if let Some(m) = chunk.model {
+            self.model.get_or_insert_with(|| m.into_owned());
         }
-        if let Some(f) = chunk.get("system_fingerprint").and_then(Value::as_str) {
-            self.system_fingerprint = Some(f.to_string());
+        if let Some(f) = chunk.system_fingerprint {
+            self.system_fingerprint = Some(f.into_owned());
         }
-        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage = Some(u.clone());
+        if let Some(u) = chunk.usage {
+            self.usage = Some(u);
         }
-        if let Some(top) = chunk.as_object() {
-            for (k, v) in top {
-                if !CHUNK_FIELDS.contains(&k.as_str()) {
-                    self.response_fields.insert(k.clone(), v.clone());
-                }
-            }
-        }
-        let Some(choice) = chunk.pointer("/choices/0") else {
+        self.response_fields.extend(chunk.others);
+        let Some(choice) = chunk.choice else {
             return Ok(());
         };
-        if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.finish_reason = Some(f.to_string());
+        if let Some(f) = choice.finish_reason {
+            self.finish_reason = Some(f.into_owned());
         }
-        if let Some(items) = choice
-            .pointer("/logprobs/content")
-            .and_then(Value::as_array)
-        {
-            self.logprobs
-                .get_or_insert_with(Vec::new)
-                .extend(items.iter().cloned());
+        if let Some(items) = choice.logprobs {
+            self.logprobs.get_or_insert_with(Vec::new).extend(items);
         }
-        if let Some(fields) = choice.as_object() {
-            for (k, v) in fields {
-                if !["index", "delta", "finish_reason", "logprobs"].contains(&k.as_str()) {
-                    self.choice_fields.insert(k.clone(), v.clone());
-                }
-            }
+        self.choice_fields.extend(choice.others);
+        let Some(delta) = choice.delta else {
+            return Ok(());
+        };
+        if !delta.others.is_empty() {
+            accumulate(&mut self.message_fields, &delta.others);
         }
-        let delta = choice.get("delta").unwrap_or(&Value::Null);
-        if let Some(fields) = delta.as_object() {
-            let others: Map<String, Value> = fields
-                .iter()
-                .filter(|(k, v)| {
-                    !["role", "content", "tool_calls"].contains(&k.as_str()) && !v.is_null()
-                })
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            accumulate(&mut self.message_fields, &others);
-        }
-        if let Some(text) = delta.get("content").and_then(Value::as_str) {
-            self.content.push_str(text);
+        if let Some(text) = delta.content {
+            self.content.push_str(&text);
             self.saw_content = true;
         }
-        for call in delta
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for call in &delta.tool_calls {
             self.take_call(call);
         }
         Ok(())
@@ -514,5 +477,217 @@ mod tests {
         let mut a = Assembly::default();
         assert!(a.take("{\"error\":{\"message\":\"overloaded\"}}").is_err());
         assert!(Assembly::default().finish(false).is_err());
+    }
+
+    /// The chunk's reading before [`Chunk`]: every field looked up in a
+    /// [`Value`] of the whole chunk. Kept as the reference the fast
+    /// reading must equal.
+    fn take_as_value(a: &mut Assembly, data: &str) -> Result<(), ProviderError> {
+        let chunk: Value =
+            serde_json::from_str(data).map_err(|e| ProviderError::BadResponse(e.to_string()))?;
+        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+            return Err(ProviderError::Server {
+                status: 500,
+                body: format!("error in the stream: {error}"),
+            });
+        }
+        if let Some(m) = chunk.get("model").and_then(Value::as_str) {
+            a.model.get_or_insert_with(|| m.to_string());
+        }
+        if let Some(f) = chunk.get("system_fingerprint").and_then(Value::as_str) {
+            a.system_fingerprint = Some(f.to_string());
+        }
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            a.usage = Some(u.clone());
+        }
+        let read_here = [
+            "id",
+            "object",
+            "created",
+            "model",
+            "choices",
+            "usage",
+            "system_fingerprint",
+        ];
+        for (k, v) in chunk.as_object().into_iter().flatten() {
+            if !read_here.contains(&k.as_str()) {
+                a.response_fields.insert(k.clone(), v.clone());
+            }
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.as_array()?.first()) else {
+            return Ok(());
+        };
+        if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
+            a.finish_reason = Some(f.to_string());
+        }
+        if let Some(items) = choice
+            .pointer("/logprobs/content")
+            .and_then(Value::as_array)
+        {
+            a.logprobs
+                .get_or_insert_with(Vec::new)
+                .extend(items.iter().cloned());
+        }
+        for (k, v) in choice.as_object().into_iter().flatten() {
+            if !["index", "delta", "finish_reason", "logprobs"].contains(&k.as_str()) {
+                a.choice_fields.insert(k.clone(), v.clone());
+            }
+        }
+        let delta = choice.get("delta").unwrap_or(&Value::Null);
+        if let Some(fields) = delta.as_object() {
+            let others: Map<String, Value> = fields
+                .iter()
+                .filter(|(k, v)| {
+                    !["role", "content", "tool_calls"].contains(&k.as_str()) && !v.is_null()
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            accumulate(&mut a.message_fields, &others);
+        }
+        if let Some(text) = delta.get("content").and_then(Value::as_str) {
+            a.content.push_str(text);
+            a.saw_content = true;
+        }
+        for call in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            a.take_call(call);
+        }
+        Ok(())
+    }
+
+    use proptest::prelude::*;
+
+    /// A JSON value a field may hold: mostly of the expected kind, else
+    /// any kind (a mistyped field must read as absent, as in a `Value`).
+    fn odd() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            (-5i64..5).prop_map(Value::from),
+            "[a-c\"\\\\é]{0,3}".prop_map(Value::from),
+            Just(serde_json::json!([1, {"index": 0}])),
+            Just(serde_json::json!({"content": [{"token": "t"}], "x": 1})),
+        ]
+    }
+
+    fn text() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            4 => "[a-z \"\\\\\n'é]{0,6}".prop_map(Value::from),
+            1 => odd(),
+        ]
+    }
+
+    /// A chunk's fields, each present or not, with repeats and strangers.
+    fn chunk() -> impl Strategy<Value = String> {
+        let delta = proptest::collection::vec(
+            (
+                prop_oneof![
+                    Just("content"),
+                    Just("role"),
+                    Just("refusal"),
+                    Just("tool_calls"),
+                    Just("audio"),
+                ],
+                prop_oneof![
+                    3 => text(),
+                    1 => Just(serde_json::json!([{"index": 0, "id": "c", "function": {"name": "f", "arguments": "{"}}])),
+                    1 => Just(serde_json::json!({"transcript": "hi", "id": "a"})),
+                ],
+            ),
+            0..4,
+        );
+        let choice = (
+            delta,
+            proptest::collection::vec(
+                (
+                    prop_oneof![
+                        Just("finish_reason"),
+                        Just("logprobs"),
+                        Just("index"),
+                        Just("stop_reason"),
+                    ],
+                    odd(),
+                ),
+                0..3,
+            ),
+            any::<bool>(),
+        );
+        (
+            proptest::collection::vec(
+                (
+                    prop_oneof![
+                        Just("model"),
+                        Just("system_fingerprint"),
+                        Just("usage"),
+                        Just("id"),
+                        Just("service_tier"),
+                        Just("error"),
+                        Just("object"),
+                    ],
+                    prop_oneof![3 => text(), 1 => Just(serde_json::json!({"completion_tokens": 2}))],
+                ),
+                0..4,
+            ),
+            proptest::option::of(choice),
+            0usize..4,
+        )
+            .prop_map(|(top, choice, shape)| {
+                // Written by hand so keys can repeat (a `Map` keeps one).
+                let entry = |(k, v): &(&str, Value)| format!("{}:{v}", Value::from(*k));
+                let mut fields: Vec<String> = top.iter().map(entry).collect();
+                if let Some((delta, others, delta_is_object)) = choice {
+                    let delta: Vec<String> = delta.iter().map(entry).collect();
+                    let mut c: Vec<String> = others.iter().map(entry).collect();
+                    c.push(if delta_is_object {
+                        format!("\"delta\":{{{}}}", delta.join(","))
+                    } else {
+                        "\"delta\":\"x\"".into()
+                    });
+                    let choice = format!("{{{}}}", c.join(","));
+                    fields.push(match shape {
+                        0 => format!("\"choices\":[{choice}]"),
+                        1 => format!("\"choices\":[{choice},{{\"delta\":{{\"content\":\"no\"}}}}]"),
+                        2 => format!("\"choices\":[7,{choice}]"),
+                        _ => format!("\"choices\":{choice}"),
+                    });
+                }
+                format!("{{{}}}", fields.join(","))
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        /// A stream of chunks reads into the same answer (or the same
+        /// error) chunk by chunk as looking each field up in a `Value`.
+        #[test]
+        fn a_chunk_reads_as_its_value_reads(chunks in proptest::collection::vec(chunk(), 1..5)) {
+            let (mut fast, mut slow) = (Assembly::default(), Assembly::default());
+            for data in &chunks {
+                let (f, s) = (fast.take(data), take_as_value(&mut slow, data));
+                prop_assert_eq!(f.is_err(), s.is_err(), "{}", data);
+                if let (Err(f), Err(s)) = (f, s) {
+                    prop_assert_eq!(f, s);
+                    return Ok(());
+                }
+            }
+            prop_assert_eq!(fast.finish(false), slow.finish(false), "{:?}", chunks);
+        }
+    }
+
+    /// JSON that is not an object is a chunk of nothing; data that is not
+    /// JSON is an error naming it.
+    #[test]
+    fn data_that_is_not_an_object_is_empty_and_not_json_an_error() {
+        let mut a = Assembly::default();
+        for data in ["[1,2]", "\"text\"", "3", "null", "{\"choices\":{\"0\":{}}}"] {
+            a.take(data).unwrap();
+        }
+        assert!(a.finish(false).is_err(), "nothing to check");
+        let err = Assembly::default().take("{\"choices\": [").unwrap_err();
+        assert!(err.to_string().contains("not JSON"), "{err}");
     }
 }
