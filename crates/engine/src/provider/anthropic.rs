@@ -87,7 +87,8 @@ impl AnthropicConfig {
 #[derive(Debug)]
 pub struct AnthropicProvider {
     config: AnthropicConfig,
-    url: String,
+    /// Parsed once: a request reuses it.
+    url: reqwest::Url,
     key: Secret,
     timeout: Duration,
     client: reqwest::Client,
@@ -160,7 +161,7 @@ impl AnthropicProvider {
     async fn post(&self, body: &Value) -> Result<String, ProviderError> {
         let builder = self
             .client
-            .post(&self.url)
+            .post(self.url.clone())
             .header("x-api-key", self.key.expose())
             .header("anthropic-version", &self.config.anthropic_version)
             .json(body);

@@ -105,9 +105,10 @@ impl OpenAiConfig {
 #[derive(Debug)]
 pub struct OpenAiProvider {
     config: OpenAiConfig,
-    url: String,
+    /// `{base_url}/chat/completions`, parsed once: a request reuses it.
+    url: reqwest::Url,
     /// `{base_url}/responses`.
-    responses_url: String,
+    responses_url: reqwest::Url,
     key: Option<Secret>,
     headers: Vec<(String, Secret)>,
     timeout: Duration,
@@ -228,8 +229,8 @@ impl OpenAiProvider {
         self.request_to(&self.url, body)
     }
 
-    fn request_to(&self, url: &str, body: &Value) -> reqwest::RequestBuilder {
-        let mut builder = self.client.post(url).json(body);
+    fn request_to(&self, url: &reqwest::Url, body: &Value) -> reqwest::RequestBuilder {
+        let mut builder = self.client.post(url.clone()).json(body);
         if let Some(key) = &self.key {
             builder = builder.bearer_auth(key.expose());
         }
@@ -254,7 +255,7 @@ impl OpenAiProvider {
 
     async fn post_to(
         &self,
-        url: &str,
+        url: &reqwest::Url,
         body: &Value,
     ) -> Result<(Vec<(String, String)>, String), ProviderError> {
         let (status, headers, body) = util::send(self.request_to(url, body), self.timeout).await?;

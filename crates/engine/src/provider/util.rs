@@ -92,7 +92,7 @@ pub(crate) fn check_http_url(url: &str, field: &str, as_written: &str) -> Result
 /// not a path glued after the query. The URL's password and the values of
 /// its secret-looking query keys ([`secret_key`]) are registered as
 /// secrets (`redact`): errors that quote the URL never show them.
-pub(crate) fn endpoint(base: &str, path: &str, field: &str) -> Result<String, ConfigError> {
+pub(crate) fn endpoint(base: &str, path: &str, field: &str) -> Result<reqwest::Url, ConfigError> {
     let mut url = reqwest::Url::parse(base)
         .map_err(|e| ConfigError::Invalid(format!("{field} is not a valid URL ({e})")))?;
     if let Some(pw) = url.password() {
@@ -105,7 +105,7 @@ pub(crate) fn endpoint(base: &str, path: &str, field: &str) -> Result<String, Co
     }
     let joined = format!("{}{path}", url.path().trim_end_matches('/'));
     url.set_path(&joined);
-    Ok(url.to_string())
+    Ok(url)
 }
 
 /// Whether a header carries a credential by its name (`Authorization`,
@@ -405,15 +405,19 @@ mod tests {
     #[test]
     fn endpoints_keep_the_query_and_shown_urls_hide_credentials() {
         assert_eq!(
-            endpoint("http://127.0.0.1:8080/v1", "/chat/completions", "base_url").unwrap(),
+            endpoint("http://127.0.0.1:8080/v1", "/chat/completions", "base_url")
+                .unwrap()
+                .as_str(),
             "http://127.0.0.1:8080/v1/chat/completions"
         );
         assert_eq!(
-            endpoint("https://r.openai.azure.com/openai/deployments/d?api-version=2024-02-01", "/chat/completions", "base_url").unwrap(),
+            endpoint("https://r.openai.azure.com/openai/deployments/d?api-version=2024-02-01", "/chat/completions", "base_url").unwrap().as_str(),
             "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-02-01"
         );
         assert_eq!(
-            endpoint("https://api.anthropic.com", "/v1/messages", "base_url").unwrap(),
+            endpoint("https://api.anthropic.com", "/v1/messages", "base_url")
+                .unwrap()
+                .as_str(),
             "https://api.anthropic.com/v1/messages"
         );
         assert_eq!(
