@@ -205,11 +205,11 @@ fn redact_meta(meta: AnswerMeta) -> AnswerMeta {
     use crate::provider::redact::redact_owned;
     let json = |v: serde_json::Value| {
         let text = v.to_string();
-        let clean = redact_owned(text.clone());
-        if clean == text {
-            v
-        } else {
-            serde_json::from_str(&clean).unwrap_or(serde_json::Value::Null)
+        match crate::provider::redact::redact(&text) {
+            std::borrow::Cow::Borrowed(_) => v,
+            std::borrow::Cow::Owned(clean) => {
+                serde_json::from_str(&clean).unwrap_or(serde_json::Value::Null)
+            }
         }
     };
     let map = |m: serde_json::Map<String, serde_json::Value>| match json(m.into()) {
