@@ -119,6 +119,11 @@ impl<T> Default for First<T> {
     }
 }
 
+/// Skip the value of the entry whose key `map` just gave.
+fn skip_value<'de, A: MapAccess<'de>>(map: &mut A) -> Result<(), A::Error> {
+    map.next_value::<IgnoredAny>().map(drop)
+}
+
 /// Skip every element of `seq`.
 fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
     while seq.next_element::<IgnoredAny>()?.is_some() {}
@@ -236,9 +241,7 @@ impl<'de> FromEntries<'de> for Chunk<'de> {
             "system_fingerprint" => self.system_fingerprint = map.next_value::<IfString>()?.0,
             "usage" => self.usage = Some(map.next_value::<Value>()?).filter(Value::is_object),
             "choices" => self.choice = map.next_value::<First<Choice>>()?.0,
-            "id" | "object" | "created" => {
-                map.next_value::<IgnoredAny>()?;
-            }
+            "id" | "object" | "created" => skip_value(map)?,
             _ => self.others.push((key.into_owned(), map.next_value()?)),
         }
         Ok(())
@@ -263,9 +266,7 @@ impl<'de> FromEntries<'de> for Choice<'de> {
                 }
             }
             "delta" => self.delta = map.next_value::<IfObject<Delta>>()?.0,
-            "index" => {
-                map.next_value::<IgnoredAny>()?;
-            }
+            "index" => skip_value(map)?,
             _ => self.others.push((key.into_owned(), map.next_value()?)),
         }
         Ok(())
@@ -286,9 +287,7 @@ impl<'de> FromEntries<'de> for Delta<'de> {
                     _ => Vec::new(),
                 }
             }
-            "role" => {
-                map.next_value::<IgnoredAny>()?;
-            }
+            "role" => skip_value(map)?,
             _ => match map.next_value::<Value>()? {
                 Value::Null => {
                     self.others.remove(&*key);
