@@ -56,18 +56,8 @@ command -v python3 >/dev/null || { echo "bench/guard.sh needs python3" >&2; exit
 WORK="$(mktemp -d)"
 trap 'kill $(jobs -p) $(cat "$WORK/pids" 2>/dev/null) 2>/dev/null || true; sleep 0.5; rm -rf "$WORK"' EXIT
 
-checks() {
-  cat <<'TOML'
-[[validator]]
-name = "contraction_validator"
-message = "Output contains too many contractions"
-check = '''count(output, "'") <= 3'''
-[[validator]]
-name = "politeness_validator"
-message = "Say you're welcome when thanked"
-check = '''if input.text.contains("Thank you") { output.contains("You're welcome") } else { true }'''
-TOML
-}
+# The two validators (bench/guard_checks.toml).
+checks() { cat bench/guard_checks.toml; }
 inputs() {
   for i in $(seq 1 40); do
     if (( i % 2 )); then t="Thank you for tip $i on roses!"; else t="How do I water plant $i?"; fi

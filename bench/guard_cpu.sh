@@ -6,7 +6,7 @@
 #
 # Each round starts, for each build in turn, `probity sim serve` (0 ms
 # upstream) and `probity serve` in front of it with the two validators of
-# bench/guard.sh (`attempts = 1`, the default `stream_upstream = true`),
+# bench/guard_checks.toml (`attempts = 1`, the default `stream_upstream = true`),
 # warms it with 2,000 requests, then sends N (default 20,000) at
 # concurrency 64 with the load generator (crates/engine/examples/load.rs)
 # and reads the guard process's CPU time (utime + stime, /proc) over
@@ -47,15 +47,8 @@ base_url = "http://$sim/v1"
 model = "sim"
 [retry]
 attempts = 1
-[[validator]]
-name = "contraction_validator"
-message = "Output contains too many contractions"
-check = '''count(output, "'") <= 3'''
-[[validator]]
-name = "politeness_validator"
-message = "Say you're welcome when thanked"
-check = '''if input.text.contains("Thank you") { output.contains("You're welcome") } else { true }'''
 TOML
+  cat bench/guard_checks.toml >>"$WORK/g.toml"
   rm -f "$WORK/g.db"
   "$probity" serve --config "$WORK/g.toml" --listen 127.0.0.1:0 --store "$WORK/g.db" \
     >"$WORK/guard.out" 2>"$WORK/guard.err" &
