@@ -154,8 +154,9 @@ for c in 1 64; do
   measure "concurrency $c" "guard, attempts=3" "$G3" "$c" "$n"
   [[ -n "$NGX" ]] && measure "concurrency $c" "nginx, no checks" "$NGX" "$c" "$n"
 done
-# Streamed at 0 ms upstream: the client asks for "stream": true (the guard
-# reads the upstream's stream too, stream_upstream = true by default).
+# Streamed at 0 ms upstream: the client asks for "stream": true (the guard,
+# its lone attempt never cut, asks the upstream for a whole answer and
+# sends the client its events once it passed).
 measure "stream, concurrency 64" direct "$SIM" 64 "$N64" --stream
 measure "stream, concurrency 64" "guard, attempts=1" "$G1" 64 "$N64" --stream
 measure "stream, first byte" direct "$SIMP" 1 "$NS" --stream
@@ -189,17 +190,16 @@ PY
 echo
 echo "== Figure 4: where the guard's CPU goes per request (concurrency 64, 0 ms upstream, attempts = 1)"
 # CPU time of the guard process (utime + stime from /proc/PID/stat)
-# over N4 requests, reading the upstream's stream (stream_upstream = true,
-# the default) and asking for whole answers (false); then, with `perf`
+# over N4 requests (with `attempts = 1` and `on_nothing_passed = "last"`
+# its lone attempt can never be cut, so it asks the upstream for whole
+# answers whatever `stream_upstream` says); then, with `perf`
 # when it is installed (Debian: linux-perf), a sampled profile of the
 # first guard under the same load, its samples grouped by what the
 # function belongs to (symbols only: release builds keep their symbol
 # table).
 N4=${N4:-2000}
-guard_config 1 "$SIM" | sed 's/^call_attempts = 1$/call_attempts = 1\nstream_upstream = false/' >"$WORK/guard1w.toml"
-G1W=$(start guard1w "$PROBITY" serve --config "$WORK/guard1w.toml" --listen 127.0.0.1:0 --store "$WORK/g1w.db")
 pid_of() { sed -n "$1p" "$WORK/pids"; }
-# pids: sim, simp, guard1, guard3, guard1p, guard1w (in the order started).
+# pids: sim, simp, guard1, guard3, guard1p (in the order started).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 # Each row: CPU per request of the load generator, the sim and the guard
@@ -221,9 +221,9 @@ proxy_cpu() {
     cpu_ticks "$(pid_of "$1")"
   fi
 }
-rows=("direct|-|$SIM" "guard, stream_upstream=true|3|$G1" "guard, stream_upstream=false|6|$G1W")
+rows=("direct|-|$SIM" "guard, attempts=1|3|$G1")
 [[ -n "$NGX" ]] && rows+=("nginx, no checks|ngx|$NGX")
-rows+=("streamed, direct|-|$SIM" "streamed, guard, stream_upstream=true|3|$G1")
+rows+=("streamed, direct|-|$SIM" "streamed, guard, attempts=1|3|$G1")
 for row in "${rows[@]}"; do
   IFS='|' read -r label line addr <<<"$row"
   flags=(); [[ "$label" == streamed* ]] && flags=(--stream)

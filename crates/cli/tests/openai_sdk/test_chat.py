@@ -52,6 +52,27 @@ def test_logprobs_are_the_upstreams_whether_it_streams_to_the_guard_or_not(sim_s
         assert tokens, extra
 
 
+def test_an_attempt_is_streamed_from_the_upstream_only_when_a_later_one_could_gain(guarded):
+    """stream_upstream = true (the default) streams attempts so a failing
+    one can be cut short. With on_nothing_passed = "last" the final attempt
+    is never cut: then a lone attempt is asked for whole (streaming it buys
+    nothing), while the final one of several is streamed like the others."""
+    last = 'on_nothing_passed = "last"'
+    leak = completion("The CANARY sings.")
+    for attempts, extra, streamed in [(1, last, [False]),
+                                      (2, last, [True, True]),
+                                      (1, 'on_nothing_passed = "error"', [True]),
+                                      (1, last + "\nstream_upstream = false", [False])]:
+        guard, up = guarded([(200, leak)] * attempts, attempts=attempts, extra=extra)
+        try:
+            headers = guard.client().chat.completions.with_raw_response.create(
+                model="m", messages=[{"role": "user", "content": "Sing."}]).headers
+        except openai.UnprocessableEntityError as e:  # on_nothing_passed = "error"
+            headers = e.response.headers
+        assert headers["x-probity-attempts"] == str(attempts), (attempts, extra)
+        assert [r.get("stream") is True for r in up.requests] == streamed, (attempts, extra, up.requests)
+
+
 def test_model_usage_and_finish_reason_are_the_upstreams(guarded):
     guard, up = guarded([(200, completion("Cut short", model="up-model-2024-08-06",
                                           finish_reason="length", usage=(13, 5)))])

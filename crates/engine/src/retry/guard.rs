@@ -149,12 +149,38 @@ impl Attempt {
     }
 }
 
-/// Which attempt is made, and whether a failing prefix may cut it short
-/// ([`Guard::keeping_the_last_attempt_whole`]).
+/// Which attempt is made, and how its answer is asked for.
 #[derive(Debug, Clone, Copy)]
 struct Turn {
     number: u32,
-    may_cut: bool,
+    asked: Asked,
+}
+
+/// How an attempt's answer is asked for ([`Guard::cutting_streams`],
+/// [`Guard::keeping_the_last_attempt_whole`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    /// Whole, not streamed.
+    Whole,
+    /// Streamed and cut short as soon as its prefix settles a failure.
+    Cuttable,
+    /// Streamed like the attempts before it (the same request), never cut.
+    Uncut,
+}
+
+impl Asked {
+    /// Attempt `number` of `max_attempts`: streamed when cutting streams;
+    /// the final one never cut when kept whole — and then a lone attempt
+    /// is asked for whole, since streaming it would buy nothing (no
+    /// earlier attempt to match, no later one to start sooner).
+    fn for_attempt(cut_streams: bool, whole_last: bool, number: u32, max_attempts: u32) -> Self {
+        match (cut_streams, whole_last && number == max_attempts) {
+            (false, _) => Asked::Whole,
+            (true, false) => Asked::Cuttable,
+            (true, true) if max_attempts == 1 => Asked::Whole,
+            (true, true) => Asked::Uncut,
+        }
+    }
 }
 
 /// Why a guard stopped without publishing.
@@ -322,7 +348,8 @@ impl Guard {
 
     /// With [`Guard::cutting_streams`]: never cut the final attempt, so
     /// that when nothing passes the last output is a whole answer — for a
-    /// guard that then publishes it (`on_nothing_passed = "last"`).
+    /// guard that then publishes it (`on_nothing_passed = "last"`). A lone
+    /// attempt is then asked for whole ([`Asked::for_attempt`]).
     pub fn keeping_the_last_attempt_whole(mut self) -> Self {
         self.whole_last = true;
         self
@@ -546,7 +573,7 @@ impl Guard {
             let known = first.take();
             let turn = Turn {
                 number,
-                may_cut: !(self.whole_last && number == max_attempts),
+                asked: Asked::for_attempt(self.cut_streams, self.whole_last, number, max_attempts),
             };
             let work = self.attempt(&current, input, repetition, turn, known, (wire, &retries));
             let limit = match (attempt_timeout, deadline) {
@@ -736,7 +763,7 @@ impl Guard {
         known: Option<Result<Answer, CallFailure>>,
         (wire, retries): (Option<(&WireRequest, Api)>, &AtomicU32),
     ) -> Attempt {
-        let Turn { number, may_cut } = turn;
+        let Turn { number, asked } = turn;
         let key = (self.keyed || self.outputs.is_some())
             .then(|| attempt_key(&self.fingerprint, messages, repetition as usize, number - 1));
         let hit = match (&self.outputs, &key, &known) {
@@ -757,13 +784,11 @@ impl Guard {
                     input: input.input().clone(),
                 };
                 let settled = |text: &str| self.settled(text);
-                // The final attempt kept whole is still streamed (the same
-                // request as the others), only never cut.
                 let never = |_: &str| false;
-                let cut: Option<CutWhen<'_>> = match (self.cut_streams, may_cut) {
-                    (false, _) => None,
-                    (true, true) => Some(&settled),
-                    (true, false) => Some(&never),
+                let cut: Option<CutWhen<'_>> = match asked {
+                    Asked::Whole => None,
+                    Asked::Cuttable => Some(&settled),
+                    Asked::Uncut => Some(&never),
                 };
                 let answer = self.call_system(&request, wire, cut, retries).await;
                 if let (Some(cache), Some(key), Ok(a)) = (&self.outputs, &key, &answer) {
