@@ -6,7 +6,7 @@
 //! attempt is ever sent.
 
 use super::answer::{self, Cost, Header, Outcome, Publish, Verdict, DONE, KEEPALIVE};
-use super::request::{self, ClientRequest};
+use super::request::{self, ClientRequest, Reply};
 use super::state::{AttemptLabel, CostLabels, ServeState};
 use crate::provider::openai_wire::error_body;
 use crate::provider::types::Api;
@@ -157,7 +157,8 @@ async fn handle(st: Arc<ServeState>, headers: HeaderMap, body: Body, api: Api) -
         .classes
         .as_ref()
         .and_then(|c| c.attempts_for(&headers, req.wire.params.get("metadata")));
-    let task = AbortOnDrop(tokio::spawn(guard(st.clone(), idx, req.clone(), attempts)));
+    let reply = req.reply();
+    let task = AbortOnDrop(tokio::spawn(guard(st.clone(), idx, req, attempts)));
     let cancel = CancelCount {
         st: st.clone(),
         armed: true,
@@ -172,9 +173,9 @@ async fn handle(st: Arc<ServeState>, headers: HeaderMap, body: Body, api: Api) -
             .map_or(0, |d| d.as_secs()),
         model: st.model.clone(),
     };
-    if req.stream {
+    if reply.stream {
         st.metrics.streamed.inc();
-        return stream(st, task, cancel, header, req, started).await;
+        return stream(st, task, cancel, header, reply, started).await;
     }
     let mut cancel = cancel;
     let joined = await_task(task).await;
@@ -183,7 +184,7 @@ async fn handle(st: Arc<ServeState>, headers: HeaderMap, body: Body, api: Api) -
         joined,
         &mut cancel,
         started,
-        &req,
+        &reply,
         |p, usage| match api {
             Api::Chat => Json(answer::completion(&header, p, usage)).into_response(),
             Api::Responses => Json(super::responses::body(&header, p, usage)).into_response(),
@@ -199,7 +200,7 @@ fn respond(
     joined: Result<GuardOutcome, tokio::task::JoinError>,
     cancel: &mut CancelCount,
     started: Instant,
-    req: &ClientRequest,
+    req: &Reply,
     publish: impl FnOnce(&Publish, serde_json::Value) -> Response,
 ) -> Response {
     let Ok(outcome) = joined else {
@@ -527,7 +528,7 @@ async fn stream(
     mut task: AbortOnDrop,
     mut cancel: CancelCount,
     header: Header,
-    req: ClientRequest,
+    req: Reply,
     started: Instant,
 ) -> Response {
     let early = tokio::time::timeout(st.keepalive, &mut task.0).await;
@@ -577,12 +578,7 @@ async fn stream(
     sse_response(Body::from_stream(body))
 }
 
-fn published_events(
-    h: &Header,
-    p: &Publish,
-    usage: serde_json::Value,
-    req: &ClientRequest,
-) -> String {
+fn published_events(h: &Header, p: &Publish, usage: serde_json::Value, req: &Reply) -> String {
     if req.api == Api::Responses {
         return super::responses::events(&super::responses::body(h, p, usage));
     }

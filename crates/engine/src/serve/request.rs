@@ -25,6 +25,27 @@ pub(crate) struct ClientRequest {
     pub api: Api,
 }
 
+/// What the answer to a request is shaped by, kept by the handler while
+/// the request itself moves into the guard's task.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Reply {
+    pub stream: bool,
+    pub include_usage: bool,
+    pub pinned: Vec<String>,
+    pub api: Api,
+}
+
+impl ClientRequest {
+    pub(crate) fn reply(&self) -> Reply {
+        Reply {
+            stream: self.stream,
+            include_usage: self.include_usage,
+            pinned: self.pinned.clone(),
+            api: self.api,
+        }
+    }
+}
+
 /// Why a request is refused: a message for the client naming the field.
 pub(crate) type Refusal = String;
 
