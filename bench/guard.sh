@@ -20,7 +20,10 @@
 #   two validators of Figure 1, first `[retry] attempts = 1` (no retries),
 #   then `attempts = 3`, and (when nginx is installed; Debian:
 #   nginx-light) nginx forwarding to the same sim and checking nothing,
-#   the floor any proxy pays here; at concurrency 1 and 64; then streamed
+#   the floor any proxy pays here, and `forward`
+#   (crates/engine/examples/forward.rs): the guard's own HTTP server and
+#   client forwarding and checking nothing, the floor of the guard's
+#   stack; at concurrency 1 and 64; then streamed
 #   (`"stream": true`) at concurrency 64 and 0 ms upstream, and the time
 #   to first byte at 1 ms per token at the sim. The
 #   sim has its default rates (contractions 0.1, omit_welcome 0.15), so with
@@ -32,9 +35,8 @@
 #   Its last lines give, at concurrency 64 and 0 ms upstream, the guard's
 #   throughput as a ratio of direct and the added p50, streamed and not.
 # Figure 4 — where the guard's CPU goes: CPU time per request of the
-#   load generator, the sim and the guard process side by side (the
-#   guard reading the upstream's stream and not; the client streaming and
-#   not); with `perf`, a
+#   load generator, the sim and the proxy side by side (the guard, nginx,
+#   `forward`; the client streaming and not); with `perf`, a
 #   sampled profile of the guard under that load, grouped by component
 #   (bench/guard_profile.py).
 # Figure 3 — cutting failing answers short: the same requests through a
@@ -51,6 +53,10 @@ fi
 if [[ -z "${LOAD:-}" ]]; then
   cargo build --release -q -p probity-engine --example load
   LOAD="$PWD/target/release/examples/load"
+fi
+if [[ -z "${FORWARD:-}" ]]; then
+  cargo build --release -q -p probity-engine --example forward
+  FORWARD="$PWD/target/release/examples/forward"
 fi
 command -v python3 >/dev/null || { echo "bench/guard.sh needs python3" >&2; exit 2; }
 WORK="$(mktemp -d)"
@@ -111,6 +117,7 @@ guard_config 1 "$SIMP" >"$WORK/guard1p.toml"
 G1=$(start guard1 "$PROBITY" serve --config "$WORK/guard1.toml" --listen 127.0.0.1:0 --store "$WORK/g1.db")
 G3=$(start guard3 "$PROBITY" serve --config "$WORK/guard3.toml" --listen 127.0.0.1:0 --store "$WORK/g3.db")
 G1P=$(start guard1p "$PROBITY" serve --config "$WORK/guard1p.toml" --listen 127.0.0.1:0 --store "$WORK/g1p.db")
+FWD=$(start fwd "$FORWARD" --listen 127.0.0.1:0 --upstream "http://$SIM/v1")
 # The floor any proxy pays on this machine: nginx (Debian: nginx-light),
 # when installed, forwarding to the same sim over kept-alive connections
 # and checking nothing. Its row says what share of the guard's cost is the
@@ -153,6 +160,7 @@ for c in 1 64; do
   measure "concurrency $c" "guard, attempts=1" "$G1" "$c" "$n"
   measure "concurrency $c" "guard, attempts=3" "$G3" "$c" "$n"
   [[ -n "$NGX" ]] && measure "concurrency $c" "nginx, no checks" "$NGX" "$c" "$n"
+  measure "concurrency $c" "forward, no checks" "$FWD" "$c" "$n"
 done
 # Streamed at 0 ms upstream: the client asks for "stream": true (the guard,
 # its lone attempt never cut, asks the upstream for a whole answer and
@@ -199,7 +207,7 @@ echo "== Figure 4: where the guard's CPU goes per request (concurrency 64, 0 ms 
 # table).
 N4=${N4:-2000}
 pid_of() { sed -n "$1p" "$WORK/pids"; }
-# pids: sim, simp, guard1, guard3, guard1p (in the order started).
+# pids: sim, simp, guard1, guard3, guard1p, fwd (in the order started).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 # Each row: CPU per request of the load generator, the sim and the guard
@@ -223,6 +231,7 @@ proxy_cpu() {
 }
 rows=("direct|-|$SIM" "guard, attempts=1|3|$G1")
 [[ -n "$NGX" ]] && rows+=("nginx, no checks|ngx|$NGX")
+rows+=("forward, no checks|6|$FWD")
 rows+=("streamed, direct|-|$SIM" "streamed, guard, attempts=1|3|$G1")
 for row in "${rows[@]}"; do
   IFS='|' read -r label line addr <<<"$row"
