@@ -87,6 +87,8 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The settings of the providers' client (`provider::util::client`,
+    // crate-private there), so the floor is the guard's own.
     let client = match reqwest::Client::builder()
         .pool_max_idle_per_host(1024)
         .tcp_nodelay(true)
