@@ -157,7 +157,7 @@ async fn handle(st: Arc<ServeState>, headers: HeaderMap, body: Body, api: Api) -
         .classes
         .as_ref()
         .and_then(|c| c.attempts_for(&headers, req.wire.params.get("metadata")));
-    let reply = req.reply();
+    let reply = req.reply.clone();
     let task = AbortOnDrop(tokio::spawn(guard(st.clone(), idx, req, attempts)));
     let cancel = CancelCount {
         st: st.clone(),
@@ -342,7 +342,7 @@ async fn guard(
             &req.messages,
             &input,
             idx as u32,
-            (&req.wire, req.api),
+            (&req.wire, req.reply.api),
             attempts,
         )
         .await;

@@ -14,6 +14,14 @@ pub(crate) struct ClientRequest {
     pub messages: Vec<Message>,
     /// The messages as sent and the fields to forward.
     pub wire: WireRequest,
+    /// What shapes the answer: kept by the handler while the rest moves
+    /// into the guard's task.
+    pub reply: Reply,
+}
+
+/// What the answer to a request is shaped by.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Reply {
     /// Answer as server-sent events.
     pub stream: bool,
     /// `stream_options.include_usage`: a usage chunk before `[DONE]`.
@@ -23,27 +31,6 @@ pub(crate) struct ClientRequest {
     /// The API the client spoke (`wire.messages` are a Responses API
     /// client's `input` items).
     pub api: Api,
-}
-
-/// What the answer to a request is shaped by, kept by the handler while
-/// the request itself moves into the guard's task.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Reply {
-    pub stream: bool,
-    pub include_usage: bool,
-    pub pinned: Vec<String>,
-    pub api: Api,
-}
-
-impl ClientRequest {
-    pub(crate) fn reply(&self) -> Reply {
-        Reply {
-            stream: self.stream,
-            include_usage: self.include_usage,
-            pinned: self.pinned.clone(),
-            api: self.api,
-        }
-    }
 }
 
 /// Why a request is refused: a message for the client naming the field.
@@ -90,10 +77,12 @@ pub fn parse(
             messages,
             params: map,
         },
-        stream,
-        include_usage,
-        pinned,
-        api: Api::Chat,
+        reply: Reply {
+            stream,
+            include_usage,
+            pinned,
+            api: Api::Chat,
+        },
     })
 }
 

@@ -10,7 +10,7 @@
 //! every check has passed.
 
 use super::answer::{Header, Publish};
-use super::request::{pinned_and_forwarded, ClientRequest, Refusal};
+use super::request::{pinned_and_forwarded, ClientRequest, Refusal, Reply};
 use crate::provider::openai_responses::flatten_item;
 use crate::provider::types::{Api, Provider, WireRequest};
 use crate::retry::guard::Attempt;
@@ -66,10 +66,12 @@ pub fn parse(
             messages: items,
             params: map,
         },
-        stream,
-        include_usage: false,
-        pinned,
-        api: Api::Responses,
+        reply: Reply {
+            stream,
+            include_usage: false,
+            pinned,
+            api: Api::Responses,
+        },
     })
 }
 
