@@ -62,7 +62,8 @@ command -v python3 >/dev/null || { echo "bench/guard.sh needs python3" >&2; exit
 WORK="$(mktemp -d)"
 trap 'kill $(jobs -p) $(cat "$WORK/pids" 2>/dev/null) 2>/dev/null || true; sleep 0.5; rm -rf "$WORK"' EXIT
 
-# The two validators (bench/guard_checks.toml).
+# start, guard_config; the two validators (bench/guard_checks.toml).
+source bench/guard_lib.sh
 checks() { cat bench/guard_checks.toml; }
 inputs() {
   for i in $(seq 1 40); do
@@ -88,15 +89,6 @@ done
 
 fi
 [[ "${ONLY:-}" == 1 ]] && exit 0
-# start NAME CMD...: runs CMD in the background, waits for its address.
-start() {
-  local name=$1; shift
-  "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-  echo $! >>"$WORK/pids"
-  for _ in $(seq 100); do grep -q '^listening on' "$WORK/$name.out" 2>/dev/null && break; sleep 0.1; done
-  sed -n 's#^listening on http://\(.*\)/v1#\1#p' "$WORK/$name.out" | grep . \
-    || { echo "$name did not start:" >&2; cat "$WORK/$name.err" >&2; exit 1; }
-}
 if [[ "${ONLY:-}" != 3 ]]; then
 echo
 echo "== Figure 2: the guard's cost to a client (direct to the sim vs through probity serve)"
@@ -106,12 +98,6 @@ N1=${N1:-100}; N64=${N64:-1000}; NS=${NS:-100}
 # token, streamed or not, as a model does.
 SIM=$(start sim "$PROBITY" sim serve --listen 127.0.0.1:0)
 SIMP=$(start simp "$PROBITY" sim serve --listen 127.0.0.1:0 --token-ms 1)
-guard_config() {  # attempts upstream
-  printf 'name = "guard-bench"\non_nothing_passed = "last"\ncall_attempts = 1\n'
-  printf '[upstream]\nprovider = "openai"\nbase_url = "http://%s/v1"\nmodel = "sim"\n' "$2"
-  printf '[retry]\nattempts = %s\n' "$1"
-  checks
-}
 guard_config 1 "$SIM" >"$WORK/guard1.toml"; guard_config 3 "$SIM" >"$WORK/guard3.toml"
 guard_config 1 "$SIMP" >"$WORK/guard1p.toml"
 G1=$(start guard1 "$PROBITY" serve --config "$WORK/guard1.toml" --listen 127.0.0.1:0 --store "$WORK/g1.db")

@@ -6,7 +6,7 @@
 #
 # Each round starts, for each build in turn, `probity sim serve` (0 ms
 # upstream) and `probity serve` in front of it with the two validators of
-# bench/guard_checks.toml (`attempts = 1`, the default `stream_upstream = true`),
+# bench/guard_checks.toml (`attempts = 1`, so answers are asked for whole),
 # warms it with 2,000 requests, then sends N (default 20,000) at
 # concurrency 64 with the load generator (crates/engine/examples/load.rs)
 # and reads the guard process's CPU time (utime + stime, /proc) over
@@ -22,45 +22,31 @@ if [[ -z "${LOAD:-}" ]]; then
 fi
 ROUNDS=${ROUNDS:-5}; N=${N:-20000}
 WORK="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null || true; sleep 0.3; rm -rf "$WORK"' EXIT
+trap 'kill $(cat "$WORK/pids" 2>/dev/null) 2>/dev/null || true; sleep 0.3; rm -rf "$WORK"' EXIT
+source bench/guard_lib.sh  # start, guard_config
 
-# address NAME: the address a server started as NAME printed.
-address() {
-  for _ in $(seq 100); do grep -q '^listening on' "$WORK/$1.out" 2>/dev/null && break; sleep 0.1; done
-  sed -n 's#^listening on http://\(.*\)/v1#\1#p' "$WORK/$1.out" | grep . \
-    || { echo "$1 did not start:" >&2; cat "$WORK/$1.err" >&2; exit 1; }
+# stop PID...: ends the servers and waits until they are gone.
+stop() {
+  kill "$@" 2>/dev/null || true
+  for pid in "$@"; do while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done; done
 }
 
 # one LABEL PROBITY: one measurement, one JSON line.
 one() {
   local label=$1 probity=$2
-  "$probity" sim serve --listen 127.0.0.1:0 >"$WORK/sim.out" 2>"$WORK/sim.err" &
-  local sim_pid=$!
-  local sim; sim=$(address sim)
-  cat >"$WORK/g.toml" <<TOML
-name = "guard-cpu"
-on_nothing_passed = "last"
-call_attempts = 1
-[upstream]
-provider = "openai"
-base_url = "http://$sim/v1"
-model = "sim"
-[retry]
-attempts = 1
-TOML
-  cat bench/guard_checks.toml >>"$WORK/g.toml"
+  local sim; sim=$(start sim "$probity" sim serve --listen 127.0.0.1:0)
+  local sim_pid; sim_pid=$(tail -1 "$WORK/pids")
+  guard_config 1 "$sim" >"$WORK/g.toml"
   rm -f "$WORK/g.db"
-  "$probity" serve --config "$WORK/g.toml" --listen 127.0.0.1:0 --store "$WORK/g.db" \
-    >"$WORK/guard.out" 2>"$WORK/guard.err" &
-  local guard_pid=$!
-  local guard; guard=$(address guard)
+  local guard; guard=$(start guard "$probity" serve --config "$WORK/g.toml" --listen 127.0.0.1:0 --store "$WORK/g.db")
+  local guard_pid; guard_pid=$(tail -1 "$WORK/pids")
   local url="http://$guard/v1/chat/completions"
   "$LOAD" --url "$url" --concurrency 64 --requests 2000 --warmup 0 >/dev/null
   local before; before=$(awk '{print $14 + $15}' "/proc/$guard_pid/stat")
   "$LOAD" --url "$url" --concurrency 64 --requests "$N" --warmup 0 >"$WORK/load.out"
   head -1 "$WORK/load.out" >"$WORK/load.json"
   local after; after=$(awk '{print $14 + $15}' "/proc/$guard_pid/stat")
-  kill "$guard_pid" "$sim_pid"; wait "$guard_pid" "$sim_pid" 2>/dev/null || true
+  stop "$guard_pid" "$sim_pid"
   python3 - "$label" "$before" "$after" "$(getconf CLK_TCK)" "$N" "$WORK/load.json" <<'PY'
 import json, sys
 label, before, after, hz, n, path = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
